@@ -1,0 +1,1 @@
+"""In-repo runs load the wincon plugin through its pytest11 entry point; nothing else lives here."""
