@@ -1,0 +1,5 @@
+import sys
+
+from wincon.cli import main
+
+sys.exit(main())
