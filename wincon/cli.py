@@ -36,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"wincon {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a command family not installed in this build
+            if exc.name != name:
+                raise
+            continue
+        module.register(subparsers)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""The wincon pytest plugin (being written: options, markers, profile, limitations)."""
