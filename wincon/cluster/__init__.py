@@ -1,0 +1,1 @@
+"""Talking to the cluster: client and retries, namespaces, waits, exec and diagnostics."""

@@ -1,0 +1,129 @@
+"""Connecting to the cluster: kubeconfig loading with clear errors, and the retry policy.
+
+Retries cover transient API errors only (429, 5xx, conflicts, connection resets), bounded in count and
+time. Anything else surfaces at once: a 403 is a permissions problem, not something to wait out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from wincon.errors import InfrastructureError, KubeconfigError
+
+T = TypeVar("T")
+
+TRANSIENT_STATUSES = frozenset({0, 409, 429, 500, 502, 503, 504})
+RETRY_ATTEMPTS = 6
+RETRY_SECONDS = 60.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: throttling, server errors, conflicts and dropped connections."""
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUSES
+    return isinstance(
+        exc,
+        (
+            urllib3.exceptions.ProtocolError,
+            urllib3.exceptions.MaxRetryError,
+            urllib3.exceptions.NewConnectionError,
+            ConnectionError,
+        ),
+    )
+
+
+def retrying(attempts: int = RETRY_ATTEMPTS, seconds: float = RETRY_SECONDS) -> Retrying:
+    """The one retry policy of the suite: transient errors only, exponential backoff with jitter."""
+    return Retrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_attempt(attempts) | stop_after_delay(seconds),
+        wait=wait_exponential_jitter(initial=0.5, max=8.0),
+        reraise=True,
+    )
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call an API function under the retry policy."""
+    for attempt in retrying():
+        with attempt:
+            return fn(*args, **kwargs)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """An ApiClient for the named kubeconfig and context, else $KUBECONFIG, else in-cluster config.
+
+    Raises KubeconfigError naming the file and the fix when the configuration is missing or malformed.
+    """
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    configuration = client.Configuration()
+    if path:
+        # KUBECONFIG may list several files; the client merges them. Check each exists first.
+        for part in path.split(os.pathsep):
+            if part and not Path(part).expanduser().is_file():
+                raise KubeconfigError(
+                    f"kubeconfig {part} does not exist",
+                    "pass --kubeconfig PATH (or set KUBECONFIG) to a readable kubeconfig file",
+                )
+        try:
+            config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+        except (ConfigException, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise KubeconfigError(
+                f"kubeconfig {path} is not usable{f' with context {context!r}' if context else ''}: {exc}",
+                "check the file with `kubectl config view --kubeconfig PATH`, or name a valid --context",
+            ) from exc
+        except Exception as exc:  # yaml errors and the like surface as many types
+            raise KubeconfigError(
+                f"kubeconfig {path} could not be parsed: {type(exc).__name__}: {exc}",
+                "point --kubeconfig at a valid kubeconfig file",
+            ) from exc
+    else:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as exc:
+            raise KubeconfigError(
+                "no kubeconfig given and not running inside a cluster",
+                "pass --kubeconfig PATH, set KUBECONFIG, or run `wincon cluster up` for the local cluster",
+            ) from exc
+    configuration.retries = 1  # tenacity owns retries; urllib3's own would multiply them
+    return client.ApiClient(configuration)
+
+
+def check_reachable(api_client: client.ApiClient, attempts: int = 3) -> str:
+    """The server's version, or InfrastructureError naming the server when it cannot be reached."""
+    host = api_client.configuration.host
+    try:
+        for attempt in retrying(attempts=attempts, seconds=20):
+            with attempt:
+                return client.VersionApi(api_client).get_code(_request_timeout=10).git_version
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            raise KubeconfigError(
+                f"the API server at {host} refused the credentials ({exc.status} {exc.reason})",
+                "refresh the credentials in the kubeconfig, or name another --context",
+            ) from exc
+        raise InfrastructureError(
+            f"the API server at {host} answered {exc.status} {exc.reason}",
+            "check the cluster's health; this is not a Windows node failure",
+        ) from exc
+    except Exception as exc:
+        raise InfrastructureError(
+            f"the API server at {host} is unreachable: {type(exc).__name__}",
+            "check the cluster is running and the kubeconfig points at it (`wincon cluster up` for the local one)",
+        ) from exc
+    raise AssertionError("unreachable")  # pragma: no cover

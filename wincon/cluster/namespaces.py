@@ -1,0 +1,142 @@
+"""Namespaces: one per test module (or test), unique across xdist workers, always cleaned up.
+
+Each namespace is labelled with the run id and worker and annotated with its creation time and owner
+(host and pid), so leftovers of a dead run are found and reaped: at the start of the next run, and by
+`wincon cleanup`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from wincon.cluster.client import call
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "wincon"
+RUN_ID = "wincon.io/run-id"
+WORKER = "wincon.io/worker"
+CREATED_AT = "wincon.io/created-at"
+OWNER_HOST = "wincon.io/owner-host"
+OWNER_PID = "wincon.io/owner-pid"
+SELECTOR = f"{MANAGED_BY}={MANAGER}"
+DEFAULT_TTL_SECONDS = 3600
+
+
+def namespace_name(prefix: str, run_id: str, worker: str) -> str:
+    """A DNS-1123 name unique per run, worker and call: wincon-<prefix>-<run>-<worker>-<random>."""
+    clean = re.sub(r"[^a-z0-9-]+", "-", prefix.lower()).strip("-")[:24].strip("-") or "t"
+    run = re.sub(r"[^a-z0-9]", "", run_id.lower())[-8:]
+    name = f"wincon-{clean}-{run}-{worker}-{secrets.token_hex(2)}"
+    return name[:63].rstrip("-")
+
+
+def namespace_body(name: str, run_id: str, worker: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {MANAGED_BY: MANAGER, RUN_ID: run_id, WORKER: worker, **(labels or {})},
+            "annotations": {
+                CREATED_AT: str(int(time.time())),
+                OWNER_HOST: socket.gethostname(),
+                OWNER_PID: str(os.getpid()),
+            },
+        },
+    }
+
+
+class NamespaceRegistry:
+    """The namespaces this process created; deleted at teardown, Ctrl-C and SIGTERM."""
+
+    def __init__(self, api_client: client.ApiClient, run_id: str, worker: str, keep: bool = False) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.run_id = run_id
+        self.worker = worker
+        self.keep = keep
+        self.live: list[str] = []
+
+    def create(self, prefix: str, labels: dict[str, str] | None = None) -> str:
+        name = namespace_name(prefix, self.run_id, self.worker)
+        # Registered before the call returns: an interrupt between create and register leaks nothing.
+        self.live.append(name)
+        call(self.core.create_namespace, namespace_body(name, self.run_id, self.worker, labels))
+        return name
+
+    def delete(self, name: str) -> None:
+        if self.keep:
+            return
+        delete_namespace(self.core, name)
+        if name in self.live:
+            self.live.remove(name)
+
+    def delete_all(self) -> list[str]:
+        if self.keep:
+            return []
+        deleted = []
+        for name in list(self.live):
+            try:
+                self.delete(name)
+                deleted.append(name)
+            except Exception:  # best effort at exit; the reaper finds what is left
+                continue
+        return deleted
+
+
+def delete_namespace(core: client.CoreV1Api, name: str) -> None:
+    try:
+        call(core.delete_namespace, name, propagation_policy="Background", _request_timeout=15)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: str = "") -> list[str]:
+    """Names of wincon namespaces left by dead runs: past the TTL, or owned by a dead process on this host."""
+    host = socket.gethostname()
+    result = []
+    for ns in namespaces:
+        meta = ns.metadata
+        labels = meta.labels or {}
+        if labels.get(MANAGED_BY) != MANAGER or labels.get(RUN_ID) == current_run:
+            continue
+        if ns.status and ns.status.phase == "Terminating":
+            continue
+        annotations = meta.annotations or {}
+        created = float(
+            annotations.get(CREATED_AT) or (meta.creation_timestamp.timestamp() if meta.creation_timestamp else now)
+        )
+        owner_pid = annotations.get(OWNER_PID, "")
+        dead_owner = annotations.get(OWNER_HOST) == host and owner_pid.isdigit() and not _pid_alive(int(owner_pid))
+        if dead_owner or now - created > ttl_seconds:
+            result.append(meta.name)
+    return result
+
+
+def reap(api_client: client.ApiClient, ttl_seconds: int = DEFAULT_TTL_SECONDS, current_run: str = "") -> list[str]:
+    """Delete the namespaces dead runs left behind; returns their names."""
+    core = client.CoreV1Api(api_client)
+    items = call(core.list_namespace, label_selector=SELECTOR).items
+    names = stale(items, ttl_seconds, time.time(), current_run)
+    for name in names:
+        delete_namespace(core, name)
+    return names

@@ -1,0 +1,378 @@
+"""ClusterProfile: what this cluster is, as far as the API shows it.
+
+Discovery reads nodes page by page and a fixed, small set of kube-system objects (DaemonSets and
+ConfigMaps by name), never pods, so its cost grows with the number of nodes only. Each fact is a
+pure function of API objects, so detection is unit-tested against the objects real clusters show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
+# their exact build; ltsc2022 and later also run images from the previous LTSC up to their own build.
+WINDOWS_BUILDS: dict[int, str] = {17763: "ltsc2019", 20348: "ltsc2022", 26100: "ltsc2025"}
+OS_VERSION_BUILDS: dict[str, int] = {name: build for build, name in WINDOWS_BUILDS.items()}
+
+SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
+WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
+
+# Namespaces where CNIs and kube-proxy put their objects. A fixed list keeps discovery cheap.
+CNI_NAMESPACES = ("kube-system", "kube-flannel", "calico-system", "ovn-kubernetes", "antrea-system")
+
+# DaemonSet names (exact, or prefix ending in '-') that reveal a CNI, checked in this order.
+CNI_DAEMONSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("azure-cni", ("azure-cns", "azure-cns-win", "azure-cni-networkmonitor")),
+    ("calico", ("calico-node", "calico-node-windows")),
+    ("antrea", ("antrea-agent", "antrea-agent-windows")),
+    ("ovn-kubernetes", ("ovnkube-node", "ovnkube-node-windows")),
+    ("cilium", ("cilium",)),
+    ("flannel", ("kube-flannel-ds", "kube-flannel-ds-windows-amd64", "kube-flannel-ds-amd64", "flannel-")),
+)
+
+# What each detected CNI (and backend) is also known as in limitation conditions.
+CNI_ALIASES: dict[tuple[str, str | None], frozenset[str]] = {
+    ("flannel", "vxlan"): frozenset({"flannel", "flannel-vxlan", "win-overlay"}),
+    ("flannel", "host-gw"): frozenset({"flannel", "flannel-host-gw", "win-bridge"}),
+    ("flannel", None): frozenset({"flannel"}),
+    ("azure-cni", None): frozenset({"azure-cni"}),
+    ("win-overlay", None): frozenset({"win-overlay"}),
+    ("win-bridge", None): frozenset({"win-bridge"}),
+    ("calico", "vxlan"): frozenset({"calico", "win-overlay"}),
+    ("calico", None): frozenset({"calico"}),
+    ("gke", None): frozenset({"gke", "win-bridge"}),
+}
+
+
+def os_version_for_build(build: int | None) -> str | None:
+    """'ltsc2022' for 20348; None for builds outside the supported LTSC list."""
+    return WINDOWS_BUILDS.get(build) if build else None
+
+
+def parse_build(text: str | None) -> int | None:
+    """The build number from '10.0.20348', '10.0.20348.2655' or a bare '20348'."""
+    if not text:
+        return None
+    parts = text.strip().split(".")
+    candidate = parts[2] if len(parts) >= 3 else parts[0]
+    return int(candidate) if candidate.isdigit() else None
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    name: str
+    os: str
+    arch: str
+    ready: bool
+    simulated: bool
+    kubelet_version: str = ""
+    os_image: str = ""
+    kernel_version: str = ""
+    runtime: str = ""
+    runtime_version: str = ""
+    provider_id: str = ""
+    windows_build: int | None = None
+    os_version: str | None = None
+    taints: tuple[str, ...] = ()
+    internal_ip: str = ""
+
+    @property
+    def build_label(self) -> str:
+        return f"10.0.{self.windows_build}" if self.windows_build else ""
+
+
+@dataclass
+class ClusterProfile:
+    server_version: str
+    nodes: list[NodeProfile] = field(default_factory=list)
+    cni: str = "unknown"
+    cni_backend: str | None = None
+    cni_source: str = "detected"
+    kube_proxy_mode: str | None = None
+    cloud: str = "other"
+
+    @property
+    def windows_nodes(self) -> list[NodeProfile]:
+        return [n for n in self.nodes if n.os == "windows"]
+
+    @property
+    def linux_nodes(self) -> list[NodeProfile]:
+        return [n for n in self.nodes if n.os == "linux"]
+
+    @property
+    def ready_windows_nodes(self) -> list[NodeProfile]:
+        return [n for n in self.windows_nodes if n.ready]
+
+    @property
+    def windows_builds(self) -> list[int]:
+        return sorted({n.windows_build for n in self.windows_nodes if n.windows_build})
+
+    @property
+    def windows_os_versions(self) -> list[str]:
+        return sorted({n.os_version for n in self.windows_nodes if n.os_version})
+
+    @property
+    def k8s_version(self) -> str:
+        """'1.34.4' from 'v1.34.4' or 'v1.34.4-gke.100'."""
+        match = re.match(r"v?(\d+\.\d+(?:\.\d+)?)", self.server_version)
+        return match.group(1) if match else "0.0"
+
+    @property
+    def k8s_minor(self) -> str:
+        return ".".join(self.k8s_version.split(".")[:2])
+
+    @property
+    def runtime(self) -> str:
+        runtimes = {n.runtime for n in self.windows_nodes if n.runtime}
+        return runtimes.pop() if len(runtimes) == 1 else ("mixed" if runtimes else "unknown")
+
+    @property
+    def runtime_version(self) -> str:
+        versions = sorted({n.runtime_version for n in self.windows_nodes if n.runtime_version})
+        return ",".join(versions)
+
+    @property
+    def data_plane(self) -> bool:
+        """True when the Windows nodes are real machines that run containers; simulated nodes have none."""
+        return bool(self.windows_nodes) and not any(n.simulated for n in self.windows_nodes)
+
+    @property
+    def simulated(self) -> bool:
+        return any(n.simulated for n in self.nodes)
+
+    @property
+    def cni_aliases(self) -> frozenset[str]:
+        """Every name a limitation condition may use for this cluster's CNI."""
+        known = CNI_ALIASES.get((self.cni, self.cni_backend)) or CNI_ALIASES.get((self.cni, None))
+        return known or frozenset({self.cni})
+
+    def restrict_to_build(self, build: int) -> ClusterProfile:
+        """The same cluster seen through `--windows-build`: only Windows nodes of that build."""
+        nodes = [n for n in self.nodes if n.os != "windows" or n.windows_build == build]
+        return ClusterProfile(**{**self.__dict__, "nodes": nodes})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server_version": self.server_version,
+            "k8s_version": self.k8s_version,
+            "windows_builds": [f"10.0.{b}" for b in self.windows_builds],
+            "windows_os_versions": self.windows_os_versions,
+            "cni": self.cni,
+            "cni_backend": self.cni_backend,
+            "cni_source": self.cni_source,
+            "runtime": self.runtime,
+            "runtime_version": self.runtime_version,
+            "kube_proxy_mode": self.kube_proxy_mode,
+            "cloud": self.cloud,
+            "data_plane": self.data_plane,
+            "simulated": self.simulated,
+            "nodes": [asdict(n) | {"taints": list(n.taints)} for n in self.nodes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClusterProfile:
+        nodes = [NodeProfile(**{**n, "taints": tuple(n.get("taints", ()))}) for n in data.get("nodes", [])]
+        return cls(
+            server_version=data["server_version"],
+            nodes=nodes,
+            cni=data.get("cni", "unknown"),
+            cni_backend=data.get("cni_backend"),
+            cni_source=data.get("cni_source", "detected"),
+            kube_proxy_mode=data.get("kube_proxy_mode"),
+            cloud=data.get("cloud", "other"),
+        )
+
+    def summary_lines(self) -> list[str]:
+        wins = ", ".join(
+            f"{n.name} ({n.os_version or 'build ' + str(n.windows_build)}{', simulated' if n.simulated else ''})"
+            for n in self.windows_nodes
+        )
+        cni = self.cni + (f" ({self.cni_backend})" if self.cni_backend else "")
+        return [
+            f"kubernetes {self.server_version}; cloud {self.cloud}; runtime {self.runtime} {self.runtime_version}",
+            f"windows nodes: {wins or 'none'}",
+            f"linux nodes: {len(self.linux_nodes)}; cni: {cni} [{self.cni_source}]; "
+            f"kube-proxy: {self.kube_proxy_mode or 'unknown'}",
+            "data plane: " + ("real" if self.data_plane else "none (simulated nodes): data-plane checks skip"),
+        ]
+
+
+# --- pure detection functions over API objects (dicts as returned by the API, camelCase keys) ---
+
+
+def node_profile(node: dict[str, Any]) -> NodeProfile:
+    meta = node.get("metadata", {})
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    status = node.get("status") or {}
+    info = status.get("nodeInfo") or {}
+    spec = node.get("spec") or {}
+    os_name = labels.get("kubernetes.io/os") or info.get("operatingSystem") or "linux"
+    build = None
+    if os_name == "windows":
+        build = parse_build(labels.get(WINDOWS_BUILD_LABEL)) or parse_build(info.get("kernelVersion"))
+    runtime_full = info.get("containerRuntimeVersion") or ""
+    runtime, _, runtime_version = runtime_full.partition("://")
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    taints = tuple(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in spec.get("taints") or [] if "key" in t)
+    internal_ip = next((a["address"] for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+    return NodeProfile(
+        name=meta.get("name", ""),
+        os=os_name,
+        arch=labels.get("kubernetes.io/arch") or info.get("architecture") or "",
+        ready=ready,
+        simulated=annotations.get(SIMULATED_ANNOTATION) == "fake" or labels.get("type") == "kwok",
+        kubelet_version=info.get("kubeletVersion", ""),
+        os_image=info.get("osImage", ""),
+        kernel_version=info.get("kernelVersion", ""),
+        runtime=runtime,
+        runtime_version=runtime_version,
+        provider_id=spec.get("providerID", ""),
+        windows_build=build,
+        os_version=os_version_for_build(build),
+        taints=taints,
+        internal_ip=internal_ip,
+    )
+
+
+def detect_cloud(nodes: Iterable[NodeProfile]) -> str:
+    for node in nodes:
+        scheme = node.provider_id.partition("://")[0]
+        if scheme in ("azure", "gce", "aws", "kwok"):
+            return scheme
+    return "other"
+
+
+def _name_matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(name.startswith(p) if p.endswith("-") else name == p for p in patterns)
+
+
+def detect_cni(daemonset_names: Iterable[str], configmaps: dict[str, dict[str, str]]) -> tuple[str, str | None]:
+    """The CNI and its backend from the DaemonSets and ConfigMaps the CNI deploys.
+
+    ``configmaps`` maps a ConfigMap name to its data. Returns ("unknown", None) when nothing matches.
+    """
+    names = list(daemonset_names)
+    for cni, patterns in CNI_DAEMONSETS:
+        if any(_name_matches(n, patterns) for n in names):
+            backend = None
+            if cni == "flannel":
+                backend = flannel_backend(configmaps.get("kube-flannel-cfg", {}).get("net-conf.json"))
+            elif cni == "calico":
+                backend = calico_backend(configmaps.get("calico-config", {}))
+            return cni, backend
+    return "unknown", None
+
+
+def flannel_backend(net_conf: str | None) -> str | None:
+    if not net_conf:
+        return None
+    try:
+        backend = json.loads(net_conf).get("Backend", {}).get("Type", "")
+    except (ValueError, AttributeError):
+        return None
+    return backend.lower() or None
+
+
+def calico_backend(data: dict[str, str]) -> str | None:
+    mode = data.get("calico_backend", "")
+    return {"vxlan": "vxlan", "bird": "bgp"}.get(mode) if mode else None
+
+
+def detect_kube_proxy_mode(daemonsets: dict[str, list[str]], configmaps: dict[str, dict[str, str]]) -> str | None:
+    """The Windows kube-proxy mode where visible: args of the Windows DaemonSet, else the shared config."""
+    for name, args in daemonsets.items():
+        if "kube-proxy" in name and "windows" in name:
+            for arg in args:
+                if arg.startswith("--proxy-mode="):
+                    return arg.split("=", 1)[1] or None
+            return "kernelspace"
+    config = configmaps.get("kube-proxy", {}).get("config.conf", "")
+    match = re.search(r"^mode:\s*\"?([a-z]*)\"?", config, re.MULTILINE)
+    if match:
+        return match.group(1) or "iptables"
+    return None
+
+
+# --- discovery against a live cluster ---
+
+
+def iter_nodes(core_api: Any, page_size: int = 500) -> Iterator[dict[str, Any]]:
+    """Every node, page by page, as plain dicts."""
+    token = None
+    while True:
+        kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False}
+        if token:
+            kwargs["_continue"] = token
+        response = core_api.list_node(**kwargs)
+        data = json.loads(response.data)
+        yield from data.get("items", [])
+        token = (data.get("metadata") or {}).get("continue")
+        if not token:
+            return
+
+
+def discover(api_client: Any, cni_override: str | None = None) -> ClusterProfile:
+    """Read the profile of the cluster behind ``api_client`` (a kubernetes.client.ApiClient)."""
+    from kubernetes import client
+
+    version = client.VersionApi(api_client).get_code().git_version
+    core = client.CoreV1Api(api_client)
+    apps = client.AppsV1Api(api_client)
+    nodes = [node_profile(n) for n in iter_nodes(core)]
+    daemonsets: dict[str, list[str]] = {}
+    configmaps: dict[str, dict[str, str]] = {}
+    for namespace in CNI_NAMESPACES:
+        daemonsets.update(_daemonset_args(apps, namespace))
+        for name in ("kube-flannel-cfg", "calico-config", "kube-proxy"):
+            data = _configmap_data(core, namespace, name)
+            if data is not None:
+                configmaps[name] = data
+    profile = ClusterProfile(server_version=version, nodes=nodes, cloud=detect_cloud(nodes))
+    profile.kube_proxy_mode = detect_kube_proxy_mode(daemonsets, configmaps)
+    if cni_override:
+        name, _, backend = cni_override.partition(":")
+        name, backend = _split_cni_override(name, backend)
+        profile.cni, profile.cni_backend, profile.cni_source = name, backend, "--cni"
+    else:
+        profile.cni, profile.cni_backend = detect_cni(daemonsets, configmaps)
+    return profile
+
+
+def _split_cni_override(name: str, backend: str) -> tuple[str, str | None]:
+    """'flannel-vxlan' -> ('flannel', 'vxlan'); 'flannel:host-gw' -> ('flannel', 'host-gw')."""
+    if not backend and name.startswith("flannel-"):
+        return "flannel", name.removeprefix("flannel-")
+    return name, backend or None
+
+
+def _daemonset_args(apps: Any, namespace: str) -> dict[str, list[str]]:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        response = apps.list_namespaced_daemon_set(namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return {}
+        raise
+    result: dict[str, list[str]] = {}
+    for item in json.loads(response.data).get("items", []):
+        containers = (((item.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        args = [a for c in containers for a in (c.get("command") or []) + (c.get("args") or [])]
+        result[item["metadata"]["name"]] = args
+    return result
+
+
+def _configmap_data(core: Any, namespace: str, name: str) -> dict[str, str] | None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return core.read_namespaced_config_map(name, namespace).data or {}
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return None
+        raise

@@ -1,0 +1,1 @@
+"""Workloads: the image catalog, manifest rendering and OS pinning."""

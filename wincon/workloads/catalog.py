@@ -1,0 +1,113 @@
+"""The image catalog: which image each suite uses, picked to match each Windows node's build.
+
+One reference per image is a manifest list whose Windows entries carry ``os.version``; the node's
+runtime picks the entry matching its build. Before deploying, the suite checks that such an entry
+exists (containerd's rule: hosts older than ltsc2022 need an exact build; ltsc2022 and later accept
+images from ltsc2022 up to their own build), so an unsupported pairing is a clear error, not a
+10-minute ImagePullBackOff. Registries are overridden with an upstream-format repo list file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from wincon.errors import InfrastructureError, UsageError
+from wincon.profile import OS_VERSION_BUILDS
+
+DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "images" / "catalog.yaml"
+LTSC2022 = 20348
+
+
+def build_compatible(host_build: int, image_build: int) -> bool:
+    """containerd's Windows platform match for process isolation."""
+    if host_build < LTSC2022:
+        return host_build == image_build
+    return LTSC2022 <= image_build <= host_build
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    key: str
+    registry: str
+    name: str
+    tag: str
+    os: tuple[str, ...]
+    windows_versions: tuple[str, ...]
+    purpose: str = ""
+
+    def reference(self, registries: dict[str, str]) -> str:
+        return f"{registries[self.registry].rstrip('/')}/{self.name}:{self.tag}"
+
+
+class Catalog:
+    def __init__(self, images: dict[str, ImageSpec], registries: dict[str, str], windows: dict[str, int]) -> None:
+        self.images = images
+        self.registries = registries
+        self.windows_builds = windows  # os version name -> build
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, repo_list: str | Path | None = None) -> Catalog:
+        path = Path(path) if path else DEFAULT_CATALOG
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"image catalog {path} cannot be read: {exc}", "restore images/catalog.yaml") from exc
+        registries = dict(data.get("registries") or {})
+        repo_list = repo_list or os.environ.get("KUBE_TEST_REPO_LIST")
+        if repo_list:
+            registries.update(load_repo_list(repo_list))
+        windows = {name: int(v["build"]) for name, v in (data.get("windows_versions") or {}).items()} or dict(
+            OS_VERSION_BUILDS
+        )
+        images = {}
+        for key, raw in (data.get("images") or {}).items():
+            if raw.get("registry") not in registries:
+                raise UsageError(
+                    f"image catalog {path}: image {key!r} names registry {raw.get('registry')!r}, which is not defined",
+                    "add the registry under 'registries:' or in the --image-repo-list file",
+                )
+            images[key] = ImageSpec(
+                key=key,
+                registry=raw["registry"],
+                name=raw["name"],
+                tag=str(raw["tag"]),
+                os=tuple(raw.get("os") or ("linux",)),
+                windows_versions=tuple(raw.get("windows_versions") or ()),
+                purpose=raw.get("purpose", ""),
+            )
+        return cls(images, registries, windows)
+
+    def image(self, key: str, os_name: str = "windows", host_build: int | None = None) -> str:
+        """The reference to deploy for ``key`` on a node of ``os_name`` (and Windows ``host_build``)."""
+        spec = self.images.get(key)
+        if spec is None:
+            raise UsageError(f"image {key!r} is not in the image catalog", "add it to images/catalog.yaml")
+        if os_name not in spec.os:
+            raise UsageError(f"image {key!r} has no {os_name} variant", "pick an image built for that OS")
+        if os_name == "windows" and host_build is not None:
+            builds = [self.windows_builds[v] for v in spec.windows_versions if v in self.windows_builds]
+            if not any(build_compatible(host_build, b) for b in builds):
+                raise InfrastructureError(
+                    f"image {key} ({spec.reference(self.registries)}) has no variant that runs on Windows build "
+                    f"{host_build} (it has {', '.join(spec.windows_versions) or 'none'})",
+                    "build and push the image for this Windows version (images/build.sh) or use --image-repo-list",
+                )
+        return spec.reference(self.registries)
+
+
+def load_repo_list(path: str | Path) -> dict[str, str]:
+    """Upstream's KUBE_TEST_REPO_LIST format: a YAML map of registry keys to registry paths."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"image repo list {path} cannot be read: {exc}", "pass a YAML file of key: registry") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise UsageError(
+            f"image repo list {path} must map registry keys to strings, e.g. 'promoterE2eRegistry: my.registry/e2e'",
+            "fix the file's format",
+        )
+    return data
