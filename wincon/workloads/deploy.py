@@ -1,0 +1,78 @@
+"""Deploy workloads into a test namespace: build pinned pod specs, create objects, wait, verify placement.
+
+Objects live in the test's namespace, whose deletion at teardown removes them all: cleanup is registered
+when the namespace is created, never left to the end of a test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client, utils
+
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
+from wincon.workloads.pinning import assert_ran_on, pin_linux, pin_windows
+
+
+def container(
+    name: str,
+    image: str,
+    command: list[str] | None = None,
+    args: list[str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": name, "image": image}
+    if command:
+        spec["command"] = command
+    if args:
+        spec["args"] = args
+    spec.update(extra)
+    return spec
+
+
+def pod_manifest(
+    name: str,
+    containers: list[dict[str, Any]],
+    os_name: str = "windows",
+    build: int | None = None,
+    node: str | None = None,
+    labels: dict[str, str] | None = None,
+    **spec_extra: Any,
+) -> dict[str, Any]:
+    """A Pod manifest pinned to ``os_name`` (and Windows ``build`` / ``node``)."""
+    spec: dict[str, Any] = {"containers": containers, **spec_extra}
+    spec = pin_windows(spec, build=build, node=node) if os_name == "windows" else pin_linux(spec, node=node)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": name}},
+        "spec": spec,
+    }
+
+
+def apply(api_client: client.ApiClient, namespace: str, manifest: dict[str, Any]) -> Any:
+    """Create one object of any kind the client knows; transient API errors are retried."""
+    created = call(utils.create_from_dict, api_client, manifest, namespace=namespace)
+    return created[0] if isinstance(created, list) and len(created) == 1 else created
+
+
+def run_pod(
+    wincon: Any,
+    namespace: str,
+    manifest: dict[str, Any],
+    ready: bool = True,
+) -> Any:
+    """Create the pod, wait until it runs (Ready unless ``ready=False``), and check it is on the intended OS."""
+    core = client.CoreV1Api(wincon.api_client)
+    call(core.create_namespaced_pod, namespace, manifest)
+    name = manifest["metadata"]["name"]
+    done = pod_running_ready if ready else (lambda p: bool(p.status and p.status.phase == "Running"))
+    pod = wait_for_pod(
+        wincon.api_client, namespace, name, done=done, timeout=wincon.pod_start_timeout, failure=pod_failure
+    )
+    os_name = manifest["spec"].get("os", {}).get("name", "linux")
+    build_label = manifest["spec"].get("nodeSelector", {}).get("node.kubernetes.io/windows-build", "")
+    build = int(build_label.split(".")[2]) if build_label.count(".") == 2 else None
+    assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
+    return pod
