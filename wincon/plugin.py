@@ -475,6 +475,57 @@ def _skip_hybrid_without_linux(item: pytest.Item, profile: ClusterProfile) -> No
         item.add_marker(pytest.mark.skip(reason="hybrid check needs a Ready Linux worker node; the cluster has none"))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """For `wincon plan` and `wincon lint`: write what each collected test will do, and why."""
+    config = session.config
+    out = config.getoption("wincon_plan_out") or config.getoption("wincon_lint_out")
+    if not out:
+        return
+    rows = [plan_row(item, get_profile(config)) for item in session.items]
+    Path(out).write_text(json.dumps({"profile": _profile_dict(config), "tests": rows}, indent=1))
+
+
+def _profile_dict(config: pytest.Config) -> dict[str, Any] | None:
+    profile = get_profile(config)
+    return profile.to_dict() if profile else None
+
+
+def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any]:
+    """run / skip / xfail for one collected test on this profile, with the reason and limitations."""
+    marker_names = sorted({m.name for m in item.iter_markers()})
+    test_ids = [str(m.args[0]) for m in item.iter_markers("test_id") if m.args]
+    referenced = [str(m.args[0]) for m in item.iter_markers("limitation") if m.args]
+    applied = item.stash.get(APPLIED_KEY, [])
+    limitations = [{"id": lim.id, "title": lim.title, "mode": lim.mode, "facts": list(m.facts)} for lim, m in applied]
+    skip = next((m for m in item.iter_markers("skip")), None)
+    xfail = next((m for m in item.iter_markers("xfail")), None)
+    if skip is not None:
+        outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
+    elif profile is not None and item.get_closest_marker("dataplane") and not profile.data_plane:
+        outcome, reason = "skip", SIMULATED_REASON
+        if limitations:
+            reason += "; on a real cluster with this profile: expected failure " + ", ".join(
+                f"{lim['id']} ({', '.join(lim['facts'])})" for lim in limitations
+            )
+    elif xfail is not None:
+        outcome, reason = "xfail", xfail.kwargs.get("reason", "")
+    else:
+        outcome, reason = "run", ""
+    function = getattr(item, "function", None)
+    return {
+        "test_id": test_ids[0] if test_ids else None,
+        "test_ids": test_ids,
+        "nodeid": item.nodeid,
+        "function": f"{item.path}::{getattr(item, 'originalname', item.name)}",
+        "doc": (function.__doc__ or "").strip() if function else "",
+        "markers": marker_names,
+        "referenced_limitations": referenced,
+        "outcome": outcome,
+        "reason": reason,
+        "limitations": limitations,
+    }
+
+
 # ----------------------------------------------------------------------------- verdicts
 
 

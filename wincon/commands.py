@@ -1,0 +1,261 @@
+"""Core commands: profile, limitations, lint, cleanup, prepull, plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from wincon import limitations as limitations_mod
+from wincon.cli import add_cluster_options
+from wincon.errors import ExitCode, InfrastructureError, UsageError, WinconError
+from wincon.profile import ClusterProfile
+
+REPO = Path(__file__).resolve().parent.parent
+SUITES = REPO / "suites"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("profile", help="show the cluster profile (versions, Windows builds, CNI, data plane)")
+    add_cluster_options(p)
+    p.add_argument("--cni", help="override CNI detection")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("limitations", help="list the documented limitations and which apply to this cluster")
+    add_cluster_options(p)
+    p.add_argument("--file", help="limitations file (default: limitations.yaml)")
+    p.add_argument("--cni", help="override CNI detection")
+    p.add_argument("--profile-file", help="judge against this profile JSON instead of a live cluster")
+    p.add_argument("--offline", action="store_true", help="list only; do not ask a cluster which apply")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_limitations)
+
+    p = sub.add_parser("lint", help="check test ids, markers and limitations.yaml against the suites")
+    p.add_argument("paths", nargs="*", default=[str(SUITES)], help="suite paths (default: suites/)")
+    p.add_argument("--file", help="limitations file (default: limitations.yaml)")
+    p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("cleanup", help="delete namespaces left behind by dead wincon runs")
+    add_cluster_options(p)
+    p.add_argument("--ttl", type=int, default=3600, help="reap namespaces older than this many seconds (default 3600)")
+    p.add_argument("--all", action="store_true", help="delete every wincon namespace not owned by a live local run")
+    p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("prepull", help="pull the catalog's Windows images on every Windows node")
+    add_cluster_options(p)
+    p.add_argument("--image-repo-list", help="registry override file (KUBE_TEST_REPO_LIST format)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the pulls (default 1800)")
+    p.set_defaults(func=cmd_prepull)
+
+    p = sub.add_parser("plan", help="show what each test will do on this cluster: run, skip or expected failure")
+    add_cluster_options(p)
+    p.add_argument("--cni", help="override CNI detection")
+    p.add_argument("--windows-build", type=int, help="restrict to Windows nodes of this build")
+    p.add_argument("--profile-file", help="plan against this profile JSON instead of a live cluster")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest selection (paths, -m, -k)")
+    p.set_defaults(func=cmd_plan)
+
+
+def _profile(args: argparse.Namespace) -> tuple[Any, ClusterProfile]:
+    from wincon.cluster.client import check_reachable, load_api_client
+    from wincon.profile import discover
+
+    api_client = load_api_client(args.kubeconfig, args.context)
+    check_reachable(api_client)
+    return api_client, discover(api_client, getattr(args, "cni", None))
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    _, profile = _profile(args)
+    if args.json:
+        print(json.dumps(profile.to_dict(), indent=2))
+    else:
+        print("\n".join(profile.summary_lines()))
+    return ExitCode.OK
+
+
+def cmd_limitations(args: argparse.Namespace) -> int:
+    entries = limitations_mod.load(args.file)
+    profile = None
+    if args.profile_file:
+        profile = ClusterProfile.from_dict(json.loads(Path(args.profile_file).read_text()))
+    elif not args.offline:
+        _, profile = _profile(args)
+    rows = []
+    for lim in entries.values():
+        match = limitations_mod.match(lim, profile) if profile else None
+        rows.append(
+            {
+                "id": lim.id,
+                "area": lim.area,
+                "title": lim.title,
+                "mode": lim.mode,
+                "sources": lim.source_text,
+                "applies": match.applies if match else None,
+                "why": match.explain() if match else "",
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    for row in rows:
+        flag = {True: "APPLIES", False: "-", None: "?"}[row["applies"]]
+        print(f"{flag:8} {row['id']:44} {row['area']:11} {row['title']}")
+        if row["why"]:
+            print(f"{'':8} {'':44} {row['why']}")
+    if profile:
+        print(f"\n{sum(1 for r in rows if r['applies'])} of {len(rows)} limitations apply to this cluster")
+    return ExitCode.OK
+
+
+def _collect(paths: list[str], extra: list[str], out_option: str) -> tuple[dict[str, Any], str]:
+    """Collect suite tests through the plugin; returns its dump and pytest's output.
+
+    A run the plugin stopped with one of wincon's own exit codes (kubeconfig, cluster, limitations)
+    re-raises that error with its code.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "collect.json"
+        cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths, *extra]
+        cmd += [out_option, str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+        if not out.exists():
+            if proc.returncode in (ExitCode.INFRASTRUCTURE, ExitCode.KUBECONFIG, ExitCode.LIMITATIONS):
+                message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+                text = "\n".join(line for line in message if line.strip()).replace("Exit: wincon: error: ", "")
+                raise WinconError(text.removeprefix("wincon: error: "), exit_code=ExitCode(proc.returncode))
+            return {}, proc.stdout + proc.stderr
+        return json.loads(out.read_text()), proc.stdout + proc.stderr
+
+
+def lint_problems(tests: list[dict[str, Any]], entries: dict[str, Any]) -> list[str]:
+    """Every problem `wincon lint` reports, as one line each."""
+    problems = []
+    ids_by_function: dict[str, set[str]] = defaultdict(set)
+    functions_by_id: dict[str, set[str]] = defaultdict(set)
+    referenced: set[str] = set()
+    for test in tests:
+        if not test["test_ids"]:
+            problems.append(f"{test['nodeid']}: no test_id marker (add @pytest.mark.test_id('<uuid4>'))")
+        for tid in test["test_ids"]:
+            try:
+                uuid.UUID(tid)
+            except ValueError:
+                problems.append(f"{test['nodeid']}: test_id {tid!r} is not a UUID")
+            ids_by_function[test["function"]].add(tid)
+            functions_by_id[tid].add(test["function"])
+        if len(test["test_ids"]) > 1:
+            problems.append(f"{test['nodeid']}: more than one test_id")
+        for lim in test["referenced_limitations"]:
+            referenced.add(lim)
+            if lim not in entries:
+                problems.append(f"{test['nodeid']}: limitation {lim!r} is not in limitations.yaml")
+    for tid, functions in sorted(functions_by_id.items()):
+        if len(functions) > 1:
+            problems.append(f"test_id {tid} is used by {len(functions)} tests: {', '.join(sorted(functions))}")
+    for lim in entries.values():
+        if not lim.untestable and lim.id not in referenced:
+            problems.append(
+                f"limitation {lim.id!r} is referenced by no test (add a test marked limitation('{lim.id}'), "
+                "or mark the entry untestable with the reason)"
+            )
+    return problems
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    entries = limitations_mod.load(args.file)  # raises LimitationsError (exit 7) when invalid
+    dump, output = _collect(args.paths, [], "--wincon-lint-out")
+    if not dump:
+        unknown = "not found in `markers` configuration option" in output
+        print(output.strip()[-3000:], file=sys.stderr)
+        raise UsageError(
+            "the suites could not be collected" + (": a test uses an unknown marker" if unknown else ""),
+            "register the marker in wincon/plugin.py MARKERS, or fix the collection error shown above",
+        )
+    tests = dump["tests"]
+    if not tests:
+        raise UsageError(f"no suite tests were collected from {' '.join(args.paths)}", "point lint at suites/")
+    problems = lint_problems(tests, entries)
+    for line in problems:
+        print(f"lint: {line}")
+    functions = {t["function"] for t in tests}
+    print(
+        f"lint: {len(tests)} tests ({len(functions)} functions), {len(entries)} limitations: {len(problems)} problems"
+    )
+    return ExitCode.USAGE if problems else ExitCode.OK
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from wincon.cluster.client import check_reachable, load_api_client
+    from wincon.cluster.namespaces import reap
+
+    api_client = load_api_client(args.kubeconfig, args.context)
+    check_reachable(api_client)
+    names = reap(api_client, ttl_seconds=0 if args.all else args.ttl)
+    for name in names:
+        print(f"deleted namespace {name}")
+    print(f"cleanup: {len(names)} namespaces deleted")
+    return ExitCode.OK
+
+
+def cmd_prepull(args: argparse.Namespace) -> int:
+    import secrets
+    import time
+
+    from wincon.prepull import prepull
+    from wincon.workloads.catalog import Catalog
+
+    api_client, profile = _profile(args)
+    if not profile.windows_nodes:
+        raise InfrastructureError("the cluster has no Windows nodes", "add a Windows node pool")
+    catalog = Catalog.load(repo_list=args.image_repo_list)
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    if not profile.data_plane:
+        print("prepull: the Windows nodes are simulated: nothing is really pulled, the DaemonSet is still deployed")
+    prepull(api_client, profile, catalog, run_id, timeout=args.timeout)
+    return ExitCode.OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    extra = [a for a in args.pytest_args if a != "--"]
+    has_path = any(
+        not a.startswith("-") and (a.split("::")[0].endswith(".py") or Path(a).is_dir()) for a in extra
+    )
+    paths = [] if has_path else [str(SUITES)]
+    options = [*extra, "--wincon"]
+    for flag, value in (
+        ("--kubeconfig", args.kubeconfig),
+        ("--context", args.context),
+        ("--cni", args.cni),
+        ("--windows-build", args.windows_build),
+        ("--wincon-profile", args.profile_file),
+    ):
+        if value:
+            options += [flag, str(value)]
+    dump, output = _collect(paths, options, "--wincon-plan-out")
+    if not dump:
+        print(output.strip()[-3000:], file=sys.stderr)
+        raise UsageError("the plan could not be made: collection failed", "see the error above")
+    tests = dump["tests"]
+    if args.json:
+        print(json.dumps(tests, indent=1))
+    else:
+        for t in tests:
+            print(f"{t['outcome']:5}  {t['nodeid']}")
+            if t["reason"]:
+                print(f"       {t['reason']}")
+        counts = defaultdict(int)
+        for t in tests:
+            counts[t["outcome"]] += 1
+        print(f"\nplan: {len(tests)} tests: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    if not tests:
+        return ExitCode.NO_TESTS
+    return ExitCode.OK
