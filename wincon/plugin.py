@@ -166,7 +166,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, help_text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
-    config.option.strict_markers = True
     if not is_suite_run(config):
         return
     try:
@@ -395,7 +394,8 @@ def data_plane(request: pytest.FixtureRequest, wincon: WinconContext) -> Any:
 
     def gate(command: str | list[str], where: str = "") -> None:
         text = command if isinstance(command, str) else " ".join(command)
-        request.node.user_properties.append(("command", f"{where}: {text}" if where else text))
+        text = f"{where}: {text}" if where else text
+        request.node.user_properties.append(("command", text))
         if not wincon.profile.data_plane:
             request.node.user_properties.append(("simulated_skip", "true"))
             would = [lim.id for lim, _ in request.node.stash.get(APPLIED_KEY, [])]
@@ -411,6 +411,8 @@ def data_plane(request: pytest.FixtureRequest, wincon: WinconContext) -> Any:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     limitations = config.stash.get(LIMITATIONS_KEY, None)
     profile = get_profile(config)
+    if limitations is not None or config.getoption("wincon_lint_out"):
+        _reject_unknown_markers(items, config)
     for item in items:
         _record_identity(item)
         if limitations is None:
@@ -419,6 +421,19 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if profile is not None:
             _apply_limitations(item, limitations, profile)
             _skip_hybrid_without_linux(item, profile)
+
+
+def _reject_unknown_markers(items: list[pytest.Item], config: pytest.Config) -> None:
+    """A misspelt marker silently drops a test from `-m` selections: stop the run instead."""
+    known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
+    for item in items:
+        for marker in item.iter_markers():
+            if marker.name not in known:
+                raise pytest.UsageError(
+                    f"wincon: error: {item.nodeid} uses unknown marker {marker.name!r}\n"
+                    f"  fix: use one of: {', '.join(sorted(k for k in known if k in MARKERS or k in AREAS))}"
+                    " (see `pytest --markers`)"
+                )
 
 
 def _record_identity(item: pytest.Item) -> None:
@@ -604,9 +619,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     context = config.stash.get(CONTEXT_KEY, None)
-    if _unknown_marker_errors(session):
-        session.exitstatus = int(ExitCode.USAGE)
-        return
     if context is None:
         return
     if context._registry is not None:
@@ -627,13 +639,3 @@ def _exit_status(session: pytest.Session, exitstatus: int) -> int:
     if not failed and errors:
         return int(ExitCode.INFRASTRUCTURE)
     return exitstatus
-
-
-def _unknown_marker_errors(session: pytest.Session) -> bool:
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return False
-    return any(
-        "not found in `markers` configuration option" in str(getattr(r, "longrepr", ""))
-        for r in reporter.stats.get("error", [])
-    )

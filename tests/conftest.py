@@ -1,0 +1,3 @@
+"""The project's own tests: unit/ needs nothing; integration/ needs the local cluster."""
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,157 @@
+import textwrap
+
+import pytest
+
+from wincon.errors import ExitCode, LimitationsError
+from wincon.limitations import Limitation, load, match
+from wincon.profile import ClusterProfile, NodeProfile
+
+ENTRY = """\
+version: 1
+limitations:
+  - id: icmp-egress
+    title: ICMP to destinations outside the cluster gets no reply
+    area: networking
+    statement: ICMP packets cannot leave the cluster network through win-overlay.
+    sources: [{file: 000_4130a90def37a825.txt, section: Networking}]
+    applies_when: {cni: [win-overlay, win-bridge, azure-cni]}
+    mode: xfail
+"""
+
+
+def win(build, runtime_version="1.7.20"):
+    return NodeProfile(
+        name=f"w{build}",
+        os="windows",
+        arch="amd64",
+        ready=True,
+        simulated=False,
+        windows_build=build,
+        runtime="containerd",
+        runtime_version=runtime_version,
+    )
+
+
+def profile(cni="flannel", backend="vxlan", version="v1.34.4", builds=(20348,), runtime_version="1.7.20"):
+    return ClusterProfile(version, nodes=[win(b, runtime_version) for b in builds], cni=cni, cni_backend=backend)
+
+
+def lim(**kw):
+    base = dict(
+        id="x",
+        title="a limitation title",
+        area="networking",
+        statement="a statement",
+        sources=({"file": "000_4130a90def37a825.txt", "section": "S"},),
+        mode="xfail",
+    )
+    return Limitation(**{**base, **kw})
+
+
+def write(tmp_path, text):
+    path = tmp_path / "limitations.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_valid_file_loads(tmp_path):
+    entries = load(write(tmp_path, ENTRY))
+    assert list(entries) == ["icmp-egress"] and entries["icmp-egress"].applies_when["cni"][0] == "win-overlay"
+
+
+@pytest.mark.parametrize(
+    ("mutation", "expected"),
+    [
+        (("mode: xfail", "mode: maybe"), "entry 0 (icmp-egress): field 'mode'"),
+        (("000_4130a90def37a825.txt", "999_unknown.txt"), "entry 0 (icmp-egress): field 'sources.0.file'"),
+        (("cni: [win-overlay", "cni: [wireguard"), "entry 0 (icmp-egress): field 'applies_when.cni.0'"),
+        (("applies_when: {", "applies_when: {colour: red, "), "field 'applies_when'"),
+        (("    title: ICMP to destinations outside the cluster gets no reply\n", ""), "'title' is a required property"),
+        (("id: icmp-egress", "id: ICMP Egress"), "field 'id'"),
+    ],
+)
+def test_a_malformed_entry_names_file_entry_and_field(tmp_path, mutation, expected):
+    path = write(tmp_path, ENTRY.replace(*mutation))
+    with pytest.raises(LimitationsError) as err:
+        load(path)
+    assert str(path) in err.value.message and expected in err.value.message
+    assert err.value.exit_code == ExitCode.LIMITATIONS and err.value.fix
+
+
+def test_duplicate_ids_are_rejected(tmp_path):
+    second = ENTRY.split("limitations:\n")[1]
+    with pytest.raises(LimitationsError, match="duplicate id"):
+        load(write(tmp_path, ENTRY + second))
+
+
+def test_invalid_yaml_and_missing_file_are_errors(tmp_path):
+    with pytest.raises(LimitationsError, match="not valid YAML"):
+        load(write(tmp_path, "version: 1\nlimitations: [\n"))
+    with pytest.raises(LimitationsError, match="file not found"):
+        load(tmp_path / "nope.yaml")
+
+
+def test_skip_mode_requires_a_reason(tmp_path):
+    with pytest.raises(LimitationsError, match="skip_reason"):
+        load(write(tmp_path, ENTRY.replace("mode: xfail", "mode: skip")))
+
+
+@pytest.mark.parametrize(
+    ("cni", "backend", "applies"),
+    [
+        ("flannel", "vxlan", True),
+        ("flannel", "host-gw", True),
+        ("azure-cni", None, True),
+        ("calico", None, False),
+        ("unknown", None, False),
+        ("antrea", None, False),
+    ],
+)
+def test_cni_condition_matches_through_aliases(cni, backend, applies):
+    entry = lim(applies_when={"cni": ["win-overlay", "win-bridge", "azure-cni"]})
+    result = match(entry, profile(cni, backend))
+    assert result.applies is applies and result.facts
+
+
+def test_vxlan_only_limitation_does_not_apply_to_host_gw():
+    entry = lim(applies_when={"cni": ["flannel-vxlan"]})
+    assert match(entry, profile("flannel", "vxlan")).applies
+    assert not match(entry, profile("flannel", "host-gw")).applies
+
+
+def test_build_and_version_conditions():
+    old_build = lim(applies_when={"windows_build": "<20348"})
+    assert match(old_build, profile(builds=(17763, 20348))).applies
+    assert not match(old_build, profile(builds=(20348,))).applies
+    old_k8s = lim(applies_when={"k8s_version": "<1.24"})
+    assert match(old_k8s, profile(version="v1.23.9")).applies
+    assert not match(old_k8s, profile(version="v1.34.4")).applies
+
+
+def test_lifted_in_a_later_release_or_build_or_runtime():
+    by_k8s = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
+    assert match(by_k8s, profile(version="v1.25.3")).applies
+    result = match(by_k8s, profile(version="v1.34.4"))
+    assert not result.applies and "lifted in kubernetes 1.26" in result.explain()
+    by_build = lim(lifted_in={"windows_build": 20348, "note": "fixed in Windows Server 2022"})
+    assert match(by_build, profile(builds=(17763, 20348))).applies  # one old node keeps it alive
+    assert not match(by_build, profile(builds=(20348,))).applies
+    by_runtime = lim(lifted_in={"containerd_version": "1.7", "note": "fixed in containerd 1.7"})
+    assert match(by_runtime, profile(runtime_version="1.6.21")).applies
+    assert not match(by_runtime, profile(runtime_version="1.7.20+azure")).applies
+
+
+def test_untestable_entries_never_apply():
+    assert not match(lim(untestable="a statement about deployment tooling"), profile()).applies
+
+
+def test_unconditional_entry_applies_everywhere():
+    result = match(lim(), profile())
+    assert result.applies and result.explain() == "applies on every cluster"
+
+
+def test_the_projects_limitations_file_is_valid():
+    entries = load()
+    assert len(entries) >= 20
+    for entry in entries.values():
+        assert entry.sources and entry.statement

@@ -1,0 +1,166 @@
+import json
+
+import pytest
+
+from tests.unit.fixtures import node
+from wincon.profile import (
+    ClusterProfile,
+    detect_cloud,
+    detect_cni,
+    detect_kube_proxy_mode,
+    iter_nodes,
+    node_profile,
+    os_version_for_build,
+    parse_build,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "build"),
+    [("10.0.17763", 17763), ("10.0.20348.2655", 20348), ("26100", 26100), ("", None), ("weird", None)],
+)
+def test_parse_build(text, build):
+    assert parse_build(text) == build
+
+
+def test_builds_map_to_os_versions():
+    assert [os_version_for_build(b) for b in (17763, 20348, 26100, 19041)] == ["ltsc2019", "ltsc2022", "ltsc2025", None]
+
+
+def test_windows_node_facts_come_from_labels_and_node_info():
+    n = node_profile(node("akswin000000", taints=[{"key": "os", "value": "windows", "effect": "NoSchedule"}]))
+    assert (n.os, n.windows_build, n.os_version, n.runtime, n.runtime_version) == (
+        "windows",
+        20348,
+        "ltsc2022",
+        "containerd",
+        "1.7.20+azure",
+    )
+    assert n.taints == ("os=windows:NoSchedule",) and n.ready and not n.simulated
+    assert n.internal_ip == "10.240.0.4"
+
+
+def test_build_falls_back_to_kernel_version_without_label():
+    n = node_profile(node("w", build=None, kernel="10.0.17763.6189"))
+    assert (n.windows_build, n.os_version) == (17763, "ltsc2019")
+
+
+def test_kwok_annotation_marks_a_node_simulated():
+    assert node_profile(node("w", simulated=True)).simulated
+
+
+@pytest.mark.parametrize(
+    ("provider", "cloud"),
+    [
+        ("azure:///subscriptions/1/x", "azure"),
+        ("gce://proj/us-central1-a/gke-win-1", "gce"),
+        ("aws:///us-east-1a/i-0abc", "aws"),
+        ("kwok://w1", "kwok"),
+        ("", "other"),
+        ("kind://docker/k/n", "other"),
+    ],
+)
+def test_cloud_comes_from_provider_id(provider, cloud):
+    assert detect_cloud([node_profile(node("n", provider=provider))]) == cloud
+
+
+FLANNEL_VXLAN = {
+    "kube-flannel-cfg": {
+        "net-conf.json": json.dumps(
+            {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}}
+        )
+    }
+}
+FLANNEL_HOSTGW = {
+    "kube-flannel-cfg": {"net-conf.json": json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}})}
+}
+
+
+@pytest.mark.parametrize(
+    ("daemonsets", "configmaps", "expected"),
+    [
+        (["kube-flannel-ds", "kube-flannel-ds-windows-amd64", "kube-proxy"], FLANNEL_VXLAN, ("flannel", "vxlan")),
+        (["kube-flannel-ds"], FLANNEL_HOSTGW, ("flannel", "host-gw")),
+        (["kube-flannel-ds"], {}, ("flannel", None)),
+        (["azure-cns", "azure-cns-win", "kube-proxy", "cloud-node-manager-windows"], {}, ("azure-cni", None)),
+        (["calico-node", "calico-node-windows"], {"calico-config": {"calico_backend": "vxlan"}}, ("calico", "vxlan")),
+        (["antrea-agent", "antrea-agent-windows"], {}, ("antrea", None)),
+        (["ovnkube-node"], {}, ("ovn-kubernetes", None)),
+        (["kube-proxy", "coredns"], {}, ("unknown", None)),
+    ],
+)
+def test_cni_detection_from_the_objects_each_cni_deploys(daemonsets, configmaps, expected):
+    assert detect_cni(daemonsets, configmaps) == expected
+
+
+def test_malformed_flannel_config_gives_no_backend():
+    assert detect_cni(["kube-flannel-ds"], {"kube-flannel-cfg": {"net-conf.json": "{not json"}}) == ("flannel", None)
+
+
+def test_kube_proxy_mode_prefers_the_windows_daemonset_args():
+    ds = {
+        "kube-proxy": ["--config=/var/lib/kube-proxy/config.conf"],
+        "kube-proxy-windows": ["--proxy-mode=kernelspace"],
+    }
+    assert detect_kube_proxy_mode(ds, {"kube-proxy": {"config.conf": "mode: iptables"}}) == "kernelspace"
+    assert (
+        detect_kube_proxy_mode({"kube-proxy": []}, {"kube-proxy": {"config.conf": "kind: X\nmode: ipvs\n"}}) == "ipvs"
+    )
+    assert detect_kube_proxy_mode({}, {"kube-proxy": {"config.conf": 'mode: ""'}}) == "iptables"
+    assert detect_kube_proxy_mode({}, {}) is None
+
+
+def test_cni_aliases_cover_the_windows_plugin_flannel_uses():
+    vxlan = ClusterProfile("v1.34.4", cni="flannel", cni_backend="vxlan")
+    hostgw = ClusterProfile("v1.34.4", cni="flannel", cni_backend="host-gw")
+    assert "win-overlay" in vxlan.cni_aliases and "win-bridge" not in vxlan.cni_aliases
+    assert "win-bridge" in hostgw.cni_aliases and "flannel-host-gw" in hostgw.cni_aliases
+    assert ClusterProfile("v1", cni="unknown").cni_aliases == frozenset({"unknown"})
+
+
+def test_data_plane_is_false_when_any_windows_node_is_simulated():
+    real = node_profile(node("w1"))
+    fake = node_profile(node("w2", simulated=True))
+    assert ClusterProfile("v1.34.4", nodes=[real]).data_plane
+    assert not ClusterProfile("v1.34.4", nodes=[real, fake]).data_plane
+    assert not ClusterProfile("v1.34.4", nodes=[]).data_plane
+
+
+def test_profile_round_trips_through_json_and_restricts_to_a_build():
+    nodes = [
+        node_profile(node("w19", build="10.0.17763")),
+        node_profile(node("w22")),
+        node_profile(node("l", os_name="linux")),
+    ]
+    profile = ClusterProfile("v1.34.4-gke.100", nodes=nodes, cni="azure-cni", cloud="azure")
+    again = ClusterProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    assert again.to_dict() == profile.to_dict()
+    assert (again.k8s_version, again.k8s_minor, again.windows_builds) == ("1.34.4", "1.34", [17763, 20348])
+    only = profile.restrict_to_build(20348)
+    assert [n.name for n in only.windows_nodes] == ["w22"] and len(only.linux_nodes) == 1
+
+
+class _Pages:
+    """A list_node that serves pages of 2 and counts calls: discovery must page, not list everything at once."""
+
+    def __init__(self, total):
+        self.items = [node(f"n{i}") for i in range(total)]
+        self.calls = []
+
+    def list_node(self, limit, _preload_content, _continue=None):
+        start = int(_continue or 0)
+        self.calls.append((limit, start))
+        page = self.items[start : start + limit]
+        token = str(start + limit) if start + limit < len(self.items) else None
+
+        class R:
+            data = json.dumps({"items": page, "metadata": {"continue": token}})
+
+        return R()
+
+
+def test_nodes_are_read_page_by_page():
+    api = _Pages(5)
+    names = [n["metadata"]["name"] for n in iter_nodes(api, page_size=2)]
+    assert names == [f"n{i}" for i in range(5)]
+    assert api.calls == [(2, 0), (2, 2), (2, 4)]
