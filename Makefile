@@ -1,0 +1,48 @@
+# wincon: every step a fresh machine needs. The README's two commands are `make main` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+WORKERS ?= 2
+CLUSTER ?= wincon
+
+.PHONY: setup setup-python setup-node setup-browser binaries cluster-up cluster-down main test test-unit test-integration lint bench
+
+setup: setup-python setup-node setup-browser
+
+setup-python:
+	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
+
+setup-node:
+	@if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi
+
+setup-browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+binaries: setup-python
+	$(PYTHON) -m wincon cluster build
+
+cluster-up: binaries
+	$(PYTHON) -m wincon cluster up --name $(CLUSTER)
+
+cluster-down:
+	$(PYTHON) -m wincon cluster down --name $(CLUSTER)
+
+# The main job: the suite against the local simulated cluster, ending with the dashboard and the Allure report.
+main: setup binaries
+	$(PYTHON) -m wincon run --local
+
+# The project's own tests: lint, unit tests, then integration tests against the local cluster.
+test: setup binaries lint
+	$(PYTHON) -m pytest tests -p no:randomly -n $(WORKERS) -q -rfEs
+
+test-unit: setup-python
+	$(PYTHON) -m pytest tests/unit -q
+
+lint: setup-python
+	ruff check .
+	ruff format --check .
+	$(PYTHON) -m wincon lint
+
+bench: binaries
+	for b in bench/bench_*.py; do $(PYTHON) $$b; done
