@@ -1,0 +1,152 @@
+"""Commands over run results: run, report, publish, dashboard, gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from wincon.errors import ExitCode, UsageError
+
+
+def register(subparsers: Any) -> None:
+    from wincon.cli import add_cluster_options
+
+    run = subparsers.add_parser(
+        "run",
+        help="run the suites (parallel, with results, Allure and a dashboard)",
+        description="Run the conformance suites: pytest suites/ -n 2 with a results directory and Allure "
+        "results, then build the dashboard and the Allure report of the run and print where they are. "
+        "Arguments after -- go to pytest unchanged. Exits with pytest's exit code.",
+    )
+    run.add_argument(
+        "--local", action="store_true", help="run against the local simulated cluster, starting it if needed"
+    )
+    run.add_argument("--cluster-name", help="name of the local cluster (default: wincon)")
+    run.add_argument("--results-dir", type=Path, help="where this run's results go (default: results/<run-id>)")
+    run.add_argument("-n", "--workers", type=int, default=2, help="parallel pytest workers (default 2; 0: none)")
+    run.add_argument("--no-report", action="store_true", help="skip the dashboard and the Allure report")
+    add_cluster_options(run)
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest")
+    run.set_defaults(func=cmd_run)
+
+    rep = subparsers.add_parser(
+        "report",
+        help="generate a run's Allure HTML report (offline)",
+        description="Generate RESULTS/allure-report/index.html from RESULTS/allure-results with the Allure CLI "
+        "installed by `npm ci` (node_modules/.bin/allure; needs Java 17).",
+    )
+    rep.add_argument("results", type=Path, help="a run's results directory (or an allure-results directory)")
+    rep.add_argument("-o", "--output", type=Path, help="report directory (default: RESULTS/allure-report)")
+    rep.set_defaults(func=cmd_report)
+
+    pub = subparsers.add_parser(
+        "publish",
+        help="upload a run to a directory, gs://bucket/logs/<job>, or an allure-docker-service",
+        description="Publish a finished run. DEST: a directory (run goes to DEST/<build-id>/), "
+        "gs://BUCKET/logs/JOB (TestGrid layout; Google application default credentials), or the URL of an "
+        "allure-docker-service (credentials from WINCON_ALLURE_USER / WINCON_ALLURE_PASSWORD). Re-running "
+        "skips what is already there, so a failed publish is finished by running it again.",
+    )
+    pub.add_argument("results", type=Path, help="a run's results directory")
+    pub.add_argument("--to", dest="dest", required=True, help="DIR, gs://BUCKET/logs/JOB or http(s)://HOST[:PORT]")
+    pub.add_argument("--project", default="wincon", help="allure-docker-service project id (default: wincon)")
+    pub.add_argument("--retries", type=int, default=5, help="attempts per file on transient errors (default 5)")
+    pub.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry, doubling (default 1)")
+    pub.set_defaults(func=cmd_publish)
+
+    dash = subparsers.add_parser(
+        "dashboard",
+        help="build a static history page (grid, areas, limitations, profiles) from runs",
+        description="Build a static site from any number of runs: a TestGrid-like grid, pass rates per area, "
+        "where each limitation still shows or appears lifted, and each run's cluster profile. RESULTS are run "
+        "directories or directories of runs. Unreadable runs are named and left out (exit 8); the rest are shown.",
+    )
+    dash.add_argument("results", type=Path, nargs="+", help="run directories, or directories holding runs")
+    dash.add_argument("-o", "--output", type=Path, required=True, help="site directory (index.html goes there)")
+    dash.set_defaults(func=cmd_dashboard)
+
+    gate = subparsers.add_parser(
+        "gate",
+        help="release gate: did every required test of this Kubernetes minor pass?",
+        description="Judge a run against gating/required.yaml. Exits 11 when a required test failed, errored, "
+        "was skipped or is missing; lists unexpected passes as limitations to review. With --validate, check "
+        "that every required id is a suite test.",
+    )
+    gate.add_argument("results", type=Path, nargs="?", help="a run's results directory")
+    gate.add_argument("--k8s-version", help="judge against this minor (X.Y) instead of the run's own version")
+    gate.add_argument("--required", type=Path, help="the required list (default: gating/required.yaml)")
+    gate.add_argument("--validate", action="store_true", help="check the required ids against the collected suites")
+    gate.set_defaults(func=cmd_gate)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from wincon.results.runner import run
+
+    return run(
+        args.results_dir,
+        list(args.pytest_args or []),
+        local=args.local,
+        cluster_name=args.cluster_name,
+        workers=args.workers,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        reports=not args.no_report,
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from wincon.results.report import generate
+
+    print(f"allure report: {generate(args.results, args.output)}")
+    return ExitCode.OK
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from wincon.results.publish import RetryPolicy, publish
+
+    if args.retries < 1 or args.backoff < 0:
+        raise UsageError("--retries must be at least 1 and --backoff not negative", "e.g. --retries 5 --backoff 1")
+    summary = publish(args.results, args.dest, RetryPolicy(attempts=args.retries, backoff=args.backoff), args.project)
+    print(summary.render())
+    return ExitCode.OK
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from wincon.results.dashboard import build
+
+    index, errors, shown = build(args.results, args.output, stream=sys.stderr)
+    print(f"dashboard: {index} ({shown} runs" + (f", {len(errors)} left out" if errors else "") + ")")
+    if errors:
+        return ExitCode.RESULTS
+    if shown == 0:
+        print("wincon: error: no runs to show", file=sys.stderr)
+        return ExitCode.RESULTS
+    return ExitCode.OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from wincon.results.artifacts import load_run
+    from wincon.results.gate import collect_suite_ids, judge, load_required, minor_of, validate_against_suite
+
+    required = load_required(args.required)
+    if args.validate:
+        suite_ids = collect_suite_ids()
+        if not suite_ids:
+            raise UsageError("no suite test carries a test_id: nothing to validate against", "write the suites first")
+        problems = validate_against_suite(required, suite_ids)
+        for line in problems:
+            print(f"gate: {line}")
+        print(f"gate: {sum(len(t) for t in required.versions.values())} required entries, {len(problems)} problems")
+        return ExitCode.USAGE if problems else ExitCode.OK
+    if args.results is None:
+        raise UsageError("wincon gate needs a results directory (or --validate)", "wincon gate results/<run-id>")
+    minor = None
+    if args.k8s_version:
+        minor = minor_of(args.k8s_version)
+        if not minor:
+            raise UsageError(f"--k8s-version {args.k8s_version!r} is not X.Y", "e.g. --k8s-version 1.34")
+    result = judge(load_run(args.results), required, minor)
+    print(result.render())
+    return ExitCode.OK if result.ok else ExitCode.GATE

@@ -1,0 +1,276 @@
+"""`wincon dashboard RESULTS... -o SITE`: a static history page over any number of runs.
+
+The site is four files (index.html, app.js, style.css, data.js) that open from disk or any static
+host, no server code and nothing fetched from the network. data.js holds one compact document:
+
+* ``runs``: newest first, each with its result, metadata and cluster profile;
+* ``tests``: one row per test id (the name of its latest run), with area, markers and seed documents;
+* ``grid``: per test, one character per run: P passed, F failed, X xfailed, L xpassed (limitation
+  appears lifted), S skipped, E error, ``.`` not in that run; ``notes`` hold the message of every
+  cell that is not a pass, keyed ``"<test>:<run>"`` (the hover text, naming the limitation);
+* ``areas``: pass rates per area and run; ``limitations``: for each limitation, the clusters
+  (CNI, Windows build, Kubernetes version) where it still shows, where it appears lifted, and where
+  it does not apply;
+* ``errors``: the results directories that could not be read, each naming its file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from wincon import __version__
+from wincon.errors import ResultsError
+from wincon.results.artifacts import Run, atomic_write_bytes, find_run_dirs, load_run
+from wincon.results.model import Verdict
+
+CODES = {
+    Verdict.PASSED: "P",
+    Verdict.FAILED: "F",
+    Verdict.XFAILED: "X",
+    Verdict.XPASSED: "L",
+    Verdict.SKIPPED: "S",
+    Verdict.ERROR: "E",
+}
+MISSING = "."
+STATIC_FILES = ("index.html", "app.js", "style.css")
+
+
+@dataclass
+class LoadResult:
+    runs: list[Run]
+    errors: list[ResultsError]
+
+
+def load_runs(paths: list[Path]) -> LoadResult:
+    """Every readable run under ``paths``; each unreadable one becomes an error naming its file."""
+    run_dirs, errors = find_run_dirs(paths)
+    runs: list[Run] = []
+    seen: set[Path] = set()
+    for path in run_dirs:
+        resolved = path.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        try:
+            runs.append(load_run(path))
+        except ResultsError as exc:
+            errors.append(exc)
+    return LoadResult(runs, errors)
+
+
+def _build_key(run: Run) -> tuple[int, int]:
+    build = int(run.build_id) if run.build_id.isdigit() else 0
+    return (build, int(run.started.get("timestamp", 0)))
+
+
+def cluster_of(run: Run) -> dict[str, str]:
+    """The facts a limitation depends on, from the run's metadata (falling back to its profile)."""
+    meta = run.metadata
+    profile = run.profile
+    cni = str(meta.get("cni") or profile.get("cni") or "unknown")
+    backend = str(meta.get("cni-backend") or profile.get("cni_backend") or "")
+    builds = meta.get("windows-builds") or ",".join(profile.get("windows_builds") or []) or "unknown"
+    return {
+        "cni": f"{cni} ({backend})" if backend else cni,
+        "windows_build": str(builds),
+        "k8s": str(meta.get("kubernetes-version") or profile.get("server_version") or "unknown"),
+    }
+
+
+def _rate(counts: dict[str, int]) -> float | None:
+    """Share of the tests that ran which behaved as documented: (passed + xfailed) / (all - skipped)."""
+    ran = sum(counts.values()) - counts.get("skipped", 0)
+    if ran <= 0:
+        return None
+    return round((counts.get("passed", 0) + counts.get("xfailed", 0)) / ran, 4)
+
+
+def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dict[str, Any]:
+    runs = sorted(runs, key=_build_key, reverse=True)
+    tests: dict[str, dict[str, Any]] = {}
+    cells: dict[str, dict[int, Any]] = {}
+    for index, run in enumerate(runs):
+        for case in run.cases:
+            key = case.key
+            entry = tests.get(key)
+            if entry is None:
+                entry = tests[key] = {
+                    "id": key,
+                    "name": case.name,
+                    "area": case.area,
+                    "markers": set(),
+                    "docs": set(),
+                    "limitations": set(),
+                }
+            entry["markers"].update(case.markers)
+            entry["docs"].update(case.props("doc"))
+            entry["limitations"].update(case.limitations)
+            cells.setdefault(key, {})[index] = case
+
+    ordered = sorted(tests.values(), key=lambda t: (t["area"], t["name"]))
+    grid: list[str] = []
+    notes: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    for t_index, test in enumerate(ordered):
+        row = []
+        for r_index in range(len(runs)):
+            case = cells[test["id"]].get(r_index)
+            if case is None:
+                row.append(MISSING)
+                continue
+            row.append(CODES[case.verdict])
+            if case.verdict is not Verdict.PASSED and case.message:
+                notes[f"{t_index}:{r_index}"] = case.message[:500]
+            for lim_id, title in zip(case.props("limitation"), case.props("limitation_title"), strict=False):
+                titles.setdefault(lim_id, title)
+        grid.append("".join(row))
+
+    area_rows = _areas(ordered, grid, len(runs))
+    limitations = _limitations(ordered, cells, runs, titles)
+    run_docs = []
+    for run in runs:
+        counts = {v.value: 0 for v in Verdict}
+        for case in run.cases:
+            counts[case.verdict.value] += 1
+        run_docs.append(
+            {
+                "build": run.build_id,
+                "label": run.label,
+                "path": str(run.path),
+                "started": int(run.started.get("timestamp", 0)),
+                "finished": int(run.finished.get("timestamp", 0)),
+                "result": run.result,
+                "metadata": run.metadata,
+                "profile": run.profile,
+                "cluster": cluster_of(run),
+                "counts": counts,
+                "rate": _rate(counts),
+            }
+        )
+    markers = sorted({m for t in ordered for m in t["markers"]} | {t["area"] for t in ordered})
+    return {
+        "generated": int(time.time()),
+        "suite_version": __version__,
+        "runs": run_docs,
+        "tests": [
+            {
+                "id": t["id"],
+                "name": t["name"],
+                "area": t["area"],
+                "markers": sorted(t["markers"] | {t["area"]}),
+                "docs": sorted(t["docs"]),
+                "limitations": sorted(t["limitations"]),
+            }
+            for t in ordered
+        ],
+        "markers": markers,
+        "grid": grid,
+        "notes": notes,
+        "areas": area_rows,
+        "limitations": limitations,
+        "errors": [{"message": e.message, "fix": e.fix} for e in (errors or [])],
+    }
+
+
+def _areas(tests: list[dict[str, Any]], grid: list[str], n_runs: int) -> list[dict[str, Any]]:
+    by_code = {code: verdict.value for verdict, code in CODES.items()}
+    areas: dict[str, list[int]] = {}
+    for index, test in enumerate(tests):
+        areas.setdefault(test["area"], []).append(index)
+    rows = []
+    for area, indexes in sorted(areas.items()):
+        per_run = []
+        total = {v.value: 0 for v in Verdict}
+        for r in range(n_runs):
+            counts = {v.value: 0 for v in Verdict}
+            for i in indexes:
+                code = grid[i][r]
+                if code != MISSING:
+                    counts[by_code[code]] += 1
+            for k, v in counts.items():
+                total[k] += v
+            per_run.append({"counts": counts, "rate": _rate(counts)})
+        rows.append({"area": area, "tests": len(indexes), "runs": per_run, "total": total, "rate": _rate(total)})
+    return rows
+
+
+def _limitations(
+    tests: list[dict[str, Any]], cells: dict[str, dict[int, Any]], runs: list[Run], titles: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Per limitation and cluster: where it still shows, appears lifted, or does not apply."""
+    out = []
+    for lim_id in sorted({lim for t in tests for lim in t["limitations"]}):
+        clusters: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for test in tests:
+            if lim_id not in test["limitations"]:
+                continue
+            for r_index, case in cells[test["id"]].items():
+                cluster = cluster_of(runs[r_index])
+                key = (cluster["cni"], cluster["windows_build"], cluster["k8s"])
+                entry = clusters.setdefault(
+                    key,
+                    {
+                        **cluster,
+                        "shows": 0,
+                        "lifted": 0,
+                        "not_applied": 0,
+                        "other": 0,
+                        "runs": [],
+                        "latest": r_index,
+                    },
+                )
+                entry["latest"] = min(entry["latest"], r_index)
+                if r_index not in entry["runs"]:
+                    entry["runs"].append(r_index)
+                applied = lim_id in case.limitations
+                if case.verdict is Verdict.XFAILED and applied:
+                    entry["shows"] += 1
+                elif case.verdict is Verdict.XPASSED and applied:
+                    entry["lifted"] += 1
+                elif not applied and case.verdict is Verdict.PASSED:
+                    entry["not_applied"] += 1
+                else:
+                    entry["other"] += 1
+        rows = []
+        for entry in clusters.values():
+            if entry["shows"] and entry["lifted"]:
+                status = "mixed"
+            elif entry["lifted"]:
+                status = "appears lifted"
+            elif entry["shows"]:
+                status = "still shows"
+            elif entry["not_applied"]:
+                status = "does not apply"
+            else:
+                status = "not checked"
+            rows.append({**entry, "status": status, "runs": sorted(entry["runs"])})
+        rows.sort(key=lambda e: (e["cni"], e["windows_build"], e["k8s"]))
+        out.append({"id": lim_id, "title": titles.get(lim_id, ""), "clusters": rows})
+    return out
+
+
+def write_site(data: dict[str, Any], out: Path) -> Path:
+    """Write the static site; the data file last and atomically, so a reader never sees half of it."""
+    out.mkdir(parents=True, exist_ok=True)
+    static = resources.files("wincon.results").joinpath("static")
+    for name in STATIC_FILES:
+        atomic_write_bytes(out / name, static.joinpath(name).read_bytes())
+    payload = json.dumps(data, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
+    atomic_write_bytes(out / "data.js", f"window.WINCON_DASHBOARD = {payload};\n".encode())
+    return out / "index.html"
+
+
+def build(paths: list[Path], out: Path, stream: Any = None) -> tuple[Path, list[ResultsError], int]:
+    """Load the runs, write the site, report unreadable runs. Returns (index.html, errors, runs shown)."""
+    stream = stream or sys.stderr
+    loaded = load_runs(paths)
+    index = write_site(build_data(loaded.runs, loaded.errors), out)
+    for error in loaded.errors:
+        print(error.render(), file=stream)
+    return index, loaded.errors, len(loaded.runs)

@@ -1,0 +1,223 @@
+"""The release gate: judge one run against the required test ids of its Kubernetes minor version.
+
+The model is RefStack's: a versioned list of required test ids (gating/required.yaml), and a run's
+results keyed by those ids. A required test must have run and behaved as documented:
+
+* passed: required and holds;
+* xfailed: accepted only where the file says ``accept_expected_failures: true`` (a documented
+  limitation that applies to this cluster is a known deviation, not a regression);
+* failed, error, skipped, or absent from the run: the gate says no (exit 11);
+* xpassed (a limitation appears lifted): the behaviour holds, so it does not block, but it is listed
+  as a limitation to review, for every test of the run, required or not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from wincon.errors import ExitCode, UsageError
+from wincon.results.artifacts import Run
+from wincon.results.model import CaseResult, Verdict
+
+DEFAULT_REQUIRED = Path(__file__).resolve().parent.parent.parent / "gating" / "required.yaml"
+_UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["version", "kubernetes"],
+    "properties": {
+        "version": {"const": 1},
+        "accept_expected_failures": {"type": "boolean"},
+        "kubernetes": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": r"^\d+\.\d+$"},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "include": {"type": "array", "items": {"type": "string", "pattern": r"^\d+\.\d+$"}},
+                    "tests": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["id", "name"],
+                            "properties": {
+                                "id": {"type": "string", "pattern": _UUID},
+                                "name": {"type": "string", "minLength": 1},
+                            },
+                        },
+                    },
+                    "remove": {"type": "array", "items": {"type": "string", "pattern": _UUID}},
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass
+class Required:
+    path: Path
+    versions: dict[str, dict[str, str]]  # minor -> {test id: name}
+    accept_expected_failures: bool = True
+
+
+def load_required(path: Path | None = None) -> Required:
+    """Read and check the required list; includes resolved. UsageError names the file and the entry."""
+    path = Path(path) if path else DEFAULT_REQUIRED
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: file not found", "pass --required PATH or restore gating/required.yaml") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML: {exc}", "fix the YAML syntax at the line shown") from exc
+    errors = sorted(Draft202012Validator(SCHEMA).iter_errors(document), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        raise UsageError(f"{path}: {where}: {errors[0].message}", "see the comment at the top of gating/required.yaml")
+    raw = document["kubernetes"]
+    for minor, entry in raw.items():
+        ids = [t["id"] for t in entry.get("tests", [])]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise UsageError(f"{path}: kubernetes/{minor}: test id {duplicates[0]} listed twice", "list it once")
+        for other in entry.get("include", []):
+            if other not in raw:
+                raise UsageError(
+                    f"{path}: kubernetes/{minor}: includes {other}, which the file does not define",
+                    f"add a kubernetes/{other} entry or drop it from include",
+                )
+
+    resolved: dict[str, dict[str, str]] = {}
+
+    def resolve(minor: str, stack: tuple[str, ...]) -> dict[str, str]:
+        if minor in stack:
+            raise UsageError(
+                f"{path}: kubernetes/{minor}: include cycle {' -> '.join((*stack, minor))}", "break the cycle"
+            )
+        if minor in resolved:
+            return resolved[minor]
+        entry = raw[minor]
+        tests: dict[str, str] = {}
+        for other in entry.get("include", []):
+            tests.update(resolve(other, (*stack, minor)))
+        tests.update({t["id"]: t["name"] for t in entry.get("tests", [])})
+        for removed in entry.get("remove", []):
+            tests.pop(removed, None)
+        resolved[minor] = tests
+        return tests
+
+    for minor in raw:
+        if not resolve(minor, ()):
+            raise UsageError(
+                f"{path}: kubernetes/{minor}: no required tests (after include and remove)",
+                "list the test ids a release of this minor must pass, or remove the entry",
+            )
+    return Required(path, resolved, bool(document.get("accept_expected_failures", True)))
+
+
+def minor_of(version: str) -> str:
+    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
+    return f"{match.group(1)}.{match.group(2)}" if match else ""
+
+
+@dataclass
+class GateResult:
+    minor: str
+    ok: bool
+    passed: list[tuple[str, str, CaseResult]] = field(default_factory=list)
+    accepted: list[tuple[str, str, CaseResult]] = field(default_factory=list)
+    blocking: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, why)
+    review: list[tuple[str, str]] = field(default_factory=list)  # (limitation ids, test)
+
+    def render(self) -> str:
+        lines = [
+            f"release gate for Kubernetes {self.minor}: {'PASS' if self.ok else 'FAIL'} "
+            f"({len(self.passed)} required passed, {len(self.accepted)} accepted expected failures, "
+            f"{len(self.blocking)} blocking)"
+        ]
+        for test_id, name, why in self.blocking:
+            lines.append(f"  BLOCKING {test_id} {name}: {why}")
+        for test_id, name, case in self.accepted:
+            lines.append(f"  accepted {test_id} {name}: {case.message}")
+        if self.review:
+            lines.append("limitations to review (the behaviour held although the limitation applied):")
+            for ids, name in self.review:
+                lines.append(f"  REVIEW {ids}: {name}")
+        return "\n".join(lines)
+
+
+def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
+    minor = minor or minor_of(run.k8s_version)
+    if not minor:
+        raise UsageError(
+            f"{run.path}: the run does not record its Kubernetes version (finished.json metadata)",
+            "pass --k8s-version X.Y",
+        )
+    if minor not in required.versions:
+        known = ", ".join(sorted(required.versions, key=lambda v: tuple(int(p) for p in v.split("."))))
+        raise UsageError(
+            f"{required.path}: no required tests for Kubernetes {minor} (the file lists {known})",
+            f'add a kubernetes/"{minor}" entry (include the previous minor), or pass --k8s-version',
+        )
+    by_id: dict[str, list[CaseResult]] = {}
+    for case in run.cases:
+        by_id.setdefault(case.test_id, []).append(case)
+    result = GateResult(minor=minor, ok=True)
+    for test_id, name in required.versions[minor].items():
+        cases = by_id.get(test_id)
+        if not cases:
+            result.blocking.append((test_id, name, "missing: not in this run"))
+            continue
+        for case in cases:
+            verdict = case.verdict
+            if verdict is Verdict.PASSED:
+                result.passed.append((test_id, name, case))
+            elif verdict is Verdict.XFAILED and required.accept_expected_failures:
+                result.accepted.append((test_id, name, case))
+            elif verdict is Verdict.XPASSED:
+                result.passed.append((test_id, name, case))
+            else:
+                result.blocking.append((test_id, case.name, f"{verdict.value}: {case.message or 'no message'}"))
+    for case in run.cases:
+        if case.verdict is Verdict.XPASSED:
+            result.review.append((", ".join(case.limitations) or "(limitation not named)", case.name))
+    result.ok = not result.blocking
+    return result
+
+
+# ----------------------------------------------------------------------------- checking the file against the suite
+
+
+def collect_suite_ids(paths: list[str] | None = None) -> dict[str, str]:
+    """{test id: node id} of the suite tests, from the core plugin's collect-only dump (no cluster needed)."""
+    from wincon.commands import _collect
+
+    dump, output = _collect(paths or ["suites"], [], "--wincon-lint-out")
+    if not dump:
+        raise UsageError(
+            "the suites could not be collected: " + output.strip()[-800:],
+            "fix the collection error first (`wincon lint` shows it)",
+        )
+    return {test_id: test["nodeid"] for test in dump.get("tests", []) for test_id in test.get("test_ids", [])}
+
+
+def validate_against_suite(required: Required, suite_ids: dict[str, str]) -> list[str]:
+    """Every required id must name a collected suite test; returns the problems (empty when fine)."""
+    problems = []
+    for minor, tests in sorted(required.versions.items()):
+        for test_id, name in tests.items():
+            if test_id not in suite_ids:
+                problems.append(f"kubernetes/{minor}: {test_id} ({name}) is not the test_id of any suite test")
+    return problems
+
+
+EXIT_GATE = int(ExitCode.GATE)

@@ -1,0 +1,252 @@
+"""Verdicts and test-case results: how pytest's phase reports become one verdict per test.
+
+The verdicts are the suite's (see DESIGN.md): passed, failed, xfailed (a documented limitation applies
+and the behaviour deviates as documented), xpassed (strict: a limitation was expected but the
+behaviour holds, so the limitation may be lifted; reported as a failure), skipped (always with a
+reason) and error (the cluster or the suite could not run the check).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Verdict(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this verdict makes a run (and TestGrid's cell) fail."""
+        return self in (Verdict.FAILED, Verdict.XPASSED, Verdict.ERROR)
+
+
+# Properties the core plugin puts on every suite test (report.user_properties), in the order they are shown.
+KNOWN_PROPERTIES = (
+    "test_id",
+    "area",
+    "limitation",
+    "limitation_title",
+    "lifted",
+    "doc",
+    "markers",
+    "flow",
+    "simulated_skip",
+    "infrastructure_error",
+    "command",
+)
+# Properties that may appear more than once (a test can cite several seed documents or limitations).
+MULTI_PROPERTIES = frozenset({"doc", "limitation", "limitation_title", "command"})
+
+
+@dataclass
+class CaseResult:
+    """One test's outcome in one run, as the JUnit file and the dashboard show it."""
+
+    name: str  # the pytest node id, stable across runs
+    verdict: Verdict
+    message: str = ""  # one line: why it failed, was skipped or is expected to fail
+    details: str = ""  # the traceback or longer text
+    duration: float = 0.0
+    classname: str = ""
+    properties: list[tuple[str, str]] = field(default_factory=list)
+
+    def prop(self, key: str, default: str = "") -> str:
+        for name, value in self.properties:
+            if name == key:
+                return value
+        return default
+
+    def props(self, key: str) -> list[str]:
+        return [value for name, value in self.properties if name == key]
+
+    @property
+    def test_id(self) -> str:
+        """The stable id: the test_id property, else the name (JUnit from other tools has no ids)."""
+        return self.prop("test_id") or self.name
+
+    @property
+    def key(self) -> str:
+        """The row of this case across runs: its test id, plus the parameters of a parametrized test."""
+        test_id = self.prop("test_id")
+        if not test_id:
+            return self.name
+        if self.name.endswith("]") and "[" in self.name:
+            return test_id + self.name[self.name.index("[") :]
+        return test_id
+
+    @property
+    def area(self) -> str:
+        return self.prop("area") or self.classname or "other"
+
+    @property
+    def limitations(self) -> list[str]:
+        ids = self.props("limitation")
+        lifted = self.prop("lifted")
+        if lifted:
+            ids += [i.strip() for i in lifted.split(",") if i.strip() and i.strip() != "?"]
+        return list(dict.fromkeys(ids))
+
+    @property
+    def markers(self) -> list[str]:
+        return [m for m in self.prop("markers").split(",") if m]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _skip_reason(longrepr: Any) -> str:
+    """pytest's skip longrepr is (path, line, 'Skipped: reason'); xdist may turn the tuple into a list."""
+    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+    else:
+        reason = _text(longrepr)
+    return reason.removeprefix("Skipped: ").strip()
+
+
+def _crash_message(report: Any) -> str:
+    """The one-line reason of a failed phase: the exception line, else the first line of the text."""
+    longrepr = getattr(report, "longrepr", None)
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return str(crash.message).strip()
+    text = _text(longrepr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _details(report: Any) -> str:
+    text = getattr(report, "longreprtext", None)
+    return text if text is not None else _text(getattr(report, "longrepr", ""))
+
+
+def _merge_properties(reports: Sequence[Any]) -> list[tuple[str, str]]:
+    merged: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    singles: dict[str, int] = {}
+    for report in reports:
+        for entry in getattr(report, "user_properties", None) or []:
+            try:
+                key, value = entry
+            except (TypeError, ValueError):
+                continue
+            pair = (str(key), _text(value))
+            if pair in seen:
+                continue
+            if pair[0] not in MULTI_PROPERTIES and pair[0] in singles:
+                merged[singles[pair[0]]] = pair  # the latest phase wins for single-valued properties
+                continue
+            seen.add(pair)
+            singles.setdefault(pair[0], len(merged))
+            merged.append(pair)
+    return merged
+
+
+def classify(reports: Sequence[Any]) -> CaseResult:
+    """One verdict from a test's phase reports (setup, call, teardown), in the order pytest made them.
+
+    Works on pytest TestReports and on their xdist copies. Rules, first match wins:
+    a failed setup is an error (infrastructure, fixture), an ``[XPASS(strict)]`` or "appears lifted"
+    failure is xpassed, a call failure caused by the cluster is an error, an xfail is xfailed with the
+    limitation in the message, a failed teardown after an otherwise fine test is an error.
+    """
+    if not reports:
+        raise ValueError("classify() needs at least one report")
+    first = reports[0]
+    properties = _merge_properties(reports)
+    props = dict(properties)
+    limitation_ids = [v for k, v in properties if k == "limitation"]
+    titles = [v for k, v in properties if k == "limitation_title"]
+    verdict: Verdict | None = None
+    message = details = ""
+    duration = sum(float(getattr(r, "duration", 0.0) or 0.0) for r in reports)
+
+    for report in reports:
+        when = getattr(report, "when", "call")
+        outcome = getattr(report, "outcome", "passed")
+        if when == "teardown":
+            continue
+        if outcome == "failed":
+            text = _details(report)
+            if "[XPASS(strict)]" in text or "appears lifted" in text:
+                verdict = Verdict.XPASSED
+                ids = ", ".join(limitation_ids) or props.get("lifted", "")
+                message = (
+                    f"limitation {ids} appears lifted on this cluster"
+                    if ids
+                    else _crash_message(report) or "unexpected pass (strict xfail)"
+                )
+            elif when == "setup" or props.get("infrastructure_error") == "true":
+                verdict = Verdict.ERROR
+                message = _crash_message(report) or f"{when} failed"
+                if when == "setup" and not message.startswith("infrastructure error"):
+                    message = f"could not set up the check: {message}"
+            else:
+                verdict = Verdict.FAILED
+                message = _crash_message(report) or "failed"
+            details = text
+            break
+        if outcome == "skipped":
+            wasxfail = getattr(report, "wasxfail", None)
+            if wasxfail is not None:
+                verdict = Verdict.XFAILED
+                reason = str(wasxfail).removeprefix("reason: ").strip()
+                if limitation_ids and not reason.startswith("limitation"):
+                    label = "; ".join(
+                        f"limitation {i}" + (f": {t}" if t else "")
+                        for i, t in zip(limitation_ids, titles + [""] * len(limitation_ids), strict=False)
+                    )
+                    reason = f"{label} ({reason})" if reason else label
+                message = "expected failure: " + (reason or "xfail")
+                details = _details(report)
+            else:
+                verdict = Verdict.SKIPPED
+                message = "skipped: " + (_skip_reason(report.longrepr) or "no reason given")
+            break
+        if when == "call" and outcome == "passed":
+            if getattr(report, "wasxfail", None) is not None:  # non-strict xpass
+                verdict = Verdict.XPASSED
+                ids = ", ".join(limitation_ids)
+                message = f"limitation {ids} appears lifted on this cluster" if ids else "unexpected pass"
+            else:
+                verdict = Verdict.PASSED
+    if verdict is None:  # no call report: interrupted between phases
+        verdict = Verdict.ERROR
+        message = "the test did not run to the end (interrupted)"
+
+    for report in reports:
+        if getattr(report, "when", "") == "teardown" and getattr(report, "outcome", "") == "failed":
+            note = _crash_message(report) or "teardown failed"
+            if verdict in (Verdict.PASSED, Verdict.XFAILED, Verdict.SKIPPED):
+                verdict = Verdict.ERROR
+                message = f"cleanup failed: {note}"
+                details = _details(report)
+            else:
+                details += f"\n\n[teardown also failed] {note}"
+
+    location = getattr(first, "location", None)
+    classname = props.get("area") or (str(location[0]) if location else "")
+    return CaseResult(
+        name=str(first.nodeid),
+        verdict=verdict,
+        message=message,
+        details=details,
+        duration=duration,
+        classname=classname,
+        properties=properties,
+    )
+
+
+def count(cases: Iterable[CaseResult]) -> dict[str, int]:
+    """How many cases of each verdict, every verdict present (zero where none)."""
+    counts = {v.value: 0 for v in Verdict}
+    for case in cases:
+        counts[case.verdict.value] += 1
+    return counts
