@@ -1,0 +1,3 @@
+module wincon/images/hook-recorder
+
+go 1.22
