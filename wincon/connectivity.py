@@ -1,0 +1,614 @@
+"""The network flows' command lines, per operating system, and parsers of what they print.
+
+One module for every command a networking or DNS check runs inside a pod, so each flow is unit-tested
+for Windows and Linux without a cluster:
+
+* the upstream agnhost ``netexec`` dial check, the same on both operating systems: a client pod runs
+  ``netexec --http-port=9080``; it is asked over HTTP to dial a target
+  (``/dial?request=hostname&protocol=http|udp&host=<target>&port=<p>&tries=1``) and answers JSON whose
+  ``responses`` are the hostnames of the pods that answered, which must equal the endpoint pod names;
+* per-OS command lines only where the operating system differs: ``curl.exe`` against ``curl``,
+  ``ping -n 1 -w 5000`` against ``ping -c 1 -W 5``, PowerShell ``Resolve-DnsName`` (the resolver the
+  documentation recommends on Windows) against ``nslookup``, ``ipconfig /all`` against
+  ``/etc/resolv.conf``, ``cmd /c set`` against ``env``.
+
+Every builder returns an argv list for an exec without a shell, so nothing is quoted twice. Retries
+are bounded (:func:`dial_tries`, :func:`collect_dial`), never an open-ended loop.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_attempt, wait_fixed
+
+OS = Literal["windows", "linux"]
+OPERATING_SYSTEMS: tuple[str, ...] = ("windows", "linux")
+
+# The ports of the upstream networking checks (k/k test/e2e/framework/network).
+NETSERVER_HTTP_PORT = 8083  # netexec --http-port of the endpoint pods
+NETSERVER_UDP_PORT = 8081  # netexec --udp-port of the endpoint pods
+CLIENT_HTTP_PORT = 9080  # netexec --http-port of the client ("test container") pod
+SERVICE_HTTP_PORT = 80  # the Services' TCP port, targeting NETSERVER_HTTP_PORT
+SERVICE_UDP_PORT = 90  # the Services' UDP port, targeting NETSERVER_UDP_PORT
+KUBELET_PORT = 10250  # every node's kubelet listens here: a TCP target on the node itself
+
+CONNECT_TIMEOUT_SECONDS = 10  # curl --connect-timeout, as upstream's Windows checks use
+MAX_TIME_SECONDS = 30  # curl --max-time: no single request may hang an exec
+PING_TIMEOUT_SECONDS = 5  # one echo request, 5 s for its reply (ping -w 5000 / -W 5)
+DIAL_RETRY_DELAY_SECONDS = 2.0  # upstream's delay between dial attempts
+DIAL_BASE_TRIES = 30  # upstream: endpoints^2 + 30 attempts
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$")
+
+
+def _check_os(os_name: str) -> str:
+    if os_name not in OPERATING_SYSTEMS:
+        raise ValueError(f"unknown operating system {os_name!r}: expected one of {', '.join(OPERATING_SYSTEMS)}")
+    return os_name
+
+
+def check_host(host: str) -> str:
+    """``host`` if it is an IP address or a DNS name; ValueError otherwise (it ends up in a command line)."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if len(host) > 253 or not _NAME_RE.match(host):
+        raise ValueError(f"{host!r} is neither an IP address nor a DNS name")
+    return host
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port``, with IPv6 addresses in brackets."""
+    check_host(host)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# ----------------------------------------------------------------------------- agnhost netexec
+
+
+def netexec_args(http_port: int, udp_port: int | None = None) -> list[str]:
+    """The agnhost arguments of a netexec server (the image's entrypoint is agnhost on both OSes)."""
+    args = ["netexec", f"--http-port={http_port}"]
+    if udp_port is not None:
+        args.append(f"--udp-port={udp_port}")
+    return args
+
+
+def netexec_container(
+    name: str,
+    image: str,
+    http_port: int = NETSERVER_HTTP_PORT,
+    udp_port: int | None = NETSERVER_UDP_PORT,
+) -> dict[str, Any]:
+    """A netexec container as upstream's netserver pods run it: ports declared, ready once /healthz answers."""
+    ports: list[dict[str, Any]] = [{"name": "http", "containerPort": http_port, "protocol": "TCP"}]
+    if udp_port is not None:
+        ports.append({"name": "udp", "containerPort": udp_port, "protocol": "UDP"})
+    probe = {"httpGet": {"path": "/healthz", "port": http_port}, "periodSeconds": 5, "failureThreshold": 3}
+    return {
+        "name": name,
+        "image": image,
+        "args": netexec_args(http_port, udp_port),
+        "ports": ports,
+        "readinessProbe": {**probe, "initialDelaySeconds": 5},
+        "livenessProbe": {**probe, "initialDelaySeconds": 30},
+    }
+
+
+def dial_url(
+    client: str,
+    target: str,
+    target_port: int,
+    protocol: str = "http",
+    client_port: int = CLIENT_HTTP_PORT,
+    request: str = "hostname",
+    tries: int = 1,
+) -> str:
+    """The URL that asks the netexec server at ``client`` to dial ``target:target_port`` once."""
+    if protocol not in ("http", "udp"):
+        raise ValueError(f"netexec dial protocol {protocol!r}: expected http or udp")
+    check_host(target)
+    query = urlencode(
+        {"request": request, "protocol": protocol, "host": target, "port": target_port, "tries": tries}, safe=":"
+    )
+    return f"http://{host_port(client, client_port)}/dial?{query}"
+
+
+def curl_binary(os_name: str) -> str:
+    """curl.exe on Windows (in System32 since Windows Server 1803, and in the agnhost image), curl on Linux."""
+    return "curl.exe" if _check_os(os_name) == "windows" else "curl"
+
+
+def dial_command(
+    os_name: str,
+    client: str,
+    target: str,
+    target_port: int,
+    protocol: str = "http",
+    client_port: int = CLIENT_HTTP_PORT,
+) -> list[str]:
+    """Ask the client pod's netexec to dial the target; run inside the client pod (or any pod reaching it)."""
+    url = dial_url(client, target, target_port, protocol, client_port)
+    # -q first (ignore curlrc), -g: no globbing of IPv6 brackets, -s: no progress meter.
+    return [curl_binary(os_name), "-q", "-g", "-s", "--max-time", str(MAX_TIME_SECONDS), url]
+
+
+@dataclass(frozen=True)
+class DialResult:
+    """What netexec's /dial answered: the responses of the pods it reached, and the errors of each try."""
+
+    responses: tuple[str, ...]
+    errors: tuple[str, ...]
+
+
+def parse_dial(text: str) -> DialResult:
+    """The JSON netexec's /dial prints; ValueError naming the output when it is anything else."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"netexec /dial did not answer JSON: {text.strip()[:200]!r}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("responses", []), list):
+        raise ValueError(f"netexec /dial answered JSON without a responses list: {text.strip()[:200]!r}")
+    responses = tuple(str(r).strip() for r in data.get("responses") or [] if str(r).strip())
+    errors = tuple(str(e) for e in data.get("errors") or [])
+    return DialResult(responses, errors)
+
+
+def dial_tries(endpoints: int) -> int:
+    """Upstream's bound: endpoints^2 + 30 attempts, enough to see every endpoint behind a Service."""
+    return endpoints * endpoints + DIAL_BASE_TRIES
+
+
+@dataclass
+class DialOutcome:
+    """Every response and error seen over the attempts of one dial check."""
+
+    expected: frozenset[str]
+    responses: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    tries: int = 0
+
+    @property
+    def reached_all(self) -> bool:
+        """True when exactly the expected endpoints answered (hostnames compare case-insensitively)."""
+        return {r.lower() for r in self.responses} == {e.lower() for e in self.expected}
+
+    def describe(self) -> str:
+        got = ", ".join(sorted(self.responses)) or "none"
+        want = ", ".join(sorted(self.expected)) or "none"
+        errors = "; ".join(dict.fromkeys(self.errors))[:600] or "none"
+        return f"after {self.tries} tries: answered by [{got}], expected [{want}]; errors: {errors}"
+
+
+def collect_dial(
+    run: Callable[[], str],
+    expected: Iterable[str],
+    max_tries: int,
+    min_tries: int = 1,
+    delay: float = DIAL_RETRY_DELAY_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> DialOutcome:
+    """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran).
+
+    ``run()`` returns the dial's output; an output that is not a dial answer counts as a failed try with
+    its text as the error (upstream counts a failed exec as a try too). Never more than ``max_tries``.
+    """
+    if max_tries < 1 or min_tries > max_tries:
+        raise ValueError(f"bad dial bounds: max_tries={max_tries}, min_tries={min_tries}")
+    outcome = DialOutcome(frozenset(expected))
+
+    def attempt() -> bool:
+        outcome.tries += 1
+        try:
+            result = parse_dial(run())
+        except ValueError as exc:
+            outcome.errors.append(str(exc))
+            return False
+        outcome.responses.update(result.responses)
+        outcome.errors.extend(result.errors)
+        return outcome.reached_all and outcome.tries >= min_tries
+
+    retrying = Retrying(
+        stop=stop_after_attempt(max_tries),
+        wait=wait_fixed(delay),
+        retry=retry_if_result(lambda done: not done),
+        sleep=sleep,
+    )
+    try:
+        retrying(attempt)
+    except RetryError:
+        pass  # the outcome says what was seen; the caller asserts on it
+    return outcome
+
+
+# ----------------------------------------------------------------------------- HTTP and TCP with curl
+
+
+def null_device(os_name: str) -> str:
+    return "NUL" if _check_os(os_name) == "windows" else "/dev/null"
+
+
+def http_get_command(os_name: str, url: str) -> list[str]:
+    """GET ``url``, failing on connection errors and HTTP errors; the body on stdout.
+
+    Windows: upstream's ``curl.exe <url> --connect-timeout 10 --fail``.
+    """
+    return [
+        curl_binary(os_name),
+        "-q",
+        "-g",
+        "-s",
+        "-S",
+        "--connect-timeout",
+        str(CONNECT_TIMEOUT_SECONDS),
+        "--max-time",
+        str(MAX_TIME_SECONDS),
+        "--fail",
+        url,
+    ]
+
+
+def tcp_reach_command(os_name: str, url: str) -> list[str]:
+    """Connect to ``url`` and print the HTTP status: exit 0 means the TCP connection worked.
+
+    No ``--fail`` and ``-k``: any answer (a 403 from a proxy, a certificate for another name) proves the
+    TCP flow, which is what the documented egress and pod-to-node flows promise.
+    """
+    return [
+        curl_binary(os_name),
+        "-q",
+        "-g",
+        "-s",
+        "-S",
+        "-k",
+        "--connect-timeout",
+        str(CONNECT_TIMEOUT_SECONDS),
+        "--max-time",
+        str(MAX_TIME_SECONDS),
+        "-o",
+        null_device(os_name),
+        "-w",
+        "%{http_code}",
+        url,
+    ]
+
+
+CURL_EXIT_MEANINGS: dict[int, str] = {
+    0: "ok",
+    6: "could not resolve host",
+    7: "could not connect",
+    22: "HTTP error status (--fail)",
+    28: "timed out",
+    35: "TLS handshake failed",
+    52: "empty reply from server",
+    56: "failure receiving data",
+}
+
+
+def curl_failure(exit_code: int) -> str:
+    """What a curl exit code means, for assertion messages."""
+    return CURL_EXIT_MEANINGS.get(exit_code, f"curl exit code {exit_code}")
+
+
+# ----------------------------------------------------------------------------- ICMP
+
+
+def ping_command(os_name: str, target: str) -> list[str]:
+    """One ICMP echo request with a 5 s wait for the reply."""
+    check_host(target)
+    if _check_os(os_name) == "windows":
+        return ["ping", "-n", "1", "-w", str(PING_TIMEOUT_SECONDS * 1000), target]
+    return ["ping", "-c", "1", "-W", str(PING_TIMEOUT_SECONDS), target]
+
+
+@dataclass(frozen=True)
+class PingResult:
+    sent: int
+    received: int
+
+    @property
+    def ok(self) -> bool:
+        return self.sent > 0 and self.received > 0
+
+
+_WIN_STATS = re.compile(r"Packets:\s*Sent\s*=\s*(\d+),\s*Received\s*=\s*(\d+)", re.IGNORECASE)
+# Windows ping counts "Destination host unreachable" from a router as received and exits 0:
+# only an echo reply carries a TTL.
+_WIN_REPLY = re.compile(
+    r"^Reply from \S+?: (?:bytes=\d+ )?time[=<]\d+ms(?: TTL=\d+)?\s*$", re.IGNORECASE | re.MULTILINE
+)
+_LINUX_STATS = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
+
+
+def parse_ping(os_name: str, output: str) -> PingResult:
+    """Echo requests sent and echo replies received; ValueError when the output has no statistics."""
+    if _check_os(os_name) == "windows":
+        stats = _WIN_STATS.search(output)
+        if not stats:
+            raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")
+        return PingResult(int(stats.group(1)), len(_WIN_REPLY.findall(output)))
+    stats = _LINUX_STATS.search(output)
+    if not stats:
+        raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")
+    return PingResult(int(stats.group(1)), int(stats.group(2)))
+
+
+def ping_succeeded(os_name: str, exit_code: int, output: str) -> bool:
+    """True only for a real echo reply: exit 0 and a reply in the output (never exit 0 alone)."""
+    try:
+        return exit_code == 0 and parse_ping(os_name, output).ok
+    except ValueError:
+        return False
+
+
+# ----------------------------------------------------------------------------- DNS
+
+
+DnsTool = Literal["resolve-dnsname", "nslookup"]
+
+
+def default_dns_tool(os_name: str, powershell: bool) -> str:
+    """Resolve-DnsName on Windows where the image has Windows PowerShell (recommended by the docs), else nslookup."""
+    return "resolve-dnsname" if _check_os(os_name) == "windows" and powershell else "nslookup"
+
+
+def resolve_dnsname_command(name: str) -> list[str]:
+    """PowerShell ``Resolve-DnsName`` over DNS only, printing one ``TYPE<tab>NAME<tab>DATA`` line per answer."""
+    check_host(name)
+    script = (
+        "$ErrorActionPreference = 'Stop'; "
+        f"Resolve-DnsName -Name '{name}' -DnsOnly -QuickTimeout | "
+        "Where-Object { $_.Section -eq 'Answer' } | "
+        "ForEach-Object { if ($_.Type -eq 'CNAME') { $d = $_.NameHost } else { $d = $_.IPAddress }; "
+        '"{0}`t{1}`t{2}" -f $_.Type, $_.Name, $d }'
+    )
+    return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script]
+
+
+def nslookup_command(name: str, server: str | None = None) -> list[str]:
+    """nslookup of ``name`` (Windows' own, BIND's in the agnhost image, or busybox's)."""
+    check_host(name)
+    return ["nslookup", name] + ([check_host(server)] if server else [])
+
+
+def dns_lookup_command(os_name: str, name: str, tool: str = "nslookup") -> list[str]:
+    _check_os(os_name)
+    if tool == "resolve-dnsname":
+        if os_name != "windows":
+            raise ValueError("Resolve-DnsName is a Windows PowerShell command")
+        return resolve_dnsname_command(name)
+    if tool == "nslookup":
+        return nslookup_command(name)
+    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname or nslookup")
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The answer to one name: its canonical name, addresses and aliases, or the resolver's error."""
+
+    name: str | None
+    addresses: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.addresses) and self.error is None
+
+
+def _ip(text: str) -> str | None:
+    candidate = text.strip().split("#", 1)[0]
+    candidate = candidate.rsplit("%", 1)[0]
+    if candidate.count(":") == 1 and "." in candidate:  # 10.0.0.10:53 (busybox)
+        candidate = candidate.split(":", 1)[0]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return None
+
+
+_NSLOOKUP_ERRORS = re.compile(
+    r"(\*\*\*?\s*.*?(?:can't find|timed out|timed-out|no response).*"
+    r"|;; connection timed out.*|nslookup: can't resolve.*)",
+    re.IGNORECASE,
+)
+
+
+def parse_nslookup(output: str) -> Lookup:
+    """The answer section of nslookup output: Windows' nslookup, BIND's (agnhost, dnsutils) or busybox's.
+
+    The first block (``Server:``/``Address:``) names the DNS server and is skipped. A CNAME shows as
+    ``Aliases:`` (Windows) or ``canonical name =`` (BIND, busybox).
+    """
+    lines = output.replace("\r\n", "\n").split("\n")
+    answer: list[str] = []
+    in_server_block = False
+    for line in lines:
+        if line.strip().lower().startswith("server:"):
+            in_server_block = True  # "Server:" and its "Address:" lines name the DNS server, not an answer
+        elif not line.strip():
+            in_server_block = False
+        if not in_server_block:
+            answer.append(line)
+    name: str | None = None
+    addresses: list[str] = []
+    aliases: list[str] = []
+    in_addresses = in_aliases = False
+    for raw in answer:
+        line = raw.strip()
+        if not line:
+            in_addresses = in_aliases = False
+            continue
+        key, sep, value = line.partition(":")
+        key_l = key.strip().lower()
+        if "canonical name =" in line:
+            alias, _, canonical = line.partition("canonical name =")
+            aliases.append(alias.strip().rstrip("."))
+            name = canonical.strip().rstrip(".")
+            continue
+        if sep and key_l == "name":
+            name = value.strip().rstrip(".")
+            in_addresses = in_aliases = False
+            continue
+        if sep and key_l in ("address", "addresses", "address 1", "address 2"):
+            in_addresses, in_aliases = True, False
+            value = value.strip()
+            if value and _ip(value):
+                addresses.append(_ip(value))  # type: ignore[arg-type]
+            continue
+        if sep and key_l == "aliases":
+            in_aliases, in_addresses = True, False
+            if value.strip():
+                aliases.append(value.strip().rstrip("."))
+            continue
+        if in_addresses and _ip(line):
+            addresses.append(_ip(line))  # type: ignore[arg-type]
+            continue
+        if in_aliases and not sep:
+            aliases.append(line.rstrip("."))
+            continue
+    error_match = _NSLOOKUP_ERRORS.search(output)
+    error = error_match.group(1).strip() if error_match and not addresses else None
+    if not addresses and error is None:
+        error = "no address in the answer"
+    return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error)
+
+
+def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> Lookup:
+    """The ``TYPE<tab>NAME<tab>DATA`` lines of :func:`resolve_dnsname_command`."""
+    if exit_code != 0:
+        message = (stderr or output).strip().splitlines()
+        return Lookup(None, (), (), message[0][:300] if message else f"Resolve-DnsName exit code {exit_code}")
+    name: str | None = None
+    addresses: list[str] = []
+    aliases: list[str] = []
+    for raw in output.replace("\r\n", "\n").split("\n"):
+        parts = raw.strip().split("\t")
+        if len(parts) != 3:
+            continue
+        rtype, rname, data = (p.strip() for p in parts)
+        if rtype.upper() == "CNAME":
+            aliases.append(rname.rstrip("."))
+            name = data.rstrip(".")
+        elif rtype.upper() in ("A", "AAAA") and _ip(data):
+            addresses.append(_ip(data))  # type: ignore[arg-type]
+            name = name or rname.rstrip(".")
+    if not addresses:
+        return Lookup(name, (), tuple(aliases), "no address in the answer")
+    return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)))
+
+
+def parse_lookup(tool: str, output: str, exit_code: int = 0, stderr: str = "") -> Lookup:
+    if tool == "resolve-dnsname":
+        return parse_resolve_dnsname(output, exit_code, stderr)
+    if tool == "nslookup":
+        return parse_nslookup(output + ("\n" + stderr if stderr else ""))
+    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname or nslookup")
+
+
+def service_fqdn(service: str, namespace: str, cluster_domain: str = "cluster.local") -> str:
+    return f"{service}.{namespace}.svc.{cluster_domain}"
+
+
+def service_names(service: str, namespace: str, cluster_domain: str = "cluster.local") -> dict[str, str]:
+    """The forms of a Service's name the documentation distinguishes, by kind."""
+    return {
+        "single-label": service,
+        "with-namespace": f"{service}.{namespace}",
+        "with-namespace-svc": f"{service}.{namespace}.svc",
+        "fqdn": service_fqdn(service, namespace, cluster_domain),
+    }
+
+
+# ----------------------------------------------------------------------------- a pod's DNS configuration
+
+
+@dataclass(frozen=True)
+class DnsConfig:
+    nameservers: tuple[str, ...]
+    searches: tuple[str, ...]
+
+
+def dns_config_command(os_name: str) -> list[str]:
+    """What the pod's resolver is configured with: ``ipconfig /all`` on Windows, resolv.conf on Linux."""
+    return ["ipconfig", "/all"] if _check_os(os_name) == "windows" else ["cat", "/etc/resolv.conf"]
+
+
+def _ipconfig_field(line: str) -> tuple[str, str] | None:
+    """('dns servers', '10.0.0.10') for '   DNS Servers . . . . : 10.0.0.10'; None for a continuation line."""
+    head, sep, value = line.partition(" :")
+    if not sep or (value and not value.startswith(" ")):
+        return None
+    return re.sub(r"[ .]+$", "", head).strip().lower(), value.strip()
+
+
+def parse_dns_config(os_name: str, output: str) -> DnsConfig:
+    """Nameservers and the search list from ``ipconfig /all`` (all adapters) or ``/etc/resolv.conf``."""
+    nameservers: list[str] = []
+    searches: list[str] = []
+    if _check_os(os_name) == "linux":
+        for line in output.splitlines():
+            parts = line.split("#", 1)[0].split()
+            if len(parts) >= 2 and parts[0] == "nameserver" and _ip(parts[1]):
+                nameservers.append(_ip(parts[1]))  # type: ignore[arg-type]
+            elif parts and parts[0] in ("search", "domain"):
+                searches.extend(p.rstrip(".") for p in parts[1:])
+        return DnsConfig(tuple(dict.fromkeys(nameservers)), tuple(dict.fromkeys(searches)))
+    current: str | None = None
+    for line in output.replace("\r\n", "\n").split("\n"):
+        if not line.strip() or not line.startswith(" "):
+            current = None  # a blank line or an adapter heading ends a multi-line value
+            continue
+        field_ = _ipconfig_field(line)
+        if field_ is not None:
+            key, value = field_
+            current = {"dns servers": "ns", "dns suffix search list": "search"}.get(key)
+            if key == "connection-specific dns suffix" and value:
+                searches.append(value.rstrip("."))
+        else:
+            value = line.strip()
+        if not value or current is None:
+            continue
+        if current == "ns" and _ip(value):
+            nameservers.append(_ip(value))  # type: ignore[arg-type]
+        elif current == "search":
+            searches.append(value.rstrip("."))
+    return DnsConfig(tuple(dict.fromkeys(nameservers)), tuple(dict.fromkeys(searches)))
+
+
+# ----------------------------------------------------------------------------- Service environment variables
+
+
+def env_command(os_name: str) -> list[str]:
+    return ["cmd", "/c", "set"] if _check_os(os_name) == "windows" else ["env"]
+
+
+def parse_env(output: str) -> dict[str, str]:
+    """``NAME=value`` lines; Windows variable names are case-insensitive, so keys are upper-cased."""
+    env: dict[str, str] = {}
+    for line in output.replace("\r\n", "\n").split("\n"):
+        key, sep, value = line.partition("=")
+        if sep and key and not key.startswith(" "):
+            env[key.upper()] = value
+    return env
+
+
+def service_env_prefix(service: str) -> str:
+    """The prefix kubelet gives a Service's variables: upper case, dashes as underscores."""
+    return service.upper().replace("-", "_")
+
+
+def service_env_expectation(service: str, cluster_ip: str, port: int) -> dict[str, str]:
+    """The Docker-links-style variables every container started after the Service must see."""
+    prefix = service_env_prefix(service)
+    return {f"{prefix}_SERVICE_HOST": cluster_ip, f"{prefix}_SERVICE_PORT": str(port)}
