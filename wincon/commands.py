@@ -127,7 +127,7 @@ def _collect(paths: list[str], extra: list[str], out_option: str) -> tuple[dict[
         cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths, *extra]
         cmd += [out_option, str(out)]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-        if not out.exists():
+        if proc.returncode != 0 or not out.exists():
             if proc.returncode in (ExitCode.INFRASTRUCTURE, ExitCode.KUBECONFIG, ExitCode.LIMITATIONS):
                 message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
                 text = "\n".join(line for line in message if line.strip()).replace("Exit: wincon: error: ", "")
@@ -226,9 +226,7 @@ def cmd_prepull(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     extra = [a for a in args.pytest_args if a != "--"]
-    has_path = any(
-        not a.startswith("-") and (a.split("::")[0].endswith(".py") or Path(a).is_dir()) for a in extra
-    )
+    has_path = any(not a.startswith("-") and (a.split("::")[0].endswith(".py") or Path(a).is_dir()) for a in extra)
     paths = [] if has_path else [str(SUITES)]
     options = [*extra, "--wincon"]
     for flag, value in (

@@ -1,0 +1,194 @@
+import pytest
+
+from wincon.cluster.diagnostics import scrub
+from wincon.cluster.exec import exit_code_from_status
+from wincon.cluster.waits import pod_failure
+from wincon.errors import InfrastructureError, UsageError
+from wincon.profile import ClusterProfile, NodeProfile
+from wincon.workloads.catalog import Catalog, build_compatible, load_repo_list
+from wincon.workloads.pinning import WrongNode, assert_ran_on, pin_linux, pin_windows
+from wincon.workloads.render import render
+
+CATALOG = """\
+version: 1
+registries:
+  promoterE2eRegistry: upstream.example/e2e-test-images
+  winconRegistry: ours.example/wincon
+windows_versions:
+  ltsc2019: {build: 17763, base_tag: ltsc2019}
+  ltsc2022: {build: 20348, base_tag: ltsc2022}
+  ltsc2025: {build: 26100, base_tag: ltsc2025}
+images:
+  agnhost: {registry: promoterE2eRegistry, name: agnhost, tag: "2.52", os: [linux, windows], windows_versions: [ltsc2019, ltsc2022, ltsc2025]}
+  old: {registry: winconRegistry, name: old, tag: "1", os: [windows], windows_versions: [ltsc2019]}
+  linuxonly: {registry: promoterE2eRegistry, name: jessie-dnsutils, tag: "1.7", os: [linux]}
+"""
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(CATALOG)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("host", "image", "ok"),
+    [
+        (17763, 17763, True),
+        (17763, 20348, False),
+        (20348, 17763, False),
+        (20348, 20348, True),
+        (26100, 20348, True),
+        (26100, 26100, True),
+        (20348, 26100, False),
+        (26100, 17763, False),
+    ],
+)
+def test_containerd_windows_build_matching(host, image, ok):
+    assert build_compatible(host, image) is ok
+
+
+def test_image_is_chosen_per_os_and_build(catalog):
+    cat = Catalog.load(catalog)
+    assert cat.image("agnhost", "windows", 20348) == "upstream.example/e2e-test-images/agnhost:2.52"
+    assert cat.image("agnhost", "linux") == "upstream.example/e2e-test-images/agnhost:2.52"
+
+
+def test_an_image_without_a_variant_for_the_host_build_is_refused_before_deploying(catalog):
+    cat = Catalog.load(catalog)
+    assert cat.image("old", "windows", 17763).endswith("/old:1")
+    with pytest.raises(InfrastructureError, match="no variant that runs on Windows build 20348"):
+        cat.image("old", "windows", 20348)
+    with pytest.raises(UsageError, match="no windows variant"):
+        cat.image("linuxonly", "windows", 20348)
+    with pytest.raises(UsageError, match="not in the image catalog"):
+        cat.image("nope")
+
+
+def test_repo_list_overrides_registries(catalog, tmp_path):
+    repo_list = tmp_path / "repos.yaml"
+    repo_list.write_text("promoterE2eRegistry: mirror.internal/e2e\n")
+    cat = Catalog.load(catalog, repo_list=repo_list)
+    assert cat.image("agnhost", "windows", 17763) == "mirror.internal/e2e/agnhost:2.52"
+    repo_list.write_text("- not a map\n")
+    with pytest.raises(UsageError, match="must map registry keys"):
+        load_repo_list(repo_list)
+
+
+def test_the_projects_catalog_covers_the_core_images_for_every_version():
+    cat = Catalog.load()
+    for key in ("agnhost", "busybox", "pause"):
+        for build in (17763, 20348, 26100):
+            assert cat.image(key, "windows", build)
+
+
+def test_windows_pinning_sets_os_selector_build_and_tolerations():
+    spec = pin_windows(
+        {"containers": [], "nodeSelector": {"x": "y"}, "tolerations": [{"key": "a", "operator": "Exists"}]}, build=20348
+    )
+    assert spec["os"] == {"name": "windows"}
+    assert spec["nodeSelector"] == {
+        "x": "y",
+        "kubernetes.io/os": "windows",
+        "node.kubernetes.io/windows-build": "10.0.20348",
+    }
+    assert {"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"} in spec["tolerations"]
+    assert spec["tolerations"][0] == {"key": "a", "operator": "Exists"}
+    again = pin_windows(spec, build=20348)
+    assert len(again["tolerations"]) == len(spec["tolerations"])
+    linux = pin_linux({"containers": []}, node="l1")
+    assert linux["os"] == {"name": "linux"} and linux["nodeSelector"]["kubernetes.io/hostname"] == "l1"
+
+
+def _profile():
+    return ClusterProfile(
+        "v1.34.4",
+        nodes=[
+            NodeProfile("w22", "windows", "amd64", True, False, windows_build=20348),
+            NodeProfile("l1", "linux", "amd64", True, False),
+        ],
+    )
+
+
+def test_a_pod_that_ran_on_the_wrong_os_is_never_trusted():
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "w22"}}
+    assert assert_ran_on(pod, _profile(), build=20348).name == "w22"
+    with pytest.raises(WrongNode, match="a linux node, not windows"):
+        assert_ran_on({"metadata": {"name": "p"}, "spec": {"nodeName": "l1"}}, _profile())
+    with pytest.raises(WrongNode, match="never scheduled"):
+        assert_ran_on({"metadata": {"name": "p"}, "spec": {}}, _profile())
+    with pytest.raises(WrongNode, match="not build 17763"):
+        assert_ran_on(pod, _profile(), build=17763)
+
+
+def test_render_substitutes_every_parameter(tmp_path):
+    template = tmp_path / "t.yaml"
+    template.write_text("kind: Service\nmetadata: {name: $name}\n---\nkind: Pod\nmetadata: {name: ${name}-pod}\n")
+    docs = render(template, name="web")
+    assert [d["metadata"]["name"] for d in docs] == ["web", "web-pod"]
+    with pytest.raises(UsageError, match="needs parameter 'name'"):
+        render(template)
+
+
+def test_scrub_removes_tokens_and_keys():
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6eCJ9.c2lnbmF0dXJlLXZhbHVl"
+    text = f"Authorization: Bearer abcdefghijklmnop\ntoken: {jwt}\nclient-key-data: LS0tLS1CRUdJTg==\nok line"
+    clean = scrub(text)
+    assert "abcdefghijklmnop" not in clean and jwt not in clean and "LS0tLS1CRUdJTg" not in clean
+    assert "ok line" in clean and clean.count("<redacted>") == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ("", 0),
+        ("status: Success\n", 0),
+        (
+            '{"status":"Failure","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"7"}]}}',
+            7,
+        ),
+        ('{"status":"Failure","message":"boom"}', 1),
+    ],
+)
+def test_exec_exit_code_from_the_status_channel(status, code):
+    assert exit_code_from_status(status) == code
+
+
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _pod(phase="Pending", waiting=None, unschedulable=False):
+    conds = (
+        [_Obj(type="PodScheduled", status="False", reason="Unschedulable", message="0/3 nodes")]
+        if unschedulable
+        else []
+    )
+    statuses = [_Obj(name="c", state=_Obj(waiting=_Obj(reason=waiting, message="m")))] if waiting else []
+    return _Obj(
+        status=_Obj(
+            phase=phase,
+            reason=None,
+            message=None,
+            conditions=conds,
+            init_container_statuses=[],
+            container_statuses=statuses,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("pod", "reason"),
+    [
+        (_pod(), None),
+        (_pod(waiting="ContainerCreating"), None),
+        (_pod(waiting="ImagePullBackOff"), "ImagePullBackOff"),
+        (_pod(waiting="CrashLoopBackOff"), "CrashLoopBackOff"),
+        (_pod(unschedulable=True), "Unschedulable"),
+    ],
+)
+def test_pod_failure_conditions_end_waits_early(pod, reason):
+    result = pod_failure(pod)
+    assert (result is None) if reason is None else (reason in result)
