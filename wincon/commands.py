@@ -73,6 +73,15 @@ def _profile(args: argparse.Namespace) -> tuple[Any, ClusterProfile]:
     return api_client, discover(api_client, getattr(args, "cni", None))
 
 
+def load_profile_file(path: str) -> ClusterProfile:
+    try:
+        return ClusterProfile.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"profile file {path} is not a wincon profile: {exc}", "write one with `wincon profile --json`"
+        ) from exc
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     _, profile = _profile(args)
     if args.json:
@@ -86,7 +95,7 @@ def cmd_limitations(args: argparse.Namespace) -> int:
     entries = limitations_mod.load(args.file)
     profile = None
     if args.profile_file:
-        profile = ClusterProfile.from_dict(json.loads(Path(args.profile_file).read_text()))
+        profile = load_profile_file(args.profile_file)
     elif not args.offline:
         _, profile = _profile(args)
     rows = []

@@ -157,12 +157,29 @@ def match(limitation: Limitation, profile: ClusterProfile) -> Match:
             return Match(False, ("isolation process (Hyper-V not requested)",))
         facts.append("isolation process")
     lifted = limitation.lifted_in or {}
-    if "k8s_version" in lifted and Version(profile.k8s_version) >= Version(lifted["k8s_version"]):
-        return Match(False, (f"lifted in kubernetes {lifted['k8s_version']}: {lifted['note']}",))
-    if "windows_build" in lifted and profile.windows_builds and min(profile.windows_builds) >= lifted["windows_build"]:
-        return Match(False, (f"lifted from Windows build {lifted['windows_build']}: {lifted['note']}",))
-    if "containerd_version" in lifted and profile.runtime == "containerd" and profile.runtime_version:
-        lowest = min(Version(v.split("-")[0]) for v in profile.runtime_version.split(","))
-        if lowest >= Version(lifted["containerd_version"]):
-            return Match(False, (f"lifted in containerd {lifted['containerd_version']}: {lifted['note']}",))
+    reasons = _lifted_reasons(lifted, profile)
+    if reasons is not None:
+        return Match(False, (f"lifted ({', '.join(reasons)}): {lifted['note']}",))
     return Match(True, tuple(facts) or ("applies on every cluster",))
+
+
+def _lifted_reasons(lifted: dict[str, Any], profile: ClusterProfile) -> list[str] | None:
+    """The facts that lift the limitation on this cluster; None unless every given key holds."""
+    reasons = []
+    if "k8s_version" in lifted:
+        if Version(profile.k8s_version) < Version(lifted["k8s_version"]):
+            return None
+        reasons.append(f"kubernetes {profile.k8s_version} >= {lifted['k8s_version']}")
+    if "windows_build" in lifted:
+        # One older node keeps the limitation alive on the cluster.
+        if not profile.windows_builds or min(profile.windows_builds) < lifted["windows_build"]:
+            return None
+        reasons.append(f"Windows builds >= {lifted['windows_build']}")
+    if "containerd_version" in lifted:
+        if profile.runtime != "containerd" or not profile.runtime_version:
+            return None
+        lowest = min(Version(v.split("+")[0].split("-")[0]) for v in profile.runtime_version.split(","))
+        if lowest < Version(lifted["containerd_version"]):
+            return None
+        reasons.append(f"containerd {lowest} >= {lifted['containerd_version']}")
+    return reasons or None

@@ -175,7 +175,11 @@ class ClusterProfile:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterProfile:
-        nodes = [NodeProfile(**{**n, "taints": tuple(n.get("taints", ()))}) for n in data.get("nodes", [])]
+        known = set(NodeProfile.__dataclass_fields__)
+        nodes = [
+            NodeProfile(**{k: v for k, v in n.items() if k in known} | {"taints": tuple(n.get("taints", ()))})
+            for n in data.get("nodes", [])
+        ]
         return cls(
             server_version=data["server_version"],
             nodes=nodes,

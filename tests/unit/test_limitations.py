@@ -132,7 +132,7 @@ def test_lifted_in_a_later_release_or_build_or_runtime():
     by_k8s = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
     assert match(by_k8s, profile(version="v1.25.3")).applies
     result = match(by_k8s, profile(version="v1.34.4"))
-    assert not result.applies and "lifted in kubernetes 1.26" in result.explain()
+    assert not result.applies and "kubernetes 1.34.4 >= 1.26" in result.explain()
     by_build = lim(lifted_in={"windows_build": 20348, "note": "fixed in Windows Server 2022"})
     assert match(by_build, profile(builds=(17763, 20348))).applies  # one old node keeps it alive
     assert not match(by_build, profile(builds=(20348,))).applies
@@ -155,3 +155,10 @@ def test_the_projects_limitations_file_is_valid():
     assert len(entries) >= 20
     for entry in entries.values():
         assert entry.sources and entry.statement
+
+
+def test_lifted_in_with_two_keys_needs_both():
+    entry = lim(lifted_in={"k8s_version": "1.23", "containerd_version": "1.6", "note": "HostProcess needs both"})
+    assert match(entry, profile(version="v1.34.4", runtime_version="1.5.13")).applies
+    assert match(entry, profile(version="v1.22.0", runtime_version="1.7.20")).applies
+    assert not match(entry, profile(version="v1.34.4", runtime_version="1.7.20")).applies
