@@ -193,6 +193,15 @@ def _configure_suite_run(config: pytest.Config) -> None:
         reaped = context.reap()
         if reaped:
             config._wincon_reaped = reaped  # type: ignore[attr-defined]
+        if config.getoption("wincon_prepull"):
+            from wincon.prepull import prepull
+
+            prepull(context.api_client, context.profile, context.catalog, context.run_id, echo=_echo(config))
+
+
+def _echo(config: pytest.Config) -> Any:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return reporter.write_line if reporter else print
 
 
 def _collect_only(config: pytest.Config) -> bool:
