@@ -74,11 +74,22 @@ FINISHED_SCHEMA = {
 # ----------------------------------------------------------------------------- atomic files
 
 
+def _file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
+
+    The file gets the usual mode (0644 under umask 022), not mkstemp's 0600: results are read by
+    others, served and published.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -310,3 +321,45 @@ def find_run_dirs(paths: list[Path]) -> tuple[list[Path], list[ResultsError]]:
             if child not in runs and (child / "finished.json").exists():
                 found.append(child)
     return found, problems
+
+
+def write_run(
+    directory: Path,
+    cases: list[CaseResult],
+    *,
+    start: float,
+    result: str,
+    profile: dict[str, Any] | None = None,
+    run_id: str = "",
+    build_id: str | None = None,
+    log: str = "",
+) -> Path:
+    """Write a complete results directory from known cases (imports from other systems, fixtures, benchmarks).
+
+    The same files, names and order as a live run: started.json, JUnit, profile.json, build-log.txt,
+    finished.json last.
+    """
+    from wincon import __version__
+    from wincon.results.model import count
+
+    if result not in RESULTS:
+        raise ValueError(f"result must be one of {RESULTS}, not {result!r}")
+    directory = Path(directory)
+    build_id = build_id or allocate_build_id(directory.parent, start)
+    run_id = run_id or directory.name
+    base = {"build-id": build_id, "run-id": run_id, "suite-version": __version__}
+    atomic_write_json(directory / "started.json", {"timestamp": int(start), "metadata": base})
+    atomic_write_bytes(
+        directory / "artifacts" / junit.junit_filename(start),
+        junit.to_xml(cases, timestamp=start, suite_properties=base),
+    )
+    if profile is not None:
+        atomic_write_json(directory / "artifacts" / "profile.json", scrub(profile))
+    atomic_write_bytes(directory / "build-log.txt", log.encode())
+    counts = {k: str(v) for k, v in count(cases).items()}
+    metadata = {**base, "verdicts": counts, **profile_metadata(profile)}
+    atomic_write_json(
+        directory / "finished.json",
+        {"timestamp": int(start) + 60, "passed": result == "SUCCESS", "result": result, "metadata": metadata},
+    )
+    return directory

@@ -71,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATTERN",
         default=None,
         help="URL of a seed document for Allure links, '{}' standing for its file name "
-        "(default: a file: URL into ../shared/seeds/ when that directory exists)",
+        "(default: a file: URL to the seed in docs/seeds/, seeds/ or ../shared/seeds/ where it exists)",
     )
 
 
@@ -111,9 +111,10 @@ def _doc_url(config: pytest.Config, doc: str) -> str:
     pattern = config.getoption("wincon_doc_url_pattern", None)
     if pattern:
         return pattern.replace("{}", doc)
-    seeds = Path(str(config.rootpath)).parent / "shared" / "seeds"
-    if seeds.is_dir():
-        return (seeds / doc).as_uri()
+    root = Path(str(config.rootpath))
+    for seeds in (root / "docs" / "seeds", root / "seeds", root.parent / "shared" / "seeds"):
+        if (seeds / doc).is_file():
+            return (seeds / doc).as_uri()
     return doc
 
 
