@@ -1,0 +1,66 @@
+"""HostProcess pods: the Windows way to run on the host, and the layout rules the API server enforces."""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
+from wincon.checks.workloads import run_windows_pod
+from wincon.cluster.exec import exec_in_pod
+
+pytestmark = [pytest.mark.api]
+
+DISALLOWED = "hostProcess containers are disallowed by cluster policy"
+
+
+def host_process_body(make_pod, name: str) -> dict:
+    body = make_pod(name, hostNetwork=True)
+    body["spec"]["securityContext"] = {
+        "windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"},
+    }
+    return body
+
+
+@pytest.mark.test_id("c38c1fac-4423-4c49-b979-f93057a4d29d")
+@pytest.mark.parametrize("case", HOST_PROCESS_CASES, ids=lambda case: case.label)
+def test_host_process_needs_host_network_and_every_container_host_process(wincon, namespace, make_pod, case):
+    """ "There is no way to run a Windows container without the namespace filtering in place" (002_8a7e76f95009f44f.txt, Compute): HostProcess is all-or-nothing per pod and needs hostNetwork."""
+    body = host_process_pod(make_pod(f"hp-{case.label}"), case)
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    assert rejection is not None, f"the API server accepted the {case.label} layout; expected: {case.message}"
+    assert rejection.status == 422, rejection.describe()
+    cause = rejection.cause(case.path)
+    assert cause is not None, f"no cause at {case.path}: {rejection.describe()}"
+    assert case.message in cause.get("message", ""), rejection.describe()
+
+
+@pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
+def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, namespace, make_pod):
+    """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
+    body = host_process_body(make_pod, "hp-valid")
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    if rejection is not None and DISALLOWED in rejection.describe():
+        pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
+    assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
+    pod = run_windows_pod(wincon, namespace, body)
+    assert pod.spec.host_network is True
+    assert pod.spec.security_context.windows_options.host_process is True
+
+
+@pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
+@pytest.mark.dataplane
+@pytest.mark.limitation("host-privileges-unavailable")
+def test_host_process_container_runs_on_the_host(wincon, namespace, make_pod, data_plane):
+    """ "Containers cannot assume an identity from the host ... System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute): a HostProcess container sees the host's name and its kubelet service."""
+    body = host_process_body(make_pod, "hp-on-host")
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    if rejection is not None and DISALLOWED in rejection.describe():
+        pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
+    pod = run_windows_pod(wincon, namespace, body)
+    command = ["cmd", "/c", "hostname && sc.exe query kubelet"]
+    data_plane(command, where=f"pod {pod.metadata.name} on {pod.spec.node_name}")
+    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+    assert result.ok, f"sc.exe query kubelet failed: {result.stdout} {result.stderr}"
+    lines = result.stdout.strip().splitlines()
+    assert lines and lines[0].strip().lower() == pod.spec.node_name.lower(), f"hostname is {lines[:1]}, not the node"
+    assert "RUNNING" in result.stdout, result.stdout

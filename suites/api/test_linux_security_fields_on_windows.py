@@ -1,0 +1,286 @@
+"""Linux security settings on a Windows pod: each test asserts the effect the field has on Linux.
+
+The documented limitation (limitations.yaml, area security/compute) turns the deviation into an
+expected failure. From v1.25 the deviation is the API server refusing the field for
+``spec.os.name: windows`` (a real create, observed on every cluster); before, the pod runs and the
+check inside the container shows the field had no effect.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from wincon.checks.workloads import create_or_reject, run_windows_pod
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import wait_for_pod
+from wincon.workloads.deploy import container
+
+pytestmark = [pytest.mark.api]
+
+DEFAULT_USERS = ("containeradministrator", "containeruser")
+
+
+@dataclass(frozen=True)
+class Effect:
+    label: str
+    apply: Callable[[dict[str, Any], Any], dict[str, Any]]
+    command: list[str]
+    holds: Callable[[str], bool]
+    promise: str
+
+
+def pod_context(**fields: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def apply(body: dict[str, Any], wincon: Any) -> dict[str, Any]:
+        body = copy.deepcopy(body)
+        body["spec"].setdefault("securityContext", {}).update(copy.deepcopy(fields))
+        return body
+
+    return apply
+
+
+def container_context(**fields: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def apply(body: dict[str, Any], wincon: Any) -> dict[str, Any]:
+        body = copy.deepcopy(body)
+        body["spec"]["containers"][0].setdefault("securityContext", {}).update(copy.deepcopy(fields))
+        return body
+
+    return apply
+
+
+def pod_spec(**fields: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def apply(body: dict[str, Any], wincon: Any) -> dict[str, Any]:
+        body = copy.deepcopy(body)
+        body["spec"].update(copy.deepcopy(fields))
+        return body
+
+    return apply
+
+
+def shared_process_namespace(body: dict[str, Any], wincon: Any) -> dict[str, Any]:
+    body = pod_spec(shareProcessNamespace=True)(body, wincon)
+    build_label = body["spec"]["nodeSelector"].get("node.kubernetes.io/windows-build", "")
+    build = int(build_label.split(".")[2]) if build_label else None
+    body["spec"]["containers"].append(container("sidecar", wincon.catalog.image("pause", "windows", build)))
+    return body
+
+
+def tasklist(image: str) -> list[str]:
+    return ["cmd", "/c", f'tasklist /FI "IMAGENAME eq {image}"']
+
+
+def proc_status(key: str) -> list[str]:
+    return ["cmd", "/c", f"findstr {key} C:\\proc\\self\\status"]
+
+
+EFFECTS = [
+    pytest.param(
+        Effect(
+            "privileged",
+            container_context(privileged=True),
+            tasklist("kubelet.exe"),
+            lambda out: "kubelet.exe" in out.lower(),
+            "a privileged container sees the host's processes",
+        ),
+        marks=pytest.mark.limitation("privileged-containers-unsupported"),
+        id="privileged",
+    ),
+    pytest.param(
+        Effect(
+            "run-as-user",
+            pod_context(runAsUser=1000),
+            ["cmd", "/S", "/C", "echo %username%"],
+            lambda out: out.strip().lower() not in DEFAULT_USERS,
+            "the process runs as UID 1000, not as the image's default account",
+        ),
+        marks=pytest.mark.limitation("run-as-user-unsupported"),
+        id="run-as-user",
+    ),
+    pytest.param(
+        Effect(
+            "run-as-group",
+            pod_context(runAsGroup=3000),
+            ["cmd", "/c", "whoami /groups"],
+            lambda out: "3000" in out,
+            "the process runs with primary group 3000",
+        ),
+        marks=pytest.mark.limitation("run-as-group-unsupported"),
+        id="run-as-group",
+    ),
+    pytest.param(
+        Effect(
+            "supplemental-groups",
+            pod_context(supplementalGroups=[4000]),
+            ["cmd", "/c", "whoami /groups"],
+            lambda out: "4000" in out,
+            "the process is a member of group 4000",
+        ),
+        marks=pytest.mark.limitation("supplemental-groups-unsupported"),
+        id="supplemental-groups",
+    ),
+    pytest.param(
+        Effect(
+            "selinux-options",
+            pod_context(seLinuxOptions={"level": "s0:c123,c456"}),
+            ["cmd", "/c", "type C:\\proc\\self\\attr\\current"],
+            lambda out: "s0:c123,c456" in out,
+            "the process carries the SELinux level s0:c123,c456",
+        ),
+        marks=pytest.mark.limitation("selinux-options-unsupported"),
+        id="selinux-options",
+    ),
+    pytest.param(
+        Effect(
+            "apparmor",
+            container_context(appArmorProfile={"type": "RuntimeDefault"}),
+            ["cmd", "/c", "type C:\\proc\\self\\attr\\apparmor\\current"],
+            lambda out: "enforce" in out,
+            "the runtime's default AppArmor profile is enforced",
+        ),
+        marks=pytest.mark.limitation("apparmor-unsupported"),
+        id="apparmor",
+    ),
+    pytest.param(
+        Effect(
+            "seccomp",
+            container_context(seccompProfile={"type": "RuntimeDefault"}),
+            proc_status("Seccomp"),
+            lambda out: out.strip().endswith("2"),
+            "seccomp filtering is on (Seccomp: 2)",
+        ),
+        marks=pytest.mark.limitation("seccomp-unsupported"),
+        id="seccomp",
+    ),
+    pytest.param(
+        Effect(
+            "capabilities",
+            container_context(capabilities={"drop": ["ALL"]}),
+            proc_status("CapEff"),
+            lambda out: "0000000000000000" in out,
+            "no effective capabilities remain",
+        ),
+        marks=pytest.mark.limitation("capabilities-unsupported"),
+        id="capabilities",
+    ),
+    pytest.param(
+        Effect(
+            "allow-privilege-escalation",
+            container_context(allowPrivilegeEscalation=False),
+            proc_status("NoNewPrivs"),
+            lambda out: out.strip().endswith("1"),
+            "no_new_privs is set",
+        ),
+        marks=pytest.mark.limitation("allow-privilege-escalation-unsupported"),
+        id="allow-privilege-escalation",
+    ),
+    pytest.param(
+        Effect(
+            "proc-mount",
+            container_context(procMount="Unmasked"),
+            ["cmd", "/c", "dir C:\\proc\\kcore"],
+            lambda out: "kcore" in out,
+            "/proc is mounted unmasked",
+        ),
+        marks=pytest.mark.limitation("proc-mount-unsupported"),
+        id="proc-mount",
+    ),
+    pytest.param(
+        Effect(
+            "sysctls",
+            pod_context(sysctls=[{"name": "net.ipv4.ip_local_port_range", "value": "1024 65000"}]),
+            ["cmd", "/c", "type C:\\proc\\sys\\net\\ipv4\\ip_local_port_range"],
+            lambda out: out.split()[:1] == ["1024"],
+            "the pod's sysctl is applied",
+        ),
+        marks=pytest.mark.limitation("sysctls-unsupported"),
+        id="sysctls",
+    ),
+    pytest.param(
+        Effect(
+            "share-process-namespace",
+            shared_process_namespace,
+            tasklist("pause.exe"),
+            lambda out: "pause.exe" in out.lower(),
+            "one container sees the other container's process",
+        ),
+        marks=pytest.mark.limitation("share-process-namespace"),
+        id="share-process-namespace",
+    ),
+    pytest.param(
+        Effect(
+            "host-pid",
+            pod_spec(hostPID=True),
+            tasklist("kubelet.exe"),
+            lambda out: "kubelet.exe" in out.lower(),
+            "the pod sees the host's processes",
+        ),
+        marks=pytest.mark.limitation("host-ipc-pid-unsupported"),
+        id="host-pid",
+    ),
+    pytest.param(
+        Effect(
+            "host-ipc",
+            pod_spec(hostIPC=True),
+            ["cmd", "/c", "dir \\\\.\\pipe\\ | findstr /i containerd"],
+            lambda out: "containerd" in out.lower(),
+            "the pod shares the host's IPC objects (the runtime's named pipes)",
+        ),
+        marks=pytest.mark.limitation("host-ipc-pid-unsupported"),
+        id="host-ipc",
+    ),
+]
+
+
+@pytest.mark.test_id("fa224c1c-1386-4ea8-b482-4295032a4c81")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("effect", EFFECTS)
+def test_linux_security_setting_takes_effect_in_windows_pod(wincon, namespace, make_pod, data_plane, effect):
+    """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities (POSIX Capabilities), and others are not supported" (000_4130a90def37a825.txt, Security): each should take effect."""
+    body = effect.apply(make_pod(f"effect-{effect.label}"), wincon)
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane(effect.command, where=f"pod {pod.metadata.name}")
+    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, effect.command, container="main")
+    assert effect.holds(result.stdout), (
+        f"expected: {effect.promise}; `{' '.join(effect.command)}` printed {result.stdout!r}"
+    )
+
+
+def started_despite_non_root(pod: Any) -> str | None:
+    for status in (pod.status.container_statuses if pod.status else None) or []:
+        if status.state and status.state.running:
+            return f"container {status.name} started as ContainerAdministrator although runAsNonRoot is true"
+    return None
+
+
+def refused_by_kubelet(pod: Any) -> bool:
+    for status in (pod.status.container_statuses if pod.status else None) or []:
+        waiting = status.state.waiting if status.state else None
+        if waiting and waiting.reason == "CreateContainerConfigError":
+            return True
+    return False
+
+
+@pytest.mark.test_id("5cd2b084-a08a-4b18-9283-1a6742e0e3dd")
+@pytest.mark.dataplane
+@pytest.mark.limitation("run-as-non-root-no-root-user")
+@pytest.mark.parametrize("user", ["ContainerAdministrator", "containeradministrator"])
+def test_run_as_non_root_keeps_container_administrator_from_starting(wincon, namespace, make_pod, data_plane, user):
+    """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): runAsNonRoot must refuse it, in any letter case."""
+    body = make_pod(f"nonroot-{user.lower()}-{'upper' if user[0].isupper() else 'lower'}")
+    body["spec"]["securityContext"] = {"runAsNonRoot": True, "windowsOptions": {"runAsUserName": user}}
+    create_or_reject(wincon.api_client, namespace, body)
+    name = body["metadata"]["name"]
+    data_plane(f"wait for container main of pod {name} to be refused with CreateContainerConfigError", where=name)
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        name,
+        done=refused_by_kubelet,
+        timeout=wincon.pod_start_timeout,
+        failure=started_despite_non_root,
+    )
+    assert refused_by_kubelet(pod)

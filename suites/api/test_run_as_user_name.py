@@ -1,0 +1,61 @@
+"""runAsUserName: the Windows way to name the user a container runs as, and its format rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, submit_pod, with_run_as_user_name
+from wincon.checks.workloads import run_windows_pod
+from wincon.cluster.exec import exec_in_pod
+
+pytestmark = [pytest.mark.api]
+
+
+@pytest.mark.test_id("2e6229a2-5330-4acf-9468-748ceee6f04a")
+@pytest.mark.parametrize("scope", ["podSecurityContext", "container"])
+@pytest.mark.parametrize("case", RUN_AS_USER_NAMES, ids=lambda case: case.label)
+def test_run_as_user_name_format_rules_are_enforced(wincon, namespace, make_pod, case, scope):
+    """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): the API server validates the name's format."""
+    body = with_run_as_user_name(
+        make_pod(f"user-{case.label}-{'pod' if scope.startswith('pod') else 'ctr'}"), case.value, scope
+    )
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    path = run_as_user_name_path(scope)
+    if case.valid:
+        assert rejection is None, f"runAsUserName {case.value!r} was refused: {rejection.describe()}"
+        context = (
+            created["spec"]["securityContext"]
+            if scope == "podSecurityContext"
+            else created["spec"]["containers"][0]["securityContext"]
+        )
+        assert context["windowsOptions"]["runAsUserName"] == case.value, "the name must be stored as given"
+        return
+    assert rejection is not None, f"runAsUserName {case.value!r} was accepted; expected: {case.message}"
+    assert rejection.status == 422, rejection.describe()
+    cause = rejection.cause(path)
+    assert cause is not None, f"no cause at {path}: {rejection.describe()}"
+    assert "Invalid value" in cause.get("message", "") and case.message in cause.get("message", ""), (
+        rejection.describe()
+    )
+
+
+@pytest.mark.test_id("9b74f825-4c77-4ba9-9880-cb82dd5ec941")
+def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, namespace, make_pod):
+    """RunAsUserName (002_8a7e76f95009f44f.txt, Security): a pod naming ContainerUser is stored with the name and runs on a Windows node."""
+    body = with_run_as_user_name(make_pod("run-as-containeruser"), "ContainerUser")
+    pod = run_windows_pod(wincon, namespace, body)
+    assert pod.spec.security_context.windows_options.run_as_user_name == "ContainerUser"
+
+
+@pytest.mark.test_id("ac1188e6-15a5-402d-b0cb-035e21f44509")
+@pytest.mark.dataplane
+@pytest.mark.limitation("run-as-username-unavailable")
+def test_container_runs_as_the_user_named_by_run_as_user_name(wincon, namespace, make_pod, data_plane):
+    """ "The workaround is to create local accounts ... The RunAsUsername capability is planned for future release" (000_4130a90def37a825.txt, Security): the container's process runs as ContainerUser."""
+    body = with_run_as_user_name(make_pod("whoami-containeruser"), "ContainerUser")
+    pod = run_windows_pod(wincon, namespace, body)
+    command = ["cmd", "/S", "/C", "echo %username%"]
+    data_plane(command, where=f"pod {pod.metadata.name}")
+    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+    assert result.ok, result.stderr
+    assert result.stdout.strip().lower() == "containeruser", f"the process runs as {result.stdout.strip()!r}"

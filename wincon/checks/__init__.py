@@ -1,0 +1,1 @@
+"""Check helpers the suites share: API rules as data, controller history, scheduling observations."""

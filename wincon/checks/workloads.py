@@ -1,0 +1,196 @@
+"""Small helpers the storage, probe, lifecycle, controller, scheduling and API suites share.
+
+They build pinned manifests, list the pods a controller owns, check where they ran, and wait for
+the few observations the framework's waits do not cover (events). Waiting itself goes through
+``wincon.cluster.waits.wait_for`` or tenacity; there is no hand-written polling loop here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+from wincon.cluster.client import call
+from wincon.errors import InfrastructureError
+from wincon.profile import ClusterProfile, NodeProfile
+from wincon.workloads.deploy import container, pod_manifest
+from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_windows
+
+# A label every workload of the suites carries, so a controller's pods are found by selector.
+APP_LABEL = "app"
+
+
+def target_build(profile: ClusterProfile) -> int | None:
+    """The newest Windows build among the Ready Windows nodes (None when no node reports one)."""
+    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+    return builds[-1] if builds else None
+
+
+def windows_nodes_of_build(profile: ClusterProfile, build: int | None) -> list[NodeProfile]:
+    return [n for n in profile.ready_windows_nodes if build is None or n.windows_build == build]
+
+
+def windows_pod(
+    wincon: Any,
+    name: str,
+    build: int | None,
+    image_key: str = "agnhost",
+    args: list[str] | None = None,
+    command: list[str] | None = None,
+    node: str | None = None,
+    labels: dict[str, str] | None = None,
+    container_extra: dict[str, Any] | None = None,
+    **spec_extra: Any,
+) -> dict[str, Any]:
+    """A Pod pinned to Windows (and ``build``) running one container of the catalog image ``image_key``."""
+    image = wincon.catalog.image(image_key, "windows", build)
+    if args is None and command is None and image_key == "agnhost":
+        args = ["pause"]
+    main = container("main", image, command=command, args=args, **(container_extra or {}))
+    return pod_manifest(name, [main], os_name="windows", build=build, node=node, labels=labels, **spec_extra)
+
+
+def pin_template(manifest: dict[str, Any], build: int | None) -> dict[str, Any]:
+    """A copy of a controller manifest whose pod template can only run on Windows (of ``build``)."""
+    body = copy.deepcopy(manifest)
+    spec = body["spec"]
+    template = spec["jobTemplate"]["spec"]["template"] if body.get("kind") == "CronJob" else spec["template"]
+    template["spec"] = pin_windows(template["spec"], build=build)
+    return body
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def pods_with(api_client: client.ApiClient, namespace: str, labels: dict[str, str]) -> list[Any]:
+    """The live (not terminating) pods in ``namespace`` with ``labels``, sorted by name."""
+    core = client.CoreV1Api(api_client)
+    items = call(core.list_namespaced_pod, namespace, label_selector=label_selector(labels)).items
+    return sorted((p for p in items if p.metadata.deletion_timestamp is None), key=lambda p: p.metadata.name)
+
+
+def assert_all_ran_on(
+    pods: Iterable[Any], profile: ClusterProfile, os_name: str = "windows", build: int | None = None
+) -> list[NodeProfile]:
+    """The nodes of ``pods``, after checking each pod ran on the intended OS (and build)."""
+    return [assert_ran_on(p, profile, os_name=os_name, build=build) for p in pods]
+
+
+def schedulable_windows_nodes(
+    profile: ClusterProfile, tolerations: Iterable[dict[str, str]] = WINDOWS_TOLERATIONS
+) -> list[str]:
+    """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` all tolerate."""
+    names = []
+    for node in profile.ready_windows_nodes:
+        if all(_tolerated(taint, tolerations) for taint in node.taints):
+            names.append(node.name)
+    return sorted(names)
+
+
+def _tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
+    """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement."""
+    key_value, _, effect = taint.rpartition(":")
+    if effect == "PreferNoSchedule":
+        return True
+    key, _, value = key_value.partition("=")
+    for tol in tolerations:
+        if tol.get("effect") not in (None, "", effect):
+            continue
+        if tol.get("operator") == "Exists" and tol.get("key") in (None, "", key):
+            return True
+        if tol.get("key") == key and tol.get("value", "") == value:
+            return True
+    return False
+
+
+def events_for(api_client: client.ApiClient, namespace: str, name: str, reason: str) -> list[Any]:
+    core = client.CoreV1Api(api_client)
+    selector = f"involvedObject.name={name},reason={reason}"
+    return call(core.list_namespaced_event, namespace, field_selector=selector).items
+
+
+def wait_for_event(
+    api_client: client.ApiClient, namespace: str, name: str, reason: str, timeout: float = 60.0
+) -> list[Any]:
+    """The events with ``reason`` about object ``name``, once at least one exists.
+
+    Event recording is asynchronous: the object's status may show a condition a moment before the
+    event that explains it is stored.
+    """
+    retrying = Retrying(
+        retry=retry_if_result(lambda events: not events),
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(1),
+    )
+    try:
+        return retrying(events_for, api_client, namespace, name, reason)
+    except RetryError as exc:
+        raise InfrastructureError(
+            f"no {reason} event about {namespace}/{name} within {timeout:.0f}s",
+            "check the scheduler and controller-manager are running (see the attached diagnostics)",
+        ) from exc
+
+
+def pod_unschedulable(pod: Any) -> bool:
+    """The scheduler tried and found no node: condition PodScheduled=False, reason Unschedulable."""
+    for cond in (pod.status.conditions if pod.status else None) or []:
+        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+            return True
+    return False
+
+
+def pod_running_failure(pod: Any) -> str | None:
+    """A reason a pod will not run by itself; like ``pod_failure`` but an Unschedulable pod may still wait."""
+    from wincon.cluster.waits import pod_failure
+
+    reason = pod_failure(pod)
+    if reason and reason.startswith("Unschedulable"):
+        return None
+    return reason
+
+
+class Rejected(AssertionError):
+    """The API server refused an object the check needed to create: the documented rule, or a deviation."""
+
+
+def create_or_reject(api_client: client.ApiClient, namespace: str, body: dict[str, Any]) -> Any:
+    """Create the pod for real; a 400/403/422 answer becomes ``Rejected`` naming the server's causes."""
+    from wincon.checks.api_rules import submit_pod
+
+    created, rejection = submit_pod(api_client, namespace, body, dry_run=False)
+    if rejection is not None:
+        raise Rejected(f"the API server refused pod {body['metadata']['name']}: {rejection.describe()}")
+    return created
+
+
+def run_windows_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = True) -> Any:
+    """Create ``body`` (refusal: ``Rejected``), wait until it runs, and check it is on a Windows node of its build."""
+    from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
+
+    create_or_reject(wincon.api_client, namespace, body)
+    name = body["metadata"]["name"]
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        name,
+        done=pod_running_ready if ready else pod_running,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    selector = (body["spec"].get("nodeSelector") or {}).get("node.kubernetes.io/windows-build", "")
+    build = int(selector.split(".")[2]) if selector.count(".") == 2 else None
+    assert_ran_on(pod, wincon.profile, os_name="windows", build=build)
+    return pod
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A DNS-1123 label fragment from any text: 'podSecurityContext.runAsUser' -> 'podsecuritycontext-runasuser'."""
+    out = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-")[:limit].strip("-")
