@@ -59,7 +59,7 @@ command -v python3 >/dev/null || die_infra "python3 is not installed" "install p
 show() {
   local out="" word
   for word in "$@"; do
-    if [[ "${word}" =~ ^[A-Za-z0-9_./:=@,+%-]+$ ]]; then out+="${word} "; else out+="$(printf '%q' "${word}") "; fi
+    if [[ "${word}" =~ ^[A-Za-z0-9_./:=@,+%-]+$ ]]; then out+="${word} "; elif [[ "${word}" != *"'"* ]]; then out+="'${word}' "; else out+="$(printf '%q' "${word}") "; fi
   done
   printf '%s\n' "${out% }"
 }
