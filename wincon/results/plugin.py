@@ -7,7 +7,8 @@ it through ``pytest_runtest_logreport``, so the JUnit file is merged by construc
 Writing order, each file atomically (temporary name, then rename):
 
 1. ``started.json`` and ``build-log.txt`` as soon as the run is known to be a suite run;
-2. ``artifacts/junit_*.xml`` rewritten at most every few seconds while tests finish, and at the end;
+2. ``artifacts/junit_*.xml`` rewritten as tests finish (before each test starts, at most once a second
+   in between) and at the end, so a killed run still leaves the results it had;
 3. ``artifacts/profile.json`` then ``finished.json`` last, when pytest unconfigures (after its summary),
    with ``result`` SUCCESS, FAILURE, or ABORTED for an interrupted run (Ctrl-C, SIGTERM, pytest.exit).
 """
@@ -28,7 +29,7 @@ from wincon.results import artifacts, junit
 from wincon.results.model import CaseResult, classify, count
 
 RECORDER_KEY = pytest.StashKey["RunRecorder"]()
-JUNIT_FLUSH_SECONDS = 3.0
+JUNIT_FLUSH_SECONDS = 1.0
 # pytest exit statuses that mean the run did not get to its end.
 ABORTED_STATUSES = {int(pytest.ExitCode.INTERRUPTED), int(pytest.ExitCode.INTERNAL_ERROR)}
 # Markers that are pytest's or wincon's machinery, not a way to select tests.
@@ -181,6 +182,7 @@ class RunRecorder:
         self._log: IO[str] | None = None
         self._log_buffer: list[str] = []
         self._last_flush = 0.0
+        self._dirty = False
         self._finished = False
 
     # -- deciding and starting
@@ -262,9 +264,15 @@ class RunRecorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.reports.setdefault(report.nodeid, []).append(report)
+        self._dirty = True
         if not self.active and any(k == "test_id" for k, _ in (report.user_properties or [])):
             self.activate()
         if self.active and report.when == "teardown" and time.monotonic() - self._last_flush > JUNIT_FLUSH_SECONDS:
+            self.write_junit()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """Before a test starts (it may take minutes), the JUnit file holds every test finished so far."""
+        if self.active and self._dirty:
             self.write_junit()
 
     def cases(self) -> list[CaseResult]:
@@ -274,6 +282,7 @@ class RunRecorder:
         if not self.active or self.junit_path is None:
             return
         self._last_flush = time.monotonic()
+        self._dirty = False
         data = junit.to_xml(
             self.cases(),
             timestamp=self.start,
