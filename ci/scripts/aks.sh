@@ -122,9 +122,16 @@ up() {
 
 down() {
   require_tools az
-  if [[ "${DRY_RUN}" != true ]] && [[ "$(az group exists --name "${group}")" != true ]]; then
-    log "resource group ${group} does not exist: nothing to delete"
-    return 0
+  if [[ "${DRY_RUN}" != true ]]; then
+    local state
+    state=$(az group show --name "${group}" --query properties.provisioningState --output tsv 2>/dev/null || true)
+    if [[ -z "${state}" ]]; then
+      log "resource group ${group} does not exist: nothing to delete"
+      return 0
+    elif [[ "${state}" == Deleting ]]; then
+      log "resource group ${group} is already being deleted"
+      return 0
+    fi
   fi
   run az group delete --name "${group}" --yes --no-wait
 }

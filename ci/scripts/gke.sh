@@ -100,9 +100,16 @@ up() {
 
 down() {
   require_tools gcloud
-  if [[ "${DRY_RUN}" != true ]] && ! gcloud container clusters describe "${cluster}" "${where[@]}" --format='value(name)' >/dev/null 2>&1; then
-    log "cluster ${cluster} does not exist: nothing to delete"
-    return 0
+  if [[ "${DRY_RUN}" != true ]]; then
+    local state
+    state=$(gcloud container clusters describe "${cluster}" "${where[@]}" --format='value(status)' 2>/dev/null || true)
+    if [[ -z "${state}" ]]; then
+      log "cluster ${cluster} does not exist: nothing to delete"
+      return 0
+    elif [[ "${state}" == STOPPING ]]; then
+      log "cluster ${cluster} is already being deleted"
+      return 0
+    fi
   fi
   run gcloud container clusters delete "${cluster}" "${where[@]}" --quiet
 }

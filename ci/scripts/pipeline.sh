@@ -14,7 +14,8 @@
 #   --publish DEST         where `wincon publish` sends results: gs://BUCKET/logs, a directory, or an
 #                          allure-docker-service URL; JOB (and JOB-serial) is appended to gs:// and
 #                          directory destinations (default: no publishing)
-#   --artifacts DIR        results, logs and the kubeconfig go here (default: $ARTIFACTS or ./artifacts)
+#   --artifacts DIR        results and logs go here (default: $ARTIFACTS or ./artifacts); a created
+#                          cluster's kubeconfig goes to $TMPDIR/wincon-kubeconfig-<cluster>, never here
 #   --windows LIST         Windows Server versions of the node pools (default: ltsc2022)
 #   --k8s-version X.Y      Kubernetes version of the cluster; required with --mode gate
 #   --cluster-name NAME    cluster name (default: wincon-<run id>)
@@ -88,7 +89,8 @@ artifacts=$(realpath -m "${artifacts}")
 [[ -n "${kubeconfig}" ]] && kubeconfig=$(realpath -m "${kubeconfig}")
 cd "${ROOT}"  # pytest node ids, gating/required.yaml and suites/ are relative to the repository
 results="${artifacts}/results"
-[[ "${cloud}" != kubeconfig ]] && kubeconfig="${artifacts}/kubeconfig"
+# The kubeconfig holds credentials: it stays out of the artifacts, which are uploaded (often world-readable).
+[[ "${cloud}" != kubeconfig ]] && kubeconfig="${WINCON_KUBECONFIG_DIR:-${TMPDIR:-/tmp}}/wincon-kubeconfig-${cluster}"
 
 cloud_args=(--cluster-name "${cluster}" --windows "${windows}" --kubeconfig "${kubeconfig}" --artifacts "${artifacts}")
 [[ -n "${k8s_version}" ]] && cloud_args+=(--k8s-version "${k8s_version}")
