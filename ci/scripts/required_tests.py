@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         if minor not in required.versions:
             print(
                 f"required_tests.py: error: {required.path} lists no required tests for Kubernetes "
-                f"{args.k8s_version}\n  fix: add a kubernetes/\"{minor}\" entry or pass another --k8s-version",
+                f'{args.k8s_version}\n  fix: add a kubernetes/"{minor}" entry or pass another --k8s-version',
                 file=sys.stderr,
             )
             return 4
