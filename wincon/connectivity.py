@@ -231,6 +231,35 @@ def collect_dial(
     return outcome
 
 
+def attempts(
+    check: Callable[[], bool],
+    tries: int,
+    delay: float = DIAL_RETRY_DELAY_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[bool, int]:
+    """Run ``check()`` until it returns True, at most ``tries`` times ``delay`` apart: (succeeded, tries run).
+
+    For checks other than the dial (a curl, a ping, a look-up) that may need the data plane a moment to
+    program a new Service; bounded like every retry of the suite.
+    """
+    if tries < 1:
+        raise ValueError(f"bad attempt bound: tries={tries}")
+    count = 0
+
+    def once() -> bool:
+        nonlocal count
+        count += 1
+        return bool(check())
+
+    retrying = Retrying(
+        stop=stop_after_attempt(tries), wait=wait_fixed(delay), retry=retry_if_result(lambda ok: not ok), sleep=sleep
+    )
+    try:
+        return bool(retrying(once)), count
+    except RetryError:
+        return False, count
+
+
 # ----------------------------------------------------------------------------- HTTP and TCP with curl
 
 
@@ -528,6 +557,15 @@ def service_names(service: str, namespace: str, cluster_domain: str = "cluster.l
         "with-namespace-svc": f"{service}.{namespace}.svc",
         "fqdn": service_fqdn(service, namespace, cluster_domain),
     }
+
+
+_COREFILE_KUBERNETES = re.compile(r"^\s*kubernetes\s+([A-Za-z0-9.-]+?)\.?(?:\s|$)", re.MULTILINE)
+
+
+def cluster_domain_from_corefile(corefile: str) -> str | None:
+    """The cluster domain CoreDNS serves (``kubernetes cluster.local in-addr.arpa ...``), or None."""
+    match = _COREFILE_KUBERNETES.search(corefile or "")
+    return match.group(1) if match else None
 
 
 # ----------------------------------------------------------------------------- a pod's DNS configuration

@@ -519,3 +519,44 @@ def test_service_env_expectation():
         "NET_SERVER_SERVICE_HOST": "10.0.12.7",
         "NET_SERVER_SERVICE_PORT": "80",
     }
+
+
+# ----------------------------------------------------------------------------- bounded attempts and the cluster domain
+
+
+def test_attempts_stop_at_the_first_success():
+    results = iter([False, False, True, True])
+    sleeps = []
+    assert c.attempts(lambda: next(results), tries=5, sleep=sleeps.append) == (True, 3)
+    assert sleeps == [2.0, 2.0]
+
+
+def test_attempts_are_bounded():
+    calls = []
+    ok, tries = c.attempts(lambda: calls.append(1) or False, tries=3, delay=0.5, sleep=lambda s: None)
+    assert (ok, tries, len(calls)) == (False, 3, 3)
+    with pytest.raises(ValueError):
+        c.attempts(lambda: True, tries=0)
+
+
+COREFILE = """.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    forward . /etc/resolv.conf
+}
+"""
+
+
+def test_cluster_domain_from_corefile():
+    assert c.cluster_domain_from_corefile(COREFILE) == "cluster.local"
+    assert c.cluster_domain_from_corefile("kubernetes corp.example. in-addr.arpa {") == "corp.example"
+    assert c.cluster_domain_from_corefile(".:53 { forward . 8.8.8.8 }") is None
+    assert c.cluster_domain_from_corefile("") is None

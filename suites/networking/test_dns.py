@@ -1,0 +1,204 @@
+"""Name resolution from Windows pods: Service names in every documented form, headless Services, pod
+hostname/subdomain names, ExternalName, and the pod DNS policies (None with dnsConfig, ClusterFirstWithHostNet).
+
+000_4130a90def37a825.txt (DNS): "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local
+and kubernetes, but not the in-betweens, like kubernetes.default or kubernetes.default.svc."
+Look-ups use Resolve-DnsName on Windows, "recommended" by the same section, where the nettools image is in
+the catalog, and nslookup otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+
+pytestmark = [pytest.mark.networking]
+
+FORMS_THAT_RESOLVE = ["single-label", "fqdn"]
+DOTTED_FORMS = ["with-namespace", "with-namespace-svc"]
+
+
+def names(pods):
+    return {p.name for p in pods}
+
+
+@pytest.fixture(params=["kubernetes", "netserver"])
+def service(request):
+    """default/kubernetes (the documentation's own example) and this module's Service over Windows pods."""
+    return request.getfixturevalue("kubernetes_service" if request.param == "kubernetes" else "netserver_service")
+
+
+def service_name(svc, form, cluster_dns):
+    return conn.service_names(svc.name, svc.namespace, cluster_dns.domain)[form]
+
+
+@pytest.mark.test_id("03f3695f-584f-4df1-9cfc-5d1ea410306f")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
+def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, windows_client, cluster_dns):
+    """ "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local and kubernetes" (000_4130a90def37a825.txt, DNS)."""
+    name = service_name(service, form, cluster_dns)
+    lookup = checks.lookup(windows_client, name)
+    assert lookup.ok, f"{name} did not resolve in {windows_client.name}: {lookup.error}"
+    assert service.cluster_ip in lookup.addresses, f"{name} resolved to {lookup.addresses}, not {service.cluster_ip}"
+
+
+@pytest.mark.test_id("11e66659-5502-48ad-abfe-d0bb8c83163e")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-dotted-pqdn-unresolved")
+@pytest.mark.parametrize("form", DOTTED_FORMS)
+def test_service_name_resolves_with_namespace_and_svc(form, service, checks, windows_client, cluster_dns):
+    """ "... but not the in-betweens, like kubernetes.default or kubernetes.default.svc" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, DNS limitations)."""
+    name = service_name(service, form, cluster_dns)
+    lookup = checks.lookup(windows_client, name)
+    assert lookup.ok, f"{name} did not resolve in {windows_client.name}: {lookup.error}"
+    assert service.cluster_ip in lookup.addresses, f"{name} resolved to {lookup.addresses}, not {service.cluster_ip}"
+
+
+@pytest.mark.test_id("7d708d59-06b7-4ff6-8e1b-060e99b3594f")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
+def test_pod_reaches_service_by_single_label_name_and_fqdn(
+    form, protocol, checks, windows_client, netserver_service, netservers, cluster_dns
+):
+    """ "Pod -> Service (PQDN, but only if there are no '.')" and "Pod -> Service (FQDN)" are supported flows for TCP/UDP (002_8a7e76f95009f44f.txt, Networking)."""
+    name = service_name(netserver_service, form, cluster_dns)
+    port = conn.SERVICE_HTTP_PORT if protocol == "http" else conn.SERVICE_UDP_PORT
+    outcome = checks.dial(windows_client, name, port, protocol, names(netservers))
+    assert outcome.reached_all, f"{name}: {outcome.describe()}"
+
+
+@pytest.mark.test_id("d51b6ef2-f263-48ff-a4a3-f90f1a8e19a4")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-dotted-pqdn-unresolved")
+@pytest.mark.parametrize("form", DOTTED_FORMS)
+def test_pod_reaches_service_by_name_with_namespace(
+    form, checks, windows_client, netserver_service, netservers, cluster_dns
+):
+    """ "Pod -> Service (PQDN, but only if there are no '.')" (002_8a7e76f95009f44f.txt, Networking): Windows "treats all names with a '.' as a FQDN" (000_4130a90def37a825.txt, DNS)."""
+    name = service_name(netserver_service, form, cluster_dns)
+    outcome = checks.dial(windows_client, name, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    assert outcome.reached_all, f"{name}: {outcome.describe()}"
+
+
+@pytest.mark.test_id("d8f919c4-6dfa-4dfc-ab75-e9ecaab10f04")
+@pytest.mark.dns
+@pytest.mark.dataplane
+def test_headless_service_name_resolves_to_every_pod_ip(
+    checks, windows_client, headless_service, netservers, cluster_dns
+):
+    """Windows "services can utilize ... Headless services" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "headless services work")."""
+    name = conn.service_fqdn(headless_service.name, headless_service.namespace, cluster_dns.domain)
+    lookup = checks.lookup(windows_client, name)
+    assert lookup.ok, f"{name} did not resolve: {lookup.error}"
+    assert set(lookup.addresses) == {p.ip for p in netservers}, f"{name} resolved to {lookup.addresses}"
+
+
+@pytest.mark.test_id("396aa7f8-dc6a-4e72-a8fb-bc1e6b71ef57")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_pod_reaches_pod_by_hostname_and_subdomain(
+    protocol, checks, windows_client, headless_service, remote_or_local_netserver, cluster_dns
+):
+    """ "Pod -> Pod (Name)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
+    target = remote_or_local_netserver
+    name = f"{target.name}.{headless_service.name}.{headless_service.namespace}.svc.{cluster_dns.domain}"
+    port = conn.NETSERVER_HTTP_PORT if protocol == "http" else conn.NETSERVER_UDP_PORT
+    outcome = checks.dial(windows_client, name, port, protocol, {target.name})
+    assert outcome.reached_all, f"{name}: {outcome.describe()}"
+
+
+@pytest.fixture
+def remote_or_local_netserver(netservers, windows_client):
+    """A netserver on another node where there is one, else on the client's node."""
+    return next((p for p in netservers if p.node != windows_client.node), netservers[0])
+
+
+@pytest.mark.test_id("66a42eda-b18e-4e5c-8fd7-43d2f6fcfe70")
+@pytest.mark.dns
+@pytest.mark.dataplane
+def test_externalname_service_resolves_to_its_target(checks, windows_client, alias_service, netserver_service):
+    """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt, What works today)."""
+    lookup = checks.lookup(windows_client, alias_service.fqdn)
+    assert lookup.ok, f"{alias_service.fqdn} did not resolve: {lookup.error}"
+    assert netserver_service.cluster_ip in lookup.addresses, (
+        f"{alias_service.fqdn} (CNAME of {netserver_service.fqdn}) resolved to {lookup.addresses}"
+    )
+
+
+@pytest.mark.test_id("11319d0b-9245-4183-a4e1-d247a600dc64")
+@pytest.mark.dns
+@pytest.mark.dataplane
+def test_pod_reaches_service_through_externalname(checks, windows_client, alias_service, netservers):
+    """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services)."""
+    outcome = checks.dial(windows_client, alias_service.fqdn, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    assert outcome.reached_all, f"{alias_service.fqdn}: {outcome.describe()}"
+
+
+@pytest.mark.test_id("d28d6457-624b-4a09-8e63-3d173641522d")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-config-via-cni")
+def test_dns_policy_none_applies_dns_config(
+    checks, workloads, windows_nodes, netserver_service, cluster_dns, namespace
+):
+    """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
+    if not cluster_dns.ip:
+        pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")
+    searches = [f"{namespace}.svc.{cluster_dns.domain}", "wincon.example"]
+    pod = workloads.windows_client(
+        "dns-none",
+        windows_nodes[0],
+        dnsPolicy="None",
+        dnsConfig={"nameservers": [cluster_dns.ip], "searches": searches},
+    )
+    result = checks.run(pod, conn.dns_config_command(pod.os), container=pod.tool_container)
+    assert result.ok, f"ipconfig /all failed: {result.stderr}"
+    config = conn.parse_dns_config(pod.os, result.stdout)
+    assert cluster_dns.ip in config.nameservers, f"dnsConfig nameserver {cluster_dns.ip} not in {config.nameservers}"
+    assert set(searches) <= set(config.searches), f"dnsConfig searches {searches} not in {config.searches}"
+    lookup = checks.lookup(pod, netserver_service.name)
+    assert netserver_service.cluster_ip in lookup.addresses, (
+        f"{netserver_service.name} through the dnsConfig search list: {lookup.addresses or lookup.error}"
+    )
+
+
+@pytest.mark.test_id("38e11a76-6f89-4000-9bfd-969342cde049")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-cluster-first-with-host-net")
+def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
+    checks, workloads, windows_nodes, netserver_service
+):
+    """ "ClusterFirstWithHostNet is not supported for DNS" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, V1.Pod.dnsPolicy)."""
+    host = workloads.hostprocess("dns-hostnet", windows_nodes[0], dnsPolicy="ClusterFirstWithHostNet")
+    lookup = checks.lookup(host, netserver_service.fqdn)
+    assert lookup.ok, f"{netserver_service.fqdn} did not resolve on the host network: {lookup.error}"
+    assert netserver_service.cluster_ip in lookup.addresses, f"{netserver_service.fqdn}: {lookup.addresses}"
+
+
+@pytest.mark.test_id("11abc00f-ac27-4bb0-b2e3-7a3a542f502b")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-resolvers-differ")
+def test_nslookup_and_resolve_dnsname_give_the_same_answer(
+    checks, windows_client, netserver_service, kubernetes_service, cluster_dns
+):
+    """ "There are multiple DNS resolvers that can be used. These come with slightly different behaviors" (000_4130a90def37a825.txt, DNS)."""
+    if windows_client.tools is None:
+        pytest.skip("the image catalog has no nettools image for this Windows build: no Resolve-DnsName to compare")
+    names_ = [kubernetes_service.name, netserver_service.name, netserver_service.fqdn]
+    differ = {}
+    for name in names_:
+        native = checks.lookup(windows_client, name, tool="resolve-dnsname")
+        nslookup = checks.lookup(windows_client, name, tool="nslookup")
+        if set(native.addresses) != set(nslookup.addresses):
+            differ[name] = (native.addresses or native.error, nslookup.addresses or nslookup.error)
+    assert not differ, f"Resolve-DnsName and nslookup disagree: {differ}"

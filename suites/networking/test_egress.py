@@ -1,0 +1,67 @@
+"""Windows pods to destinations outside the cluster: TCP to an external IP and to an external DNS name, which
+work, and ICMP to the same external IP, documented to get no reply through win-overlay, win-bridge and
+Azure-CNI.
+
+The external target is `--external-ip` (default 8.8.8.8) and `--external-host` (default kubernetes.io):
+point them at addresses a firewalled cluster may reach. TCP goes to port 80 over plain HTTP; any HTTP
+answer proves the TCP flow.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+
+pytestmark = [pytest.mark.networking]
+
+
+@pytest.fixture(scope="module")
+def external_ip(request):
+    return conn.check_host(request.config.getoption("wincon_external_ip"))
+
+
+@pytest.fixture(scope="module")
+def external_host(request):
+    return conn.check_host(request.config.getoption("wincon_external_host"))
+
+
+def reach_over_tcp(checks, pod, target):
+    url = f"http://{conn.host_port(target, 80)}/"
+    return checks.until(pod, conn.tcp_reach_command(pod.os, url), lambda r: r.ok, tries=3, container=pod.tool_container)
+
+
+@pytest.mark.test_id("f468f578-38d5-4b53-8c74-2fb1fc49f16d")
+@pytest.mark.dataplane
+def test_pod_reaches_external_ip_over_tcp(checks, windows_client, external_ip):
+    """ "Pod -> External (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Networking); "TCP/UDP packets work as expected" (000_4130a90def37a825.txt, Networking)."""
+    ok, result = reach_over_tcp(checks, windows_client, external_ip)
+    assert ok, (
+        f"TCP to {external_ip}:80 from {windows_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+    )
+
+
+@pytest.mark.test_id("eea4227a-1a48-48b9-82cc-dfaf108f4972")
+@pytest.mark.dns
+@pytest.mark.dataplane
+def test_pod_reaches_external_host_by_name_over_tcp(checks, windows_client, external_host):
+    """ "Pod -> External (DNS)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
+    ok, result = reach_over_tcp(checks, windows_client, external_host)
+    assert ok, (
+        f"TCP to {external_host}:80 from {windows_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+    )
+
+
+@pytest.mark.test_id("b21c692b-c67a-44af-935c-d6df3807efa9")
+@pytest.mark.dataplane
+@pytest.mark.limitation("icmp-egress-through-vfp")
+def test_pod_pings_external_ip(checks, windows_client, external_ip):
+    """ "ICMP packets directed to pass through a remote network (e.g. pod to external internet communication via ping) cannot be transposed and thus will not be routed back to their source" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
+    reachable, result = reach_over_tcp(checks, windows_client, external_ip)
+    if not reachable:
+        pytest.skip(
+            f"{external_ip} is unreachable over TCP too ({conn.curl_failure(result.exit_code)}), so ICMP cannot be "
+            "judged: set --external-ip to an address the cluster may reach"
+        )
+    ok, result = checks.ping(windows_client, external_ip)
+    assert ok, f"no ICMP echo reply from {external_ip} although TCP reaches it:\n{result.stdout}{result.stderr}"

@@ -1,0 +1,85 @@
+"""Hybrid clusters: Linux pod to Windows pod and back, and pod to Service across operating systems.
+
+002_8a7e76f95009f44f.txt (Services): "You can use services for cross-operating system connectivity";
+003_414b2f1c5dd978a2.txt (What works today): "Cross operating system service connectivity". Skipped with
+the reason where the cluster has no Linux worker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+
+pytestmark = [pytest.mark.networking, pytest.mark.hybrid]
+
+POD_PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
+SERVICE_PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
+
+
+def names(pods):
+    return {p.name for p in pods}
+
+
+@pytest.mark.test_id("c557bca0-8037-45f0-9fe3-ad720f01232d")
+def test_pods_of_both_operating_systems_back_their_services(
+    netserver_service, linux_service, netservers, linux_netservers, linux_node, windows_nodes
+):
+    """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality); "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt)."""
+    assert {p.node for p in linux_netservers} == {linux_node.name}
+    assert {p.node for p in netservers} <= {n.name for n in windows_nodes}
+    assert netserver_service.cluster_ip != linux_service.cluster_ip
+    windows_ips, linux_ips = {p.ip for p in netservers}, {p.ip for p in linux_netservers}
+    assert not windows_ips & linux_ips, f"a Windows and a Linux pod share an IP: {windows_ips & linux_ips}"
+
+
+@pytest.mark.test_id("14113dc4-6441-485e-ab61-b36765a7930c")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, netservers):
+    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
+    target = netservers[0]
+    outcome = checks.dial(linux_client, target.ip, POD_PORTS[protocol], protocol, {target.name})
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("2aceda24-75a6-4481-a540-b775b199dae1")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, windows_client, linux_netservers):
+    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
+    target = linux_netservers[0]
+    outcome = checks.dial(windows_client, target.ip, POD_PORTS[protocol], protocol, {target.name})
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("077a2b8e-bc7a-4ff1-ba19-244b9779f19c")
+@pytest.mark.dataplane
+def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_netservers):
+    """Upstream's hybrid check `curl.exe <ip> --connect-timeout 10 --fail` from a Windows pod to a Linux pod ("Cross operating system service connectivity", 003_414b2f1c5dd978a2.txt)."""
+    target = linux_netservers[0]
+    url = f"http://{conn.host_port(target.ip, conn.NETSERVER_HTTP_PORT)}/hostname"
+    ok, result = checks.http_get(windows_client, url, {target.name})
+    assert ok, f"{url}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
+
+
+@pytest.mark.test_id("cc2f5783-9aa0-46d3-a040-8404e81954c7")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_client, linux_service, linux_netservers):
+    """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
+    outcome = checks.dial(
+        windows_client, linux_service.cluster_ip, SERVICE_PORTS[protocol], protocol, names(linux_netservers)
+    )
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("79a5ddf7-1041-459e-ac40-e31c20aa793d")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, netserver_service, netservers):
+    """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
+    outcome = checks.dial(
+        linux_client, netserver_service.cluster_ip, SERVICE_PORTS[protocol], protocol, names(netservers)
+    )
+    assert outcome.reached_all, outcome.describe()

@@ -1,0 +1,85 @@
+"""IPv6 from Windows pods: dual-stack pod-to-pod and pod-to-Service dials over IPv6, and IPv6 single-stack.
+
+000_4130a90def37a825.txt (IPv6): "Kubernetes on Windows does not support single-stack "IPv6-only" networking.
+However, dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported."
+Each check skips with the reason where the cluster is not of the kind it needs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from kubernetes.utils import FailToCreateError
+
+from wincon import connectivity as conn
+from wincon.cluster.waits import WaitTimeout
+
+pytestmark = [pytest.mark.networking]
+
+
+def ipv6_of(addresses):
+    return next((a for a in addresses if ipaddress.ip_address(a).version == 6), None)
+
+
+@pytest.fixture(scope="module")
+def dual_stack_service(workloads):
+    """A RequireDualStack Service over the Windows netservers; skips where the API says the cluster is not
+    dual-stack, before any pod is started for nothing."""
+    try:
+        return workloads.service("service-dualstack.yaml", None, name="netserver-ds")
+    except FailToCreateError as exc:
+        if any(e.status == 422 for e in exc.api_exceptions):
+            pytest.skip(f"the cluster is not configured for IPv4/IPv6 dual-stack: {exc}"[:400])
+        raise
+
+
+@pytest.mark.test_id("b7af3439-3dfc-4fe4-a168-8a5c9907ac10")
+@pytest.mark.dataplane
+@pytest.mark.limitation("ipv6-overlay-unsupported")
+@pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
+def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_service, windows_client, netservers):
+    """ "Windows containers connected to l2bridge, l2tunnel, or overlay networks do not support communicating over the IPv6 stack" (000_4130a90def37a825.txt, Networking)."""
+    target = next((p for p in netservers if p.node != windows_client.node), netservers[0])
+    command = conn.dial_command("windows", windows_client.ip, target.ip, conn.NETSERVER_HTTP_PORT)
+    checks.gate(command, where=f"windows pod {windows_client.name} on {windows_client.node}")
+    address = ipv6_of(target.ips)
+    assert address, f"Windows pod {target.name} got no IPv6 address on a dual-stack cluster: {target.ips}"
+    outcome = checks.dial(windows_client, address, conn.NETSERVER_HTTP_PORT, "http", {target.name})
+    assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
+
+
+@pytest.mark.test_id("b530f2a1-dc56-4a5f-95de-2e03ae81d631")
+@pytest.mark.dataplane
+@pytest.mark.limitation("ipv6-overlay-unsupported")
+@pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
+def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
+    checks, dual_stack_service, workloads, windows_client, netservers
+):
+    """ "Dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported" except on "l2bridge, l2tunnel, or overlay networks" (000_4130a90def37a825.txt, IPv6; Networking)."""
+    workloads.wait_endpoints(dual_stack_service, netservers)
+    address = ipv6_of(dual_stack_service.raw.spec.cluster_i_ps or [])
+    assert address, (
+        f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_i_ps}"
+    )
+    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", {p.name for p in netservers})
+    assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
+
+
+@pytest.mark.test_id("f17cbdfe-fce4-404b-97fe-9d583e54c15d")
+@pytest.mark.dataplane
+@pytest.mark.limitation("ipv6-single-stack-unsupported")
+def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, workloads, kubernetes_service, windows_nodes):
+    """ "Kubernetes on Windows does not support single-stack "IPv6-only" networking" (000_4130a90def37a825.txt, IPv6)."""
+    families = list(kubernetes_service.raw.spec.ip_families or [])
+    if families != ["IPv6"]:
+        pytest.skip(f"the cluster is not IPv6 single-stack (default/kubernetes has families {families or ['IPv4']})")
+    node = windows_nodes[0]
+    try:
+        server = workloads.start([workloads.windows_netexec_manifest("v6-server", node)])["v6-server"]
+        client = workloads.windows_client("v6-client", node)
+    except WaitTimeout as exc:
+        checks.gate(["agnhost", "netexec"], where=f"windows node {node.name}")
+        raise AssertionError(f"Windows pods never became ready on an IPv6-only cluster: {exc}") from exc
+    outcome = checks.dial(client, server.status.pod_ip, conn.NETSERVER_HTTP_PORT, "http", {"v6-server"})
+    assert outcome.reached_all, outcome.describe()

@@ -1,0 +1,64 @@
+"""Pod to pod on Windows nodes: by IP on the same node and across nodes, over TCP and UDP (upstream's agnhost
+netexec dial check), ICMP inside the cluster network, and port-forward to a Windows pod.
+
+002_8a7e76f95009f44f.txt (Supported Functionality > Networking): "For the node, pod, and service objects,
+the following network flows are supported for TCP/UDP traffic: Pod -> Pod (IP) ...".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+
+pytestmark = [pytest.mark.networking]
+
+PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
+
+
+@pytest.mark.test_id("5dad21e1-a81f-474d-9436-5c29d3978d2b")
+def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(netservers, windows_client, windows_nodes):
+    """ "Windows containers have to be scheduled on Windows nodes" (000_4130a90def37a825.txt, Supported Functionality)."""
+    assert {p.node for p in netservers} == {n.name for n in windows_nodes}, "a Windows node got no netserver pod"
+    assert windows_client.node == windows_nodes[0].name
+    ips = [p.ip for p in [*netservers, windows_client]]
+    assert len(set(ips)) == len(ips), f"two pods share an IP: {ips}"
+    for pod in [*netservers, windows_client]:
+        assert pod.ip != pod.host_ip, f"pod {pod.name} got its node's IP {pod.host_ip}, not a pod IP"
+
+
+@pytest.mark.test_id("2722c3d6-1d46-407f-b195-151bab1315b8")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, windows_client, local_netserver):
+    """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
+    outcome = checks.dial(windows_client, local_netserver.ip, PORTS[protocol], protocol, {local_netserver.name})
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("f4138c2c-d7e3-4e2f-af67-ec3c007a8994")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, windows_client, remote_netserver):
+    """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
+    outcome = checks.dial(windows_client, remote_netserver.ip, PORTS[protocol], protocol, {remote_netserver.name})
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("f8634bf2-fa0e-4fb5-8229-59a80d5317fc")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("where", ["same-node", "other-node"])
+def test_pod_pings_pod_in_the_cluster_network(where, request, checks, windows_client):
+    """ "ICMP packets directed to destinations within the same network (e.g. pod to pod communication via ping) work as expected and without any limitations" (000_4130a90def37a825.txt, Networking)."""
+    target = request.getfixturevalue("local_netserver" if where == "same-node" else "remote_netserver")
+    ok, result = checks.ping(windows_client, target.ip)
+    assert ok, f"no ICMP echo reply from {target.name} ({target.ip}):\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.test_id("fbbfd967-7a60-4a08-b03a-f8613093f178")
+@pytest.mark.dataplane
+@pytest.mark.limitation("port-forward-unsupported")
+def test_port_forward_reaches_a_windows_pod(checks, local_netserver):
+    """ "Features were added in Kubernetes v1.15: kubectl port-forward" (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt: not implemented before)."""
+    body = checks.port_forward_get(local_netserver, conn.NETSERVER_HTTP_PORT, "/hostname")
+    assert body.lower() == local_netserver.name, f"port-forward to {local_netserver.name} answered {body!r}"

@@ -1,0 +1,193 @@
+"""Services backed by Windows pods: every documented type, reached from a Windows pod, from another node and
+through a load balancer; Service environment variables; session affinity; externalTrafficPolicy Local.
+
+002_8a7e76f95009f44f.txt (Supported Functionality > Services): "In Windows, services can utilize the
+following types, properties and capabilities: Service Environment variables, NodePort, ClusterIP,
+LoadBalancer, ExternalName, Headless services".
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client
+
+from wincon import connectivity as conn
+from wincon.cluster.client import call
+
+pytestmark = [pytest.mark.networking]
+
+PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
+AFFINITY_CHECKS = 10  # upstream's SessionAffinityChecks
+AFFINITY_TIMEOUT_SECONDS = 10
+AFFINITY_IDLE_MARGIN_SECONDS = 5
+AFFINITY_IDLE_ROUNDS = 8  # n >= 2 backends: the same one after every idle period by chance at most 1/2^8
+
+
+def names(pods):
+    return {p.name for p in pods}
+
+
+@pytest.fixture(scope="module")
+def loadbalancer_service(workloads, netservers):
+    return workloads.service("service-loadbalancer.yaml", netservers, name="netserver-lb", traffic_policy="Cluster")
+
+
+@pytest.mark.test_id("08767122-34df-4a8b-b5f1-7b2d7de7e3c1")
+@pytest.mark.parametrize("kind", ["ClusterIP", "NodePort", "LoadBalancer", "headless", "ExternalName"])
+def test_every_service_type_is_created_over_windows_pods(kind, request, api_client, namespace, netservers):
+    """ "In Windows, services can utilize the following types ... NodePort, ClusterIP, LoadBalancer, ExternalName, Headless services" (002_8a7e76f95009f44f.txt, Services)."""
+    fixture = {
+        "ClusterIP": "netserver_service",
+        "NodePort": "nodeport_service",
+        "LoadBalancer": "loadbalancer_service",
+        "headless": "headless_service",
+        "ExternalName": "alias_service",
+    }[kind]
+    svc = request.getfixturevalue(fixture)
+    assert svc.type == kind
+    core = client.CoreV1Api(api_client)
+    if kind == "ExternalName":
+        target = request.getfixturevalue("netserver_service").fqdn
+        assert svc.cluster_ip is None and svc.raw.spec.external_name == target, f"ExternalName Service: {svc.raw.spec}"
+        return
+    if kind != "headless":
+        assert svc.cluster_ip, f"{kind} Service {svc.name} has no cluster IP"
+    if kind in ("NodePort", "LoadBalancer"):
+        assert all(port > 0 for port in svc.node_ports.values()) and svc.node_ports, f"no node port: {svc.raw.spec}"
+    endpoints = call(core.read_namespaced_endpoints, svc.name, namespace)
+    listed = {a.ip: a.target_ref.name for s in endpoints.subsets or [] for a in s.addresses or [] if a.target_ref}
+    assert listed == {p.ip: p.name for p in netservers}, f"{kind} Service {svc.name} endpoints: {listed}"
+
+
+@pytest.mark.test_id("ee85f916-9932-4807-bc3c-cd41f2575e9f")
+@pytest.mark.dataplane
+@pytest.mark.limitation("overlay-kube-proxy-alpha")
+@pytest.mark.limitation("win-overlay-1803-service-ip")
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, netserver_service, netservers):
+    """ "Pod -> Service (Cluster IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
+    outcome = checks.dial(windows_client, netserver_service.cluster_ip, PORTS[protocol], protocol, names(netservers))
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("9c88600f-326f-4693-8dd5-a9a5fad4c94f")
+@pytest.mark.dataplane
+def test_windows_pod_gets_environment_variables_of_services(checks, workloads, netserver_service, windows_nodes):
+    """Windows "services can utilize ... Service Environment variables" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Service environment variables ... work")."""
+    # Created after the Service: the kubelet sets variables of the Services that exist when a container starts.
+    pod = workloads.windows_client("env-check", windows_nodes[0])
+    result = checks.run(pod, conn.env_command(pod.os))
+    assert result.ok, f"{conn.env_command(pod.os)} failed: {result.stderr}"
+    env = conn.parse_env(result.stdout)
+    for key, value in conn.service_env_expectation(
+        netserver_service.name, netserver_service.cluster_ip, conn.SERVICE_HTTP_PORT
+    ).items():
+        assert env.get(key) == value, f"{key} is {env.get(key)!r} in pod {pod.name}, expected {value!r}"
+
+
+@pytest.mark.test_id("8cba0953-9180-454d-b99f-b188df6755cd")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("protocol", ["http", "udp"])
+def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, windows_client, nodeport_service, netservers):
+    """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking): from a pod it works."""
+    node_ip = windows_client.host_ip
+    outcome = checks.dial(windows_client, node_ip, nodeport_service.node_ports[protocol], protocol, names(netservers))
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.mark.test_id("221bf4ab-4d7b-4c07-a992-54ed513cf4a8")
+@pytest.mark.dataplane
+def test_nodeport_of_a_windows_node_answers_another_node(
+    checks, remote_node, windows_client, nodeport_service, netservers
+):
+    """ "NodePort access will work from other nodes or external clients" (002_8a7e76f95009f44f.txt, My Windows node cannot access NodePort service)."""
+    url = f"http://{conn.host_port(windows_client.host_ip, nodeport_service.node_ports['http'])}/hostname"
+    ok, result = checks.http_get(remote_node, url, names(netservers))
+    assert ok, (
+        f"{url} from {remote_node.os} node {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
+    )
+
+
+@pytest.mark.test_id("e1e9d9e4-a208-43e1-ade2-cf64f7b1cb9c")
+@pytest.mark.dataplane
+def test_loadbalancer_service_reaches_windows_pods(checks, workloads, windows_client, loadbalancer_service, netservers):
+    """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
+    address = workloads.load_balancer_address(loadbalancer_service.name)
+    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    assert outcome.reached_all, outcome.describe()
+
+
+@pytest.fixture(scope="module")
+def affinity_service(workloads, netservers):
+    return workloads.service(
+        "service-affinity.yaml", netservers, name="netserver-sticky", timeout_seconds=AFFINITY_TIMEOUT_SECONDS
+    )
+
+
+@pytest.mark.test_id("8832d05a-2e50-46aa-8055-f0d89abd9c69")
+@pytest.mark.dataplane
+def test_session_affinity_client_ip_keeps_one_backend(checks, windows_client, affinity_service):
+    """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
+    answers = checks.dial_each(
+        windows_client, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS
+    )
+    assert all(answers), f"some dials got no answer: {answers}"
+    assert len(set(answers)) == 1, f"sessionAffinity ClientIP, yet one client reached {sorted(set(answers))}"
+
+
+@pytest.mark.test_id("f8ba2641-7119-4cde-acd3-b4d86ae95b4f")
+@pytest.mark.dataplane
+@pytest.mark.slow
+@pytest.mark.limitation("session-affinity-timeout")
+def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinity_service):
+    """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
+    assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
+    first = checks.dial_each(
+        windows_client, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS
+    )
+    if not all(first) or len(set(first)) != 1:
+        pytest.skip(f"ClientIP affinity itself does not hold here ({first}), so its timeout cannot be observed")
+    sticky = first[0]
+    command = conn.dial_command("windows", windows_client.ip, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT)
+    seen = []
+
+    def moved_after_idle():
+        time.sleep(AFFINITY_TIMEOUT_SECONDS + AFFINITY_IDLE_MARGIN_SECONDS)
+        seen.append(checks.dial_once(windows_client, command))
+        return seen[-1] not in ("", sticky)
+
+    moved, rounds = conn.attempts(moved_after_idle, AFFINITY_IDLE_ROUNDS, delay=0)
+    assert moved, (
+        f"after {rounds} idle periods of {AFFINITY_TIMEOUT_SECONDS + AFFINITY_IDLE_MARGIN_SECONDS}s "
+        f"(timeoutSeconds {AFFINITY_TIMEOUT_SECONDS}) the client still reached only {sticky}: {seen}"
+    )
+
+
+@pytest.mark.test_id("77eec314-1842-4e8d-abef-173570f42edf")
+@pytest.mark.dataplane
+@pytest.mark.limitation("external-traffic-policy-local")
+def test_external_traffic_policy_local_keeps_the_client_ip(
+    checks, workloads, remote_node, local_netserver, windows_nodes
+):
+    """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
+    svc = workloads.service(
+        "service-nodeport-local.yaml", [local_netserver], name="netserver-local", select=workloads.only(local_netserver)
+    )
+    url = f"http://{conn.host_port(local_netserver.host_ip, svc.node_ports['http'])}/clientip"
+    command = conn.http_get_command(remote_node.os, url)
+    ok, result = checks.until(
+        remote_node, command, lambda r: r.ok and r.stdout.strip() != "", container=remote_node.tool_container
+    )
+    assert ok, f"{url} from {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+    source = result.stdout.strip().rsplit(":", 1)[0].strip("[]")
+    assert source in (remote_node.ip, remote_node.host_ip), (
+        f"the Windows backend saw the request come from {source}, not from the client node {remote_node.host_ip}: "
+        "the source IP was not preserved"
+    )
+    idle = [n for n in windows_nodes if n.name not in (local_netserver.node, remote_node.node)]
+    if idle:  # a node with no local endpoint must not forward to another node's pod
+        url = f"http://{conn.host_port(idle[0].internal_ip, svc.node_ports['http'])}/hostname"
+        result = checks.exec(remote_node, conn.http_get_command(remote_node.os, url), remote_node.tool_container)
+        assert not result.ok, f"{idle[0].name} has no local endpoint, yet {url} answered {result.stdout.strip()!r}"
