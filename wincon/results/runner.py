@@ -78,7 +78,7 @@ def pytest_command(
 
 def _run_pytest(command: list[str]) -> int:
     """Run pytest in its own session; our SIGINT/SIGTERM reach it exactly once, as SIGINT."""
-    proc = subprocess.Popen(command, cwd=REPO, start_new_session=True)
+    proc = subprocess.Popen(command, start_new_session=True)
     forwarded = {"count": 0}
 
     def forward(signum: int, frame: Any) -> None:
