@@ -138,7 +138,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
         problems = validate_against_suite(required, suite_ids)
         for line in problems:
             print(f"gate: {line}")
-        print(f"gate: {sum(len(t) for t in required.versions.values())} required entries, {len(problems)} problems")
+        distinct = {test_id for tests in required.versions.values() for test_id in tests}
+        print(
+            f"gate: {len(distinct)} required tests over {len(required.versions)} Kubernetes minors, "
+            f"{len(suite_ids)} suite tests collected: {len(problems)} problems"
+        )
         return ExitCode.USAGE if problems else ExitCode.OK
     if args.results is None:
         raise UsageError("wincon gate needs a results directory (or --validate)", "wincon gate results/<run-id>")
