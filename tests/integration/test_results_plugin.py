@@ -178,6 +178,9 @@ def test_allure_results_carry_wincon_labels_links_and_the_profile(suite):
             "name": "000_4130a90def37a825.txt",
         }
     ]
+    lifted = by_name["test_icmp_lifted"]
+    assert lifted["status"] == "failed"
+    assert lifted["statusDetails"]["message"] == "limitation icmp-egress-through-vfp appears lifted on this cluster"
     env = (allure_dir / "environment.properties").read_text()
     assert "cni=flannel" in env and "kubernetes-version=v1.34.4" in env
     categories = json.loads((allure_dir / "categories.json").read_text())
