@@ -4,6 +4,7 @@
 # Usage: ci/scripts/aks.sh up|down|logs [options]
 #   up     create the resource group, the cluster (Azure CNI) and the Windows pools; write the kubeconfig
 #   down   delete the resource group (and with it the cluster); safe to run twice
+#   check  validate the options and exit (0: fine, 4: usage error)
 #   logs   save cluster state and node logs under --artifacts
 # Options:
 #   --cluster-name NAME      cluster name (default: $AKS_CLUSTER_NAME or wincon-<date>)
@@ -32,9 +33,9 @@ usage() { sed -n '2,/^set -o/p' "${BASH_SOURCE[0]}" | sed -e '/^set -o/d' -e 's/
 action=$1
 shift
 case "${action}" in
-  up|down|logs) ;;
+  up|down|logs|check) ;;
   -h|--help) usage; exit 0 ;;
-  *) die "${EXIT_USAGE}" "unknown action '${action}'" "use up, down or logs" ;;
+  *) die "${EXIT_USAGE}" "unknown action '${action}'" "use up, down, logs or check" ;;
 esac
 
 cluster=${AKS_CLUSTER_NAME:-wincon-$(date -u +%Y%m%d%H%M)}
@@ -151,5 +152,7 @@ logs() {
   [[ "${DRY_RUN}" == true ]] && collect+=(--dry-run)
   "${collect[@]}"
 }
+
+check() { return 0; }  # the options were validated above
 
 "${action}"

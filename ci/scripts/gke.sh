@@ -5,6 +5,7 @@
 # Usage: ci/scripts/gke.sh up|down|logs [options]
 #   up     create the cluster and the Windows pools; write the kubeconfig
 #   down   delete the cluster; safe to run twice
+#   check  validate the options and exit (0: fine, 4: usage error)
 #   logs   save cluster state, node logs and the Windows nodes' serial console under --artifacts
 # Options:
 #   --cluster-name NAME    cluster name (default: $GKE_CLUSTER_NAME or wincon-<date>)
@@ -31,9 +32,9 @@ usage() { sed -n '2,/^set -o/p' "${BASH_SOURCE[0]}" | sed -e '/^set -o/d' -e 's/
 action=$1
 shift
 case "${action}" in
-  up|down|logs) ;;
+  up|down|logs|check) ;;
   -h|--help) usage; exit 0 ;;
-  *) die "${EXIT_USAGE}" "unknown action '${action}'" "use up, down or logs" ;;
+  *) die "${EXIT_USAGE}" "unknown action '${action}'" "use up, down, logs or check" ;;
 esac
 
 cluster=${GKE_CLUSTER_NAME:-wincon-$(date -u +%Y%m%d%H%M)}
@@ -134,5 +135,7 @@ logs() {
   done < <(kubectl --kubeconfig "${kubeconfig}" get nodes -l kubernetes.io/os=windows -o name 2>/dev/null | sed 's|^node/||')
   "${collect[@]}"
 }
+
+check() { return 0; }  # the options were validated above
 
 "${action}"

@@ -96,6 +96,11 @@ cloud_args=(--cluster-name "${cluster}" --windows "${windows}" --kubeconfig "${k
 [[ -n "${k8s_version}" ]] && cloud_args+=(--k8s-version "${k8s_version}")
 [[ "${DRY_RUN}" == true ]] && cloud_args+=(--dry-run)
 
+if [[ "${cloud}" != kubeconfig ]]; then
+  # Bad cloud options are a usage error before anything is created.
+  "${HERE}/${cloud}.sh" check "${cloud_args[@]}" || exit "${EXIT_USAGE}"
+fi
+
 status=0            # the first failure's exit code
 cluster_created=false
 record() { # record RC STEP: keep the first failure

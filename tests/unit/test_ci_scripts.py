@@ -1,0 +1,491 @@
+"""ci/: the pipeline scripts (dry-run and with stand-in cloud tools), Prow, TestGrid, workflows, lint."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = ROOT / "ci"
+SCRIPTS = CI / "scripts"
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+# Unique values that must never be printed by any script, dry run or not.
+SECRETS = {
+    "AKS_WINDOWS_ADMIN_PASSWORD": "Pw-8f3a91c2-$ecret!",
+    "AZURE_CLIENT_SECRET": "azcs-4b1e0d77aa",
+    "AZURE_FEDERATED_TOKEN": "eyJhbGciOi-federated-5c2d",
+    "WINCON_ALLURE_PASSWORD": "allure-pw-93e1",
+    "GITHUB_TOKEN": "ghs_0123456789abcdef",
+}
+
+
+def run_script(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 60):
+    full_env = {k: v for k, v in os.environ.items() if k not in ("PROW_JOB_ID", "ARTIFACTS", "KUBECONFIG")}
+    full_env.update(SECRETS)
+    full_env.update(env or {})
+    return subprocess.run(["bash", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+def assert_no_secret(result: subprocess.CompletedProcess) -> None:
+    for name, value in SECRETS.items():
+        assert value not in result.stdout + result.stderr, f"the value of {name} was printed"
+
+
+# ----------------------------------------------------------------------------- dry runs
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["aks.sh", "up", "--cluster-name", "t1", "--windows", "ltsc2022,ltsc2019", "--k8s-version", "1.32"],
+        ["aks.sh", "down", "--cluster-name", "t1"],
+        ["aks.sh", "logs", "--cluster-name", "t1"],
+        ["gke.sh", "up", "--cluster-name", "t1", "--project", "p1", "--windows", "ltsc2022"],
+        ["gke.sh", "down", "--cluster-name", "t1"],
+        ["gke.sh", "logs", "--cluster-name", "t1"],
+        ["collect-logs.sh", "--kubeconfig", "/tmp/kc"],
+        ["pipeline.sh", "--cloud", "aks", "--publish", "gs://b/logs"],
+        ["pipeline.sh", "--cloud", "gke", "--mode", "gate", "--k8s-version", "1.31"],
+        ["pipeline.sh", "--cloud", "kubeconfig", "--kubeconfig", "/tmp/kc"],
+    ],
+    ids=lambda a: " ".join(a[:3]),
+)
+def test_dry_run_prints_cloud_commands_without_credentials_or_secrets(args, tmp_path):
+    result = run_script(
+        [str(SCRIPTS / args[0]), *args[1:], "--dry-run"],
+        env={"PATH": "/usr/bin:/bin", "ARTIFACTS": str(tmp_path)},  # no az, gcloud, kubectl, wincon
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "a dry run must print the commands"
+    assert_no_secret(result)
+    assert not (tmp_path / "results").exists(), "a dry run must not create anything"
+
+
+def test_the_secret_given_to_aks_is_shown_redacted():
+    result = run_script([str(SCRIPTS / "aks.sh"), "up", "--cluster-name", "t1", "--dry-run"])
+    assert "--windows-admin-password '<redacted:AKS_WINDOWS_ADMIN_PASSWORD>'" in result.stdout
+
+
+def dry_pipeline(*args: str, env: dict[str, str] | None = None, tmp_path: Path) -> list[str]:
+    result = run_script(
+        [str(SCRIPTS / "pipeline.sh"), "--artifacts", str(tmp_path / "a"), "--dry-run", *args],
+        env={"WINCON_RUN_ID": "r1", "TMPDIR": str(tmp_path), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def index_of(lines: list[str], start: str) -> int:
+    hits = [n for n, line in enumerate(lines) if line.startswith(start)]
+    assert hits, f"no command starting with {start!r} in:\n" + "\n".join(lines)
+    return hits[0]
+
+
+def test_nightly_aks_runs_every_step_in_order(tmp_path):
+    lines = dry_pipeline("--cloud", "aks", "--publish", "gs://dash/logs", "--job", "j1", tmp_path=tmp_path)
+    a, kc = tmp_path / "a", tmp_path / "wincon-kubeconfig-wincon-r1"
+    order = [
+        index_of(lines, "az aks create --resource-group wincon-r1-rg --name wincon-r1"),
+        index_of(lines, "az aks nodepool add --resource-group wincon-r1-rg --cluster-name wincon-r1 --name win22"),
+        index_of(lines, f"az aks get-credentials --resource-group wincon-r1-rg --name wincon-r1 --file {kc}"),
+        index_of(lines, f"wincon prepull --kubeconfig {kc}"),
+        index_of(
+            lines,
+            f"pytest --kubeconfig {kc} suites --run-id r1-parallel --results-dir {a}/results/parallel "
+            "--results-context parallel -n 4 -m 'not serial and not disruptive'",
+        ),
+        index_of(
+            lines,
+            f"pytest --kubeconfig {kc} suites --run-id r1-serial --results-dir {a}/results/serial "
+            "--results-context serial -n 0 -m 'serial or disruptive'",
+        ),
+        index_of(lines, f"wincon publish {a}/results/parallel --to gs://dash/logs/j1"),
+        index_of(lines, f"wincon publish {a}/results/serial --to gs://dash/logs/j1-serial"),
+        index_of(lines, f"kubectl --kubeconfig {kc} get nodes -o wide"),
+        index_of(lines, "az group delete --name wincon-r1-rg --yes --no-wait"),
+    ]
+    assert order == sorted(order), "\n".join(lines)
+    assert not any(str(a) in line for line in lines if "kubeconfig" in line.split()[-1:]), "kubeconfig in artifacts"
+
+
+def test_nightly_gke_creates_a_windows_ltsc_containerd_pool(tmp_path):
+    lines = dry_pipeline("--cloud", "gke", "--windows", "ltsc2022", tmp_path=tmp_path, env={"GKE_PROJECT": "p"})
+    pool = lines[index_of(lines, "gcloud container node-pools create win-ltsc2022")]
+    assert "--image-type WINDOWS_LTSC_CONTAINERD --windows-os-version ltsc2022" in pool
+    assert index_of(lines, "gcloud container clusters delete wincon-r1") > index_of(lines, "pytest")
+
+
+def test_gate_runs_the_required_list_alone_then_wincon_gate(tmp_path):
+    lines = dry_pipeline(
+        "--cloud", "kubeconfig", "--kubeconfig", "/k", "--mode", "gate", "--k8s-version", "v1.31.4", tmp_path=tmp_path
+    )
+    a = tmp_path / "a"
+    listing = index_of(lines, f"python3 {SCRIPTS}/required_tests.py --k8s-version 1.31 > {a}/required-tests.txt")
+    tests = index_of(lines, "pytest --kubeconfig /k --run-id r1-gate")
+    assert f"-n 0 @{a}/required-tests.txt" in lines[tests]
+    gate = index_of(lines, f"wincon gate {a}/results/gate --k8s-version 1.31")
+    assert listing < tests < gate
+    assert not any(line.startswith(("az ", "gcloud ")) for line in lines), "--cloud kubeconfig creates nothing"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cloud", "azure"], "--cloud 'azure' is not aks, gke or kubeconfig"),
+        ([], "--cloud is required"),
+        (["--cloud", "kubeconfig"], "--cloud kubeconfig needs --kubeconfig FILE"),
+        (["--cloud", "aks", "--mode", "gate"], "--mode gate needs --k8s-version"),
+        (["--cloud", "aks", "--workers", "four"], "--workers 'four' is not a number"),
+        (["--cloud", "aks", "--windows", "ltsc2019", "--k8s-version", "1.33"], "does not offer Windows Server 2019"),
+        (["--cloud", "gke", "--windows", "ltsc2025"], "GKE does not offer Windows version 'ltsc2025'"),
+    ],
+)
+def test_bad_usage_is_one_clear_error(args, message, tmp_path):
+    result = run_script([str(SCRIPTS / "pipeline.sh"), "--dry-run", "--artifacts", str(tmp_path), *args])
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert message in result.stderr and "fix:" in result.stderr
+
+
+# ----------------------------------------------------------------------------- real runs with stand-in tools
+
+STANDIN = r"""#!/usr/bin/env bash
+# Records its call; behaves as the rules file says: lines "substring|exit code|stdout|sleep seconds".
+tool=$(basename "$0")
+line="$tool $*"
+printf '%s\n' "$line" >> "$STANDIN_CALLS"
+results=""
+prev=""
+for a in "$@"; do
+  [[ "$prev" == --results-dir ]] && results=$a
+  prev=$a
+done
+if [[ -n "$results" ]]; then
+  mkdir -p "$results"
+  echo '{"timestamp": 1}' > "$results/started.json"
+  echo '{"timestamp": 2, "passed": true, "metadata": {"kubernetes-version": "v1.31.2", "windows-builds": "20348"}}' \
+    > "$results/finished.json"
+fi
+while IFS='|' read -r match rc out pause; do
+  [[ -n "$match" && "$line" == *"$match"* ]] || continue
+  [[ -n "$out" ]] && printf '%s\n' "$out"
+  [[ -n "$pause" ]] && sleep "$pause"
+  exit "$rc"
+done < "$STANDIN_RULES"
+exit 0
+"""
+
+
+@pytest.fixture()
+def standins(tmp_path):
+    """az, gcloud, kubectl, wincon and pytest stand-ins on PATH, with a rules file and a call log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("az", "gcloud", "kubectl", "wincon", "pytest"):
+        path = bin_dir / tool
+        path.write_text(STANDIN)
+        path.chmod(0o755)
+    rules = tmp_path / "rules.txt"
+    rules.write_text("az group show|0|Succeeded|\ngcloud container clusters describe|0|RUNNING|\n")
+    calls = tmp_path / "calls.txt"
+    calls.write_text("")
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "STANDIN_RULES": str(rules),
+        "STANDIN_CALLS": str(calls),
+        "WINCON_RUN_ID": "r2",
+        "TMPDIR": str(tmp_path),
+    }
+
+    class Standins:
+        def rule(self, match: str, rc: int = 0, out: str = "", pause: str = "") -> None:
+            with rules.open("a") as handle:
+                handle.write(f"{match}|{rc}|{out}|{pause}\n")
+
+        def calls(self) -> list[str]:
+            return calls.read_text().splitlines()
+
+        def pipeline(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+            return run_script(
+                [str(SCRIPTS / "pipeline.sh"), "--artifacts", str(tmp_path / "a"), *args],
+                env={**env, **(extra_env or {})},
+            )
+
+    return Standins()
+
+
+def called(calls: list[str], start: str) -> bool:
+    return any(c.startswith(start) for c in calls)
+
+
+def test_failed_tests_still_publish_collect_logs_and_tear_down(standins, tmp_path):
+    standins.rule("--results-context parallel", rc=1)
+    result = standins.pipeline("--cloud", "aks", "--publish", str(tmp_path / "pub"), "--job", "j")
+    assert result.returncode == 1, result.stderr
+    calls = standins.calls()
+    assert called(calls, "pytest --kubeconfig") and any("--results-context serial" in c for c in calls)
+    assert called(calls, f"wincon publish {tmp_path}/a/results/parallel --to {tmp_path}/pub/j")
+    assert called(calls, f"wincon publish {tmp_path}/a/results/serial --to {tmp_path}/pub/j-serial")
+    assert called(calls, "kubectl --kubeconfig") and called(calls, "az aks show")
+    assert calls[-1] == "az group delete --name wincon-r2-rg --yes --no-wait"
+    assert (tmp_path / "a" / "cluster" / "nodes.txt").exists()
+    assert_no_secret(result)
+
+
+def test_a_cluster_that_cannot_be_created_is_an_infrastructure_error_and_is_still_deleted(standins):
+    standins.rule("az aks create", rc=1)
+    result = standins.pipeline("--cloud", "aks")
+    assert result.returncode == 3
+    calls = standins.calls()
+    assert not called(calls, "pytest") and not called(calls, "wincon prepull")
+    assert calls[-1].startswith("az group delete --name wincon-r2-rg")
+
+
+def test_a_failed_prepull_stops_before_the_tests_with_exit_3(standins):
+    standins.rule("wincon prepull", rc=3)
+    result = standins.pipeline("--cloud", "gke", extra_env={"GKE_PROJECT": "p"})
+    assert result.returncode == 3
+    calls = standins.calls()
+    assert not called(calls, "pytest")
+    assert calls[-1].startswith("gcloud container clusters delete wincon-r2")
+
+
+def test_no_serial_tests_is_not_a_failure_but_no_tests_at_all_is(standins):
+    standins.rule("--results-context serial", rc=5)
+    assert standins.pipeline("--cloud", "aks").returncode == 0
+    standins.rule("--results-context parallel", rc=5)
+    assert standins.pipeline("--cloud", "aks").returncode == 5
+
+
+def test_a_failed_publish_is_exit_9_when_the_tests_passed(standins, tmp_path):
+    standins.rule("wincon publish", rc=9)
+    result = standins.pipeline("--cloud", "aks", "--publish", "gs://b/logs")
+    assert result.returncode == 9
+    assert standins.calls()[-1].startswith("az group delete")
+
+
+def test_sigterm_during_the_tests_tears_down_and_exits_2(standins, tmp_path):
+    standins.rule("--results-context parallel", rc=0, pause="30")
+    env = {k: v for k, v in os.environ.items()}
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPTS / "pipeline.sh"), "--artifacts", str(tmp_path / "a"), "--cloud", "aks"],
+        env={
+            **env,
+            **SECRETS,
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}",
+            "STANDIN_RULES": str(tmp_path / "rules.txt"),
+            "STANDIN_CALLS": str(tmp_path / "calls.txt"),
+            "WINCON_RUN_ID": "r3",
+            "TMPDIR": str(tmp_path),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not any("--results-context parallel" in c for c in standins.calls()):
+        assert time.monotonic() < deadline, "the parallel tests never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert standins.calls()[-1].startswith("az group delete --name wincon-r3-rg")
+
+
+def test_gate_exit_code_is_the_verdict(standins, tmp_path):
+    required = tmp_path / "required.txt"
+    standins.rule("wincon gate", rc=11)
+    # required_tests.py collects the real suites; a copy of the scripts gets a stand-in that lists one test
+    scripts = tmp_path / "ci" / "scripts"
+    shutil.copytree(SCRIPTS, scripts)
+    (scripts / "required_tests.py").write_text("print('suites/api/test_x.py::test_y')\n")
+    result = run_script(
+        [
+            str(scripts / "pipeline.sh"),
+            "--artifacts",
+            str(tmp_path / "a"),
+            "--cloud",
+            "kubeconfig",
+            "--kubeconfig",
+            str(required),
+            "--mode",
+            "gate",
+            "--k8s-version",
+            "1.31",
+        ],
+        env={
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "STANDIN_RULES": str(tmp_path / "rules.txt"),
+            "STANDIN_CALLS": str(tmp_path / "calls.txt"),
+            "WINCON_RUN_ID": "r4",
+        },
+    )
+    assert result.returncode == 11, result.stderr
+    calls = standins.calls()
+    assert any(c.startswith("pytest") and f"@{tmp_path}/a/required-tests.txt" in c for c in calls)
+    assert (tmp_path / "a" / "required-tests.txt").read_text() == "suites/api/test_x.py::test_y\n"
+
+
+def test_under_prow_the_run_profile_reaches_metadata_json(standins, tmp_path):
+    artifacts = tmp_path / "a"
+    result = standins.pipeline("--cloud", "aks", extra_env={"PROW_JOB_ID": "123", "ARTIFACTS": str(artifacts)})
+    assert result.returncode == 0, result.stderr
+    metadata = json.loads((artifacts / "metadata.json").read_text())
+    assert metadata == {"kubernetes-version": "v1.31.2", "windows-builds": "20348"}
+
+
+def test_collect_logs_keeps_going_when_kubectl_fails(standins, tmp_path):
+    standins.rule("get nodes -o name", out="node/win-1")
+    standins.rule("get --raw", rc=1)
+    out = tmp_path / "logs"
+    result = run_script(
+        [str(SCRIPTS / "collect-logs.sh"), "--kubeconfig", "/k", "--artifacts", str(out)],
+        env={
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "STANDIN_RULES": str(tmp_path / "rules.txt"),
+            "STANDIN_CALLS": str(tmp_path / "calls.txt"),
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert "logs of 1 nodes saved" in result.stderr, result.stderr
+    assert (out / "nodes" / "win-1-describe.txt").exists() and (out / "nodes" / "win-1-kubelet.log").exists()
+    assert any("/api/v1/nodes/win-1/proxy/logs/?query=kubelet" in c for c in standins.calls())
+
+
+def test_prow_metadata_flattens_values_for_testgrid(tmp_path):
+    finished = tmp_path / "finished.json"
+    finished.write_text(json.dumps({"metadata": {"cni": "azure-cni", "verdicts": {"passed": 3}, "n": 2}}))
+    target = tmp_path / "out" / "metadata.json"
+    result = subprocess.run([sys.executable, str(SCRIPTS / "prow_metadata.py"), str(finished), str(target)])
+    assert result.returncode == 0
+    assert json.loads(target.read_text()) == {"cni": "azure-cni", "verdicts": {"passed": "3"}, "n": "2"}
+
+
+def test_required_tests_rejects_an_id_no_suite_test_carries(tmp_path):
+    pytest.importorskip("wincon.results.gate")
+    required = tmp_path / "required.yaml"
+    required.write_text(
+        "version: 1\nkubernetes:\n  '1.31':\n    tests:\n"
+        "      - {id: 00000000-0000-4000-8000-000000000000, name: no such test}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "required_tests.py"), "--k8s-version", "1.31", "--required", str(required)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 4, result.stderr
+    assert "00000000-0000-4000-8000-000000000000" in result.stderr and "fix:" in result.stderr
+
+
+# ----------------------------------------------------------------------------- Prow, TestGrid, workflows
+
+
+def prow_jobs() -> list[dict]:
+    jobs = []
+    for path in sorted((CI / "prow").glob("*.yaml")):
+        jobs.extend(yaml.safe_load(path.read_text()).get("periodics", []))
+    return jobs
+
+
+def load_testgrid() -> dict:
+    return yaml.safe_load((CI / "testgrid" / "wincon.yaml").read_text())
+
+
+def test_prow_jobs_have_unique_names_decoration_and_testgrid_tabs():
+    jobs = prow_jobs()
+    names = [j["name"] for j in jobs]
+    assert len(names) == len(set(names)) and len(names) >= 4
+    dashboards = {d["name"] for d in load_testgrid()["dashboards"]}
+    groups = {g["name"]: g for g in load_testgrid()["test_groups"]}
+    for job in jobs:
+        assert job["decorate"] is True, job["name"]
+        assert job["annotations"]["testgrid-dashboards"] in dashboards, job["name"]
+        group = groups.get(job["name"])
+        assert group, f"no TestGrid test group for {job['name']}"
+        bucket = job["decoration_config"]["gcs_configuration"]["bucket"]
+        assert group["gcs_prefix"] == f"{bucket}/logs/{job['name']}"
+
+
+@pytest.mark.parametrize("job", prow_jobs(), ids=lambda j: j["name"])
+def test_each_prow_job_command_runs_in_dry_run(job, tmp_path):
+    container = job["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    args = [a.replace("$(WINCON_GATE_K8S_VERSION)", env.get("WINCON_GATE_K8S_VERSION", "")) for a in container["args"]]
+    assert args[args.index("--job") + 1] == job["name"], "the published job name must be the Prow job's"
+    result = run_script(
+        [str(ROOT / container["command"][0]), "--dry-run", *args],
+        env={**env, "ARTIFACTS": str(tmp_path), "PROW_JOB_ID": "1", "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pytest" in result.stdout
+    assert_no_secret(result)
+
+
+def test_every_testgrid_tab_points_at_a_defined_group_with_wincon_column_headers():
+    config = load_testgrid()
+    groups = {g["name"]: g for g in config["test_groups"]}
+    assert set(config["dashboard_groups"][0]["dashboard_names"]) == {d["name"] for d in config["dashboards"]}
+    for dashboard in config["dashboards"]:
+        for tab in dashboard["dashboard_tab"]:
+            assert tab["test_group_name"] in groups, tab["name"]
+    for group in groups.values():
+        headers = [h["configuration_value"] for h in group["column_header"]]
+        assert {"kubernetes-version", "windows-builds", "cni"} <= set(headers)
+
+
+def workflows() -> dict[str, dict]:
+    return {p.name: yaml.safe_load(p.read_text()) for p in sorted(WORKFLOWS.glob("*.yml"))}
+
+
+def test_the_three_workflows_exist_and_always_tear_down():
+    flows = workflows()
+    assert {"nightly-aks.yml", "nightly-gke.yml", "release-gate.yml"} <= set(flows)
+    for name, flow in flows.items():
+        for job_id, job in flow["jobs"].items():
+            steps = job["steps"]
+            runs = [s.get("run", "") for s in steps]
+            if not any("pipeline.sh" in r for r in runs):
+                continue
+            down = [s for s in steps if "down --cluster-name" in s.get("run", "")]
+            assert down and down[0].get("if") == "always()", f"{name}/{job_id}: no always() teardown step"
+            assert steps.index(down[0]) > next(i for i, r in enumerate(runs) if "pipeline.sh" in r)
+
+
+def test_nightly_workflows_publish_to_the_groups_testgrid_reads():
+    groups = {g["name"] for g in load_testgrid()["test_groups"]}
+    aks = workflows()["nightly-aks.yml"]["jobs"]["aks"]
+    for entry in aks["strategy"]["matrix"]["include"]:
+        name = aks["env"]["JOB_NAME"].replace("${{ matrix.windows }}", entry["windows"])
+        assert name in groups and f"{name}-serial" in groups
+    gke = workflows()["nightly-gke.yml"]["jobs"]["gke"]
+    for windows in gke["strategy"]["matrix"]["windows"]:
+        name = gke["env"]["JOB_NAME"].replace("${{ matrix.windows }}", windows)
+        assert name in groups and f"{name}-serial" in groups
+
+
+def test_scripts_referenced_by_workflows_and_prow_exist_and_are_executable():
+    texts = [p.read_text() for p in WORKFLOWS.glob("*.yml")] + [p.read_text() for p in (CI / "prow").glob("*.yaml")]
+    referenced = {m for text in texts for m in re.findall(r'ci/scripts/(?:"\$CLOUD"|[\w-]+)\.(?:sh|py)', text)}
+    assert {"ci/scripts/pipeline.sh", "ci/scripts/prow.sh", 'ci/scripts/"$CLOUD".sh'} <= referenced
+    for ref in referenced:
+        for path in [ROOT / ref.replace('"$CLOUD"', cloud) for cloud in ("aks", "gke")]:
+            assert path.exists() and os.access(path, os.X_OK), ref
+
+
+def test_shellcheck_and_actionlint_pass():
+    result = subprocess.run(["bash", str(CI / "lint.sh")], capture_output=True, text=True, timeout=900)
+    if result.returncode == 3:
+        pytest.skip("neither install path for shellcheck/actionlint works here: " + result.stderr.strip()[-300:])
+    assert result.returncode == 0, result.stdout + result.stderr
