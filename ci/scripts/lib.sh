@@ -65,7 +65,34 @@ run() {
   fi
   printf '+ %s' "$(show "$@")" >&2
   printf '\n' >&2
-  "$@"
+  in_background "$@"
+}
+
+# in_background WORD...: run a command as a child and wait for it. Bash runs a trap only once the
+# foreground command ends, so an hour-long pytest would delay the teardown on SIGTERM; `wait` returns
+# at once instead, and the trap forwards the signal to the child (stop_child).
+WINCON_CHILD=""
+in_background() {
+  local rc=0
+  "$@" &
+  WINCON_CHILD=$!
+  wait "${WINCON_CHILD}" || rc=$?
+  WINCON_CHILD=""
+  return "${rc}"
+}
+
+# stop_child [SECONDS]: send SIGTERM to the running child (wincon cleans its namespaces on it) and wait
+# for it to end, at most SECONDS (default 60); then SIGKILL.
+stop_child() {
+  local pid=${WINCON_CHILD} waited=0
+  [[ -n "${pid}" ]] || return 0
+  kill -TERM "${pid}" 2>/dev/null || return 0
+  while kill -0 "${pid}" 2>/dev/null && (( waited < ${1:-60} )); do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  kill -KILL "${pid}" 2>/dev/null || true
+  WINCON_CHILD=""
 }
 
 # try WORD...: like run, but a failure is logged and returned instead of stopping the script.

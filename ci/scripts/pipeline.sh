@@ -137,7 +137,14 @@ finish() {
   exit "${status}"
 }
 trap finish EXIT
-trap 'status=${EXIT_INTERRUPTED}; exit ${EXIT_INTERRUPTED}' INT TERM
+# shellcheck disable=SC2329  # invoked by the INT and TERM traps
+interrupted() {
+  log "interrupted: stopping the running step, then logs and teardown"
+  status=${EXIT_INTERRUPTED}
+  stop_child 60
+  exit "${EXIT_INTERRUPTED}"
+}
+trap interrupted INT TERM
 
 run mkdir -p "${results}"
 
@@ -145,7 +152,7 @@ run mkdir -p "${results}"
 if [[ "${cloud}" != kubeconfig ]]; then
   cluster_created=true  # from here on, whatever happens, logs are collected and the cluster is deleted
   rc=0
-  "${HERE}/${cloud}.sh" up "${cloud_args[@]}" || rc=$?
+  in_background "${HERE}/${cloud}.sh" up "${cloud_args[@]}" || rc=$?
   if [[ ${rc} -ne 0 ]]; then
     record "${EXIT_INFRA}" "cluster creation (${cloud}.sh up, exit ${rc})"
     exit "${EXIT_INFRA}"
