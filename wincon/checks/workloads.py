@@ -194,3 +194,65 @@ def slug(text: str, limit: int = 40) -> str:
     while "--" in out:
         out = out.replace("--", "-")
     return out.strip("-")[:limit].strip("-")
+
+
+def eventually(check: Any, timeout: float, describe: str, interval: float = 1.0) -> Any:
+    """``check()``'s first truthy result within ``timeout`` seconds (tenacity polls it); else InfrastructureError.
+
+    For observations no single object's watch expresses (a set of pods matching a label).
+    """
+    retrying = Retrying(
+        retry=retry_if_result(lambda value: not value), stop=stop_after_delay(timeout), wait=wait_fixed(interval)
+    )
+    try:
+        return retrying(check)
+    except RetryError as exc:
+        raise InfrastructureError(
+            f"{describe}: not observed within {timeout:.0f}s", "see the attached diagnostics"
+        ) from exc
+
+
+def resource_version_now(api_client: client.ApiClient, namespace: str) -> str:
+    """The pod list's resourceVersion: a point in time to replay pod events from."""
+    core = client.CoreV1Api(api_client)
+    return call(core.list_namespaced_pod, namespace, limit=1).metadata.resource_version
+
+
+def pod_events_since(
+    api_client: client.ApiClient, namespace: str, labels: dict[str, str], resource_version: str, seconds: int = 2
+) -> list[tuple[str, str, bool]]:
+    """Replay the pod watch from ``resource_version``: (event type, pod name, Ready) in the order the API
+    server stored the changes. The stream ends after ``seconds`` without waiting for anything."""
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    from wincon.cluster.waits import pod_running_ready
+
+    core = client.CoreV1Api(api_client)
+    stream = watch.Watch()
+    events: list[tuple[str, str, bool]] = []
+    try:
+        for event in stream.stream(
+            core.list_namespaced_pod,
+            namespace,
+            label_selector=label_selector(labels),
+            resource_version=resource_version,
+            timeout_seconds=seconds,
+        ):
+            if event["type"] == "ERROR":
+                raise InfrastructureError(
+                    f"the pod history of {namespace} since resourceVersion {resource_version} is gone",
+                    "rerun the test: the API server's watch cache no longer holds the window",
+                )
+            pod = event["object"]
+            events.append((event["type"], pod.metadata.name, pod_running_ready(pod)))
+    except ApiException as exc:
+        if exc.status == 410:
+            raise InfrastructureError(
+                f"the pod history of {namespace} since resourceVersion {resource_version} is gone (410)",
+                "rerun the test: the API server's watch cache no longer holds the window",
+            ) from exc
+        raise
+    finally:
+        stream.stop()
+    return events

@@ -1,0 +1,30 @@
+"""Fixtures of the controllers suite: the Windows build to pin to, and pinned manifests from templates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from wincon.checks.workloads import pin_template, target_build
+from wincon.workloads.render import render
+
+
+@pytest.fixture(scope="session")
+def build(profile) -> int | None:
+    """The newest Windows build among the Ready Windows nodes: controller pods are pinned to it."""
+    return target_build(profile)
+
+
+@pytest.fixture(scope="session")
+def pinned(build) -> Callable[..., list[dict[str, Any]]]:
+    """``pinned(template, **params)``: the documents of manifests/controllers/<template>.yaml, pod templates
+    pinned to Windows and the target build (Services and other kinds unchanged)."""
+
+    def factory(template: str, pin_build: bool = True, **params: Any) -> list[dict[str, Any]]:
+        docs = render(f"controllers/{template}.yaml", **params)
+        kinds = {"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+        return [pin_template(d, build if pin_build else None) if d["kind"] in kinds else d for d in docs]
+
+    return factory

@@ -1,0 +1,46 @@
+"""A DaemonSet pinned to Windows runs one pod on every Windows node and none elsewhere."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.controllers import daemonset_rolled_out
+from wincon.checks.workloads import assert_all_ran_on, pods_with, schedulable_windows_nodes
+from wincon.cluster.waits import wait_for
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.controllers]
+
+
+@pytest.mark.test_id("08ec511b-0051-4004-a7ee-b42ce1f286af")
+def test_windows_daemonset_lands_on_every_windows_node_and_no_other(wincon, namespace, pinned, profile):
+    """ "Running a DaemonSet: ... nodeSelector: beta.kubernetes.io/os: windows" (001_feb1108140134f87.txt, Running Windows Containers): one pod per Windows node, none on Linux."""
+    expected = schedulable_windows_nodes(profile)
+    if not expected:
+        pytest.skip("no Ready Windows node without an untolerated taint: the DaemonSet has nowhere to run")
+    # One image for every Windows build the DaemonSet will meet: check the catalog has a variant for each.
+    for build in profile.windows_builds:
+        image = wincon.catalog.image("pause", "windows", build)
+    (manifest,) = pinned("daemonset", pin_build=False, name="win-ds", image=image)
+    apply(wincon.api_client, namespace, manifest)
+    apps = client.AppsV1Api(wincon.api_client)
+    ds = wait_for(
+        apps.list_namespaced_daemon_set,
+        "win-ds",
+        daemonset_rolled_out,
+        None,
+        wincon.pod_start_timeout,
+        describe=f"daemonset {namespace}/win-ds",
+        namespace=namespace,
+    )
+    assert ds.status.desired_number_scheduled == len(expected), (
+        f"the DaemonSet wants {ds.status.desired_number_scheduled} pods; Windows nodes: {expected}"
+    )
+    pods = pods_with(wincon.api_client, namespace, {"app": "win-ds"})
+    nodes = assert_all_ran_on(pods, profile, "windows")
+    per_node = Counter(n.name for n in nodes)
+    assert sorted(per_node) == expected, f"pods on {sorted(per_node)}, Windows nodes {expected}"
+    assert set(per_node.values()) == {1}, f"more than one pod on a node: {dict(per_node)}"

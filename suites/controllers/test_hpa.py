@@ -1,0 +1,121 @@
+"""HorizontalPodAutoscaler on a Deployment of Windows pods."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from wincon.checks.workloads import assert_all_ran_on, pods_with
+from wincon.cluster.client import call
+from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.controllers]
+
+METRICS_APISERVICE = "v1beta1.metrics.k8s.io"
+CONSUMER_PORT = 8080
+SCALE_UP_SECONDS = 300
+
+
+def metrics_api_available(api_client) -> str | None:
+    """None when the resource metrics API (metrics-server) is served; else why not."""
+    registration = client.ApiregistrationV1Api(api_client)
+    try:
+        service = call(registration.read_api_service, METRICS_APISERVICE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return f"the APIService {METRICS_APISERVICE} does not exist: metrics-server is not installed"
+        raise
+    available = next((c for c in service.status.conditions or [] if c.type == "Available"), None)
+    if available is None or available.status != "True":
+        reason = f"{available.reason}: {available.message}" if available else "no Available condition"
+        return f"the APIService {METRICS_APISERVICE} is not available ({reason})"
+    return None
+
+
+def hpa_condition(hpa, kind):
+    return next((c for c in (hpa.status.conditions if hpa.status else None) or [] if c.type == kind), None)
+
+
+def deploy_consumer(wincon, namespace, pinned, name, build):
+    image = wincon.catalog.image("resource-consumer", "windows", build)
+    (manifest,) = pinned("deployment", name=name, replicas=1, container="main", image=image, port=CONSUMER_PORT)
+    manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "200m", "memory": "128Mi"},
+        "limits": {"cpu": "200m", "memory": "128Mi"},
+    }
+    apply(wincon.api_client, namespace, manifest)
+    apps = client.AppsV1Api(wincon.api_client)
+    return wait_for(
+        apps.list_namespaced_deployment,
+        name,
+        deployment_available,
+        deployment_failure,
+        wincon.pod_start_timeout,
+        describe=f"deployment {namespace}/{name}",
+        namespace=namespace,
+    )
+
+
+def create_hpa(wincon, namespace, name, target, max_replicas=3):
+    from wincon.workloads.render import render
+
+    (manifest,) = render("controllers/hpa.yaml", name=name, target=target, max_replicas=max_replicas)
+    apply(wincon.api_client, namespace, manifest)
+
+
+@pytest.mark.test_id("f6b9e10b-af3a-437e-9f5d-26aeb20055d6")
+def test_hpa_object_is_accepted_and_taken_up_by_the_controller(wincon, namespace, pinned, build, profile):
+    """ "Horizontal Pod Autoscaling using all metrics" works for Windows (003_414b2f1c5dd978a2.txt, What works today): the HPA controller takes up an HPA on a Windows Deployment."""
+    deploy_consumer(wincon, namespace, pinned, "consumer", build)
+    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "consumer"}), profile, "windows", build)
+    create_hpa(wincon, namespace, "consumer", "consumer")
+    autoscaling = client.AutoscalingV2Api(wincon.api_client)
+    hpa = wait_for(
+        autoscaling.list_namespaced_horizontal_pod_autoscaler,
+        "consumer",
+        lambda h: hpa_condition(h, "AbleToScale") is not None,
+        None,
+        120,
+        describe=f"HPA {namespace}/consumer taken up by the controller",
+        namespace=namespace,
+    )
+    able = hpa_condition(hpa, "AbleToScale")
+    assert able.status == "True", f"the HPA cannot reach its target: {able.reason}: {able.message}"
+    assert hpa.spec.scale_target_ref.name == "consumer" and hpa.status.current_replicas == 1
+
+
+@pytest.mark.test_id("48cc0c94-9ca9-4011-a4f4-bde5d4369573")
+@pytest.mark.dataplane
+@pytest.mark.slow
+def test_hpa_scales_a_windows_deployment_under_cpu_load(wincon, namespace, pinned, build, profile, data_plane):
+    """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
+    missing = metrics_api_available(wincon.api_client)
+    if missing:
+        pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
+    deploy_consumer(wincon, namespace, pinned, "loaded", build)
+    core = client.CoreV1Api(wincon.api_client)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "loaded"},
+        "spec": {"selector": {"app": "loaded"}, "ports": [{"port": CONSUMER_PORT, "targetPort": CONSUMER_PORT}]},
+    }
+    apply(wincon.api_client, namespace, service)
+    create_hpa(wincon, namespace, "loaded", "loaded", max_replicas=3)
+    path = "ConsumeCPU?millicores=300&durationSec=240"
+    data_plane(f"POST services/loaded:{CONSUMER_PORT}/proxy/{path}", where=f"namespace {namespace}")
+    call(core.connect_post_namespaced_service_proxy_with_path, f"loaded:{CONSUMER_PORT}", namespace, path)
+    autoscaling = client.AutoscalingV2Api(wincon.api_client)
+    hpa = wait_for(
+        autoscaling.list_namespaced_horizontal_pod_autoscaler,
+        "loaded",
+        lambda h: bool(h.status and (h.status.desired_replicas or 0) > 1),
+        None,
+        SCALE_UP_SECONDS,
+        describe=f"HPA {namespace}/loaded scaling up",
+        namespace=namespace,
+    )
+    assert hpa.status.desired_replicas > 1
+    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "loaded"}), profile, "windows", build)

@@ -1,0 +1,108 @@
+"""StatefulSets of Windows pods: ordered start and stable names."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.controllers import Invariant, replicas_ready
+from wincon.checks.workloads import assert_all_ran_on, pod_events_since, pods_with, resource_version_now
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for, wait_for_pod
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.controllers]
+
+REPLICAS = 3
+
+
+def at_most_one_unready(sts):
+    """OrderedReady: the next pod is created only once every earlier one is Running and Ready."""
+    status = sts.status
+    if not status:
+        return None
+    pending = (status.replicas or 0) - (status.ready_replicas or 0)
+    if pending > 1:
+        return f"{status.replicas} pods existed while only {status.ready_replicas or 0} were ready"
+    return None
+
+
+def started_out_of_order(timeline, name, replicas):
+    """The pods that appeared before their predecessor was Ready, from a replayed pod watch."""
+    ready: set[str] = set()
+    seen: set[str] = set()
+    problems = []
+    for kind, pod, is_ready in timeline:
+        if kind == "ADDED" and pod not in seen:
+            seen.add(pod)
+            ordinal = int(pod.rsplit("-", 1)[1])
+            if ordinal > 0 and f"{name}-{ordinal - 1}" not in ready:
+                problems.append(f"{pod} was created before {name}-{ordinal - 1} was Ready")
+        if is_ready:
+            ready.add(pod)
+    if len(seen) < replicas:
+        problems.append(f"the replayed history shows only {sorted(seen)}")
+    return problems
+
+
+@pytest.mark.test_id("701f7fc9-962d-4303-8b0f-64097b5cb221")
+def test_statefulset_starts_pods_in_order_with_stable_names(wincon, namespace, pinned, build, profile):
+    """StatefulSets are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): web-0, web-1, web-2 start one after another."""
+    image = wincon.catalog.image("agnhost", "windows", build)
+    before = resource_version_now(wincon.api_client, namespace)
+    for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
+        apply(wincon.api_client, namespace, manifest)
+    apps = client.AppsV1Api(wincon.api_client)
+    ordered = Invariant(replicas_ready(REPLICAS), at_most_one_unready)
+    wait_for(
+        apps.list_namespaced_stateful_set,
+        "web",
+        ordered,
+        None,
+        wincon.pod_start_timeout * REPLICAS,
+        describe=f"statefulset {namespace}/web",
+        namespace=namespace,
+    )
+    assert not ordered.violations, f"pods were not started one by one: {ordered.violations}"
+    pods = pods_with(wincon.api_client, namespace, {"app": "web"})
+    assert [p.metadata.name for p in pods] == [f"web-{i}" for i in range(REPLICAS)]
+    assert_all_ran_on(pods, profile, "windows", build)
+    created = [p.metadata.creation_timestamp for p in pods]
+    assert created == sorted(created), f"creation order differs from ordinal order: {created}"
+    # The pod history in the order the API server stored it: web-i appears only after web-(i-1) is Ready.
+    timeline = pod_events_since(wincon.api_client, namespace, {"app": "web"}, before)
+    assert not started_out_of_order(timeline, "web", REPLICAS), started_out_of_order(timeline, "web", REPLICAS)
+    for pod in pods:
+        assert pod.spec.hostname == pod.metadata.name and pod.spec.subdomain == "web"
+
+
+@pytest.mark.test_id("d55b27f3-8a81-470b-b31a-48c1a18fd398")
+def test_statefulset_recreates_a_deleted_pod_under_the_same_name(wincon, namespace, pinned, build, profile):
+    """A StatefulSet gives Windows pods a stable identity (002_8a7e76f95009f44f.txt, Controllers): a deleted member comes back with the same name and hostname."""
+    image = wincon.catalog.image("agnhost", "windows", build)
+    for manifest in pinned("statefulset", name="db", replicas=2, image=image):
+        apply(wincon.api_client, namespace, manifest)
+    apps = client.AppsV1Api(wincon.api_client)
+    wait_for(
+        apps.list_namespaced_stateful_set,
+        "db",
+        replicas_ready(2),
+        None,
+        wincon.pod_start_timeout * 2,
+        describe=f"statefulset {namespace}/db",
+        namespace=namespace,
+    )
+    core = client.CoreV1Api(wincon.api_client)
+    old = call(core.read_namespaced_pod, "db-1", namespace)
+    call(core.delete_namespaced_pod, "db-1", namespace, grace_period_seconds=0)
+    new = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "db-1",
+        done=lambda p: p.metadata.uid != old.metadata.uid and pod_running_ready(p),
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    assert new.metadata.uid != old.metadata.uid
+    assert new.spec.hostname == "db-1" and new.spec.subdomain == "db"
+    assert_all_ran_on([new], profile, "windows", build)
