@@ -165,9 +165,7 @@ def plan(ns: argparse.Namespace) -> list[str]:
         dockerfile = context / "Dockerfile"
         declared = global_args(dockerfile_instructions(dockerfile))
         stage_args = {
-            w_rest.partition("=")[0].strip()
-            for w, w_rest in dockerfile_instructions(dockerfile)
-            if w == "ARG"
+            w_rest.partition("=")[0].strip() for w, w_rest in dockerfile_instructions(dockerfile) if w == "ARG"
         }
         build_args = dict(spec.get("build_args") or {})
         for name in build_args:
