@@ -1,0 +1,101 @@
+"""Resource requests of Windows pods are subtracted from the node's allocatable."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.scheduling import allocatable, millicores, requested
+from wincon.checks.workloads import (
+    pod_running_failure,
+    pod_unschedulable,
+    run_windows_pod,
+    wait_for_event,
+    windows_nodes_of_build,
+    windows_pod,
+)
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_running_ready, wait_for_pod
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.scheduling]
+
+SMALL = Decimal("0.3")  # cores: what the second pod asks for
+
+
+def with_cpu(body, cores: Decimal):
+    quantity = millicores(cores)
+    body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": quantity}, "limits": {"cpu": quantity}}
+    return body
+
+
+@pytest.mark.test_id("d4007b5e-e560-4901-8e0a-0a5044c45e60")
+@pytest.mark.serial
+def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(wincon, namespace, build):
+    """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests)."""
+    nodes = windows_nodes_of_build(wincon.profile, build)
+    if not nodes:
+        pytest.skip("no Ready Windows node")
+    node = nodes[0].name
+    free = allocatable(wincon.api_client, node, "cpu") - requested(wincon.api_client, node, "cpu")
+    if free < SMALL * 2:
+        pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and overflow")
+    big = free - SMALL / 2  # leaves less than SMALL free
+    filler = run_windows_pod(wincon, namespace, with_cpu(windows_pod(wincon, "filler", build, node=node), big))
+    assert filler.spec.node_name == node
+
+    apply(wincon.api_client, namespace, with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
+    pending = wait_for_pod(wincon.api_client, namespace, "overflow", done=pod_unschedulable, timeout=60, failure=None)
+    assert pending.spec.node_name is None
+    message = wait_for_event(wincon.api_client, namespace, "overflow", "FailedScheduling")[-1].message
+    assert "Insufficient cpu" in message, message
+
+    # Releasing the filler's request makes room: the pending pod is scheduled onto the node.
+    core = client.CoreV1Api(wincon.api_client)
+    call(core.delete_namespaced_pod, "filler", namespace, grace_period_seconds=0)
+    placed = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "overflow",
+        done=pod_running_ready,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_running_failure,
+    )
+    assert placed.spec.node_name == node
+
+
+def scheduled_or_refused(pod) -> bool:
+    return bool(pod.spec.node_name) or pod_unschedulable(pod)
+
+
+@pytest.mark.test_id("6c63212c-8051-4e9a-9c9a-0e0005a4e793")
+@pytest.mark.dataplane
+@pytest.mark.limitation("hugepages-unsupported")
+def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(wincon, namespace, build, data_plane):
+    """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
+    body = windows_pod(wincon, "hugepages", build)
+    main = body["spec"]["containers"][0]
+    main["resources"] = {
+        "requests": {"hugepages-2Mi": "2Mi", "memory": "64Mi", "cpu": "100m"},
+        "limits": {"hugepages-2Mi": "2Mi", "memory": "64Mi", "cpu": "100m"},
+    }
+    main["volumeMounts"] = [{"name": "huge", "mountPath": "C:\\hugepages"}]
+    body["spec"]["volumes"] = [{"name": "huge", "emptyDir": {"medium": "HugePages"}}]
+    apply(wincon.api_client, namespace, body)
+    pod = wait_for_pod(wincon.api_client, namespace, "hugepages", done=scheduled_or_refused, timeout=60, failure=None)
+    if not pod.spec.node_name:
+        message = wait_for_event(wincon.api_client, namespace, "hugepages", "FailedScheduling")[-1].message
+        raise AssertionError(f"no Windows node can take a pod requesting hugepages-2Mi: {message}")
+    command = ["cmd", "/c", "dir C:\\hugepages"]
+    data_plane(command, where=f"pod hugepages on {pod.spec.node_name}")
+    running = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "hugepages",
+        done=pod_running_ready,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_running_failure,
+    )
+    assert running.status.phase == "Running"

@@ -1,0 +1,109 @@
+"""Keeping workloads on the right OS with taints and tolerations (the KEP's approach), and RuntimeClass scheduling."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.api_rules import submit_pod
+from wincon.checks.scheduling import (
+    TAINT_VALUES,
+    add_taint,
+    create_runtime_class,
+    delete_runtime_class,
+    node_has_taint,
+    remove_taint,
+)
+from wincon.checks.workloads import (
+    pod_unschedulable,
+    run_windows_pod,
+    wait_for_event,
+    windows_nodes_of_build,
+    windows_pod,
+)
+from wincon.cluster.waits import wait_for_pod
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.scheduling]
+
+TAINT_KEY = "wincon.io/os"
+WINDOWS_HANDLER = "runhcs-wcow-process"  # containerd's process-isolated Windows runtime handler
+
+
+@pytest.mark.test_id("a953a9a7-259d-4c0f-b24d-7f10a965e8ac")
+@pytest.mark.serial
+@pytest.mark.disruptive
+def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(wincon, namespace, build, request):
+    """ "In order for a Windows Pod to be scheduled on a Windows node, it would need both the nodeSelector to choose Windows, and the appropriate matching toleration" (002_8a7e76f95009f44f.txt, Taints and Tolerations)."""
+    nodes = windows_nodes_of_build(wincon.profile, build)
+    if not nodes:
+        pytest.skip("no Ready Windows node to taint")
+    node = nodes[0].name
+    taint = {"key": TAINT_KEY, "value": TAINT_VALUES.get(build or 0, f"Win{build}"), "effect": "NoSchedule"}
+    request.addfinalizer(lambda: remove_taint(wincon.api_client, node, TAINT_KEY))
+    add_taint(wincon.api_client, node, taint)
+    assert node_has_taint(wincon.api_client, node, TAINT_KEY)
+
+    untolerated = windows_pod(wincon, "no-toleration", build, node=node)
+    apply(wincon.api_client, namespace, untolerated)
+    pending = wait_for_pod(
+        wincon.api_client, namespace, "no-toleration", done=pod_unschedulable, timeout=60, failure=None
+    )
+    assert pending.spec.node_name is None
+    message = wait_for_event(wincon.api_client, namespace, "no-toleration", "FailedScheduling")[-1].message
+    assert "untolerated taint" in message, message
+
+    tolerant = windows_pod(wincon, "with-toleration", build, node=node)
+    tolerant["spec"]["tolerations"].append(
+        {"key": TAINT_KEY, "operator": "Equal", "value": taint["value"], "effect": "NoSchedule"}
+    )
+    pod = run_windows_pod(wincon, namespace, tolerant)
+    assert pod.spec.node_name == node
+
+
+@pytest.fixture
+def runtime_class(wincon, build, request):
+    """A RuntimeClass for process-isolated Windows containers of the target build, deleted at teardown."""
+    name = f"wincon-{wincon.run_id[-6:]}-{secrets.token_hex(3)}"
+    selector = {"kubernetes.io/os": "windows"}
+    if build:
+        selector["node.kubernetes.io/windows-build"] = f"10.0.{build}"
+    tolerations = [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]
+    request.addfinalizer(lambda: delete_runtime_class(wincon.api_client, name))
+    create_runtime_class(wincon.api_client, name, WINDOWS_HANDLER, selector, tolerations, wincon.run_id)
+    return name, selector, tolerations
+
+
+def unpinned_pod(wincon, name, build, runtime_class_name):
+    body = windows_pod(wincon, name, build)
+    body["spec"].pop("nodeSelector")
+    body["spec"].pop("tolerations")
+    body["spec"]["runtimeClassName"] = runtime_class_name
+    return body
+
+
+@pytest.mark.test_id("d2adf8a7-436d-40e9-b1ee-be1a4be450d3")
+def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(wincon, namespace, build, runtime_class):
+    """ "It is unclear if the RuntimeClass proposal from sig-node will simplify scheduled Windows containers" (003_414b2f1c5dd978a2.txt, Roadmap): a RuntimeClass's scheduling section is merged into the pod and places it."""
+    name, selector, tolerations = runtime_class
+    pod = run_windows_pod(wincon, namespace, unpinned_pod(wincon, "by-runtimeclass", build, name))
+    assert pod.spec.runtime_class_name == name
+    assert (pod.spec.node_selector or {}) == selector, "the RuntimeClass's nodeSelector must be merged into the pod"
+    merged = [client.ApiClient().sanitize_for_serialization(t) for t in pod.spec.tolerations or []]
+    for toleration in tolerations:
+        assert toleration in merged, f"toleration {toleration} not merged: {merged}"
+
+
+@pytest.mark.test_id("bcf8e032-f3e5-4718-8a4e-ba3744414959")
+def test_runtime_class_refuses_a_pod_whose_node_selector_conflicts(wincon, namespace, build, runtime_class):
+    """A RuntimeClass pins Windows pods to matching hosts (003_414b2f1c5dd978a2.txt, Roadmap; 000_4130a90def37a825.txt, OS version match): a pod selecting another build is refused at admission."""
+    name, selector, _ = runtime_class
+    if "node.kubernetes.io/windows-build" not in selector:
+        pytest.skip("no Windows node reports a build: the RuntimeClass has no build to conflict with")
+    body = unpinned_pod(wincon, "conflicting", build, name)
+    body["spec"]["nodeSelector"] = {"node.kubernetes.io/windows-build": "10.0.1"}
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    assert rejection is not None, "a pod whose nodeSelector contradicts its RuntimeClass was admitted"
+    assert rejection.status in (400, 403, 422) and "conflict" in rejection.message, rejection.describe()

@@ -1,0 +1,101 @@
+"""Scheduling checks: node taints set and removed by a test, free allocatable, RuntimeClasses.
+
+Everything a test changes outside its namespace (a node's taints, a cluster-scoped RuntimeClass) is
+undone by a function the test registers as a finalizer before making the change.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from wincon.cluster.client import call
+from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
+
+# The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
+TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def _node_taints(api_client: client.ApiClient, node: str) -> list[dict[str, Any]]:
+    core = client.CoreV1Api(api_client)
+    current = call(core.read_node, node)
+    return [api_client.sanitize_for_serialization(t) for t in current.spec.taints or []]
+
+
+def add_taint(api_client: client.ApiClient, node: str, taint: dict[str, str]) -> None:
+    """Add ``taint`` to the node (replacing one with the same key and effect)."""
+    taints = [t for t in _node_taints(api_client, node) if (t["key"], t["effect"]) != (taint["key"], taint["effect"])]
+    call(client.CoreV1Api(api_client).patch_node, node, {"spec": {"taints": taints + [taint]}})
+
+
+def remove_taint(api_client: client.ApiClient, node: str, key: str) -> None:
+    """Remove every taint with ``key`` from the node; a node without it is left alone."""
+    taints = _node_taints(api_client, node)
+    kept = [t for t in taints if t["key"] != key]
+    if len(kept) != len(taints):
+        call(client.CoreV1Api(api_client).patch_node, node, {"spec": {"taints": kept}})
+
+
+def node_has_taint(api_client: client.ApiClient, node: str, key: str) -> bool:
+    return any(t["key"] == key for t in _node_taints(api_client, node))
+
+
+def requested(api_client: client.ApiClient, node: str, resource: str) -> Decimal:
+    """The sum of ``resource`` requests of the non-terminated pods bound to ``node`` (init containers as the scheduler counts them)."""
+    core = client.CoreV1Api(api_client)
+    pods = call(core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}").items
+    total = Decimal(0)
+    for pod in pods:
+        if pod.status and pod.status.phase in TERMINAL_PHASES:
+            continue
+        containers = sum(
+            (parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0")))
+            for c in pod.spec.containers
+        )
+        inits = [
+            parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0"))
+            for c in pod.spec.init_containers or []
+        ]
+        overhead = parse_quantity((pod.spec.overhead or {}).get(resource, "0"))
+        total += max([containers, *inits]) + overhead
+    return total
+
+
+def allocatable(api_client: client.ApiClient, node: str, resource: str) -> Decimal:
+    core = client.CoreV1Api(api_client)
+    return parse_quantity((call(core.read_node, node).status.allocatable or {}).get(resource, "0"))
+
+
+def millicores(value: Decimal) -> str:
+    return f"{int(value * 1000)}m"
+
+
+def create_runtime_class(
+    api_client: client.ApiClient,
+    name: str,
+    handler: str,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, str]],
+    run_id: str,
+) -> Any:
+    body = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": name, "labels": {MANAGED_BY: MANAGER, RUN_ID: run_id}},
+        "handler": handler,
+        "scheduling": {"nodeSelector": node_selector, "tolerations": tolerations},
+    }
+    return call(client.NodeV1Api(api_client).create_runtime_class, body)
+
+
+def delete_runtime_class(api_client: client.ApiClient, name: str) -> None:
+    try:
+        call(client.NodeV1Api(api_client).delete_runtime_class, name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
