@@ -497,3 +497,20 @@ def test_shellcheck_and_actionlint_pass():
     if result.returncode == 3:
         pytest.skip("neither install path for shellcheck/actionlint works here: " + result.stderr.strip()[-300:])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_required_tests_lists_collectable_node_ids_for_a_minor_of_the_real_list():
+    pytest.importorskip("wincon.results.gate")
+    required = yaml.safe_load((ROOT / "gating" / "required.yaml").read_text())
+    minor = sorted(required["kubernetes"], key=lambda v: tuple(int(p) for p in v.split(".")))[-1]
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "required_tests.py"), "--k8s-version", minor],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    node_ids = result.stdout.splitlines()
+    assert node_ids and all(n.startswith("suites/") and "::" in n for n in node_ids)
+    assert all((ROOT / n.split("::")[0]).is_file() for n in node_ids)
