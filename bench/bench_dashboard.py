@@ -15,17 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from wincon.results import browser as chromium
 from wincon.results import synthetic
 from wincon.results.dashboard import build
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def main() -> None:
@@ -57,7 +49,7 @@ def main() -> None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = chromium.launch(playwright)
             load_times, render_times = [], []
             for _ in range(args.repeat):
                 page = browser.new_page(viewport={"width": 1400, "height": 900})

@@ -14,17 +14,9 @@ import pytest
 from wincon.cli import main
 from wincon.errors import ExitCode
 from wincon.results import artifacts, synthetic
+from wincon.results import browser as chromium
 from wincon.results.model import Verdict
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "e2e"
 
 # The colour of each verdict, as a user sees it (computed style), independent of the stylesheet's names.
@@ -51,12 +43,12 @@ RUNS = [
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is not installed: apt-get update && apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
+    if not chromium.CHROMIUM.exists():
+        pytest.fail(chromium.INSTALL_HINT)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = chromium.launch(playwright)
         yield browser
         browser.close()
 

@@ -18,25 +18,6 @@ from wincon.results.model import Verdict
 
 pytest_plugins = ["pytester"]
 
-LIMITATIONS = """
-version: 1
-limitations:
-  - id: icmp-egress-through-vfp
-    title: ICMP to destinations outside the cluster network gets no reply
-    area: networking
-    statement: Outbound ICMP via win-overlay, win-bridge and Azure-CNI is not supported.
-    sources: [{file: 000_4130a90def37a825.txt, section: "Limitations"}]
-    applies_when: {cni: [flannel]}
-    mode: xfail
-  - id: calico-only
-    title: A limitation that applies to Calico clusters only
-    area: networking
-    statement: Only documented for Calico clusters in this test.
-    sources: [{file: 002_8a7e76f95009f44f.txt, section: "Limitations"}]
-    applies_when: {cni: [calico]}
-    mode: xfail
-"""
-
 SUITE = '''
 import os, signal, time
 import pytest
@@ -98,16 +79,12 @@ EXPECTED = {
 
 @pytest.fixture
 def suite(pytester):
-    (pytester.path / "profile.json").write_text(json.dumps(synthetic.profile("v1.34.4", 20348, "flannel", "vxlan")))
-    (pytester.path / "limitations.yaml").write_text(LIMITATIONS)
-    (pytester.path / "suites" / "networking").mkdir(parents=True)
-    (pytester.path / "suites" / "networking" / "test_flows.py").write_text(SUITE)
+    synthetic.workspace(pytester.path, SUITE)
     return pytester
 
 
 def suite_args(results, *extra):
-    return ["--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "--results-dir", str(results),
-            "-p", "no:cacheprovider", *extra]  # fmt: skip
+    return [*synthetic.WORKSPACE_ARGS, "--results-dir", str(results), *extra]
 
 
 def verdicts(run):

@@ -19,17 +19,6 @@ pytestmark = pytest.mark.skipif(
     not (REPO / "node_modules" / ".bin" / "allure").exists(), reason="allure-commandline not installed: run `npm ci`"
 )
 
-LIMITATIONS = """
-version: 1
-limitations:
-  - id: icmp-egress-through-vfp
-    title: ICMP to destinations outside the cluster network gets no reply
-    area: networking
-    statement: Outbound ICMP via win-overlay, win-bridge and Azure-CNI is not supported.
-    sources: [{file: 000_4130a90def37a825.txt, section: "Limitations"}]
-    applies_when: {cni: [flannel]}
-    mode: xfail
-"""
 SUITE = """
 import pytest
 
@@ -54,15 +43,16 @@ def embedded(index_html: str, name: str):
 
 
 def test_report_is_generated_offline_with_wincon_labels_and_categories(pytester, capsys):
-    (pytester.path / "profile.json").write_text(json.dumps(synthetic.profile()))
-    (pytester.path / "limitations.yaml").write_text(LIMITATIONS)
-    (pytester.path / "suites" / "networking").mkdir(parents=True)
-    (pytester.path / "suites" / "networking" / "test_flows.py").write_text(SUITE)
+    synthetic.workspace(pytester.path, SUITE)
     results = pytester.path / "results" / "r1"
     pytester.runpytest_subprocess(
-        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml",
-        "--results-dir", str(results), "--alluredir", str(results / "allure-results"), "-p", "no:cacheprovider",
-    )  # fmt: skip
+        "suites",
+        *synthetic.WORKSPACE_ARGS,
+        "--results-dir",
+        str(results),
+        "--alluredir",
+        str(results / "allure-results"),
+    )
     assert main(["report", str(results)]) == ExitCode.OK
     index = results / "allure-report" / "index.html"
     assert f"allure report: {index}" in capsys.readouterr().out

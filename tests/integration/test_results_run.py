@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,18 +17,6 @@ from wincon.results import synthetic
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.report import REPO
-
-LIMITATIONS = """
-version: 1
-limitations:
-  - id: icmp-egress-through-vfp
-    title: ICMP to destinations outside the cluster network gets no reply
-    area: networking
-    statement: Outbound ICMP via win-overlay, win-bridge and Azure-CNI is not supported.
-    sources: [{file: 000_4130a90def37a825.txt, section: "Limitations"}]
-    applies_when: {cni: [flannel]}
-    mode: xfail
-"""
 
 SUITE = '''
 import os, signal, time
@@ -69,26 +56,14 @@ NEEDS_ALLURE = pytest.mark.skipif(
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch):
-    (tmp_path / "profile.json").write_text(json.dumps(synthetic.profile("v1.34.4", 20348, "flannel", "vxlan")))
-    (tmp_path / "limitations.yaml").write_text(LIMITATIONS)
-    (tmp_path / "suites" / "networking").mkdir(parents=True)
-    (tmp_path / "suites" / "networking" / "test_flows.py").write_text(SUITE)
+    synthetic.workspace(tmp_path, SUITE)
     monkeypatch.chdir(tmp_path)
     for name in ("BREAK_IT", "KILL_IT", "HANG_IT"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
 
-PYTEST_ARGS = [
-    "--",
-    "suites",
-    "--wincon-profile",
-    "profile.json",
-    "--limitations",
-    "limitations.yaml",
-    "-p",
-    "no:cacheprovider",
-]
+PYTEST_ARGS = ["--", "suites", *synthetic.WORKSPACE_ARGS]
 
 
 def wincon_run(*args):
