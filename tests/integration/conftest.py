@@ -1,0 +1,82 @@
+"""Fixtures of the integration tests: a Kubernetes cluster to run against.
+
+``kubeconfig`` (session): the kubeconfig path of the cluster under test.
+
+- ``WINCON_TEST_KUBECONFIG`` set: that file, as is (the cluster is not started nor stopped).
+- otherwise: the local simulated cluster named ``$WINCON_CLUSTER_NAME`` (default ``wincon-test``),
+  started with the default topology if it does not run (reused if it does), and stopped at the end of
+  the session only if this session started it.
+
+Tests that need the local cluster's binaries are skipped, with the reason and the command that fixes
+it, when ``wincon cluster build`` has not been run: building takes long enough (tens of minutes the
+first time) that a test run must not start it behind the user's back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wincon.localcluster import build, cluster, paths
+
+DEFAULT_TEST_CLUSTER = "wincon-test"
+
+
+def _skip_reason() -> str | None:
+    missing = build.missing()
+    if missing:
+        return (
+            f"the local cluster's binaries are not built ({', '.join(missing)} missing in {paths.bin_dir()}): "
+            "run `wincon cluster build`, or set WINCON_TEST_KUBECONFIG to test another cluster"
+        )
+    return None
+
+
+def session_cluster_name() -> str:
+    """The name of the local cluster the session uses."""
+    return os.environ.get("WINCON_CLUSTER_NAME") or DEFAULT_TEST_CLUSTER
+
+
+@pytest.fixture(scope="session")
+def localcluster_binaries() -> Path:
+    """The directory of the built binaries; skips the test when they are not built."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    return paths.bin_dir()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[Path]:
+    """The kubeconfig of the cluster under test (see the module docstring)."""
+    given = os.environ.get("WINCON_TEST_KUBECONFIG")
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            pytest.fail(f"WINCON_TEST_KUBECONFIG={given} is not a file", pytrace=False)
+        yield path
+        return
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    name = session_cluster_name()
+    started_here = cluster.status(name)["state"] != "running"
+    path = cluster.up(name)
+    try:
+        yield path
+    finally:
+        if started_here:
+            cluster.down(name)
+
+
+@pytest.fixture(scope="session")
+def local_cluster_name(kubeconfig: Path) -> str | None:
+    """The name of the local cluster behind ``kubeconfig``, or None when it is another cluster."""
+    root = paths.cache_root() / "clusters"
+    resolved = kubeconfig.resolve()
+    if resolved.name == cluster.KUBECONFIG_FILE and resolved.parent.parent == root.resolve():
+        return resolved.parent.name
+    return None

@@ -1,0 +1,389 @@
+"""The local cluster behaves like a real control plane with the nodes it declares.
+
+Tests against the session cluster (``kubeconfig`` fixture) check the nodes, scheduling, the API server's
+Windows validation, RBAC, PodSecurity, service-account tokens and the CNI objects. The lifecycle tests
+start their own small clusters (names ``lc-test-*``) to check reuse, ``down`` and the faults, and verify
+with pgrep that no process survives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from wincon.errors import ExitCode, LocalClusterError
+from wincon.localcluster import cluster, cni, paths
+from wincon.localcluster.topology import SIMULATED_ANNOTATION, WINDOWS_RELEASES, Topology
+
+T = TypeVar("T")
+WAIT = 60.0
+
+
+def eventually(what: str, probe: Callable[[], T | None], timeout: float = WAIT) -> T:
+    """Poll ``probe`` until it returns something other than None; fail naming ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def pgrep(pattern: str) -> list[str]:
+    """Live processes whose command line contains ``pattern`` (pgrep -f -a)."""
+    result = subprocess.run(["pgrep", "-a", "-f", pattern], capture_output=True, text=True)
+    return [line for line in result.stdout.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture(scope="module")
+def api(kubeconfig: Path) -> Iterator[Any]:
+    api_client = cluster._api_client(kubeconfig)
+    yield api_client
+    api_client.close()
+
+
+@pytest.fixture(scope="module")
+def core(api: Any) -> Any:
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture
+def namespace(core: Any) -> Iterator[str]:
+    name = f"wincon-lc-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def topology(local_cluster_name: str | None) -> Topology:
+    if local_cluster_name is None:
+        pytest.skip("the declared topology is known only for a local cluster (WINCON_TEST_KUBECONFIG is another)")
+    return Topology.from_dict(cluster.status(local_cluster_name)["topology"])
+
+
+def api_message(exc: ApiException) -> str:
+    """The message of the Status the API server answered with."""
+    return json.loads(exc.body)["message"]
+
+
+def kube_version() -> str:
+    return paths.load_versions()["kubernetes"]["version"]
+
+
+def is_ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+# ------------------------------------------------------------------------------------------ nodes
+
+
+def test_nodes_are_ready_with_declared_labels_node_info_and_simulated_marks(core, topology):
+    declared = {n["metadata"]["name"]: n for n in topology.nodes(kube_version())}
+    nodes = {n.metadata.name: n for n in core.list_node().items}
+    assert set(nodes) == set(declared)
+    for name, want in declared.items():
+        node = nodes[name]
+        assert is_ready(node), f"{name} is not Ready"
+        for key, value in want["metadata"]["labels"].items():
+            assert node.metadata.labels.get(key) == value, f"{name}: label {key}"
+        assert node.metadata.annotations.get(SIMULATED_ANNOTATION) == "fake"
+        assert node.spec.provider_id == f"kwok://{name}"
+        info = node.status.node_info
+        want_info = want["status"]["nodeInfo"]
+        assert info.operating_system == want_info["operatingSystem"]
+        assert info.os_image == want_info["osImage"]
+        assert info.kernel_version == want_info["kernelVersion"]
+        assert info.container_runtime_version.startswith("containerd://")
+        assert info.kubelet_version == kube_version()
+        assert info.architecture == "amd64"
+        assert node.status.capacity["pods"] == want["status"]["capacity"]["pods"]
+        assert node.status.allocatable["cpu"] == want["status"]["allocatable"]["cpu"]
+        assert {a.type for a in node.status.addresses} == {"InternalIP", "Hostname"}
+    windows = [n for n in nodes.values() if n.metadata.labels["kubernetes.io/os"] == "windows"]
+    assert len(windows) == topology.windows_nodes
+    builds = {WINDOWS_RELEASES[v]["build"] for v in topology.windows_versions}
+    for node in windows:
+        build = node.metadata.labels["node.kubernetes.io/windows-build"]
+        assert build in builds
+        assert node.status.node_info.kernel_version.startswith(build + ".")
+
+
+# ------------------------------------------------------------------------------------ scheduling
+
+
+def test_windows_pinned_deployment_runs_all_pods_on_windows_nodes_none_on_linux(api, core, namespace, topology):
+    replicas = 4
+    pod_spec = {
+        "os": {"name": "windows"},
+        "nodeSelector": {"kubernetes.io/os": "windows"},
+        "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}],
+        "containers": [{"name": "web", "image": "registry.k8s.io/e2e-test-images/agnhost:2.52"}],
+    }
+    if topology.windows_taint:
+        key, _, rest = topology.windows_taint.partition("=")
+        value, _, effect = rest.rpartition(":")
+        pod_spec["tolerations"].append({"key": key, "operator": "Equal", "value": value, "effect": effect})
+    client.AppsV1Api(api).create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": "win-web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "win-web"}},
+                "template": {"metadata": {"labels": {"app": "win-web"}}, "spec": pod_spec},
+            },
+        },
+    )
+
+    def all_running() -> list[Any] | None:
+        pods = core.list_namespaced_pod(namespace, label_selector="app=win-web").items
+        running = [p for p in pods if p.status.phase == "Running"]
+        return running if len(running) == replicas else None
+
+    pods = eventually(f"{replicas} Running pods of the Windows Deployment", all_running)
+    node_os = {n.metadata.name: n.metadata.labels["kubernetes.io/os"] for n in core.list_node().items}
+    placed = {p.metadata.name: p.spec.node_name for p in pods}
+    assert all(node_os[node] == "windows" for node in placed.values()), placed
+    assert len(set(placed.values())) == min(replicas, topology.windows_nodes)  # spread across Windows nodes
+
+
+# -------------------------------------------------------------------------- API server admission
+
+
+def test_windows_pod_with_run_as_user_is_rejected_by_the_api_server(core, namespace):
+    pod = {
+        "metadata": {"name": "win-runasuser"},
+        "spec": {
+            "os": {"name": "windows"},
+            "securityContext": {"runAsUser": 1000},
+            "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}],
+        },
+    }
+    with pytest.raises(ApiException) as raised:
+        core.create_namespaced_pod(namespace, pod)
+    assert raised.value.status == 422
+    assert "spec.securityContext.runAsUser: Forbidden: cannot be set for a windows pod" in api_message(raised.value)
+
+
+def test_pod_security_admission_enforces_the_namespace_level(core):
+    name = f"wincon-lc-psa-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    try:
+        privileged = {
+            "metadata": {"name": "privileged"},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]},
+        }
+        with pytest.raises(ApiException) as raised:
+            core.create_namespaced_pod(name, privileged)
+        assert raised.value.status == 403
+        assert 'violates PodSecurity "restricted:latest"' in api_message(raised.value)
+
+        # The documented exemption: for a pod that says it is Windows, restricted does not ask for the
+        # Linux-only fields (seccomp, capabilities, allowPrivilegeEscalation) a Linux pod must set.
+        def pod(pod_name: str, os_name: str) -> dict:
+            return {
+                "metadata": {"name": pod_name},
+                "spec": {
+                    "os": {"name": os_name},
+                    "securityContext": {"runAsNonRoot": True},
+                    "containers": [{"name": "c", "image": "registry.k8s.io/e2e-test-images/agnhost:2.52"}],
+                },
+            }
+
+        with pytest.raises(ApiException) as raised:
+            core.create_namespaced_pod(name, pod("linux", "linux"))
+        assert "allowPrivilegeEscalation != false" in api_message(raised.value)
+        assert core.create_namespaced_pod(name, pod("windows", "windows")).metadata.name == "windows"
+    finally:
+        core.delete_namespace(name)
+
+
+def test_service_account_token_authenticates_and_rbac_denies_what_it_was_not_granted(api, core, namespace):
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    eventually(
+        "the default service account of a new namespace",
+        lambda: next(
+            (sa for sa in core.list_namespaced_service_account(namespace).items if sa.metadata.name == "default"), None
+        ),
+    )
+    token = core.create_namespaced_service_account_token(
+        "nobody", namespace, {"spec": {"expirationSeconds": 600}}
+    ).status.token
+    assert token
+    configuration = client.Configuration()
+    configuration.host = api.configuration.host
+    configuration.ssl_ca_cert = api.configuration.ssl_ca_cert
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    with client.ApiClient(configuration) as as_sa:
+        review = client.AuthenticationV1Api(as_sa).create_self_subject_review({})
+        assert review.status.user_info.username == f"system:serviceaccount:{namespace}:nobody"
+        with pytest.raises(ApiException) as raised:
+            client.CoreV1Api(as_sa).list_namespaced_secret(namespace)
+    assert raised.value.status == 403
+    assert f'User "system:serviceaccount:{namespace}:nobody" cannot list resource "secrets"' in api_message(
+        raised.value
+    )
+
+
+# ---------------------------------------------------------------------------------- CNI objects
+
+
+def test_cni_daemonsets_run_their_pods_on_the_nodes_of_their_os(api, core, topology):
+    apps = client.AppsV1Api(api)
+    node_os = {n.metadata.name: n.metadata.labels["kubernetes.io/os"] for n in core.list_node().items}
+    expected = cni.daemonsets(topology.cni, kube_version())
+    assert expected, "every topology deploys at least kube-proxy"
+    for namespace, name, os_name in expected:
+        wanted = sum(1 for v in node_os.values() if v == os_name)
+
+        def scheduled(namespace: str = namespace, name: str = name, wanted: int = wanted) -> Any:
+            ds = apps.read_namespaced_daemon_set(name, namespace)
+            ready = ds.status.number_ready == wanted and ds.status.desired_number_scheduled == wanted
+            return ds if ready else None
+
+        ds = eventually(f"DaemonSet {namespace}/{name} ready on its {wanted} {os_name} node(s)", scheduled)
+        selector = ",".join(f"{k}={v}" for k, v in ds.spec.selector.match_labels.items())
+        pods = [p for p in core.list_namespaced_pod(namespace, label_selector=selector).items]
+        owned = [p for p in pods if any(o.name == name for o in p.metadata.owner_references or [])]
+        assert len(owned) == wanted
+        assert all(p.status.phase == "Running" and node_os[p.spec.node_name] == os_name for p in owned)
+
+
+def test_kube_proxy_and_dns_objects_look_like_a_real_cluster(api, core, topology):
+    config = core.read_namespaced_config_map("kube-proxy", "kube-system").data["config.conf"]
+    assert "mode: iptables" in config.splitlines()
+    windows_proxy = client.AppsV1Api(api).read_namespaced_daemon_set("kube-proxy-windows", "kube-system")
+    assert "--proxy-mode=kernelspace" in windows_proxy.spec.template.spec.containers[0].args
+    dns = core.read_namespaced_service("kube-dns", "kube-system")
+    assert dns.spec.type == "ClusterIP" and dns.spec.cluster_ip == cni.DNS_CLUSTER_IP
+    assert {(p.port, p.protocol) for p in dns.spec.ports} >= {(53, "UDP"), (53, "TCP")}
+    if topology.cni.startswith("flannel-"):
+        net_conf = core.read_namespaced_config_map("kube-flannel-cfg", "kube-flannel").data["net-conf.json"]
+        backend = topology.cni.removeprefix("flannel-")
+        assert f'"Type": "{backend}"' in net_conf
+
+
+# ---------------------------------------------------------------------- lifecycle and faults
+
+
+SMALL = Topology(windows_nodes=1, linux_nodes=1, windows_versions=["ltsc2022"], cni="none")
+
+
+@pytest.fixture
+def lifecycle_name(localcluster_binaries: Path) -> Iterator[str]:
+    """A fresh cluster name for one lifecycle test; the cluster is always brought down afterwards."""
+    name = f"lc-test-{uuid.uuid4().hex[:6]}"
+    yield name
+    cluster.down(name)
+    assert pgrep(str(paths.kwok_cluster_dir(name)) + "/") == []
+
+
+def test_up_reuses_a_running_cluster_and_down_twice_leaves_no_process(lifecycle_name):
+    name = lifecycle_name
+    first = cluster.up(name, SMALL)
+    pids = cluster.cluster_pids(name)
+    assert len(pids) == len(cluster.COMPONENTS)
+    assert pgrep(str(paths.kwok_cluster_dir(name)) + "/"), "pgrep sees the cluster's processes"
+    assert cluster.status(name)["state"] == "running"
+
+    start = time.monotonic()
+    again = cluster.up(name)  # no topology: reuse whatever runs
+    assert again == first and cluster.cluster_pids(name) == pids
+    assert time.monotonic() - start < 10, "reusing must not restart the control plane"
+    with pytest.raises(LocalClusterError, match="already runs with another topology"):
+        cluster.up(name, Topology())
+
+    cluster.down(name)
+    assert pgrep(str(paths.kwok_cluster_dir(name)) + "/") == []
+    assert not paths.state_dir(name).exists() and not paths.kwok_cluster_dir(name).exists()
+    assert cluster.status(name)["state"] == "absent"
+    cluster.down(name)  # harmless twice
+    with pytest.raises(LocalClusterError, match="is not running"):
+        cluster.kubeconfig_path(name)
+
+
+def test_dead_component_is_named_and_stale_state_is_recovered(lifecycle_name):
+    name = lifecycle_name
+    cluster.up(name, SMALL)
+    scheduler = next(c for c in cluster.components(name) if c.name == "kube-scheduler")
+    os.kill(scheduler.pid, signal.SIGKILL)
+    eventually("kube-scheduler to be gone", lambda: True if not cluster.components(name)[3].running else None, 10)
+    with pytest.raises(LocalClusterError) as raised:
+        cluster.up(name, SMALL)
+    assert "kube-scheduler not running" in raised.value.message
+    assert str(scheduler.log) in raised.value.message
+    assert cluster.status(name)["state"] == "degraded"
+
+    for pid in cluster.cluster_pids(name):  # what a reboot or a SIGKILLed run leaves: state, no process
+        os.kill(pid, signal.SIGKILL)
+    eventually("every process to be gone", lambda: True if not cluster.cluster_pids(name) else None, 10)
+    assert cluster.status(name)["state"] == "stopped"
+    kubeconfig = cluster.up(name, SMALL)
+    nodes = client.CoreV1Api(cluster._api_client(kubeconfig)).list_node().items
+    assert sorted(n.metadata.name for n in nodes) == sorted(SMALL.node_names())
+    assert all(is_ready(n) for n in nodes)
+
+
+def test_component_dying_on_start_is_named_with_its_log_and_nothing_is_left(lifecycle_name):
+    name = lifecycle_name
+    with pytest.raises(LocalClusterError) as raised:
+        cluster.up(name, SMALL, extra_args=["kube-scheduler=no-such-flag=1"])
+    message = raised.value.message
+    log = paths.kwok_cluster_dir(name) / "logs" / "kube-scheduler.log"
+    assert message.startswith(f"kube-scheduler of cluster {name} exited while starting (log: {log})")
+    assert "unknown flag: --no-such-flag" in log.read_text()
+    assert raised.value.exit_code == ExitCode.LOCAL_CLUSTER
+    assert pgrep(str(paths.kwok_cluster_dir(name)) + "/") == []
+    assert cluster.status(name)["state"] == "stopped"
+
+
+def test_port_in_use_is_refused_before_anything_starts(lifecycle_name):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(LocalClusterError, match=f"port {port} requested for kube-apiserver is in use"):
+            cluster.up(lifecycle_name, SMALL, port=port)
+    assert pgrep(str(paths.kwok_cluster_dir(lifecycle_name)) + "/") == []
+
+
+def run_wincon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "wincon", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_build_without_go_says_how_to_fix_it_and_exits_10(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "WINCON_GO"}
+    env["PATH"] = "/usr/bin:/bin"  # no Go toolchain here
+    env["WINCON_CACHE"] = str(tmp_path)  # an empty cache: everything would need building
+    assert subprocess.run(["sh", "-c", "command -v go"], env=env, capture_output=True).returncode != 0
+    result = run_wincon("cluster", "build", env=env)
+    assert result.returncode == ExitCode.LOCAL_CLUSTER
+    assert "the Go toolchain is not installed" in result.stderr
+    assert result.stderr.count("error:") == 1 and "fix: install Go" in result.stderr
+
+
+def test_up_without_binaries_and_bad_options_exit_with_their_codes(tmp_path):
+    env = dict(os.environ, WINCON_CACHE=str(tmp_path))
+    result = run_wincon("cluster", "up", "--name", "lc-test-nobin", env=env)
+    assert result.returncode == ExitCode.LOCAL_CLUSTER
+    assert "run `wincon cluster build`" in result.stderr
+    result = run_wincon("cluster", "up", "--name", "lc-test-nobin", "--windows-taint", "os=windows", env=env)
+    assert result.returncode == ExitCode.USAGE and "invalid Windows taint" in result.stderr
+    result = run_wincon("cluster", "up", "--windows-nodes", "1", "--windows-versions", "ltsc2019,ltsc2022", env=env)
+    assert result.returncode == ExitCode.USAGE and "only 1 Windows node" in result.stderr

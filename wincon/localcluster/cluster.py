@@ -1,0 +1,563 @@
+"""Start, reuse, inspect and stop a local cluster: a real control plane with kwok-simulated nodes.
+
+The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the kwok
+controller are started by ``kwokctl create cluster --runtime binary`` from the binaries that
+``wincon cluster build`` put in the cache: nothing is downloaded. The API server runs with RBAC
+authorization (``--authorization-mode=Node,RBAC``), its default admission plugins (PodSecurity among
+them) and service-account token signing. wincon then creates the simulated nodes and the objects of the
+chosen CNI, and waits until every node is Ready.
+
+Other modules call :func:`up`, :func:`down`, :func:`status` and :func:`kubeconfig_path`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import yaml
+
+from wincon.errors import LocalClusterError
+from wincon.localcluster import build, cni, paths
+from wincon.localcluster.topology import Topology
+
+# The processes kwokctl starts, by the name of their pid and log files.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
+UP_TIMEOUT = 120.0
+KUBECONFIG_FILE = "kubeconfig"
+RECORD_FILE = "cluster.json"
+KWOKCTL_LOG = "kwokctl.log"
+POLL = 0.25
+T = TypeVar("T")
+
+
+@dataclass
+class Component:
+    """One process of a cluster as seen from its kwokctl pid file and /proc."""
+
+    name: str
+    pid: int | None
+    running: bool
+    log: Path
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+
+def _process_marker(name: str) -> str:
+    # Every process kwokctl starts for this cluster runs a binary linked into, and reads its config
+    # from, the cluster's kwokctl directory: its path identifies them and nothing else.
+    return str(paths.kwok_cluster_dir(name)) + "/"
+
+
+def _cmdline(pid: int) -> str | None:
+    """The command line of a live (non-zombie) process, else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return None
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, IndexError):
+        return None
+
+
+def cluster_pids(name: str) -> list[int]:
+    """Every live process that belongs to cluster ``name`` (found by its kwokctl directory in /proc)."""
+    marker = _process_marker(name)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            cmdline = _cmdline(int(entry.name))
+            if cmdline and marker in cmdline:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def components(name: str) -> list[Component]:
+    """The state of each control-plane process of cluster ``name``."""
+    kdir = paths.kwok_cluster_dir(name)
+    marker = _process_marker(name)
+    result = []
+    for comp in COMPONENTS:
+        pid = None
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((kdir / "pids" / f"{comp}.pid").read_text().strip())
+        cmdline = _cmdline(pid) if pid else None
+        result.append(Component(comp, pid, bool(cmdline and marker in cmdline), kdir / "logs" / f"{comp}.log"))
+    return result
+
+
+def _kill(name: str, timeout: float = 5.0) -> None:
+    """SIGKILL every process of cluster ``name`` and wait until none is left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = cluster_pids(name)
+        if not pids:
+            return
+        if time.monotonic() > deadline:
+            raise LocalClusterError(
+                f"processes of cluster {name} survive SIGKILL: {', '.join(map(str, pids))}",
+                f"inspect them with `ps -fp {','.join(map(str, pids))}`",
+            )
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+
+
+def _died(comp: Component, name: str) -> LocalClusterError:
+    tail = _tail(comp.log)
+    if "address already in use" in tail:
+        return LocalClusterError(
+            f"{comp.name} of cluster {name} could not start: a port it needs is in use (log: {comp.log})\n{tail}",
+            "stop whatever holds the port, or run `wincon cluster up` again without --port (free ports are picked)",
+        )
+    return LocalClusterError(
+        f"{comp.name} of cluster {name} exited while starting (log: {comp.log}); last lines:\n{tail}",
+        f"read {comp.log}; then run `wincon cluster up --name {name}` again "
+        "(the state of the failed start is removed automatically)",
+    )
+
+
+def _check_alive(name: str, started: set[str]) -> None:
+    """Raise naming the first component that was started and is no longer running."""
+    for comp in components(name):
+        if comp.pid:
+            started.add(comp.name)
+        if comp.name in started and not comp.running:
+            raise _died(comp, name)
+
+
+def _check_port(port: int, component: str) -> None:
+    for host in ("127.0.0.1", "0.0.0.0"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise LocalClusterError(
+                        f"port {port} requested for {component} is in use by another process",
+                        f"pick another --port, or omit it (a free port is picked); `ss -ltnp 'sport = :{port}'` "
+                        "shows who holds it",
+                    ) from None
+                raise
+
+
+# ---------------------------------------------------------------------------------------------
+# state
+
+
+@contextlib.contextmanager
+def _lock(path: Path, what: str, out: TextIO, timeout: float = 600.0) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        deadline = time.monotonic() + timeout
+        waiting = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waiting:
+                    print(f"waiting for {what} (lock {path})", file=out, flush=True)
+                    waiting = True
+                if time.monotonic() > deadline:
+                    raise LocalClusterError(
+                        f"gave up waiting {timeout:.0f} s for {what} (lock {path})",
+                        "wait for the other wincon cluster command to finish",
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _cluster_lock(name: str, out: TextIO) -> contextlib.AbstractContextManager[None]:
+    return _lock(paths.cache_root() / "clusters" / f".{name}.lock", f"another command on cluster {name}", out)
+
+
+def _read_record(name: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((paths.state_dir(name) / RECORD_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_record(name: str, record: dict[str, Any]) -> None:
+    path = paths.state_dir(name) / RECORD_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _remove_state(name: str) -> None:
+    for directory in (paths.kwok_cluster_dir(name), paths.state_dir(name)):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def kubeconfig_path(name: str | None = None) -> Path:
+    """The kubeconfig of running cluster ``name``; a LocalClusterError if it is not up."""
+    name = paths.check_name(name or paths.default_cluster_name())
+    path = paths.state_dir(name) / KUBECONFIG_FILE
+    record = _read_record(name)
+    if not path.is_file() or not record or not record.get("ready"):
+        raise LocalClusterError(
+            f"local cluster {name} is not running (no kubeconfig at {path})",
+            f"start it with `wincon cluster up --name {name}`",
+        )
+    return path
+
+
+def _write_kubeconfig(name: str) -> Path:
+    """A self-contained copy of kwokctl's kubeconfig (certificates embedded), context ``wincon-<name>``."""
+    source = paths.kwok_cluster_dir(name) / "kubeconfig.yaml"
+    data = yaml.safe_load(source.read_text())
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        for entry in data.get(section) or []:
+            body = entry[key]
+            for field in ("certificate-authority", "client-certificate", "client-key"):
+                if field in body:
+                    body[f"{field}-data"] = base64.b64encode(Path(body.pop(field)).read_bytes()).decode()
+    context = f"wincon-{name}"
+    for entry in data.get("contexts") or []:
+        entry["name"] = context
+    data["current-context"] = context
+    path = paths.state_dir(name) / KUBECONFIG_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# API
+
+
+def _api_client(kubeconfig: Path) -> Any:
+    from kubernetes import client
+    from kubernetes import config as kconfig
+
+    configuration = client.Configuration()
+    kconfig.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.retries = False  # we poll ourselves; urllib3's retries only print warnings
+    return client.ApiClient(configuration)
+
+
+def _api_not_ready_errors() -> tuple[type[BaseException], ...]:
+    import requests
+    import urllib3
+    from kubernetes.client.rest import ApiException
+
+    return (ApiException, urllib3.exceptions.HTTPError, requests.RequestException, OSError)
+
+
+def _wait(what: str, probe: Callable[[], T | None], deadline: float, name: str, started: set[str]) -> T:
+    """Poll ``probe`` until it returns a value; fail fast when a component dies, clearly on timeout."""
+    last_error = ""
+    while True:
+        _check_alive(name, started)
+        try:
+            value = probe()
+        except _api_not_ready_errors() as exc:  # the API is not up yet: connection errors, 404s, 503s
+            value, last_error = None, f" (last error: {str(exc).splitlines()[0][:200]})"
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            logs = ", ".join(str(c.log) for c in components(name) if c.name in ("kube-apiserver", "kwok-controller"))
+            raise LocalClusterError(
+                f"cluster {name}: timed out waiting for {what}{last_error}",
+                f"read the component logs ({logs}); on a busy machine raise the timeout with --timeout",
+            )
+        time.sleep(POLL)
+
+
+def _readyz(api: Any) -> bool | None:
+    import requests
+
+    cfg = api.configuration
+    response = requests.get(f"{cfg.host}/readyz", cert=(cfg.cert_file, cfg.key_file), verify=cfg.ssl_ca_cert, timeout=3)
+    return True if response.status_code == 200 else None
+
+
+def _create(api: Any, obj: dict[str, Any]) -> None:
+    """Create ``obj`` unless an object of that kind and name exists (so ``up`` can finish a half-done start)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    group_api = {"v1": client.CoreV1Api, "apps/v1": client.AppsV1Api}[obj["apiVersion"]](api)
+    kind = re.sub(r"(?<!^)(?=[A-Z])", "_", obj["kind"]).lower()  # DaemonSet -> daemon_set
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+    scope, args = ("namespaced_", (namespace,)) if namespace else ("", ())
+    try:
+        getattr(group_api, f"read_{scope}{kind}")(name, *args)
+        return
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    try:
+        getattr(group_api, f"create_{scope}{kind}")(*args, obj)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def _provision(name: str, topology: Topology, deadline: float, started: set[str], out: TextIO) -> Path:
+    """Make the API server usable, create nodes and CNI objects, wait for every node to be Ready."""
+    from kubernetes import client
+
+    kube_version = paths.load_versions()["kubernetes"]["version"]
+    kubeconfig = _write_kubeconfig(name)
+    api = _api_client(kubeconfig)
+    core = client.CoreV1Api(api)
+    _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, name, started)
+    _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, name, started)
+    nodes = topology.nodes(kube_version)
+    for node in nodes:
+        _create(api, node)
+        core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+    for obj in cni.objects(topology.cni, kube_version):
+        _create(api, obj)
+    wanted = {node["metadata"]["name"] for node in nodes}
+
+    def all_ready() -> bool | None:
+        ready = {
+            n.metadata.name
+            for n in core.list_node(label_selector="type=kwok", _request_timeout=5).items
+            if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+        }
+        return True if wanted <= ready else None
+
+    _wait(f"nodes {', '.join(sorted(wanted))} to be Ready", all_ready, deadline, name, started)
+    _wait(
+        "the default service account (kube-controller-manager)",
+        lambda: core.read_namespaced_service_account("default", "default"),
+        deadline,
+        name,
+        started,
+    )
+    api.close()
+    return kubeconfig
+
+
+def _start(name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO) -> set[str]:
+    """Run ``kwokctl create cluster`` and watch its components; return the components seen started."""
+    sdir = paths.state_dir(name)
+    sdir.mkdir(parents=True, exist_ok=True)
+    kube_version = paths.load_versions()["kubernetes"]["version"]
+    args = [
+        str(bindir / "kwokctl"),
+        "create",
+        "cluster",
+        f"--name={name}",
+        "--runtime=binary",
+        f"--kube-apiserver-binary={bindir / 'kube-apiserver'}",
+        f"--kube-controller-manager-binary={bindir / 'kube-controller-manager'}",
+        f"--kube-scheduler-binary={bindir / 'kube-scheduler'}",
+        f"--kwok-controller-binary={bindir / 'kwok'}",
+        f"--etcd-binary={bindir / 'etcd'}",
+        "--secure-port=true",
+        "--kube-authorization=true",  # --authorization-mode=Node,RBAC; SA keys for the controller-manager
+        "--kube-admission=true",  # keep the API server's default admission plugins (PodSecurity among them)
+        "--kubeconfig=",  # leave ~/.kube/config alone: wincon writes its own kubeconfig
+        "--quiet-pull=true",
+        f"--timeout={max(int(deadline - time.monotonic()), 10)}s",
+    ]
+    if port:
+        args.append(f"--kube-apiserver-port={port}")
+    args += [f"--extra-args={arg}" for arg in extra_args]
+    env = dict(os.environ)
+    # kwokctl runs `kubectl get --raw /healthz` to tell the cluster is served: give it ours.
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["KWOK_KUBECTL_BINARY"] = str(bindir / "kubectl")
+    env["KWOK_KUBE_VERSION"] = kube_version
+    log_path = sdir / KWOKCTL_LOG
+    started: set[str] = set()
+    # kwokctl picks free ports by probing from 32767 down: two creates at once would pick the same
+    # ones. Serialise creation across clusters sharing the kwokctl work directory.
+    lock = paths.kwok_workdir() / "wincon-create.lock"
+    with _lock(lock, "another cluster to finish starting", out), log_path.open("w") as log:
+        print(f"starting the control plane of cluster {name} (kwokctl log: {log_path})", file=out, flush=True)
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            while proc.poll() is None:
+                _check_alive(name, started)
+                if time.monotonic() > deadline:
+                    raise LocalClusterError(
+                        f"cluster {name}: kwokctl create cluster did not finish in time (log: {log_path})",
+                        f"read {log_path}; on a busy machine raise the timeout with --timeout",
+                    )
+                time.sleep(POLL)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    _check_alive(name, started)
+    if proc.returncode != 0:
+        raise LocalClusterError(
+            f"kwokctl create cluster {name} failed (exit {proc.returncode}, log: {log_path}); last lines:\n"
+            + _tail(log_path),
+            f"read {log_path}",
+        )
+    for comp in components(name):
+        if not comp.running:
+            raise _died(comp, name)
+        started.add(comp.name)
+    return started
+
+
+def up(
+    name: str | None = None,
+    topology: Topology | None = None,
+    *,
+    port: int | None = None,
+    extra_args: list[str] | None = None,
+    timeout: float = UP_TIMEOUT,
+    out: TextIO | None = None,
+) -> Path:
+    """Start cluster ``name`` (default ``$WINCON_CLUSTER_NAME`` or ``wincon``), or reuse it if it runs.
+
+    Blocks until every node is Ready and returns the kubeconfig path. ``port`` fixes the API server's
+    port (default: a free one); ``extra_args`` are kwokctl ``component=flag=value`` extras. On failure no
+    process of the cluster is left running; its logs stay until the next ``up`` or ``down``.
+    """
+    out = out or sys.stderr
+    name = paths.check_name(name or paths.default_cluster_name())
+    bindir = build.require_binaries()
+    deadline = time.monotonic() + timeout
+    with _cluster_lock(name, out):
+        comps = components(name)
+        alive = [c for c in comps if c.running]
+        if alive and len(alive) == len(comps):
+            record = _read_record(name) or {}
+            recorded = Topology.from_dict(record["topology"]) if record.get("topology") else None
+            if topology is not None and recorded is not None and topology != recorded:
+                raise LocalClusterError(
+                    f"cluster {name} already runs with another topology ({recorded.to_dict()})",
+                    f"run `wincon cluster down --name {name}` first, or pick another --name",
+                )
+            topology = topology or recorded or Topology()
+            print(f"cluster {name} is already running: reusing it", file=out, flush=True)
+            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), out)
+            _write_record(name, {**record, "topology": topology.to_dict(), "ready": True})
+            return kubeconfig
+        if alive:
+            dead = [c for c in comps if not c.running]
+            raise LocalClusterError(
+                f"cluster {name} is only partly running: {', '.join(c.name for c in dead)} not running "
+                f"(log: {dead[0].log})",
+                f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
+            )
+        if cluster_pids(name) or paths.kwok_cluster_dir(name).exists() or paths.state_dir(name).exists():
+            print(f"removing the stale state of cluster {name} (nothing of it is running)", file=out, flush=True)
+            _kill(name)
+            _remove_state(name)
+        topology = topology or Topology()
+        if port:
+            _check_port(port, "kube-apiserver")
+        try:
+            started = _start(name, bindir, port, list(extra_args or []), deadline, out)
+            _write_record(
+                name,
+                {
+                    "name": name,
+                    "topology": topology.to_dict(),
+                    "versions_key": paths.versions_key(),
+                    "binaries": str(bindir),
+                    "kwok_dir": str(paths.kwok_cluster_dir(name)),
+                    "created": time.time(),
+                    "ready": False,
+                },
+            )
+            kubeconfig = _provision(name, topology, deadline, started, out)
+        except BaseException:
+            _kill(name)  # no orphans; the logs stay for the error message and `status`
+            raise
+        _write_record(name, {**(_read_record(name) or {}), "ready": True})
+        return kubeconfig
+
+
+def down(name: str | None = None, out: TextIO | None = None) -> None:
+    """Stop every process of cluster ``name`` and remove its state. Harmless when it is not running."""
+    out = out or sys.stderr
+    name = paths.check_name(name or paths.default_cluster_name())
+    with _cluster_lock(name, out):
+        existed = bool(cluster_pids(name)) or paths.kwok_cluster_dir(name).exists() or paths.state_dir(name).exists()
+        _kill(name)
+        _remove_state(name)
+    print(f"cluster {name} {'stopped and removed' if existed else 'was not running: nothing to do'}", file=out)
+
+
+def status(name: str | None = None) -> dict[str, Any]:
+    """What runs for cluster ``name``: state, components (pid, log), kubeconfig, topology, nodes.
+
+    ``state`` is ``running`` (every component up and the cluster provisioned), ``starting`` (components
+    up, nodes not yet provisioned), ``degraded`` (some components died), ``stopped`` (state left on disk,
+    nothing runs; the next ``up`` removes it) or ``absent``.
+    """
+    name = paths.check_name(name or paths.default_cluster_name())
+    comps = components(name)
+    record = _read_record(name) or {}
+    alive = sum(c.running for c in comps)
+    if alive == len(comps):
+        state = "running" if record.get("ready") else "starting"
+    elif alive:
+        state = "degraded"
+    elif paths.kwok_cluster_dir(name).exists() or paths.state_dir(name).exists():
+        state = "stopped"
+    else:
+        state = "absent"
+    kubeconfig = paths.state_dir(name) / KUBECONFIG_FILE
+    result: dict[str, Any] = {
+        "name": name,
+        "state": state,
+        "kubeconfig": str(kubeconfig) if state == "running" else None,
+        "state_dir": str(paths.state_dir(name)),
+        "kwok_dir": str(paths.kwok_cluster_dir(name)),
+        "topology": record.get("topology"),
+        "components": [{"name": c.name, "pid": c.pid, "running": c.running, "log": str(c.log)} for c in comps],
+    }
+    if state == "running":
+        try:
+            from kubernetes import client
+
+            api = _api_client(kubeconfig)
+            result["server"] = api.configuration.host
+            result["nodes"] = [
+                {
+                    "name": n.metadata.name,
+                    "os": n.status.node_info.operating_system,
+                    "os_image": n.status.node_info.os_image,
+                    "ready": any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or []),
+                }
+                for n in client.CoreV1Api(api).list_node(_request_timeout=5).items
+            ]
+            api.close()
+        except Exception as exc:  # noqa: BLE001 - status reports, it does not fail
+            result["nodes_error"] = str(exc).splitlines()[0]
+    return result

@@ -1,0 +1,187 @@
+"""The simulated nodes: which ones a cluster has, and the Node objects that describe them.
+
+Each node carries what the kubelet of a real AKS or GCE node reports (labels, ``status.nodeInfo``,
+capacity, addresses, a providerID) plus the marks by which the suite tells from the API that it is
+simulated: the annotation ``kwok.x-k8s.io/node: fake``, the label ``type: kwok`` and a providerID
+``kwok://<node-name>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from wincon.errors import UsageError
+
+# Windows Server LTSC releases as a kubelet reports them (kernelVersion is the full build.revision).
+WINDOWS_RELEASES: dict[str, dict[str, str]] = {
+    "ltsc2019": {
+        "build": "10.0.17763",
+        "kernel": "10.0.17763.7009",
+        "os_image": "Windows Server 2019 Datacenter",
+        "short": "win2019",
+    },
+    "ltsc2022": {
+        "build": "10.0.20348",
+        "kernel": "10.0.20348.3328",
+        "os_image": "Windows Server 2022 Datacenter",
+        "short": "win2022",
+    },
+    "ltsc2025": {
+        "build": "10.0.26100",
+        "kernel": "10.0.26100.3476",
+        "os_image": "Windows Server 2025 Datacenter",
+        "short": "win2025",
+    },
+}
+LINUX_OS_IMAGE = "Ubuntu 22.04.5 LTS"
+LINUX_KERNEL = "5.15.0-1081-azure"
+CONTAINERD_VERSION = "containerd://1.7.27"
+CNI_CHOICES = ("flannel-vxlan", "flannel-host-gw", "calico", "azure-cni", "antrea", "none")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_TAINT_RE = re.compile(
+    r"^(?P<key>([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)"
+    r"(=(?P<value>[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?)?:(?P<effect>\w+)$"
+)
+SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+def parse_taint(text: str) -> dict[str, str]:
+    """``KEY[=VALUE]:EFFECT`` -> a Node taint; a UsageError naming the expected shape otherwise."""
+    match = _TAINT_RE.match(text.strip())
+    if not match or match["effect"] not in TAINT_EFFECTS:
+        raise UsageError(
+            f"invalid Windows taint {text!r}",
+            f"write KEY=VALUE:EFFECT with EFFECT one of {', '.join(TAINT_EFFECTS)} (for example os=windows:NoSchedule)",
+        )
+    taint = {"key": match["key"], "effect": match["effect"]}
+    if match["value"]:
+        taint["value"] = match["value"]
+    return taint
+
+
+@dataclass
+class Topology:
+    """Which simulated nodes a cluster has. The default: one ltsc2019, one ltsc2022, one Linux worker.
+
+    Windows node ``i`` runs ``windows_versions[i % len(windows_versions)]``; nodes are named after their
+    release and their rank within it (``win2019-0``, ``win2022-0``, ``win2022-1``, ``linux-0``).
+    """
+
+    windows_nodes: int = 2
+    linux_nodes: int = 1
+    windows_versions: list[str] = field(default_factory=lambda: ["ltsc2019", "ltsc2022"])
+    windows_taint: str | None = None
+    cni: str = "flannel-vxlan"
+
+    def __post_init__(self) -> None:
+        if self.windows_nodes < 0 or self.linux_nodes < 0:
+            raise UsageError("node counts cannot be negative", "pass --windows-nodes/--linux-nodes of 0 or more")
+        if self.windows_nodes + self.linux_nodes == 0:
+            raise UsageError("a cluster without nodes was requested", "pass --windows-nodes or --linux-nodes >= 1")
+        if self.windows_nodes + self.linux_nodes > 50:
+            raise UsageError("more than 50 simulated nodes requested", "ask for 50 nodes or fewer")
+        unknown = [v for v in self.windows_versions if v not in WINDOWS_RELEASES]
+        if unknown or not self.windows_versions:
+            raise UsageError(
+                f"unknown Windows version(s) {', '.join(unknown) or '(none given)'}",
+                f"pass --windows-versions as a comma-separated list of {', '.join(WINDOWS_RELEASES)}",
+            )
+        if 0 < self.windows_nodes < len(self.windows_versions):
+            raise UsageError(
+                f"{len(self.windows_versions)} Windows versions requested but only {self.windows_nodes} "
+                "Windows node(s)",
+                "raise --windows-nodes to at least the number of --windows-versions",
+            )
+        if self.windows_taint is not None:
+            parse_taint(self.windows_taint)
+        if self.cni not in CNI_CHOICES:
+            raise UsageError(f"unknown CNI {self.cni!r}", f"pass --cni as one of {', '.join(CNI_CHOICES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "windows_nodes": self.windows_nodes,
+            "linux_nodes": self.linux_nodes,
+            "windows_versions": list(self.windows_versions),
+            "windows_taint": self.windows_taint,
+            "cni": self.cni,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Topology:
+        return cls(**{k: data[k] for k in cls().to_dict() if k in data})
+
+    def node_names(self) -> list[str]:
+        return [node["metadata"]["name"] for node in self.nodes("")]
+
+    def nodes(self, kubelet_version: str) -> list[dict[str, Any]]:
+        """The Node objects (with status) of this topology."""
+        result = []
+        per_release: dict[str, int] = {}
+        for i in range(self.windows_nodes):
+            release = self.windows_versions[i % len(self.windows_versions)]
+            index = per_release[release] = per_release.get(release, -1) + 1
+            result.append(self._node(index, "windows", release, kubelet_version, len(result)))
+        for i in range(self.linux_nodes):
+            result.append(self._node(i, "linux", None, kubelet_version, len(result)))
+        return result
+
+    def _node(self, index: int, os_name: str, release: str | None, kubelet_version: str, ordinal: int) -> dict:
+        labels = {
+            "kubernetes.io/os": os_name,
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": os_name,
+            "beta.kubernetes.io/arch": "amd64",
+            "type": "kwok",
+        }
+        if release:
+            info = WINDOWS_RELEASES[release]
+            name = f"{info['short']}-{index}"
+            labels["node.kubernetes.io/windows-build"] = info["build"]
+            node_info = {"osImage": info["os_image"], "kernelVersion": info["kernel"]}
+            capacity = {"cpu": "4", "memory": "16776700Ki", "pods": "30", "ephemeral-storage": "133703676Ki"}
+            allocatable = {"cpu": "3860m", "memory": "13420348Ki", "pods": "30", "ephemeral-storage": "123221877Ki"}
+        else:
+            name = f"linux-{index}"
+            node_info = {"osImage": LINUX_OS_IMAGE, "kernelVersion": LINUX_KERNEL}
+            capacity = {"cpu": "4", "memory": "16374584Ki", "pods": "110", "ephemeral-storage": "129886128Ki"}
+            allocatable = {"cpu": "3860m", "memory": "12880184Ki", "pods": "110", "ephemeral-storage": "119703055Ki"}
+        labels["kubernetes.io/hostname"] = name
+        spec: dict[str, Any] = {"providerID": f"kwok://{name}", "podCIDR": f"10.244.{ordinal}.0/24"}
+        spec["podCIDRs"] = [spec["podCIDR"]]
+        if release and self.windows_taint:
+            spec["taints"] = [parse_taint(self.windows_taint)]
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": {
+                    SIMULATED_ANNOTATION: "fake",
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                },
+            },
+            "spec": spec,
+            "status": {
+                "capacity": capacity,
+                "allocatable": allocatable,
+                "addresses": [
+                    {"type": "InternalIP", "address": f"10.224.0.{4 + ordinal}"},
+                    {"type": "Hostname", "address": name},
+                ],
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": os_name,
+                    "containerRuntimeVersion": CONTAINERD_VERSION,
+                    "kubeletVersion": kubelet_version,
+                    "kubeProxyVersion": "",
+                    "bootID": "",
+                    "machineID": "",
+                    "systemUUID": "",
+                    **node_info,
+                },
+            },
+        }
