@@ -74,7 +74,7 @@ class PodRef:
 
 def pod_ref(pod: Any, os_name: str, container_name: str, tools: str | None = None) -> PodRef:
     status = pod.status
-    ips = tuple(p.ip for p in (status.pod_i_ps or []) if p.ip) or ((status.pod_ip,) if status.pod_ip else ())
+    ips = tuple(p.ip for p in (status.pod_ips or []) if p.ip) or ((status.pod_ip,) if status.pod_ip else ())
     if not status.pod_ip:
         raise InfrastructureError(f"pod {pod.metadata.name} is running but has no IP", "see the pod's events")
     return PodRef(
@@ -108,7 +108,8 @@ class ServiceRef:
 
 
 def _schedulable(node: NodeProfile) -> bool:
-    return node.ready and not any(t.endswith((":NoSchedule", ":NoExecute")) for t in node.taints if "windows" not in t)
+    """A Ready Linux node that ordinary pods may land on (control-plane nodes carry a NoSchedule taint)."""
+    return node.ready and not any(t.endswith((":NoSchedule", ":NoExecute")) for t in node.taints)
 
 
 @pytest.fixture(scope="session")

@@ -58,9 +58,9 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
 ):
     """ "Dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported" except on "l2bridge, l2tunnel, or overlay networks" (000_4130a90def37a825.txt, IPv6; Networking)."""
     workloads.wait_endpoints(dual_stack_service, netservers)
-    address = ipv6_of(dual_stack_service.raw.spec.cluster_i_ps or [])
+    address = ipv6_of(dual_stack_service.raw.spec.cluster_ips or [])
     assert address, (
-        f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_i_ps}"
+        f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_ips}"
     )
     outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", {p.name for p in netservers})
     assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
