@@ -1,0 +1,383 @@
+"""Storage features documented as unsupported on Windows: each test asserts what Linux gives, and the
+limitation (limitations.yaml, area storage) makes the documented deviation an expected failure."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.api_rules import submit_pod
+from wincon.checks.workloads import (
+    Rejected,
+    events_for,
+    run_windows_pod,
+    windows_nodes_of_build,
+    windows_pod,
+)
+from wincon.cluster.client import call
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import WaitTimeout, pod_failure, pod_running, wait_for_pod
+from wincon.workloads.deploy import apply, container
+
+pytestmark = [pytest.mark.storage]
+
+HOST_PROCESS_DISALLOWED = "hostProcess containers are disallowed by cluster policy"
+
+
+def mounted_pod(wincon, name, build, mounts, volumes, node=None, **spec):
+    return windows_pod(
+        wincon, name, build, node=node, container_extra={"volumeMounts": mounts}, volumes=volumes, **spec
+    )
+
+
+def ensure_secret(wincon, namespace, name="creds", data=None):
+    core = client.CoreV1Api(wincon.api_client)
+    try:
+        call(core.read_namespaced_secret, name, namespace)
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+        body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
+        body["stringData"] = data or {"username": "wincon-user", "password": "s3cr3t-wincon"}
+        apply(wincon.api_client, namespace, body)
+
+
+def host_process_pod(wincon, namespace, name, build, node, command):
+    """A HostProcess pod on ``node`` (it sees the node's disk); skips where the cluster forbids HostProcess."""
+    body = windows_pod(wincon, name, build, node=node, command=command, hostNetwork=True)
+    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
+        pytest.skip(f"the check needs a HostProcess pod on the node: {HOST_PROCESS_DISALLOWED}")
+    return body
+
+
+@pytest.mark.test_id("e04dae75-7c50-4a32-82f6-bf7172b94151")
+@pytest.mark.dataplane
+@pytest.mark.limitation("emptydir-medium-memory")
+def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, run_in):
+    """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
+    body = mounted_pod(
+        wincon,
+        "memory-medium",
+        build,
+        [{"name": "mem", "mountPath": "C:\\mem"}],
+        [{"name": "mem", "emptyDir": {"medium": "Memory"}}],
+    )
+    body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}}
+    try:
+        pod = run_windows_pod(wincon, namespace, body)
+    except WaitTimeout as exc:
+        mounts = [e.message for e in events_for(wincon.api_client, namespace, "memory-medium", "FailedMount")]
+        if mounts:
+            raise AssertionError(f"the Memory emptyDir could not be set up: {mounts[-1]}") from exc
+        raise
+    restarts = sum(s.restart_count for s in pod.status.container_statuses or [])
+    # 200 MiB into a RAM-backed volume of a container limited to 64 MiB: on Linux the write fails or the
+    # container is OOM-killed, because tmpfs pages count against the container's memory.
+    result = run_in(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\big.bin 209715200"])
+    after = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, "memory-medium", namespace)
+    restarted = sum(s.restart_count for s in after.status.container_statuses or []) > restarts
+    assert not result.ok or restarted, (
+        "200 MiB were written to a Memory emptyDir of a 64 MiB container: it is disk-backed"
+    )
+
+
+@pytest.mark.test_id("29aa9b27-9c9b-4ae6-b316-696cb12de18f")
+@pytest.mark.dataplane
+@pytest.mark.limitation("subpath-volume-mounts")
+def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, run_in):
+    """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
+    mounts = [{"name": "data", "mountPath": "C:\\data"}, {"name": "data", "mountPath": "C:\\sub", "subPath": "sub"}]
+    pod = run_windows_pod(
+        wincon, namespace, mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}])
+    )
+    wrote = run_in(pod.metadata.name, ["cmd", "/c", "echo via-subpath> C:\\sub\\hello.txt"])
+    assert wrote.ok, f"writing through the subPath mount failed: {wrote.stderr}"
+    read = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\data\\sub\\hello.txt"])
+    assert read.ok and "via-subpath" in read.stdout, (
+        f"the file is not under sub\\ of the whole volume: {read.stdout!r} {read.stderr}"
+    )
+
+
+@pytest.mark.test_id("83f6e438-d85a-42a4-ae30-f9d2f75378de")
+@pytest.mark.dataplane
+@pytest.mark.limitation("subpath-secret-volume")
+def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, run_in):
+    """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
+    ensure_secret(wincon, namespace)
+    mounts = [{"name": "creds", "mountPath": "C:\\app\\username", "subPath": "username"}]
+    body = mounted_pod(wincon, "secret-subpath", build, mounts, [{"name": "creds", "secret": {"secretName": "creds"}}])
+    pod = run_windows_pod(wincon, namespace, body)
+    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\app\\username"])
+    assert result.ok and result.stdout.strip() == "wincon-user", f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
+@pytest.mark.dataplane
+@pytest.mark.limitation("single-file-volume-mount")
+def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, run_in):
+    """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"settings.txt": "level=debug"},
+    }
+    apply(wincon.api_client, namespace, cm)
+    mounts = [{"name": "settings", "mountPath": "C:\\app\\settings.txt", "subPath": "settings.txt"}]
+    body = mounted_pod(wincon, "single-file", build, mounts, [{"name": "settings", "configMap": {"name": "settings"}}])
+    pod = run_windows_pod(wincon, namespace, body)
+    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\app\\settings.txt"])
+    assert result.ok and result.stdout.strip() == "level=debug", f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-defaultmode")
+def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, run_in):
+    """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
+    ensure_secret(wincon, namespace)
+    volume = {
+        "name": "creds",
+        "secret": {
+            "secretName": "creds",
+            "defaultMode": 0o400,
+            "items": [{"key": "username", "path": "username"}, {"key": "password", "path": "password", "mode": 0o440}],
+        },
+    }
+    pod = run_windows_pod(
+        wincon, namespace, mounted_pod(wincon, "modes", build, [{"name": "creds", "mountPath": "C:\\creds"}], [volume])
+    )
+    result = run_in(pod.metadata.name, ["sh", "-c", "stat -L -c %a C:/creds/username C:/creds/password"])
+    assert result.ok, result.stderr
+    assert result.stdout.split() == ["400", "440"], f"modes reported: {result.stdout.split()}"
+
+
+@pytest.mark.test_id("12b219f8-1986-4fe2-8af8-8284f3892a90")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-ownership-permissions")
+def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, run_in):
+    """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
+    body = mounted_pod(
+        wincon, "fsgroup", build, [{"name": "data", "mountPath": "C:\\data"}], [{"name": "data", "emptyDir": {}}]
+    )
+    body["spec"]["securityContext"] = {"fsGroup": 2000}
+    pod = run_windows_pod(wincon, namespace, body)
+    result = run_in(pod.metadata.name, ["sh", "-c", "touch C:/data/owned && stat -c %g C:/data/owned"])
+    assert result.ok and result.stdout.strip() == "2000", f"group {result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("b08d526f-64bc-4357-b3bd-7cab1b9bd4f5")
+@pytest.mark.dataplane
+@pytest.mark.limitation("readonly-root-filesystem")
+def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, run_in):
+    """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
+    body = windows_pod(wincon, "ro-root", build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}})
+    pod = run_windows_pod(wincon, namespace, body)
+    result = run_in(pod.metadata.name, ["cmd", "/c", "echo x> C:\\probe.txt"])
+    assert not result.ok and "Access is denied" in result.stdout + result.stderr, (
+        "a write to the root filesystem succeeded"
+    )
+
+
+@pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-host-projection")
+def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, run_in):
+    """ "Volume mounts cannot project files or directories back to the host filesystem" and "mount propagation is not supported on Windows" (000_4130a90def37a825.txt, Storage/API)."""
+    nodes = windows_nodes_of_build(wincon.profile, build)
+    if not nodes:
+        pytest.skip("no Ready Windows node")
+    node = nodes[0].name
+    base = f"C:\\wincon-tests\\{namespace}-prop"
+    volumes = [{"name": "host", "hostPath": {"path": base, "type": "DirectoryOrCreate"}}]
+    mounts = [{"name": "host", "mountPath": "C:\\host", "mountPropagation": "HostToContainer"}]
+    pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "propagation", build, mounts, volumes, node=node))
+    # After the container started, the host mounts another directory under the hostPath (a junction,
+    # the Windows counterpart of a bind mount), from a HostProcess pod on the same node.
+    mount_on_host = f"mkdir {base}-src & echo projected> {base}-src\\f.txt & mklink /J {base}\\mnt {base}-src"
+    helper = host_process_pod(
+        wincon, namespace, "host-mounter", build, node, ["cmd", "/c", mount_on_host + " & ping -t 127.0.0.1"]
+    )
+    run_windows_pod(wincon, namespace, helper)
+    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\host\\mnt\\f.txt"])
+    assert result.ok and "projected" in result.stdout, (
+        f"the host's later mount is not visible: {result.stdout!r} {result.stderr}"
+    )
+
+
+@pytest.mark.test_id("323ed5dd-11c4-4481-a786-faa043a12531")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-host-projection")
+def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(wincon, namespace, build):
+    """ "V1.VolumeMount.mountPropagation - mount propagation is not supported on Windows" (000_4130a90def37a825.txt): Bidirectional needs a privileged container, which a Windows pod cannot have."""
+    mounts = [{"name": "host", "mountPath": "C:\\host", "mountPropagation": "Bidirectional"}]
+    volumes = [
+        {"name": "host", "hostPath": {"path": f"C:\\wincon-tests\\{namespace}-bidi", "type": "DirectoryOrCreate"}}
+    ]
+    body = mounted_pod(wincon, "bidirectional", build, mounts, volumes)
+    body["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    if rejection is not None:
+        raise Rejected(f"the API server refused Bidirectional propagation for a Windows pod: {rejection.describe()}")
+    assert created["spec"]["containers"][0]["volumeMounts"][0]["mountPropagation"] == "Bidirectional"
+
+
+@pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
+@pytest.mark.dataplane
+@pytest.mark.limitation("secrets-clear-text-on-node")
+def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, run_in):
+    """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
+    nodes = windows_nodes_of_build(wincon.profile, build)
+    if not nodes:
+        pytest.skip("no Ready Windows node")
+    node = nodes[0].name
+    ensure_secret(wincon, namespace)
+    consumer = run_windows_pod(
+        wincon,
+        namespace,
+        mounted_pod(
+            wincon,
+            "secret-holder",
+            build,
+            [{"name": "creds", "mountPath": "C:\\creds"}],
+            [{"name": "creds", "secret": {"secretName": "creds"}}],
+            node=node,
+        ),
+    )
+    inspector = host_process_pod(wincon, namespace, "disk-inspector", build, node, ["cmd", "/c", "ping -t 127.0.0.1"])
+    run_windows_pod(wincon, namespace, inspector)
+    path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
+    script = f"(Get-Content -Raw '{path}'); (Get-Volume -FilePath '{path}').FileSystemType"
+    result = run_in("disk-inspector", ["powershell", "-NoProfile", "-Command", script])
+    assert result.ok and "s3cr3t-wincon" in result.stdout, f"the secret file was not found at {path}: {result.stderr}"
+    filesystem = result.stdout.strip().splitlines()[-1].strip()
+    assert filesystem.upper() not in ("NTFS", "REFS"), f"the secret lies in clear text on the node's {filesystem} disk"
+
+
+def storage_class_where(api_client, predicate):
+    classes = call(client.StorageV1Api(api_client).list_storage_class).items
+    default = "storageclass.kubernetes.io/is-default-class"
+    ordered = sorted(classes, key=lambda c: (c.metadata.annotations or {}).get(default) != "true")
+    return next((c for c in ordered if predicate(c)), None)
+
+
+@pytest.mark.test_id("6a4681a0-95c1-4fe8-90fa-6ea4efdcb8ee")
+@pytest.mark.dataplane
+@pytest.mark.limitation("block-device-mapping")
+def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, run_in):
+    """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
+    storage_class = storage_class_where(wincon.api_client, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
+    if storage_class is None:
+        pytest.skip("no StorageClass of a block-capable (disk) provisioner")
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "block"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "volumeMode": "Block",
+            "storageClassName": storage_class.metadata.name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    apply(wincon.api_client, namespace, claim)
+    body = windows_pod(
+        wincon,
+        "block-user",
+        build,
+        container_extra={"volumeDevices": [{"name": "block", "devicePath": "\\\\.\\PhysicalDrive9"}]},
+    )
+    body["spec"]["volumes"] = [{"name": "block", "persistentVolumeClaim": {"claimName": "block"}}]
+    pod = run_windows_pod(wincon, namespace, body)
+    result = run_in(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
+    assert result.ok and "Disk" in result.stdout, f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("b835961f-a127-4b5f-940b-1ba593b88651")
+@pytest.mark.dataplane
+@pytest.mark.hybrid
+@pytest.mark.limitation("nfs-volumes-unsupported")
+def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, run_in):
+    """ "NFS based storage/volume support" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
+    image = f"{wincon.catalog.registries['promoterE2eRegistry'].rstrip('/')}/volume/nfs:1.4"
+    server = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "nfs-server", "labels": {"app": "nfs-server"}},
+        "spec": {
+            "os": {"name": "linux"},
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "containers": [
+                container(
+                    "server",
+                    image,
+                    args=["/exports"],
+                    securityContext={"privileged": True},
+                    ports=[{"name": "nfs", "containerPort": 2049}],
+                )
+            ],
+        },
+    }
+    apply(wincon.api_client, namespace, server)
+    nfs = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "nfs-server",
+        done=pod_running,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    volumes = [{"name": "nfs", "nfs": {"server": nfs.status.pod_ip, "path": "/"}}]
+    pod = run_windows_pod(
+        wincon, namespace, mounted_pod(wincon, "nfs-client", build, [{"name": "nfs", "mountPath": "C:\\nfs"}], volumes)
+    )
+    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\nfs\\index.html"])
+    assert result.ok and result.stdout.strip(), f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("1da1c09c-d199-44dc-8431-a5f6b3130da8")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-expansion-resizefs")
+def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, run_in):
+    """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
+    storage_class = storage_class_where(wincon.api_client, lambda c: bool(c.allow_volume_expansion))
+    if storage_class is None:
+        pytest.skip("no StorageClass allows volume expansion")
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "growing"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class.metadata.name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    apply(wincon.api_client, namespace, claim)
+    mounts = [{"name": "data", "mountPath": "C:\\data"}]
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "growing"}}]
+    pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "grower", build, mounts, volumes))
+    command = ["powershell", "-NoProfile", "-Command", "(Get-Volume -FilePath 'C:\\data').Size"]
+    before = run_in(pod.metadata.name, command)
+    assert before.ok, before.stderr
+    core = client.CoreV1Api(wincon.api_client)
+    call(
+        core.patch_namespaced_persistent_volume_claim,
+        "growing",
+        namespace,
+        {"spec": {"resources": {"requests": {"storage": "3Gi"}}}},
+    )
+    from wincon.checks.workloads import eventually
+
+    def grown():
+        after = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+        return after if after.ok and int(after.stdout.strip() or 0) > 2 * 1024**3 else None
+
+    try:
+        eventually(grown, 300, "the 3Gi expansion seen from the pod", interval=10)
+    except Exception as exc:
+        raise AssertionError(
+            f"the filesystem in the pod did not grow past 2 GiB (was {before.stdout.strip()} bytes)"
+        ) from exc
