@@ -1,0 +1,253 @@
+"""Liveness, readiness and startup probes of kinds exec, httpGet and tcpSocket on Windows pods."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.workloads import events_for, eventually, run_windows_pod, target_build, wait_for_event, windows_pod
+from wincon.cluster.client import call
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import pod_running_ready, wait_for_pod
+from wincon.workloads.deploy import apply, container
+
+pytestmark = [pytest.mark.probes]
+
+NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
+SIDE_NETEXEC = ["netexec", "--http-port=8082", "--udp-port=8083"]
+FAST = {"periodSeconds": 2, "failureThreshold": 1, "timeoutSeconds": 1}
+
+
+def probe(kind: str, passing: bool, port: int = 8080) -> dict:
+    """A probe of ``kind`` that passes against netexec on ``port``, or fails."""
+    if kind == "exec":
+        return {"exec": {"command": ["cmd", "/c", f"exit {0 if passing else 1}"]}, **FAST}
+    if kind == "httpGet":
+        return {"httpGet": {"path": "/healthz" if passing else "/no-such-path", "port": port}, **FAST}
+    return {"tcpSocket": {"port": port if passing else 9999}, **FAST}
+
+
+def restarts(pod, name: str) -> int:
+    return next((s.restart_count for s in pod.status.container_statuses or [] if s.name == name), 0)
+
+
+@pytest.fixture(scope="session")
+def build(profile):
+    return target_build(profile)
+
+
+@pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
+def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, namespace, build):
+    """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with exec, httpGet and tcpSocket probes is stored as given and placed on Windows."""
+    body = windows_pod(
+        wincon,
+        "all-probes",
+        build,
+        args=NETEXEC,
+        container_extra={
+            "livenessProbe": probe("exec", True),
+            "readinessProbe": probe("httpGet", True),
+            "startupProbe": probe("tcpSocket", True),
+        },
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    main = pod.spec.containers[0]
+    assert main.liveness_probe._exec.command == ["cmd", "/c", "exit 0"]
+    assert main.readiness_probe.http_get.path == "/healthz" and main.readiness_probe.http_get.port == 8080
+    assert main.startup_probe.tcp_socket.port == 8080
+
+
+@pytest.mark.test_id("42dd3323-fd33-4a32-bfce-3dc12f12acc7")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
+def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
+    wincon, namespace, build, data_plane, kind
+):
+    """ "Readiness and Liveness probes" work on Windows (003_414b2f1c5dd978a2.txt, What works today): a failing liveness probe restarts its container; a passing one leaves its neighbour alone."""
+    body = windows_pod(
+        wincon, f"liveness-{kind.lower()}", build, args=NETEXEC, container_extra={"livenessProbe": probe(kind, True)}
+    )
+    image = body["spec"]["containers"][0]["image"]
+    body["spec"]["containers"].append(
+        container("failing", image, args=SIDE_NETEXEC, livenessProbe=probe(kind, False, 8082))
+    )
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    data_plane(f"wait for the {kind} liveness probe of container failing to restart it", where=pod.metadata.name)
+    restarted = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        pod.metadata.name,
+        done=lambda p: restarts(p, "failing") >= 1,
+        timeout=180,
+        failure=None,
+    )
+    assert restarts(restarted, "main") == 0, "the container with a passing liveness probe was restarted"
+    unhealthy = wait_for_event(wincon.api_client, namespace, pod.metadata.name, "Unhealthy")
+    assert any("Liveness probe failed" in e.message for e in unhealthy), [e.message for e in unhealthy]
+
+
+def endpoint_readiness(api_client, namespace: str, service: str) -> dict[str, bool]:
+    """Pod name -> ready, from the Service's EndpointSlices."""
+    discovery = client.DiscoveryV1Api(api_client)
+    slices = call(
+        discovery.list_namespaced_endpoint_slice, namespace, label_selector=f"kubernetes.io/service-name={service}"
+    )
+    result = {}
+    for eps in slices.items:
+        for endpoint in eps.endpoints or []:
+            if endpoint.target_ref and endpoint.target_ref.kind == "Pod":
+                result[endpoint.target_ref.name] = bool(endpoint.conditions and endpoint.conditions.ready)
+    return result
+
+
+def service(name: str, selector: dict) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": selector, "ports": [{"port": 8080, "targetPort": 8080}]},
+    }
+
+
+READY_FILE = "C:\\ready.txt"
+
+
+@pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
+@pytest.mark.dataplane
+def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(wincon, namespace, build, data_plane):
+    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
+    gate = {"exec": {"command": ["cmd", "/c", f"type {READY_FILE}"]}, **FAST}
+    body = windows_pod(
+        wincon, "ready-toggle", build, args=NETEXEC, labels={"app": "toggle"}, container_extra={"readinessProbe": gate}
+    )
+    apply(wincon.api_client, namespace, service("toggle", {"app": "toggle"}))
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    listed = eventually(
+        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle") is not None or None,
+        60,
+        "pod ready-toggle listed in the EndpointSlice of Service toggle",
+    )
+    assert listed
+    create = ["cmd", "/c", f"echo ok> {READY_FILE}"]
+    data_plane(create, where=f"pod {pod.metadata.name}")
+    assert exec_in_pod(wincon.api_client, namespace, "ready-toggle", create).ok
+    wait_for_pod(wincon.api_client, namespace, "ready-toggle", done=pod_running_ready, timeout=60, failure=None)
+    eventually(
+        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready"
+    )
+    assert exec_in_pod(wincon.api_client, namespace, "ready-toggle", ["cmd", "/c", f"del {READY_FILE}"]).ok
+    wait_for_pod(
+        wincon.api_client, namespace, "ready-toggle", done=lambda p: not pod_running_ready(p), timeout=60, failure=None
+    )
+    eventually(
+        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle") is False,
+        60,
+        "endpoint of ready-toggle marked not ready",
+    )
+
+
+@pytest.mark.test_id("b130ff0d-f21e-4483-be4c-76cef745b53f")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(wincon, namespace, build, data_plane, kind):
+    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
+    app = f"rd-{kind.lower()}"
+    for name, passing in ((f"{app}-good", True), (f"{app}-bad", False)):
+        body = windows_pod(
+            wincon,
+            name,
+            build,
+            args=NETEXEC,
+            labels={"app": app},
+            container_extra={"readinessProbe": probe(kind, passing)},
+        )
+        apply(wincon.api_client, namespace, body)
+    apply(wincon.api_client, namespace, service(app, {"app": app}))
+    for name in (f"{app}-good", f"{app}-bad"):
+        wait_for_pod(
+            wincon.api_client,
+            namespace,
+            name,
+            done=lambda p: bool(p.status and p.status.phase == "Running"),
+            timeout=wincon.pod_start_timeout,
+        )
+    data_plane(f"wait for the {kind} readiness probe of {app}-bad to fail", where=namespace)
+    wait_for_event(wincon.api_client, namespace, f"{app}-bad", "Unhealthy")
+    wait_for_pod(wincon.api_client, namespace, f"{app}-good", done=pod_running_ready, timeout=60, failure=None)
+
+    def both_listed():
+        states = endpoint_readiness(wincon.api_client, namespace, app)
+        return states if len(states) == 2 and states.get(f"{app}-good") else None
+
+    states = eventually(
+        both_listed,
+        60,
+        f"both pods of {app} in the EndpointSlice, the good one ready",
+    )
+    assert states == {f"{app}-good": True, f"{app}-bad": False}, states
+
+
+STARTED_FILE = "C:\\started.txt"
+
+
+@pytest.mark.test_id("180e296a-8aad-4370-99d4-2079be405940")
+@pytest.mark.dataplane
+def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(wincon, namespace, build, data_plane):
+    """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): until the startup probe passes, a failing liveness probe restarts nothing and a passing readiness probe readies nothing."""
+    started = {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, "periodSeconds": 2, "failureThreshold": 60}
+    body = windows_pod(
+        wincon,
+        "startup-gate",
+        build,
+        args=NETEXEC,
+        container_extra={
+            "startupProbe": started,
+            "livenessProbe": {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, **FAST},
+            "readinessProbe": probe("exec", True),
+        },
+    )
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    data_plane(f"wait for five failed startup probes, then create {STARTED_FILE}", where=pod.metadata.name)
+
+    # While the startup probe fails (five times, 10 s), the liveness probe (which would fail too) must not run.
+    def startup_failures():
+        events = events_for(wincon.api_client, namespace, "startup-gate", "Unhealthy")
+        failed = [e for e in events if "Startup probe failed" in (e.message or "")]
+        return events if failed and max(e.count or 1 for e in failed) >= 5 else None
+
+    events = eventually(startup_failures, 90, "five failed startup probes of pod startup-gate")
+    messages = [e.message for e in events]
+    assert all("Startup probe failed" in m for m in messages), f"other probes ran before startup passed: {messages}"
+    held = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, "startup-gate", namespace)
+    status = held.status.container_statuses[0]
+    assert status.restart_count == 0 and not status.started and not status.ready, status
+    assert exec_in_pod(wincon.api_client, namespace, "startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
+    ready = wait_for_pod(wincon.api_client, namespace, "startup-gate", done=pod_running_ready, timeout=60, failure=None)
+    status = ready.status.container_statuses[0]
+    assert status.started and status.ready and status.restart_count == 0, status
+
+
+@pytest.mark.test_id("667d1b7e-ac4a-479e-b1f1-8da9a30540f6")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+def test_startup_probe_delays_readiness_by_its_initial_delay(wincon, namespace, build, data_plane, kind):
+    """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
+    delay = 15
+    startup = {**probe(kind, True), "initialDelaySeconds": delay, "failureThreshold": 3}
+    body = windows_pod(
+        wincon,
+        f"startup-{kind.lower()}",
+        build,
+        args=NETEXEC,
+        container_extra={"startupProbe": startup, "readinessProbe": probe("exec", True)},
+    )
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    data_plane(
+        f"compare the Ready time with the container start (startup {kind} after {delay} s)", where=pod.metadata.name
+    )
+    ready = wait_for_pod(
+        wincon.api_client, namespace, pod.metadata.name, done=pod_running_ready, timeout=120, failure=None
+    )
+    started_at = ready.status.container_statuses[0].state.running.started_at
+    ready_at = next(c.last_transition_time for c in ready.status.conditions if c.type == "Ready")
+    assert (ready_at - started_at).total_seconds() >= delay - 1, f"ready {ready_at}, container started {started_at}"
