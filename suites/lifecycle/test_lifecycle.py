@@ -1,0 +1,296 @@
+"""Container lifecycle on Windows: postStart and preStop hooks (exec and httpGet), the termination grace
+period, termination messages and exit codes. Hook effects are observed from outside the hooked
+container: through a volume shared with a second container, or in the log of a recorder pod."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from wincon.checks.workloads import eventually, run_windows_pod, target_build, windows_pod
+from wincon.cluster.client import call
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.workloads.deploy import apply, container
+
+pytestmark = [pytest.mark.lifecycle]
+
+NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
+
+
+@pytest.fixture(scope="session")
+def build(profile):
+    return target_build(profile)
+
+
+@pytest.fixture(scope="module")
+def recorder(wincon, namespace, build):
+    """A Windows pod running agnhost netexec, which logs every request it gets ("GET /echo?msg=...")."""
+    return run_windows_pod(wincon, namespace, windows_pod(wincon, "recorder", build, args=NETEXEC))
+
+
+def recorded(wincon, namespace) -> str:
+    core = client.CoreV1Api(wincon.api_client)
+    return call(core.read_namespaced_pod_log, "recorder", namespace)
+
+
+def wait_recorded(wincon, namespace, text: str, timeout: float = 60) -> str:
+    def seen():
+        log = recorded(wincon, namespace)
+        return log if text in log else None
+
+    return eventually(seen, timeout, f"{text!r} in the recorder's log")
+
+
+def http_hook(recorder, message: str) -> dict:
+    return {"httpGet": {"host": recorder.status.pod_ip, "port": 8080, "path": f"/echo?msg={message}"}}
+
+
+def curl_hook(recorder, message: str) -> dict:
+    return {"exec": {"command": ["cmd", "/c", f"curl.exe -s http://{recorder.status.pod_ip}:8080/echo?msg={message}"]}}
+
+
+def gone(wincon, namespace, name):
+    core = client.CoreV1Api(wincon.api_client)
+    try:
+        call(core.read_namespaced_pod, name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return None
+
+
+@pytest.mark.test_id("0b36cdfa-ac54-4477-b710-5167b84227d4")
+def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon, namespace, build, recorder):
+    """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is stored and placed."""
+    body = windows_pod(
+        wincon,
+        "all-settings",
+        build,
+        terminationGracePeriodSeconds=45,
+        container_extra={
+            "lifecycle": {"postStart": curl_hook(recorder, "accepted"), "preStop": http_hook(recorder, "accepted")},
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        },
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    main = pod.spec.containers[0]
+    assert main.lifecycle.post_start._exec.command[0] == "cmd"
+    assert main.lifecycle.pre_stop.http_get.host == recorder.status.pod_ip
+    assert pod.spec.termination_grace_period_seconds == 45
+    assert main.termination_message_path == "/dev/termination-log", "the documented default path"
+    assert main.termination_message_policy == "FallbackToLogsOnError"
+
+
+@pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
+@pytest.mark.dataplane
+def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(wincon, namespace, build, data_plane):
+    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads."""
+    mounts = [{"name": "shared", "mountPath": "C:\\shared"}]
+    hook = {"exec": {"command": ["cmd", "/c", "echo poststart-exec> C:\\shared\\poststart.txt"]}}
+    body = windows_pod(
+        wincon,
+        "poststart-exec",
+        build,
+        container_extra={"volumeMounts": mounts, "lifecycle": {"postStart": hook}},
+        volumes=[{"name": "shared", "emptyDir": {}}],
+    )
+    image = body["spec"]["containers"][0]["image"]
+    body["spec"]["containers"].append(container("observer", image, args=["pause"], volumeMounts=mounts))
+    pod = run_windows_pod(wincon, namespace, body)
+    command = ["cmd", "/c", "type C:\\shared\\poststart.txt"]
+    data_plane(command, where=f"pod {pod.metadata.name} container observer")
+    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command, container="observer")
+    assert result.ok and "poststart-exec" in result.stdout, f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("1e89770b-1e55-4e62-90ab-1fdfaad07a1f")
+@pytest.mark.dataplane
+def test_post_start_http_hook_reaches_the_recorder(wincon, namespace, build, recorder, data_plane):
+    """ "postStart & preStop container lifecycle events" (003_414b2f1c5dd978a2.txt, What works today): an httpGet postStart hook calls the recorder pod."""
+    body = windows_pod(
+        wincon,
+        "poststart-http",
+        build,
+        container_extra={"lifecycle": {"postStart": http_hook(recorder, "poststart-http")}},
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane("read the recorder's log for GET /echo?msg=poststart-http", where=f"pod {pod.metadata.name}")
+    assert "GET /echo?msg=poststart-http" in wait_recorded(wincon, namespace, "msg=poststart-http")
+
+
+@pytest.mark.test_id("d3018cb5-8026-4a27-b6d2-f65d229f4bcb")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["exec", "httpGet"])
+def test_pre_stop_hook_runs_when_the_pod_is_deleted(wincon, namespace, build, recorder, data_plane, kind):
+    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
+    message = f"prestop-{kind.lower()}"
+    hook = curl_hook(recorder, message) if kind == "exec" else http_hook(recorder, message)
+    body = windows_pod(
+        wincon, message, build, terminationGracePeriodSeconds=30, container_extra={"lifecycle": {"preStop": hook}}
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane(f"delete pod {message}, then read the recorder's log for msg={message}", where=pod.spec.node_name)
+    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, message, namespace)
+    eventually(lambda: gone(wincon, namespace, message), 90, f"pod {message} deleted")
+    assert f"msg={message}" in wait_recorded(wincon, namespace, f"msg={message}", timeout=10)
+
+
+@pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
+@pytest.mark.dataplane
+def test_pre_stop_hook_may_use_the_termination_grace_period(wincon, namespace, build, recorder, data_plane):
+    """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
+    ip = recorder.status.pod_ip
+    steps = f"for /L %i in (1,1,20) do (curl.exe -s http://{ip}:8080/echo?msg=grace-step-%i & ping -n 2 127.0.0.1 >nul)"
+    body = windows_pod(
+        wincon,
+        "grace",
+        build,
+        terminationGracePeriodSeconds=30,
+        container_extra={"lifecycle": {"preStop": {"exec": {"command": ["cmd", "/c", steps]}}}},
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane(f"delete pod grace; its preStop hook reports 20 steps, one a second: {steps}", where=pod.spec.node_name)
+    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, "grace", namespace)
+    eventually(lambda: gone(wincon, namespace, "grace"), 90, "pod grace deleted")
+    log = recorded(wincon, namespace)
+    last = max(
+        (int(line.rsplit("grace-step-", 1)[1].split()[0]) for line in log.splitlines() if "grace-step-" in line),
+        default=0,
+    )
+    assert last == 20, f"the shutdown step was cut off after {last} of 20 seconds"
+
+
+def terminated(pod):
+    status = (pod.status.container_statuses or [None])[0] if pod.status else None
+    return status.state.terminated if status and status.state else None
+
+
+@pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
+@pytest.mark.dataplane
+def test_termination_message_written_to_the_default_path_is_reported(wincon, namespace, build, data_plane):
+    """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
+    body = windows_pod(
+        wincon,
+        "message-default",
+        build,
+        command=["cmd", "/c", "echo all-done> C:\\dev\\termination-log"],
+        restartPolicy="Never",
+    )
+    apply(wincon.api_client, namespace, body)
+    data_plane(
+        "wait for container main to exit, then read status.containerStatuses[0].state.terminated.message",
+        where="message-default",
+    )
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "message-default",
+        done=lambda p: terminated(p) is not None,
+        timeout=wincon.pod_start_timeout,
+        failure=None,
+    )
+    state = terminated(pod)
+    assert state.exit_code == 0 and (state.message or "").strip() == "all-done", (
+        f"exit {state.exit_code}, message {state.message!r}"
+    )
+
+
+@pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
+@pytest.mark.dataplane
+def test_termination_message_written_to_a_custom_path_is_reported(wincon, namespace, build, data_plane):
+    """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
+    body = windows_pod(
+        wincon,
+        "message-custom",
+        build,
+        command=["cmd", "/c", "echo done> C:\\dev\\msg"],
+        restartPolicy="Never",
+        container_extra={"terminationMessagePath": "C:\\dev\\msg"},
+    )
+    apply(wincon.api_client, namespace, body)
+    data_plane("wait for container main to exit, then read its termination message", where="message-custom")
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "message-custom",
+        done=lambda p: terminated(p) is not None,
+        timeout=wincon.pod_start_timeout,
+        failure=None,
+    )
+    assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
+
+
+@pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
+@pytest.mark.dataplane
+def test_exit_code_and_log_tail_are_reported_on_failure(wincon, namespace, build, data_plane):
+    """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
+    body = windows_pod(
+        wincon,
+        "exit-three",
+        build,
+        command=["cmd", "/c", "echo fatal: wincon-exit & exit 3"],
+        restartPolicy="Never",
+        container_extra={"terminationMessagePolicy": "FallbackToLogsOnError"},
+    )
+    apply(wincon.api_client, namespace, body)
+    data_plane(
+        "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message", where="exit-three"
+    )
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "exit-three",
+        done=lambda p: terminated(p) is not None,
+        timeout=wincon.pod_start_timeout,
+        failure=None,
+    )
+    state = terminated(pod)
+    assert state.exit_code == 3 and pod.status.phase == "Failed", f"exit {state.exit_code}, phase {pod.status.phase}"
+    assert "fatal: wincon-exit" in (state.message or ""), f"message {state.message!r}"
+
+
+@pytest.mark.test_id("a08e313d-3ad8-4b73-a8d7-64ebd26a1cfe")
+@pytest.mark.dataplane
+@pytest.mark.limitation("multi-container-pods-pre-1709")
+def test_containers_of_a_pod_share_its_network(wincon, namespace, build, data_plane):
+    """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
+    body = windows_pod(wincon, "two-in-one", build, args=NETEXEC)
+    image = body["spec"]["containers"][0]["image"]
+    body["spec"]["containers"].append(container("client", image, args=["pause"]))
+    pod = run_windows_pod(wincon, namespace, body)
+    command = ["cmd", "/c", "curl.exe -s http://localhost:8080/hostname"]
+    data_plane(command, where=f"pod {pod.metadata.name} container client")
+    result = exec_in_pod(wincon.api_client, namespace, "two-in-one", command, container="client")
+    assert result.ok and result.stdout.strip() == "two-in-one", f"{result.stdout!r} {result.stderr}"
+
+
+@pytest.mark.test_id("5bc4f8cd-c943-4eaf-a0ec-f5b2cdf530ca")
+@pytest.mark.dataplane
+@pytest.mark.limitation("no-oom-killer")
+def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build, data_plane):
+    """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
+    allocate = "$b = [byte[]]::new(400MB); for ($i = 0; $i -lt $b.Length; $i += 4096) { $b[$i] = 1 }; Start-Sleep 120"
+    body = windows_pod(
+        wincon,
+        "memory-hog",
+        build,
+        image_key="nettools",
+        command=["powershell", "-NoProfile", "-Command", allocate],
+        restartPolicy="Never",
+        container_extra={"resources": {"limits": {"memory": "200Mi"}, "requests": {"memory": "200Mi"}}},
+    )
+    apply(wincon.api_client, namespace, body)
+    data_plane("wait for container main (200Mi limit, allocating 400 MiB) to be terminated", where="memory-hog")
+    pod = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "memory-hog",
+        done=lambda p: terminated(p) is not None,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    state = terminated(pod)
+    assert state.reason == "OOMKilled", f"terminated with reason {state.reason!r}, exit code {state.exit_code}"
