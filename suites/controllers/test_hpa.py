@@ -89,6 +89,7 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(wincon, namespace
 @pytest.mark.test_id("48cc0c94-9ca9-4011-a4f4-bde5d4369573")
 @pytest.mark.dataplane
 @pytest.mark.slow
+@pytest.mark.limitation("hpa-unsupported-pre-1-14")
 def test_hpa_scales_a_windows_deployment_under_cpu_load(wincon, namespace, pinned, build, profile, data_plane):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     missing = metrics_api_available(wincon.api_client)

@@ -140,6 +140,7 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(wincon, namespace, build, re
 
 @pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
 @pytest.mark.dataplane
+@pytest.mark.limitation("termination-grace-period")
 def test_pre_stop_hook_may_use_the_termination_grace_period(wincon, namespace, build, recorder, data_plane):
     """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
     ip = recorder.status.pod_ip
@@ -200,6 +201,7 @@ def test_termination_message_written_to_the_default_path_is_reported(wincon, nam
 
 @pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
 @pytest.mark.dataplane
+@pytest.mark.limitation("termination-message-path")
 def test_termination_message_written_to_a_custom_path_is_reported(wincon, namespace, build, data_plane):
     """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
     body = windows_pod(
@@ -294,3 +296,40 @@ def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build,
     )
     state = terminated(pod)
     assert state.reason == "OOMKilled", f"terminated with reason {state.reason!r}, exit code {state.exit_code}"
+
+
+@pytest.mark.test_id("890a662e-f47f-4f65-af94-8111853b8419")
+@pytest.mark.dataplane
+@pytest.mark.limitation("exit-codes-differ")
+def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(wincon, namespace, build, data_plane):
+    """ "Exit Codes follow the same convention ... The specific error codes may differ across Windows and Linux" (000_4130a90def37a825.txt, API Signals): a container the kubelet kills should report 137 as on Linux."""
+    failing = {"exec": {"command": ["cmd", "/c", "exit 1"]}, "periodSeconds": 2, "failureThreshold": 1}
+    body = windows_pod(wincon, "killed", build, args=NETEXEC, container_extra={"livenessProbe": failing})
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    data_plane(
+        "wait for the failing liveness probe to kill container main; read lastState.terminated.exitCode",
+        where=pod.metadata.name,
+    )
+
+    def killed_once(p):
+        status = (p.status.container_statuses or [None])[0]
+        return bool(status and status.restart_count >= 1 and status.last_state and status.last_state.terminated)
+
+    restarted = wait_for_pod(wincon.api_client, namespace, "killed", done=killed_once, timeout=180, failure=None)
+    code = restarted.status.container_statuses[0].last_state.terminated.exit_code
+    assert code == 137, f"the killed container reported exit code {code}"
+
+
+@pytest.mark.test_id("74bb818c-146a-44d5-8c78-47585f954947")
+@pytest.mark.dataplane
+@pytest.mark.limitation("termination-signals-differ")
+def test_container_receives_sigterm_when_its_pod_is_deleted(wincon, namespace, build, recorder, data_plane):
+    """ "Signals - Windows interactive apps handle termination differently ... Console apps handle ctrl-c or ctrl-break using a Control Handler" (000_4130a90def37a825.txt, API): a SIGTERM trap should fire on deletion."""
+    report = f"curl -s http://{recorder.status.pod_ip}:8080/echo?msg=sigterm-trapped"
+    script = f"trap '{report}; exit 0' TERM; while true; do sleep 1; done"
+    body = windows_pod(wincon, "trap-term", build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane(f"delete pod trap-term; its shell trap reports to the recorder: {script}", where=pod.spec.node_name)
+    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, "trap-term", namespace)
+    eventually(lambda: gone(wincon, namespace, "trap-term"), 90, "pod trap-term deleted")
+    assert "msg=sigterm-trapped" in recorded(wincon, namespace), "the TERM trap never fired"

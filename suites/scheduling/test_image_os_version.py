@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from kubernetes import client
 
 from wincon.checks.workloads import assert_all_ran_on, windows_nodes_of_build, windows_pod
-from wincon.cluster.waits import IMAGE_REASONS, pod_scheduled, wait_for_pod
+from wincon.cluster.client import call
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import InfrastructureError
 from wincon.workloads.catalog import Catalog, ImageSpec, build_compatible
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
-
-START_FAILURES = IMAGE_REASONS | {"CreateContainerError", "RunContainerError"}
 
 
 def incompatible_version(catalog: Catalog, host_build: int) -> tuple[str, int] | None:
@@ -48,48 +49,155 @@ def test_image_for_another_windows_version_is_refused_before_deploying(wincon, p
         pytest.skip(f"every Windows version of the catalog runs on this cluster's builds {profile.windows_builds}")
 
 
-def not_started(pod) -> bool:
-    for status in (pod.status.container_statuses if pod.status else None) or []:
-        waiting = status.state.waiting if status.state else None
-        if waiting and waiting.reason in START_FAILURES:
-            return True
-    return False
+def could_not_start(pod) -> str | None:
+    """A start failure as a workload failure (AssertionError through wait_for), not an infrastructure error."""
+    reason = pod_failure(pod)
+    return f"container could not start: {reason}" if reason else None
 
 
-def started(pod) -> str | None:
-    for status in (pod.status.container_statuses if pod.status else None) or []:
-        if status.state and status.state.running:
-            return f"container {status.name} started from an image of another Windows version"
+def incompatible_pairing(wincon, profile) -> tuple[int, str] | None:
+    """(host build, catalog version name) of an image version that cannot run on a Ready node of that build."""
+    for host in reversed(profile.windows_builds):
+        other = incompatible_version(wincon.catalog, host)
+        if other and windows_nodes_of_build(profile, host):
+            return host, other[0]
     return None
 
 
-@pytest.mark.test_id("94b88095-9c7c-4b1a-95c5-ac32534cfa1b")
-@pytest.mark.dataplane
-def test_container_from_another_windows_version_does_not_start(wincon, namespace, profile, data_plane):
-    """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): e.g. an ltsc2019 image on an ltsc2022 host does not start."""
-    pairing = next(
-        (
-            (host, other)
-            for host in reversed(profile.windows_builds)
-            if (other := incompatible_version(wincon.catalog, host))
-        ),
-        None,
-    )
-    if pairing is None or not windows_nodes_of_build(profile, pairing[0]):
-        pytest.skip("every Windows version of the catalog runs on this cluster's Windows builds")
-    host, (version, _) = pairing
-    image = f"{wincon.catalog.registries['microsoftRegistry'].rstrip('/')}/windows/nanoserver:{version}"
-    body = windows_pod(wincon, "mismatch", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
-    body["spec"]["containers"][0]["image"] = image
+def nanoserver(wincon, version: str) -> str:
+    return f"{wincon.catalog.registries['microsoftRegistry'].rstrip('/')}/windows/nanoserver:{version}"
+
+
+def start_and_wait(wincon, namespace, profile, data_plane, body, host, what):
+    """Create the pod, check it was placed on a node of ``host``, then (data plane) wait until it runs."""
     apply(wincon.api_client, namespace, body)
+    name = body["metadata"]["name"]
     pod = wait_for_pod(
-        wincon.api_client, namespace, "mismatch", done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=None
+        wincon.api_client, namespace, name, done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=None
     )
     assert_all_ran_on([pod], profile, "windows", host)
-    data_plane(
-        f"wait for {image} on build {host} to fail with one of {sorted(START_FAILURES)}", where=pod.spec.node_name
+    data_plane(f"wait for pod {name} ({what}) to run", where=pod.spec.node_name)
+    return wait_for_pod(
+        wincon.api_client, namespace, name, done=pod_running, timeout=wincon.pod_start_timeout, failure=could_not_start
     )
-    pod = wait_for_pod(
-        wincon.api_client, namespace, "mismatch", done=not_started, timeout=wincon.pod_start_timeout, failure=started
+
+
+@pytest.mark.test_id("27170933-0bd8-4fb8-b35e-b3ce6a37af9b")
+@pytest.mark.dataplane
+@pytest.mark.limitation("image-os-version-match")
+def test_container_from_another_windows_version_starts(wincon, namespace, profile, data_plane):
+    """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): an ltsc2019 image on an ltsc2022 host should start."""
+    pairing = incompatible_pairing(wincon, profile)
+    if pairing is None:
+        pytest.skip("every Windows version of the catalog runs on this cluster's Windows builds")
+    host, version = pairing
+    image = nanoserver(wincon, version)
+    body = windows_pod(wincon, "mismatch", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
+    body["spec"]["containers"][0]["image"] = image
+    pod = start_and_wait(wincon, namespace, profile, data_plane, body, host, f"{image} on build {host}")
+    assert pod.status.phase == "Running"
+
+
+HYPERV_HINTS = ("hyperv", "hyper-v", "vm")
+LEGACY_ISOLATION = "experimental.windows.kubernetes.io/isolation-type"
+
+
+def hyperv_runtime_class(api_client) -> str | None:
+    """The name of a RuntimeClass whose handler runs Hyper-V isolated containers, if the cluster has one."""
+    classes = call(client.NodeV1Api(api_client).list_runtime_class).items
+    return next((c.metadata.name for c in classes if any(h in c.handler.lower() for h in HYPERV_HINTS)), None)
+
+
+@pytest.mark.test_id("86146be2-7a71-43cd-aa1b-93a73f1f05ce")
+@pytest.mark.dataplane
+@pytest.mark.limitation("hyperv-isolation-unsupported")
+def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace, profile, data_plane):
+    """ "Hyper-V isolation of containers, enabling backward compatibility of Windows container image versions, is planned for a future release" (002_8a7e76f95009f44f.txt, Operating System Restrictions)."""
+    pairing = incompatible_pairing(wincon, profile)
+    if pairing is None:
+        pytest.skip("no catalog Windows version is incompatible with a node: nothing for Hyper-V to bridge")
+    host, version = pairing
+    body = windows_pod(wincon, "hyperv-older", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
+    body["spec"]["containers"][0]["image"] = nanoserver(wincon, version)
+    runtime_class = hyperv_runtime_class(wincon.api_client)
+    if runtime_class:
+        body["spec"]["runtimeClassName"] = runtime_class
+    else:
+        body["metadata"]["annotations"] = {LEGACY_ISOLATION: "hyperv"}
+    how = f"RuntimeClass {runtime_class}" if runtime_class else f"annotation {LEGACY_ISOLATION}=hyperv"
+    pod = start_and_wait(wincon, namespace, profile, data_plane, body, host, f"{version} image under Hyper-V via {how}")
+    assert pod.status.phase == "Running"
+
+
+@pytest.mark.test_id("796aa85b-1398-4bfb-89bc-f094c4b5426c")
+@pytest.mark.dataplane
+@pytest.mark.limitation("hyperv-single-container-per-pod")
+def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, build, data_plane):
+    """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
+    if profile.runtime != "docker":
+        pytest.skip(
+            f"the legacy Hyper-V annotation is a Docker (dockershim) feature; the Windows nodes run {profile.runtime}"
+        )
+    body = windows_pod(wincon, "hyperv-two", build)
+    body["metadata"]["annotations"] = {LEGACY_ISOLATION: "hyperv"}
+    body["spec"]["containers"].append(dict(body["spec"]["containers"][0], name="second"))
+    pod = start_and_wait(wincon, namespace, profile, data_plane, body, build, "two containers under Hyper-V")
+    assert all(s.ready for s in pod.status.container_statuses), pod.status.container_statuses
+
+
+@pytest.mark.test_id("33b67d77-243d-40b1-b4d2-b97ac752391d")
+@pytest.mark.dataplane
+@pytest.mark.limitation("hyperv-cpu-count-limit")
+def test_hyperv_isolated_container_sees_the_nodes_processors(wincon, namespace, profile, build, data_plane):
+    """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
+    runtime_class = hyperv_runtime_class(wincon.api_client)
+    if runtime_class is None:
+        pytest.skip("the cluster has no RuntimeClass with a Hyper-V handler")
+    body = windows_pod(wincon, "hyperv-cpus", build, runtimeClassName=runtime_class)
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2000m"}, "requests": {"cpu": "100m"}}
+    pod = start_and_wait(wincon, namespace, profile, data_plane, body, build, f"Hyper-V via {runtime_class}")
+    node = call(client.CoreV1Api(wincon.api_client).read_node, pod.spec.node_name)
+    result = exec_in_pod(wincon.api_client, namespace, "hyperv-cpus", ["cmd", "/c", "echo %NUMBER_OF_PROCESSORS%"])
+    assert result.ok and result.stdout.strip() == str(node.status.capacity["cpu"]), (
+        f"{result.stdout!r} vs {node.status.capacity['cpu']}"
     )
-    assert not_started(pod)
+
+
+@pytest.mark.test_id("0455ce29-06ed-4b65-a2d0-dde127aca5fe")
+@pytest.mark.dataplane
+@pytest.mark.limitation("linux-containers-on-windows-unsupported")
+def test_linux_only_image_runs_on_a_windows_node(wincon, namespace, profile, build, data_plane):
+    """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality): a Linux-only image pinned to a Windows node should run."""
+    image = f"{wincon.catalog.registries['dockerLibraryRegistry'].rstrip('/')}/busybox:1.36"
+    body = windows_pod(wincon, "linux-image", build, command=["sleep", "3600"])
+    body["spec"]["containers"][0]["image"] = image
+    body["spec"].pop("os")  # no OS field: nothing in the API stops the pairing
+    pod = start_and_wait(wincon, namespace, profile, data_plane, body, build, f"linux-only {image}")
+    assert pod.status.phase == "Running"
+
+
+@pytest.mark.test_id("1766ed43-3b3f-49e4-afe7-48d9bfbf4cbe")
+@pytest.mark.hybrid
+@pytest.mark.limitation("pod-os-unconstrained-scheduling")
+def test_windows_pod_is_never_placed_on_a_linux_node(wincon, namespace, profile):
+    """ "If a Pod specification does not specify a nodeSelector ... it is possible the Pod can be scheduled on any host, Windows or Linux" (002_8a7e76f95009f44f.txt, Taints and Tolerations): spec.os.name windows alone should keep it off Linux."""
+    linux = [n.name for n in profile.linux_nodes if n.ready and not n.taints]
+    if not linux:
+        pytest.skip("no schedulable Linux node to be tempted by")
+    body = windows_pod(wincon, "os-field-only", None)
+    body["spec"].pop("nodeSelector")
+    body["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "preference": {
+                        "matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]
+                    },
+                }
+            ]
+        }
+    }
+    apply(wincon.api_client, namespace, body)
+    pod = wait_for_pod(wincon.api_client, namespace, "os-field-only", done=pod_scheduled, timeout=60, failure=None)
+    assert_all_ran_on([pod], profile, "windows")
