@@ -1,0 +1,279 @@
+"""Compute resources on Windows nodes: limits, metrics, memory pressure and node allocatable.
+
+Tests whose check would exhaust a node's memory carry ``disruptive``, ``serial`` and ``slow``; their
+limitations are ``mode: skip`` in limitations.yaml, so they run only where the entry no longer applies.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from kubernetes import client
+from kubernetes.utils import parse_quantity
+
+from wincon.checks.workloads import (
+    eventually,
+    run_windows_pod,
+    windows_nodes_of_build,
+    windows_pod,
+)
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_scheduled, wait_for_pod
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.scheduling]
+
+MIB = 1024 * 1024
+
+
+def allocate(mib: int, hold: int = 300) -> list[str]:
+    """PowerShell that commits ``mib`` MiB (touching every page), prints 'allocated', then holds it."""
+    script = (
+        f"$b = [byte[]]::new({mib}MB); for ($i = 0; $i -lt $b.Length; $i += 4096) {{ $b[$i] = 1 }}; "
+        f"'allocated'; Start-Sleep {hold}"
+    )
+    return ["powershell", "-NoProfile", "-Command", script]
+
+
+def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec):
+    resources = {}
+    if limit:
+        resources["limits"] = {"memory": limit}
+    if request:
+        resources["requests"] = {"memory": request}
+    return windows_pod(
+        wincon,
+        name,
+        build,
+        image_key="nettools",
+        command=allocate(mib),
+        node=node,
+        restartPolicy="Never",
+        container_extra={"resources": resources} if resources else None,
+        **spec,
+    )
+
+
+def log_of(wincon, namespace, name) -> str:
+    core = client.CoreV1Api(wincon.api_client)
+    try:
+        return call(core.read_namespaced_pod_log, name, namespace)
+    except client.exceptions.ApiException:
+        return ""
+
+
+def outcome(wincon, namespace, name):
+    """'allocated' once the pod printed it, 'terminated: <reason>' once its container ended; else None."""
+    if "allocated" in log_of(wincon, namespace, name):
+        return "allocated"
+    pod = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, name, namespace)
+    for status in (pod.status.container_statuses if pod.status else None) or []:
+        if status.state and status.state.terminated:
+            return f"terminated: {status.state.terminated.reason} (exit {status.state.terminated.exit_code})"
+    if pod.status and pod.status.reason == "Evicted":
+        return "terminated: Evicted"
+    return None
+
+
+def target_node(profile, build):
+    nodes = windows_nodes_of_build(profile, build)
+    if not nodes:
+        pytest.skip("no Ready Windows node")
+    return nodes[0].name
+
+
+def node_memory(wincon, node: str, field: str) -> int:
+    status = call(client.CoreV1Api(wincon.api_client).read_node, node).status
+    return int(parse_quantity(getattr(status, field)["memory"]))
+
+
+@pytest.mark.test_id("7dca91f9-118c-44eb-9a3e-29872845dc0e")
+@pytest.mark.dataplane
+@pytest.mark.limitation("resource-limits-pre-1-10")
+def test_container_cannot_commit_more_than_its_memory_limit(wincon, namespace, build, data_plane):
+    """ "Starting from v1.10, Kubernetes supports setting CPU and memory for Windows containers" (001_feb1108140134f87.txt, Setting CPU and Memory): a 200Mi container cannot commit 400 MiB."""
+    node = target_node(wincon.profile, build)
+    apply(
+        wincon.api_client, namespace, memory_pod(wincon, "over-limit", build, node, 400, limit="200Mi", request="200Mi")
+    )
+    data_plane("allocate 400 MiB in a container limited to 200Mi; expect the allocation to fail", where=node)
+    result = eventually(
+        lambda: outcome(wincon, namespace, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome"
+    )
+    assert result != "allocated", "a container limited to 200Mi committed 400 MiB"
+
+
+@pytest.mark.test_id("8427af37-a459-4c09-b48e-f45b0cb569fb")
+@pytest.mark.dataplane
+@pytest.mark.limitation("cpu-limits-not-hard")
+def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
+    """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most ~0.6 core."""
+    node = target_node(wincon.profile, build)
+    busy = "1..2 | ForEach-Object { Start-Job { while ($true) {} } } | Out-Null; Start-Sleep 600"
+    body = windows_pod(
+        wincon,
+        "busy",
+        build,
+        image_key="nettools",
+        command=["powershell", "-NoProfile", "-Command", busy],
+        node=node,
+        container_extra={"resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "500m"}}},
+    )
+    pod = run_windows_pod(wincon, namespace, body)
+    data_plane(f"read nodes/{node}/proxy/stats/summary for pod busy after 30 s of load", where=node)
+    core = client.CoreV1Api(wincon.api_client)
+    started = pod.status.container_statuses[0].state.running.started_at
+
+    def usage_after_warmup():
+        if (datetime.now(timezone.utc) - started).total_seconds() < 30:
+            return None
+        summary = json.loads(call(core.connect_get_node_proxy_with_path, node, "stats/summary"))
+        entry = next((p for p in summary.get("pods", []) if p["podRef"]["name"] == "busy"), None)
+        cores = sum(c.get("cpu", {}).get("usageNanoCores", 0) for c in (entry or {}).get("containers", [])) / 1e9
+        return cores if entry else None
+
+    cores = eventually(usage_after_warmup, 120, "CPU usage of pod busy in the node's stats/summary", interval=5)
+    assert cores <= 0.6, f"the container used {cores:.2f} cores under a 500m limit"
+
+
+@pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
+@pytest.mark.dataplane
+@pytest.mark.limitation("cadvisor-unsupported")
+def test_cadvisor_metrics_cover_windows_containers(wincon, namespace, build, data_plane):
+    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
+    pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "metered", build))
+    node = pod.spec.node_name
+    data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
+    text = call(client.CoreV1Api(wincon.api_client).connect_get_node_proxy_with_path, node, "metrics/cadvisor")
+    lines = [line for line in text.splitlines() if line.startswith("container_cpu_usage_seconds_total")]
+    assert any('pod="metered"' in line for line in lines), (
+        f"no cadvisor CPU series for pod metered ({len(lines)} series)"
+    )
+
+
+@pytest.fixture
+def cleanup_pods(wincon, namespace, request):
+    """Names registered here are deleted right after the test, to give the node its memory back at once."""
+    names: list[str] = []
+
+    def delete_all():
+        core = client.CoreV1Api(wincon.api_client)
+        for name in names:
+            try:
+                call(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
+            except client.exceptions.ApiException:
+                continue
+
+    request.addfinalizer(delete_all)
+    return names
+
+
+def node_condition(wincon, node: str, kind: str):
+    conditions = call(client.CoreV1Api(wincon.api_client).read_node, node).status.conditions or []
+    return next((c for c in conditions if c.type == kind), None)
+
+
+@pytest.mark.test_id("59f98279-7e2e-40a8-9d83-fac1d04c2437")
+@pytest.mark.dataplane
+@pytest.mark.disruptive
+@pytest.mark.serial
+@pytest.mark.slow
+@pytest.mark.limitation("memory-pressure-not-reported")
+def test_node_reports_memory_pressure_when_its_memory_runs_out(wincon, namespace, build, data_plane, cleanup_pods):
+    """ "MemoryPressure Condition is not implemented ... There are no OOM eviction actions taken by the kubelet" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
+    node = target_node(wincon.profile, build)
+    mib = node_memory(wincon, node, "allocatable") // MIB
+    cleanup_pods.append("pressure")
+    apply(wincon.api_client, namespace, memory_pod(wincon, "pressure", build, node, mib))
+    wait_for_pod(wincon.api_client, namespace, "pressure", done=pod_scheduled, timeout=60, failure=None)
+    data_plane(f"commit {mib} MiB on {node} and wait for MemoryPressure=True or an eviction", where=node)
+
+    def pressure():
+        condition = node_condition(wincon, node, "MemoryPressure")
+        if condition is not None and condition.status == "True":
+            return "MemoryPressure"
+        result = outcome(wincon, namespace, "pressure")
+        return result if result and "Evicted" in result else None
+
+    assert eventually(pressure, 300, f"MemoryPressure on {node}", interval=5)
+
+
+@pytest.mark.test_id("5d61de70-2ae3-471d-8a5e-80fa06452eb6")
+@pytest.mark.dataplane
+@pytest.mark.disruptive
+@pytest.mark.serial
+@pytest.mark.slow
+@pytest.mark.limitation("enforce-node-allocatable-not-implemented")
+def test_pods_beyond_allocatable_memory_are_evicted(wincon, namespace, build, data_plane, cleanup_pods):
+    """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
+    node = target_node(wincon.profile, build)
+    mib = node_memory(wincon, node, "allocatable") // MIB + 512
+    cleanup_pods.append("beyond")
+    apply(wincon.api_client, namespace, memory_pod(wincon, "beyond", build, node, mib))
+    wait_for_pod(wincon.api_client, namespace, "beyond", done=pod_scheduled, timeout=60, failure=None)
+    data_plane(f"commit {mib} MiB (allocatable + 512) on {node}; expect the pod evicted", where=node)
+    result = eventually(
+        lambda: (r := outcome(wincon, namespace, "beyond")) and "terminated" in r and r,
+        300,
+        "the pod beyond allocatable to be evicted",
+        interval=5,
+    )
+    assert "Evicted" in result or "OOMKilled" in result, result
+
+
+@pytest.mark.test_id("a800bd52-c9c5-48ed-a038-4549f126b47d")
+@pytest.mark.dataplane
+@pytest.mark.disruptive
+@pytest.mark.serial
+@pytest.mark.slow
+@pytest.mark.limitation("kubelet-host-memory-unrestricted")
+def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
+    wincon, namespace, build, data_plane, cleanup_pods
+):
+    """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
+    node = target_node(wincon.profile, build)
+    mib = node_memory(wincon, node, "capacity") // MIB
+    body = memory_pod(wincon, "host-hog", build, node, mib, hostNetwork=True)
+    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
+    cleanup_pods.append("host-hog")
+    apply(wincon.api_client, namespace, body)
+    wait_for_pod(wincon.api_client, namespace, "host-hog", done=pod_scheduled, timeout=60, failure=None)
+    data_plane(
+        f"commit {mib} MiB (the node's capacity) from a HostProcess pod; the kubelet must keep reporting", where=node
+    )
+    eventually(lambda: outcome(wincon, namespace, "host-hog"), 300, "the host allocation", interval=5)
+
+    def heartbeat_age():
+        ready = node_condition(wincon, node, "Ready")
+        return (datetime.now(timezone.utc) - ready.last_heartbeat_time).total_seconds() if ready else None
+
+    ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
+    assert node_condition(wincon, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
+
+
+@pytest.mark.test_id("4bcbc723-af4d-4d21-9dcf-dee88abf5cc5")
+@pytest.mark.dataplane
+@pytest.mark.disruptive
+@pytest.mark.serial
+@pytest.mark.slow
+@pytest.mark.limitation("resource-requests-not-guaranteed")
+def test_requested_memory_is_granted_on_an_overprovisioned_node(wincon, namespace, build, data_plane, cleanup_pods):
+    """ "Requests ... cannot be used to guarantee resources in an overprovisioned node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): a pod should get the 1Gi it requested."""
+    node = target_node(wincon.profile, build)
+    hog_mib = node_memory(wincon, node, "allocatable") // MIB
+    cleanup_pods.extend(["hog", "entitled"])
+    apply(wincon.api_client, namespace, memory_pod(wincon, "hog", build, node, hog_mib))
+    wait_for_pod(wincon.api_client, namespace, "hog", done=pod_scheduled, timeout=60, failure=None)
+    data_plane(
+        f"overprovision {node} with a {hog_mib} MiB hog, then commit 1 GiB in a pod that requested it", where=node
+    )
+    eventually(lambda: outcome(wincon, namespace, "hog"), 300, "the hog's allocation", interval=5)
+    apply(
+        wincon.api_client, namespace, memory_pod(wincon, "entitled", build, node, 1024, request="1Gi", limit="1536Mi")
+    )
+    result = eventually(
+        lambda: outcome(wincon, namespace, "entitled"), 300, "the entitled pod's allocation", interval=5
+    )
+    assert result == "allocated", f"the pod that requested 1Gi could not commit it: {result}"
