@@ -323,7 +323,11 @@ def test_dead_component_is_named_and_stale_state_is_recovered(lifecycle_name):
     cluster.up(name, SMALL)
     scheduler = next(c for c in cluster.components(name) if c.name == "kube-scheduler")
     os.kill(scheduler.pid, signal.SIGKILL)
-    eventually("kube-scheduler to be gone", lambda: True if not cluster.components(name)[3].running else None, 10)
+
+    def scheduler_gone() -> bool | None:
+        return True if not next(c for c in cluster.components(name) if c.name == "kube-scheduler").running else None
+
+    eventually("kube-scheduler to be gone", scheduler_gone, 10)
     with pytest.raises(LocalClusterError) as raised:
         cluster.up(name, SMALL)
     assert "kube-scheduler not running" in raised.value.message

@@ -31,7 +31,7 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 def cache_root() -> Path:
     """The wincon cache: ``$WINCON_CACHE`` or ``~/.cache/wincon``."""
-    return Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()
+    return Path(os.path.abspath(Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()))
 
 
 def load_versions() -> dict[str, Any]:
@@ -52,7 +52,8 @@ def bin_dir() -> Path:
 
 def kwok_workdir() -> Path:
     """kwokctl's own work directory (it honours ``$KWOK_WORKDIR``, default ``~/.kwok``)."""
-    return Path(os.environ.get("KWOK_WORKDIR") or "~/.kwok").expanduser()
+    # Absolute, as kwokctl makes it: the path is how wincon finds the cluster's processes in /proc.
+    return Path(os.path.abspath(Path(os.environ.get("KWOK_WORKDIR") or "~/.kwok").expanduser()))
 
 
 def default_cluster_name() -> str:
