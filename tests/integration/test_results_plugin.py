@@ -204,6 +204,19 @@ def test_sigint_in_the_middle_leaves_a_valid_aborted_result(suite):
     assert "test_pod_to_pod" in names and "test_zzz_never_runs" not in names
 
 
+def junit_case_count(results: Path) -> int:
+    files = list((results / "artifacts").glob("junit*.xml")) if (results / "artifacts").is_dir() else []
+    return len(ET.parse(files[0]).getroot().findall(".//testcase")) if files else 0
+
+
+def wait_for(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.1)
+
+
 def test_sigterm_to_an_xdist_run_leaves_a_valid_aborted_result(suite):
     (suite.path / "suites" / "networking" / "test_slow.py").write_text(
         "import time, pytest\n"
@@ -217,10 +230,7 @@ def test_sigterm_to_an_xdist_run_leaves_a_valid_aborted_result(suite):
     command = [sys.executable, "-m", "pytest", "suites", "-n", "2", *suite_args(results)]
     proc = subprocess.Popen(command, cwd=suite.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while not (results / "started.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(3)
+        wait_for(lambda: junit_case_count(results) >= 3, "three finished tests in the JUnit file")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 2
     finally:
@@ -228,7 +238,7 @@ def test_sigterm_to_an_xdist_run_leaves_a_valid_aborted_result(suite):
             proc.kill()
     run = load_run(results)
     assert run.result == "ABORTED"
-    assert 0 < len(run.cases) < 47
+    assert 3 <= len(run.cases) < 47
 
 
 def test_plain_runs_are_left_alone(pytester):
@@ -237,6 +247,13 @@ def test_plain_runs_are_left_alone(pytester):
     assert outcome.ret == 0
     assert not (pytester.path / "results").exists()
     assert "wincon results" not in outcome.stdout.str()
+
+
+def test_collect_only_suite_runs_record_nothing(suite):
+    outcome = suite.runpytest_subprocess("suites", "--collect-only", "-q", *synthetic.WORKSPACE_ARGS)
+    assert outcome.ret == 0
+    assert "7 tests collected" in outcome.stdout.str()
+    assert not (suite.path / "results").exists()
 
 
 def test_a_results_dir_that_already_holds_a_run_is_refused(suite):
@@ -259,9 +276,13 @@ def test_build_ids_increase_from_run_to_run(suite):
 
 
 def test_junit_is_valid_while_the_run_is_still_going(suite):
+    release = suite.path / "release"
     (suite.path / "suites" / "networking" / "test_flows.py").write_text(
         SUITE + '\n\n@pytest.mark.test_id("00000000-0000-4000-8000-000000000010")\n'
-        "def test_zz_slow():\n    time.sleep(6)\n"
+        "def test_zz_slow():\n"
+        f"    deadline = time.monotonic() + 60\n"
+        f"    while not os.path.exists({str(release)!r}) and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
     )
     results = suite.path / "results" / "r1"
     proc = subprocess.Popen(
@@ -271,15 +292,10 @@ def test_junit_is_valid_while_the_run_is_still_going(suite):
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        seen: list[Path] = []
-        while time.monotonic() < deadline and not seen:
-            seen = list((results / "artifacts").glob("junit*.xml")) if (results / "artifacts").exists() else []
-            time.sleep(0.1)
-        time.sleep(4)
+        # The seven quick tests are in the file before the slow one starts; the run is not over.
+        wait_for(lambda: junit_case_count(results) >= 7, "the seven finished tests in the JUnit file")
         assert not (results / "finished.json").exists()  # still running: TestGrid shows it as running
-        cases = ET.parse(seen[0]).getroot().findall(".//testcase")
-        assert len(cases) >= 7
     finally:
+        release.touch()
         proc.wait(timeout=60)
     assert load_run(results).result == "FAILURE"

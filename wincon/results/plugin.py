@@ -80,7 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _records(config: pytest.Config, item: pytest.Item | None = None) -> bool:
-    """Whether this process takes part in recording: a suite run, a suite test, or --results-dir."""
+    """Whether this process takes part in recording: a suite run, a suite test, or --results-dir.
+
+    Never for --collect-only: nothing runs, so there is no result to record.
+    """
+    if config.getoption("collectonly", False):
+        return False
     if config.getoption("wincon_results_dir", None):
         return True
     if item is not None and item.get_closest_marker("test_id") is not None:
@@ -219,7 +224,7 @@ class RunRecorder:
         return Path(str(self.config.rootpath)) / "results" / self._run_id()
 
     def activate(self) -> None:
-        if self.active or self._finished:
+        if self.active or self._finished or self.config.getoption("collectonly", False):
             return
         directory = self._results_dir().resolve()
         if (directory / "started.json").exists():
