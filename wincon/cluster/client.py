@@ -52,7 +52,7 @@ def retrying(attempts: int = RETRY_ATTEMPTS, seconds: float = RETRY_SECONDS) -> 
     return Retrying(
         retry=retry_if_exception(is_transient),
         stop=stop_after_attempt(attempts) | stop_after_delay(seconds),
-        wait=wait_exponential_jitter(initial=0.5, max=8.0),
+        wait=wait_exponential_jitter(multiplier=0.5, max=8.0),
         reraise=True,
     )
 
