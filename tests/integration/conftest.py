@@ -5,7 +5,8 @@
 - ``WINCON_TEST_KUBECONFIG`` set: that file, as is (the cluster is not started nor stopped).
 - otherwise: the local simulated cluster named ``$WINCON_CLUSTER_NAME`` (default ``wincon-test``),
   started with the default topology if it does not run (reused if it does), and stopped at the end of
-  the session only if this session started it.
+  the session only if this session started it. Under pytest-xdist the workers share the one cluster
+  (the first starts it, the others wait and reuse it) and the controller stops it after the last test.
 
 Tests that need the local cluster's binaries are skipped, with the reason and the command that fixes
 it, when ``wincon cluster build`` has not been run: building takes long enough (tens of minutes the
@@ -15,7 +16,7 @@ first time) that a test run must not start it behind the user's back.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,26 @@ import pytest
 from wincon.localcluster import build, cluster, paths
 
 DEFAULT_TEST_CLUSTER = "wincon-test"
+SESSION_ENV = "WINCON_TEST_SESSION"  # set by the controller, inherited by xdist workers
+STARTED_MARKER = "started-by-test-session"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        os.environ[SESSION_ENV] = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the local cluster if this test session started it (after every worker is done)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    name = session_cluster_name()
+    try:
+        started_by = (paths.state_dir(name) / STARTED_MARKER).read_text().strip()
+    except OSError:
+        return
+    if started_by == os.environ.get(SESSION_ENV):
+        cluster.down(name)
 
 
 def _skip_reason() -> str | None:
@@ -50,26 +71,23 @@ def localcluster_binaries() -> Path:
 
 
 @pytest.fixture(scope="session")
-def kubeconfig() -> Iterator[Path]:
+def kubeconfig() -> Path:
     """The kubeconfig of the cluster under test (see the module docstring)."""
     given = os.environ.get("WINCON_TEST_KUBECONFIG")
     if given:
         path = Path(given).expanduser()
         if not path.is_file():
             pytest.fail(f"WINCON_TEST_KUBECONFIG={given} is not a file", pytrace=False)
-        yield path
-        return
+        return path
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
     name = session_cluster_name()
     started_here = cluster.status(name)["state"] != "running"
     path = cluster.up(name)
-    try:
-        yield path
-    finally:
-        if started_here:
-            cluster.down(name)
+    if started_here:
+        (paths.state_dir(name) / STARTED_MARKER).write_text(os.environ.get(SESSION_ENV, "") + "\n")
+    return path
 
 
 @pytest.fixture(scope="session")
