@@ -291,6 +291,7 @@ def lifecycle_name(localcluster_binaries: Path) -> Iterator[str]:
     name = f"lc-test-{uuid.uuid4().hex[:6]}"
     yield name
     cluster.down(name)
+    cluster.lock_path(name).unlink(missing_ok=True)  # the name is never used again
     assert pgrep(str(paths.kwok_cluster_dir(name)) + "/") == []
 
 

@@ -197,8 +197,13 @@ def _lock(path: Path, what: str, out: TextIO, timeout: float = 600.0) -> Iterato
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def lock_path(name: str) -> Path:
+    """The lock that serialises up/down of cluster ``name`` (kept by ``down``: someone may wait on it)."""
+    return paths.cache_root() / "clusters" / f".{name}.lock"
+
+
 def _cluster_lock(name: str, out: TextIO) -> contextlib.AbstractContextManager[None]:
-    return _lock(paths.cache_root() / "clusters" / f".{name}.lock", f"another command on cluster {name}", out)
+    return _lock(lock_path(name), f"another command on cluster {name}", out)
 
 
 def _read_record(name: str) -> dict[str, Any] | None:
@@ -327,41 +332,40 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
             raise
 
 
-def _provision(name: str, topology: Topology, deadline: float, started: set[str], out: TextIO) -> Path:
+def _provision(name: str, topology: Topology, deadline: float, started: set[str]) -> Path:
     """Make the API server usable, create nodes and CNI objects, wait for every node to be Ready."""
     from kubernetes import client
 
     kube_version = paths.load_versions()["kubernetes"]["version"]
     kubeconfig = _write_kubeconfig(name)
-    api = _api_client(kubeconfig)
-    core = client.CoreV1Api(api)
-    _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, name, started)
-    _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, name, started)
-    nodes = topology.nodes(kube_version)
-    for node in nodes:
-        _create(api, node)
-        core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-    for obj in cni.objects(topology.cni, kube_version):
-        _create(api, obj)
-    wanted = {node["metadata"]["name"] for node in nodes}
+    with _api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, name, started)
+        _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, name, started)
+        nodes = topology.nodes(kube_version)
+        for node in nodes:
+            _create(api, node)
+            core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+        for obj in cni.objects(topology.cni, kube_version):
+            _create(api, obj)
+        wanted = {node["metadata"]["name"] for node in nodes}
 
-    def all_ready() -> bool | None:
-        ready = {
-            n.metadata.name
-            for n in core.list_node(label_selector="type=kwok", _request_timeout=5).items
-            if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
-        }
-        return True if wanted <= ready else None
+        def all_ready() -> bool | None:
+            ready = {
+                n.metadata.name
+                for n in core.list_node(label_selector="type=kwok", _request_timeout=5).items
+                if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+            }
+            return True if wanted <= ready else None
 
-    _wait(f"nodes {', '.join(sorted(wanted))} to be Ready", all_ready, deadline, name, started)
-    _wait(
-        "the default service account (kube-controller-manager)",
-        lambda: core.read_namespaced_service_account("default", "default"),
-        deadline,
-        name,
-        started,
-    )
-    api.close()
+        _wait(f"nodes {', '.join(sorted(wanted))} to be Ready", all_ready, deadline, name, started)
+        _wait(
+            "the default service account (kube-controller-manager)",
+            lambda: core.read_namespaced_service_account("default", "default"),
+            deadline,
+            name,
+            started,
+        )
     return kubeconfig
 
 
@@ -463,7 +467,7 @@ def up(
                 )
             topology = topology or recorded or Topology()
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)
-            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), out)
+            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS))
             _write_record(name, {**record, "topology": topology.to_dict(), "ready": True})
             return kubeconfig
         if alive:
@@ -494,7 +498,7 @@ def up(
                     "ready": False,
                 },
             )
-            kubeconfig = _provision(name, topology, deadline, started, out)
+            kubeconfig = _provision(name, topology, deadline, started)
         except BaseException:
             _kill(name)  # no orphans; the logs stay for the error message and `status`
             raise
