@@ -102,12 +102,8 @@ CURRENT_ERA: dict[str, dict[str, str]] = {
 }
 
 # Where limitations.yaml and the documents disagree, the table keeps the documents and names the gap.
-KNOWN_GAPS = {
-    ("calico", "test_windows_node_reaches_service_cluster_ip"): (
-        "limitations.yaml limits service-vip-from-node to win-bridge/win-overlay/azure-cni/flannel; 000 and 002 "
-        "state it for every Windows node and 001 exempts only OVS/OVN, so Calico nodes are covered too"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
+
 
 ERAS = {
     "v1.14-ltsc2019": ("v1.14.0", 17763, DOCUMENTED_ERA),
