@@ -20,6 +20,11 @@
       .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
   }
 
+  // "suites/networking/test_dns.py::test_x[udp]" -> "test_dns.py::test_x[udp]": the area is shown beside it.
+  function shortName(name) {
+    return name.replace(/^suites\/[^/]+\//, "");
+  }
+
   function pct(rate) {
     return rate == null ? "n/a" : (rate * 100).toFixed(1) + "%";
   }
@@ -74,7 +79,7 @@
     DATA.tests.forEach(function (test, t) {
       var row = DATA.grid[t];
       body.push('<tr data-t="' + t + '"><th class="test" title="' + esc(test.name + "\n" + test.id) + '">' +
-        '<span class="area-tag">' + esc(test.area) + "</span>" + esc(test.name) + "</th>");
+        '<span class="area-tag">' + esc(test.area) + "</span>" + esc(shortName(test.name)) + "</th>");
       for (var r = 0; r < row.length; r++) {
         var code = row.charAt(r);
         var verdict = VERDICTS[code];
