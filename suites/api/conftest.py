@@ -7,16 +7,15 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.workloads import target_build, windows_pod
+from wincon.checks import fixtures as shared
+from wincon.checks.workloads import windows_pod
+
+# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
+namespace = shared.namespace
+build = shared.build
 
 
-@pytest.fixture(scope="session")
-def build(profile) -> int | None:
-    """The newest Windows build among the Ready Windows nodes: real creates are pinned to it."""
-    return target_build(profile)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture
 def make_pod(wincon, build) -> Callable[..., dict[str, Any]]:
     """``make_pod(name, **spec_extra)``: an agnhost pod pinned to Windows and the target build."""
 

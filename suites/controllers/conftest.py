@@ -7,17 +7,16 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.workloads import pin_template, target_build
+from wincon.checks import fixtures as shared
+from wincon.checks.workloads import pin_template
 from wincon.workloads.render import render
 
-
-@pytest.fixture(scope="session")
-def build(profile) -> int | None:
-    """The newest Windows build among the Ready Windows nodes: controller pods are pinned to it."""
-    return target_build(profile)
+# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
+namespace = shared.namespace
+build = shared.build
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def pinned(build) -> Callable[..., list[dict[str, Any]]]:
     """``pinned(template, **params)``: the documents of manifests/controllers/<template>.yaml, pod templates
     pinned to Windows and the target build (Services and other kinds unchanged)."""

@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from wincon.checks.workloads import eventually, run_windows_pod, target_build, windows_pod
+from wincon.checks.workloads import eventually, run_windows_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, wait_for_pod
@@ -19,12 +19,7 @@ pytestmark = [pytest.mark.lifecycle]
 NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
 
 
-@pytest.fixture(scope="session")
-def build(profile):
-    return target_build(profile)
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def recorder(wincon, namespace, build):
     """A Windows pod running agnhost netexec, which logs every request it gets ("GET /echo?msg=...")."""
     return run_windows_pod(wincon, namespace, windows_pod(wincon, "recorder", build, args=NETEXEC))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from wincon.checks.workloads import events_for, eventually, run_windows_pod, target_build, wait_for_event, windows_pod
+from wincon.checks.workloads import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_running_ready, wait_for_pod
@@ -29,11 +29,6 @@ def probe(kind: str, passing: bool, port: int = 8080) -> dict:
 
 def restarts(pod, name: str) -> int:
     return next((s.restart_count for s in pod.status.container_statuses or [] if s.name == name), 0)
-
-
-@pytest.fixture(scope="session")
-def build(profile):
-    return target_build(profile)
 
 
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")

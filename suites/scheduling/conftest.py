@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
+from wincon.checks import fixtures as shared
 
-from wincon.checks.workloads import target_build
-
-
-@pytest.fixture(scope="session")
-def build(profile) -> int | None:
-    """The newest Windows build among the Ready Windows nodes."""
-    return target_build(profile)
+# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
+namespace = shared.namespace
+build = shared.build

@@ -6,14 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from wincon.checks.workloads import target_build
+from wincon.checks import fixtures as shared
 from wincon.cluster.exec import ExecResult, exec_in_pod
 
-
-@pytest.fixture(scope="session")
-def build(profile) -> int | None:
-    """The newest Windows build among the Ready Windows nodes."""
-    return target_build(profile)
+# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
+namespace = shared.namespace
+build = shared.build
 
 
 @pytest.fixture
