@@ -125,7 +125,7 @@ def cmd_limitations(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _collect(paths: list[str], extra: list[str], out_option: str) -> tuple[dict[str, Any], str]:
+def collect(paths: list[str], extra: list[str], out_option: str) -> tuple[dict[str, Any], str]:
     """Collect suite tests through the plugin; returns its dump and pytest's output.
 
     A run the plugin stopped with one of wincon's own exit codes (kubeconfig, cluster, limitations)
@@ -181,7 +181,7 @@ def lint_problems(tests: list[dict[str, Any]], entries: dict[str, Any]) -> list[
 
 def cmd_lint(args: argparse.Namespace) -> int:
     entries = limitations_mod.load(args.file)  # raises LimitationsError (exit 7) when invalid
-    dump, output = _collect(args.paths, [], "--wincon-lint-out")
+    dump, output = collect(args.paths, [], "--wincon-lint-out")
     if not dump:
         unknown = "not found in `markers` configuration option" in output
         print(output.strip()[-3000:], file=sys.stderr)
@@ -247,7 +247,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     ):
         if value:
             options += [flag, str(value)]
-    dump, output = _collect(paths, options, "--wincon-plan-out")
+    dump, output = collect(paths, options, "--wincon-plan-out")
     if not dump:
         print(output.strip()[-3000:], file=sys.stderr)
         raise UsageError("the plan could not be made: collection failed", "see the error above")

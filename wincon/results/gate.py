@@ -199,9 +199,9 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
 
 def collect_suite_ids(paths: list[str] | None = None) -> dict[str, str]:
     """{test id: node id} of the suite tests, from the core plugin's collect-only dump (no cluster needed)."""
-    from wincon.commands import _collect
+    from wincon.commands import collect
 
-    dump, output = _collect(paths or ["suites"], [], "--wincon-lint-out")
+    dump, output = collect(paths or ["suites"], [], "--wincon-lint-out")
     if not dump:
         raise UsageError(
             "the suites could not be collected: " + output.strip()[-800:],

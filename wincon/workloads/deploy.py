@@ -12,6 +12,7 @@ from kubernetes import client, utils
 
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
+from wincon.results import steps
 from wincon.workloads.pinning import assert_ran_on, pin_linux, pin_windows
 
 
@@ -65,14 +66,17 @@ def run_pod(
 ) -> Any:
     """Create the pod, wait until it runs (Ready unless ``ready=False``), and check it is on the intended OS."""
     core = client.CoreV1Api(wincon.api_client)
-    call(core.create_namespaced_pod, namespace, manifest)
     name = manifest["metadata"]["name"]
-    done = pod_running_ready if ready else (lambda p: bool(p.status and p.status.phase == "Running"))
-    pod = wait_for_pod(
-        wincon.api_client, namespace, name, done=done, timeout=wincon.pod_start_timeout, failure=pod_failure
-    )
     os_name = manifest["spec"].get("os", {}).get("name", "linux")
+    with steps.deploy(f"pod {namespace}/{name} ({os_name})"):
+        call(core.create_namespaced_pod, namespace, manifest)
+    done = pod_running_ready if ready else (lambda p: bool(p.status and p.status.phase == "Running"))
+    with steps.wait(f"pod {name} {'Ready' if ready else 'Running'}"):
+        pod = wait_for_pod(
+            wincon.api_client, namespace, name, done=done, timeout=wincon.pod_start_timeout, failure=pod_failure
+        )
     build_label = manifest["spec"].get("nodeSelector", {}).get("node.kubernetes.io/windows-build", "")
     build = int(build_label.split(".")[2]) if build_label.count(".") == 2 else None
-    assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
+    with steps.check(f"pod {name} ran on a {os_name} node" + (f" of build {build}" if build else "")):
+        assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
     return pod
