@@ -35,7 +35,7 @@ cluster-down:
 
 # The main job: the suite against the local simulated cluster, ending with the dashboard and the Allure report.
 main: setup binaries
-	$(PYTHON) -m wincon run --local
+	$(PYTHON) -m wincon run --local --cluster-name $(CLUSTER)
 
 # The project's own tests: lint, unit tests, then integration tests against the local cluster.
 test: setup binaries lint
