@@ -8,7 +8,7 @@ from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.workloads import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
-from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
+from wincon.cluster.waits import wait_for, wait_for_deployment
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.controllers]
@@ -46,16 +46,7 @@ def deploy_consumer(wincon, namespace, pinned, name, build):
         "limits": {"cpu": "200m", "memory": "128Mi"},
     }
     apply(wincon.api_client, namespace, manifest)
-    apps = client.AppsV1Api(wincon.api_client)
-    return wait_for(
-        apps.list_namespaced_deployment,
-        name,
-        deployment_available,
-        deployment_failure,
-        wincon.pod_start_timeout,
-        describe=f"deployment {namespace}/{name}",
-        namespace=namespace,
-    )
+    return wait_for_deployment(wincon.api_client, namespace, name, wincon.pod_start_timeout)
 
 
 def create_hpa(wincon, namespace, name, target, max_replicas=3):

@@ -164,6 +164,21 @@ def terminated(pod):
     return status.state.terminated if status and status.state else None
 
 
+def run_to_exit(wincon, namespace, data_plane, body, what, failure=None):
+    """Create a run-once pod, pass the data-plane gate, and wait until its container has exited."""
+    apply(wincon.api_client, namespace, body)
+    name = body["metadata"]["name"]
+    data_plane(what, where=name)
+    return wait_for_pod(
+        wincon.api_client,
+        namespace,
+        name,
+        done=lambda p: terminated(p) is not None,
+        timeout=wincon.pod_start_timeout,
+        failure=failure,
+    )
+
+
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
 def test_termination_message_written_to_the_default_path_is_reported(wincon, namespace, build, data_plane):
@@ -175,18 +190,12 @@ def test_termination_message_written_to_the_default_path_is_reported(wincon, nam
         command=["cmd", "/c", "echo all-done> C:\\dev\\termination-log"],
         restartPolicy="Never",
     )
-    apply(wincon.api_client, namespace, body)
-    data_plane(
-        "wait for container main to exit, then read status.containerStatuses[0].state.terminated.message",
-        where="message-default",
-    )
-    pod = wait_for_pod(
-        wincon.api_client,
+    pod = run_to_exit(
+        wincon,
         namespace,
-        "message-default",
-        done=lambda p: terminated(p) is not None,
-        timeout=wincon.pod_start_timeout,
-        failure=None,
+        data_plane,
+        body,
+        "wait for container main to exit, then read status.containerStatuses[0].state.terminated.message",
     )
     state = terminated(pod)
     assert state.exit_code == 0 and (state.message or "").strip() == "all-done", (
@@ -207,15 +216,8 @@ def test_termination_message_written_to_a_custom_path_is_reported(wincon, namesp
         restartPolicy="Never",
         container_extra={"terminationMessagePath": "C:\\dev\\msg"},
     )
-    apply(wincon.api_client, namespace, body)
-    data_plane("wait for container main to exit, then read its termination message", where="message-custom")
-    pod = wait_for_pod(
-        wincon.api_client,
-        namespace,
-        "message-custom",
-        done=lambda p: terminated(p) is not None,
-        timeout=wincon.pod_start_timeout,
-        failure=None,
+    pod = run_to_exit(
+        wincon, namespace, data_plane, body, "wait for container main to exit, then read its termination message"
     )
     assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
 
@@ -232,17 +234,12 @@ def test_exit_code_and_log_tail_are_reported_on_failure(wincon, namespace, build
         restartPolicy="Never",
         container_extra={"terminationMessagePolicy": "FallbackToLogsOnError"},
     )
-    apply(wincon.api_client, namespace, body)
-    data_plane(
-        "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message", where="exit-three"
-    )
-    pod = wait_for_pod(
-        wincon.api_client,
+    pod = run_to_exit(
+        wincon,
         namespace,
-        "exit-three",
-        done=lambda p: terminated(p) is not None,
-        timeout=wincon.pod_start_timeout,
-        failure=None,
+        data_plane,
+        body,
+        "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message",
     )
     state = terminated(pod)
     assert state.exit_code == 3 and pod.status.phase == "Failed", f"exit {state.exit_code}, phase {pod.status.phase}"
@@ -279,14 +276,12 @@ def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build,
         restartPolicy="Never",
         container_extra={"resources": {"limits": {"memory": "200Mi"}, "requests": {"memory": "200Mi"}}},
     )
-    apply(wincon.api_client, namespace, body)
-    data_plane("wait for container main (200Mi limit, allocating 400 MiB) to be terminated", where="memory-hog")
-    pod = wait_for_pod(
-        wincon.api_client,
+    pod = run_to_exit(
+        wincon,
         namespace,
-        "memory-hog",
-        done=lambda p: terminated(p) is not None,
-        timeout=wincon.pod_start_timeout,
+        data_plane,
+        body,
+        "wait for container main (200Mi limit, allocating 400 MiB) to be terminated",
         failure=pod_failure,
     )
     state = terminated(pod)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.workloads import (
     assert_all_ran_on,
@@ -13,7 +12,7 @@ from wincon.checks.workloads import (
     wait_for_event,
     windows_pod,
 )
-from wincon.cluster.waits import deployment_available, deployment_failure, pod_failure, wait_for, wait_for_pod
+from wincon.cluster.waits import pod_failure, wait_for_deployment, wait_for_pod
 from wincon.workloads.deploy import apply
 from wincon.workloads.render import render
 
@@ -29,15 +28,7 @@ def deploy(wincon, namespace, name, build, replicas, image_build):
     )
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
     apply(wincon.api_client, namespace, pin_template(manifest, build))
-    wait_for(
-        client.AppsV1Api(wincon.api_client).list_namespaced_deployment,
-        name,
-        deployment_available,
-        deployment_failure,
-        wincon.pod_start_timeout,
-        describe=f"deployment {namespace}/{name}",
-        namespace=namespace,
-    )
+    wait_for_deployment(wincon.api_client, namespace, name, wincon.pod_start_timeout)
     return pods_with(wincon.api_client, namespace, {"app": name})
 
 
