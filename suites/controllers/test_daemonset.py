@@ -22,8 +22,9 @@ def test_windows_daemonset_lands_on_every_windows_node_and_no_other(wincon, name
     if not expected:
         pytest.skip("no Ready Windows node without an untolerated taint: the DaemonSet has nowhere to run")
     # One image for every Windows build the DaemonSet will meet: check the catalog has a variant for each.
+    image = wincon.catalog.image("pause", "windows")
     for build in profile.windows_builds:
-        image = wincon.catalog.image("pause", "windows", build)
+        assert wincon.catalog.image("pause", "windows", build) == image
     (manifest,) = pinned("daemonset", pin_build=False, name="win-ds", image=image)
     apply(wincon.api_client, namespace, manifest)
     apps = client.AppsV1Api(wincon.api_client)

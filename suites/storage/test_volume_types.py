@@ -30,7 +30,7 @@ def write_and_read(path: str, text: str) -> list[str]:
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
 def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, run_in, mount_path):
-    """ "EmptyDir" is supported, and the volume path may be written "C:\\\\etc\\\\foo" or "C:/etc/foo" (001_feb1108140134f87.txt, Volume Support)."""
+    r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way."""
     name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
     pod = run_windows_pod(
         wincon,
