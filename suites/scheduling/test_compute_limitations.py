@@ -7,7 +7,7 @@ limitations are ``mode: skip`` in limitations.yaml, so they run only where the e
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client
@@ -127,7 +127,7 @@ def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
     started = pod.status.container_statuses[0].state.running.started_at
 
     def usage_after_warmup():
-        if (datetime.now(timezone.utc) - started).total_seconds() < 30:
+        if (datetime.now(UTC) - started).total_seconds() < 30:
             return None
         summary = json.loads(call(core.connect_get_node_proxy_with_path, node, "stats/summary"))
         entry = next((p for p in summary.get("pods", []) if p["podRef"]["name"] == "busy"), None)
@@ -247,7 +247,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
 
     def heartbeat_age():
         ready = node_condition(wincon, node, "Ready")
-        return (datetime.now(timezone.utc) - ready.last_heartbeat_time).total_seconds() if ready else None
+        return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds() if ready else None
 
     ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
     assert node_condition(wincon, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
