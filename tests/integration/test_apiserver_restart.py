@@ -73,9 +73,20 @@ def restart_apiserver(name: str, downtime: float = 3.0) -> None:
     assert proc.poll() is None and _port_open(port), f"the restarted kube-apiserver did not come back: see {comp.log}"
 
 
+def _ephemeral_port() -> int:
+    """A free port from the OS's ephemeral range (32768 and up).
+
+    kwokctl probes for free ports from 32767 down, so while this cluster's API server is down no other
+    cluster started meanwhile (the integration tests run under xdist) can take its port.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture
 def restart_cluster():
-    kubeconfig = localcluster.up(NAME)
+    kubeconfig = localcluster.up(NAME, port=_ephemeral_port())
     try:
         yield kubeconfig
     finally:
