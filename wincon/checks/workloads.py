@@ -17,7 +17,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from wincon.cluster.client import call
 from wincon.errors import InfrastructureError
 from wincon.profile import ClusterProfile, NodeProfile
-from wincon.workloads.deploy import container, pod_manifest
+from wincon.workloads.deploy import await_pod, container, pod_manifest
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_windows
 
 # A label every workload of the suites carries, so a controller's pods are found by selector.
@@ -170,22 +170,8 @@ def create_or_reject(api_client: client.ApiClient, namespace: str, body: dict[st
 
 def run_windows_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = True) -> Any:
     """Create ``body`` (refusal: ``Rejected``), wait until it runs, and check it is on a Windows node of its build."""
-    from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
-
     create_or_reject(wincon.api_client, namespace, body)
-    name = body["metadata"]["name"]
-    pod = wait_for_pod(
-        wincon.api_client,
-        namespace,
-        name,
-        done=pod_running_ready if ready else pod_running,
-        timeout=wincon.pod_start_timeout,
-        failure=pod_failure,
-    )
-    selector = (body["spec"].get("nodeSelector") or {}).get("node.kubernetes.io/windows-build", "")
-    build = int(selector.split(".")[2]) if selector.count(".") == 2 else None
-    assert_ran_on(pod, wincon.profile, os_name="windows", build=build)
-    return pod
+    return await_pod(wincon, namespace, body, ready, os_name="windows")
 
 
 def slug(text: str, limit: int = 40) -> str:

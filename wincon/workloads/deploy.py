@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client, utils
 
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
 from wincon.results import steps
 from wincon.workloads.pinning import assert_ran_on, pin_linux, pin_windows
 
@@ -67,15 +67,32 @@ def run_pod(
     """Create the pod, wait until it runs (Ready unless ``ready=False``), and check it is on the intended OS."""
     core = client.CoreV1Api(wincon.api_client)
     name = manifest["metadata"]["name"]
-    os_name = manifest["spec"].get("os", {}).get("name", "linux")
-    with steps.deploy(f"pod {namespace}/{name} ({os_name})"):
+    with steps.deploy(f"pod {namespace}/{name} ({manifest['spec'].get('os', {}).get('name', 'linux')})"):
         call(core.create_namespaced_pod, namespace, manifest)
-    done = pod_running_ready if ready else (lambda p: bool(p.status and p.status.phase == "Running"))
+    return await_pod(wincon, namespace, manifest, ready)
+
+
+def await_pod(
+    wincon: Any,
+    namespace: str,
+    manifest: dict[str, Any],
+    ready: bool = True,
+    os_name: str | None = None,
+) -> Any:
+    """Wait until the created pod runs, then check it ran on the OS (default: its ``spec.os.name``) and the
+    Windows build its nodeSelector pins. Nothing a pod reports is trusted before this check."""
+    name = manifest["metadata"]["name"]
+    os_name = os_name or manifest["spec"].get("os", {}).get("name", "linux")
     with steps.wait(f"pod {name} {'Ready' if ready else 'Running'}"):
         pod = wait_for_pod(
-            wincon.api_client, namespace, name, done=done, timeout=wincon.pod_start_timeout, failure=pod_failure
+            wincon.api_client,
+            namespace,
+            name,
+            done=pod_running_ready if ready else pod_running,
+            timeout=wincon.pod_start_timeout,
+            failure=pod_failure,
         )
-    build_label = manifest["spec"].get("nodeSelector", {}).get("node.kubernetes.io/windows-build", "")
+    build_label = (manifest["spec"].get("nodeSelector") or {}).get("node.kubernetes.io/windows-build", "")
     build = int(build_label.split(".")[2]) if build_label.count(".") == 2 else None
     with steps.check(f"pod {name} ran on a {os_name} node" + (f" of build {build}" if build else "")):
         assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
