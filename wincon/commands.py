@@ -65,21 +65,11 @@ def register(sub: Any) -> None:
 
 
 def _profile(args: argparse.Namespace) -> tuple[Any, ClusterProfile]:
-    from wincon.cluster.client import check_reachable, load_api_client
+    from wincon.cluster.client import connect
     from wincon.profile import discover
 
-    api_client = load_api_client(args.kubeconfig, args.context)
-    check_reachable(api_client)
+    api_client = connect(args.kubeconfig, args.context)
     return api_client, discover(api_client, getattr(args, "cni", None))
-
-
-def load_profile_file(path: str) -> ClusterProfile:
-    try:
-        return ClusterProfile.from_dict(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(
-            f"profile file {path} is not a wincon profile: {exc}", "write one with `wincon profile --json`"
-        ) from exc
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -95,6 +85,8 @@ def cmd_limitations(args: argparse.Namespace) -> int:
     entries = limitations_mod.load(args.file)
     profile = None
     if args.profile_file:
+        from wincon.profile import load_profile_file
+
         profile = load_profile_file(args.profile_file)
     elif not args.offline:
         _, profile = _profile(args)
@@ -203,12 +195,10 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from wincon.cluster.client import check_reachable, load_api_client
+    from wincon.cluster.client import connect
     from wincon.cluster.namespaces import reap
 
-    api_client = load_api_client(args.kubeconfig, args.context)
-    check_reachable(api_client)
-    names = reap(api_client, ttl_seconds=0 if args.all else args.ttl)
+    names = reap(connect(args.kubeconfig, args.context), ttl_seconds=0 if args.all else args.ttl)
     for name in names:
         print(f"deleted namespace {name}")
     print(f"cleanup: {len(names)} namespaces deleted")

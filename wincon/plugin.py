@@ -216,26 +216,17 @@ LIMITATIONS_KEY = pytest.StashKey[dict]()
 
 
 def _load_profile(config: pytest.Config) -> ClusterProfile:
-    from wincon.cluster.client import check_reachable, load_api_client
-    from wincon.profile import discover
+    from wincon.cluster.client import connect
+    from wincon.profile import apply_cni_override, discover, load_profile_file
 
     path = config.getoption("wincon_profile_file")
+    cni = config.getoption("wincon_cni")
     if path:
-        try:
-            profile = ClusterProfile.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise WinconError(
-                f"profile file {path} is not a wincon profile: {exc}", "write it with `wincon profile --json`"
-            ) from exc
-        if config.getoption("wincon_cni"):
-            from wincon.profile import _split_cni_override
-
-            profile.cni, profile.cni_backend = _split_cni_override(*config.getoption("wincon_cni").partition(":")[::2])
-            profile.cni_source = "--cni"
+        profile = load_profile_file(path)
+        if cni:
+            apply_cni_override(profile, cni)
     else:
-        api_client = load_api_client(config.getoption("wincon_kubeconfig"), config.getoption("wincon_context"))
-        check_reachable(api_client)
-        profile = discover(api_client, config.getoption("wincon_cni"))
+        profile = discover(connect(config.getoption("wincon_kubeconfig"), config.getoption("wincon_context")), cni)
     build = config.getoption("wincon_windows_build")
     if build:
         profile = profile.restrict_to_build(build)

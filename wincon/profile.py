@@ -11,7 +11,10 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from wincon.errors import UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
 # their exact build; ltsc2022 and later also run images from the previous LTSC up to their own build.
@@ -339,19 +342,28 @@ def discover(api_client: Any, cni_override: str | None = None) -> ClusterProfile
     profile = ClusterProfile(server_version=version, nodes=nodes, cloud=detect_cloud(nodes))
     profile.kube_proxy_mode = detect_kube_proxy_mode(daemonsets, configmaps)
     if cni_override:
-        name, _, backend = cni_override.partition(":")
-        name, backend = _split_cni_override(name, backend)
-        profile.cni, profile.cni_backend, profile.cni_source = name, backend, "--cni"
+        apply_cni_override(profile, cni_override)
     else:
         profile.cni, profile.cni_backend = detect_cni(daemonsets, configmaps)
     return profile
 
 
-def _split_cni_override(name: str, backend: str) -> tuple[str, str | None]:
-    """'flannel-vxlan' -> ('flannel', 'vxlan'); 'flannel:host-gw' -> ('flannel', 'host-gw')."""
+def apply_cni_override(profile: ClusterProfile, value: str) -> None:
+    """`--cni` replaces detection: 'flannel-vxlan' -> flannel/vxlan; 'flannel:host-gw' -> flannel/host-gw."""
+    name, _, backend = value.partition(":")
     if not backend and name.startswith("flannel-"):
-        return "flannel", name.removeprefix("flannel-")
-    return name, backend or None
+        name, backend = "flannel", name.removeprefix("flannel-")
+    profile.cni, profile.cni_backend, profile.cni_source = name, backend or None, "--cni"
+
+
+def load_profile_file(path: str | Path) -> ClusterProfile:
+    """A profile saved by `wincon profile --json`; UsageError naming the file when it is not one."""
+    try:
+        return ClusterProfile.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"profile file {path} is not a wincon profile: {exc}", "write one with `wincon profile --json`"
+        ) from exc
 
 
 def _daemonset_args(apps: Any, namespace: str) -> dict[str, list[str]]:

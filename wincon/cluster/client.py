@@ -127,3 +127,10 @@ def check_reachable(api_client: client.ApiClient, attempts: int = 3) -> str:
             "check the cluster is running and the kubeconfig points at it (`wincon cluster up` for the local one)",
         ) from exc
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """An ApiClient for a cluster that answers: KubeconfigError or InfrastructureError otherwise."""
+    api_client = load_api_client(kubeconfig, context)
+    check_reachable(api_client)
+    return api_client
