@@ -12,8 +12,6 @@ SCRIPT_NAME=collect-logs.sh
 # shellcheck source=ci/scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -o/p' "${BASH_SOURCE[0]}" | sed -e '/^set -o/d' -e 's/^# \{0,1\}//'; }
-
 kubeconfig=${KUBECONFIG:-}
 artifacts="artifacts"
 while [[ $# -gt 0 ]]; do

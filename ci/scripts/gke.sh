@@ -26,16 +26,10 @@ SCRIPT_NAME=gke.sh
 # shellcheck source=ci/scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -o/p' "${BASH_SOURCE[0]}" | sed -e '/^set -o/d' -e 's/^# \{0,1\}//'; }
-
 [[ $# -ge 1 ]] || { usage >&2; exit "${EXIT_USAGE}"; }
 action=$1
 shift
-case "${action}" in
-  up|down|logs|check) ;;
-  -h|--help) usage; exit 0 ;;
-  *) die "${EXIT_USAGE}" "unknown action '${action}'" "use up, down, logs or check" ;;
-esac
+check_action "${action}"
 
 cluster=${GKE_CLUSTER_NAME:-wincon-$(date -u +%Y%m%d%H%M)}
 project=${GKE_PROJECT:-}

@@ -17,6 +17,17 @@ SCRIPT_NAME=${SCRIPT_NAME:-$(basename "$0")}
 
 log() { printf '%s: %s\n' "${SCRIPT_NAME}" "$*" >&2; }
 
+# usage: the running script's header comment (from line 2 up to its `set -o` line).
+usage() { sed -n '2,/^set -o/p' "$0" | sed -e '/^set -o/d' -e 's/^# \{0,1\}//'; }
+
+check_action() { # check_action ACTION: a cluster script's up|down|logs|check; --help prints the usage
+  case "$1" in
+    up|down|logs|check) ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "${EXIT_USAGE}" "unknown action '$1'" "use up, down, logs or check" ;;
+  esac
+}
+
 die() { # die CODE MESSAGE FIX
   printf '%s: error: %s\n' "${SCRIPT_NAME}" "$2" >&2
   [[ -n "${3:-}" ]] && printf '  fix: %s\n' "$3" >&2

@@ -33,8 +33,6 @@ ROOT="$(cd "${HERE}/../.." && pwd -P)"
 # shellcheck source=ci/scripts/lib.sh
 source "${HERE}/lib.sh"
 
-usage() { sed -n '2,/^set -o/p' "${BASH_SOURCE[0]}" | sed -e '/^set -o/d' -e 's/^# \{0,1\}//'; }
-
 mode=nightly
 cloud=""
 job=""
