@@ -7,6 +7,8 @@ documented exit code, so CI can tell a broken node from a broken cluster or a ty
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class ExitCode(enum.IntEnum):
@@ -73,3 +75,36 @@ class PublishError(WinconError):
 
 class LocalClusterError(WinconError):
     exit_code = ExitCode.LOCAL_CLUSTER
+
+
+# ----------------------------------------------------------------------------- what a check observed
+
+
+class DeviationObserved(AssertionError):
+    """The check itself saw the documented deviation: the error text, the exit code, the value it names.
+
+    The only exception an expected failure (a limitation that applies) accepts. Where no limitation
+    applies it is an ordinary failure. Raise it only where the deviation was observed, never for a pod
+    that did not run, a refusal the check did not ask about, or a timeout: see ``expect_deviation``.
+    """
+
+
+class FrameworkFailure(Exception):
+    """Something went wrong around a check, not in the behaviour it checks (a container crashed, a pod ran on
+    the wrong node, the API server refused an object the check needed, a rollout could not be undone).
+
+    The test fails with it, and no limitation ever accepts it: deliberately not an AssertionError.
+    """
+
+
+@contextmanager
+def expect_deviation(limitation: str) -> Iterator[None]:
+    """Around the one check that can observe ``limitation``'s deviation: its failed assert becomes
+    ``DeviationObserved``. Framework errors and infrastructure errors pass through unchanged, so a
+    crash, a refusal or a timeout inside the block never reads as the documented deviation."""
+    try:
+        yield
+    except DeviationObserved:
+        raise
+    except AssertionError as exc:
+        raise DeviationObserved(f"{limitation}: {exc}") from exc

@@ -16,6 +16,7 @@ from kubernetes import client
 
 from wincon.checks.workloads import label_selector
 from wincon.cluster.client import call
+from wincon.errors import FrameworkFailure
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -34,7 +35,7 @@ DEPLOYMENT_ONLY_ANNOTATIONS = frozenset(
 )
 
 
-class RolloutError(AssertionError):
+class RolloutError(FrameworkFailure):
     """The rollout history does not allow the requested undo."""
 
 

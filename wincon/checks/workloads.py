@@ -15,7 +15,7 @@ from kubernetes import client
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from wincon.cluster.client import call
-from wincon.errors import InfrastructureError
+from wincon.errors import FrameworkFailure, InfrastructureError
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.deploy import await_pod, container, pod_manifest
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_windows
@@ -154,7 +154,7 @@ def pod_running_failure(pod: Any) -> str | None:
     return reason
 
 
-class Rejected(AssertionError):
+class Rejected(FrameworkFailure):
     """The API server refused an object the check needed to create: the documented rule, or a deviation."""
 
 

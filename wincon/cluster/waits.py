@@ -15,7 +15,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from wincon.cluster.client import call, is_transient
-from wincon.errors import InfrastructureError
+from wincon.errors import FrameworkFailure, InfrastructureError
 
 Condition = Callable[[Any], bool]
 Failure = Callable[[Any], "str | None"]
@@ -26,7 +26,7 @@ CRASH_REASONS = frozenset(
 )
 
 
-class WorkloadFailed(AssertionError):
+class WorkloadFailed(FrameworkFailure):
     """The workload itself failed on the node (it crashed): a test failure, not an infrastructure error."""
 
 

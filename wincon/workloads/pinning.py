@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from wincon.errors import FrameworkFailure
 from wincon.profile import ClusterProfile, NodeProfile
 
 # The taints Windows node pools commonly carry: the KEP's, AKS's and GKE's conventions.
@@ -15,7 +16,7 @@ WINDOWS_TOLERATIONS: tuple[dict[str, str], ...] = (
 )
 
 
-class WrongNode(AssertionError):
+class WrongNode(FrameworkFailure):
     """A pod ran somewhere its result cannot be trusted: a false pass prevented."""
 
 
