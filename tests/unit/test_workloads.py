@@ -142,17 +142,26 @@ def test_scrub_removes_tokens_and_keys():
 @pytest.mark.parametrize(
     ("status", "code"),
     [
-        ("", 0),
         ("status: Success\n", 0),
         (
             '{"status":"Failure","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"7"}]}}',
             7,
         ),
-        ('{"status":"Failure","message":"boom"}', 1),
     ],
 )
 def test_exec_exit_code_from_the_status_channel(status, code):
     assert exit_code_from_status(status) == code
+
+
+@pytest.mark.parametrize(
+    "status",
+    ["", "  \n", '{"status":"Failure","message":"container c is not running"}', "[not a status]"],
+    ids=["missing", "blank", "exec-failure", "unreadable"],
+)
+def test_exec_without_an_exit_status_is_an_infrastructure_error_not_exit_0_or_1(status):
+    """A missing status once read as exit 0 (a false pass); an exec failure as exit 1 (a false refusal)."""
+    with pytest.raises(InfrastructureError, match="exec"):
+        exit_code_from_status(status)
 
 
 class _Obj:

@@ -24,17 +24,36 @@ class ExecResult:
         return self.exit_code == 0
 
 
-def exit_code_from_status(status_text: str) -> int:
-    """The exit code from the error channel's Status document ('' or Success means 0)."""
-    if not status_text:
-        return 0
-    status = yaml.safe_load(status_text) or {}
+def exit_code_from_status(status_text: str, what: str = "exec") -> int:
+    """The exit code from the error channel's Status document.
+
+    Success is 0 and NonZeroExitCode carries the code. Anything else is no exit code at all: a missing
+    status (the stream closed early), or a Failure of the exec itself (container not running, internal
+    error). Those raise InfrastructureError, so a negative check never takes a broken exec for a refusal.
+    """
+    if not status_text or not status_text.strip():
+        raise InfrastructureError(
+            f"{what} ended without an exit status (the exec stream closed before the command finished)",
+            "the node or the API server dropped the connection; see the attached diagnostics",
+        )
+    try:
+        status = yaml.safe_load(status_text)
+    except yaml.YAMLError:
+        status = None
+    if not isinstance(status, dict):
+        raise InfrastructureError(f"{what} ended with an unreadable status: {status_text[:200]!r}")
     if status.get("status") == "Success":
         return 0
     for cause in (status.get("details") or {}).get("causes") or []:
         if cause.get("reason") == "ExitCode":
-            return int(cause.get("message", 1))
-    return 1
+            try:
+                return int(cause.get("message"))
+            except (TypeError, ValueError):
+                break
+    raise InfrastructureError(
+        f"{what} did not run: {status.get('reason') or 'Failure'}: {status.get('message') or status_text[:200]}",
+        "the container may not be running; see the attached diagnostics",
+    )
 
 
 def exec_in_pod(
@@ -78,4 +97,5 @@ def exec_in_pod(
         status_text = ws.read_channel(ERROR_CHANNEL)
     finally:
         ws.close()
-    return ExecResult(exit_code_from_status(status_text), "".join(out), "".join(err))
+    what = f"exec {command!r} in {namespace}/{pod}"
+    return ExecResult(exit_code_from_status(status_text, what), "".join(out), "".join(err))
