@@ -14,6 +14,7 @@ from kubernetes.utils import FailToCreateError
 
 from wincon import connectivity as conn
 from wincon.cluster.waits import WaitTimeout
+from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.networking]
 
@@ -46,7 +47,8 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
     address = ipv6_of(target.ips)
     assert address, f"Windows pod {target.name} got no IPv6 address on a dual-stack cluster: {target.ips}"
     outcome = checks.dial(windows_client, address, conn.NETSERVER_HTTP_PORT, "http", {target.name})
-    assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
+    with expect_deviation("ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported"):
+        assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
 
 @pytest.mark.test_id("b530f2a1-dc56-4a5f-95de-2e03ae81d631")
@@ -63,7 +65,8 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
         f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_ips}"
     )
     outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", {p.name for p in netservers})
-    assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
+    with expect_deviation("ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported"):
+        assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
 
 @pytest.mark.test_id("f17cbdfe-fce4-404b-97fe-9d583e54c15d")
@@ -78,8 +81,10 @@ def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, workloads, ku
     try:
         server = workloads.start([workloads.windows_netexec_manifest("v6-server", node)])["v6-server"]
         client = workloads.windows_client("v6-client", node)
-    except WaitTimeout as exc:
+    except WaitTimeout:
+        # The pods never ran, so nothing about IPv6 was observed: an error (after the simulated-node gate).
         checks.gate(["agnhost", "netexec"], where=f"windows node {node.name}")
-        raise AssertionError(f"Windows pods never became ready on an IPv6-only cluster: {exc}") from exc
+        raise
     outcome = checks.dial(client, server.status.pod_ip, conn.NETSERVER_HTTP_PORT, "http", {"v6-server"})
-    assert outcome.reached_all, outcome.describe()
+    with expect_deviation("ipv6-single-stack-unsupported"):
+        assert outcome.reached_all, outcome.describe()
