@@ -81,7 +81,7 @@ def test_schema_rejects_malformed_entries(catalog, validator, mutate, fragment):
 
 def test_upstream_images_named_in_the_reference_are_in_the_catalog_at_their_versions(catalog):
     expected = {
-        "agnhost": ("promoterE2eRegistry", "agnhost", "2.52"),
+        "agnhost": ("promoterE2eRegistry", "agnhost", "2.56"),
         "busybox": ("promoterE2eRegistry", "busybox", "1.36.1-1"),
         "pause": ("gcRegistry", "pause", "3.9"),
         "nonroot": ("promoterE2eRegistry", "nonroot", "1.4"),

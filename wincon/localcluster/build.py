@@ -48,12 +48,13 @@ class Component:
     ldflags: tuple[str, ...]
     version_args: tuple[str, ...]
     expect: str  # must appear in the output of `<binary> <version_args>`
+    static: bool = False  # CGO_ENABLED=0: a one-file binary that runs alone in an image
 
 
 def components(versions: dict[str, Any] | None = None) -> list[Component]:
     """Every binary the local cluster needs, in build order (small ones first)."""
     v = versions or paths.load_versions()
-    k8s, etcd, kwok = v["kubernetes"], v["etcd"], v["kwok"]
+    k8s, etcd, kwok, coredns = v["kubernetes"], v["etcd"], v["kwok"], v["coredns"]
     kver = k8s["version"]
     major, minor = kver.lstrip("v").split(".")[:2]
     k8s_ldflags = (
@@ -79,6 +80,16 @@ def components(versions: dict[str, Any] | None = None) -> list[Component]:
     for cmd in k8s["commands"]:
         args = ("version", "--client") if cmd == "kubectl" else ("--version",)
         result.append(Component(cmd, "kubernetes", f"{k8s['module']}/cmd/{cmd}", k8s_ldflags, args, kver))
+    for name, path in k8s.get("images", {}).items():
+        version = k8s[f"{name}_version"]
+        result.append(
+            Component(name, "kubernetes", f"{k8s['module']}/{path}", ("-s", "-w"), ("--version",), version, True)
+        )
+    result.append(
+        Component(
+            "coredns", "coredns", coredns["module"], ("-s", "-w"), ("-version",), coredns["version"].lstrip("v"), True
+        )
+    )
     return result
 
 
@@ -134,12 +145,14 @@ class _Builder:
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def run(self, what: str, args: list[str], cwd: Path) -> str:
+    def run(self, what: str, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
         """Run a go command, echo a heartbeat while it runs, return its output; raise naming `what`."""
         self.log.write(f"\n$ (cd {cwd} && {' '.join(args)})\n")
         self.log.flush()
         with tempfile.TemporaryFile(mode="w+") as capture:
-            proc = subprocess.Popen(args, cwd=cwd, stdout=capture, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(
+                args, cwd=cwd, stdout=capture, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
+            )
             start = time.monotonic()
             next_beat = start + HEARTBEAT_SECONDS
             status = rusage = None
@@ -218,6 +231,7 @@ class _Builder:
             f"building {comp.name}",
             [self.go, "build", "-o", str(tmp), "-ldflags", " ".join(comp.ldflags), comp.package],
             moddir,
+            {"CGO_ENABLED": "0"} if comp.static else None,
         )
         result = subprocess.run([str(tmp), *comp.version_args], capture_output=True, text=True, timeout=60)
         version_out = (result.stdout + result.stderr).strip()
