@@ -115,12 +115,18 @@ def events_for(api_client: client.ApiClient, namespace: str, name: str, reason: 
 
 
 def wait_for_event(
-    api_client: client.ApiClient, namespace: str, name: str, reason: str, timeout: float = 60.0
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    reason: str,
+    timeout: float = 60.0,
+    behaviour: bool = False,
 ) -> list[Any]:
     """The events with ``reason`` about object ``name``, once at least one exists.
 
     Event recording is asynchronous: the object's status may show a condition a moment before the
-    event that explains it is stored.
+    event that explains it is stored. With ``behaviour=True`` the event is the behaviour checked (a
+    probe failing, a hook running): no such event is a failure (BehaviourNotObserved), not an error.
     """
     retrying = Retrying(
         retry=retry_if_result(lambda events: not events),
@@ -130,6 +136,22 @@ def wait_for_event(
     try:
         return retrying(events_for, api_client, namespace, name, reason)
     except RetryError as exc:
+        if behaviour:
+            from wincon.cluster.waits import BehaviourNotObserved
+
+            others = sorted(
+                {
+                    e.reason
+                    for e in call(
+                        client.CoreV1Api(api_client).list_namespaced_event,
+                        namespace,
+                        field_selector=f"involvedObject.name={name}",
+                    ).items
+                }
+            )
+            raise BehaviourNotObserved(
+                f"no {reason} event about {namespace}/{name} within {timeout:.0f}s; its events: {others or 'none'}"
+            ) from exc
         raise InfrastructureError(
             f"no {reason} event about {namespace}/{name} within {timeout:.0f}s",
             "check the scheduler and controller-manager are running (see the attached diagnostics)",
@@ -182,10 +204,14 @@ def slug(text: str, limit: int = 40) -> str:
     return out.strip("-")[:limit].strip("-")
 
 
-def eventually(check: Any, timeout: float, describe: str, interval: float = 1.0) -> Any:
-    """``check()``'s first truthy result within ``timeout`` seconds (tenacity polls it); else InfrastructureError.
+def eventually(
+    check: Any, timeout: float, describe: str, interval: float = 1.0, behaviour: bool = False, seen: Any = None
+) -> Any:
+    """``check()``'s first truthy result within ``timeout`` seconds (tenacity polls it).
 
-    For observations no single object's watch expresses (a set of pods matching a label).
+    For observations no single object's watch expresses (a set of pods matching a label). Out of time: a
+    setup wait raises InfrastructureError; a behaviour wait (``behaviour=True``) raises BehaviourNotObserved
+    with ``seen()``, what was observed instead.
     """
     retrying = Retrying(
         retry=retry_if_result(lambda value: not value), stop=stop_after_delay(timeout), wait=wait_fixed(interval)
@@ -193,6 +219,11 @@ def eventually(check: Any, timeout: float, describe: str, interval: float = 1.0)
     try:
         return retrying(check)
     except RetryError as exc:
+        if behaviour:
+            from wincon.cluster.waits import BehaviourNotObserved
+
+            observed = f"; observed: {seen()}" if seen is not None else ""
+            raise BehaviourNotObserved(f"{describe}: not observed within {timeout:.0f}s{observed}") from exc
         raise InfrastructureError(
             f"{describe}: not observed within {timeout:.0f}s", "see the attached diagnostics"
         ) from exc

@@ -2,7 +2,16 @@
 
 A wait ends as soon as the object is done, or as soon as its failure condition names a reason
 (CrashLoopBackOff, ErrImagePull, Unschedulable, ...), instead of running into its timeout. Image and
-scheduling problems are infrastructure errors; a container that crashes is a workload failure.
+scheduling problems are infrastructure errors; a container that crashes is a workload failure. A
+controller's wait (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job) also watches the controller's
+pods, so an Unschedulable replica ends the rollout wait within seconds with the scheduler's message.
+
+Two kinds of wait:
+- setup waits (the default): the pod must run before the check can start. Running out of time is a
+  ``WaitTimeout`` (an infrastructure error), with the hint for the last reason seen.
+- behaviour waits (``behaviour=True``): the probe must restart the container, the hook must write its
+  file, the HPA must scale. Running out of time is ``BehaviourNotObserved``, a test failure that says
+  what was observed instead.
 """
 
 from __future__ import annotations
@@ -31,7 +40,40 @@ class WorkloadFailed(FrameworkFailure):
 
 
 class WaitTimeout(InfrastructureError):
-    """The object never reached the state within the timeout."""
+    """A setup wait ran out: the object never reached the state the check needs to start."""
+
+
+class BehaviourNotObserved(AssertionError):
+    """A behaviour wait ran out: what the check waited for did not happen; the message says what did.
+
+    A test failure. It is the documented deviation only where a check wraps the wait in
+    ``expect_deviation`` because the deviation is exactly that the behaviour never happens.
+    """
+
+
+# The fix for each reason a wait can end with, named after the cluster's own words.
+HINTS: tuple[tuple[str, str], ...] = (
+    (
+        "Unschedulable",
+        "no node can take the pod (see the scheduler's message): untaint or add Ready Windows nodes of the build, "
+        "or free capacity; wincon tolerates only the usual Windows taints",
+    ),
+    ("ErrImagePull", "the node cannot pull the image: check --image-repo-list and the registry's reachability"),
+    ("ImagePullBackOff", "the node cannot pull the image: check --image-repo-list and the registry's reachability"),
+    ("InvalidImageName", "the image reference is malformed: check --image-repo-list"),
+    ("ErrImageNeverPull", "imagePullPolicy Never and the image is not on the node: run `wincon prepull`"),
+    ("CrashLoopBackOff", "the container keeps exiting: see its logs in the attached diagnostics"),
+    ("CreateContainer", "the runtime could not create the container: see the pod's events"),
+    ("RunContainerError", "the runtime could not start the container: see the pod's events"),
+    ("ProgressDeadlineExceeded", "the rollout stalled: see the ReplicaSet's and the pods' events"),
+    ("ReplicaFailure", "the controller could not create pods (quota, admission): see its events"),
+)
+PULLING_HINT = "raise --pod-start-timeout if Windows images are still pulling (try `wincon prepull`)"
+
+
+def hint_for(reason: str) -> str:
+    """The fix for the cluster's reason (Unschedulable, ErrImagePull, ...), or the events to read."""
+    return next((fix for key, fix in HINTS if key in reason), "see the pod's events in the attached diagnostics")
 
 
 def wait_for(
@@ -41,37 +83,45 @@ def wait_for(
     failure: Failure | None = None,
     timeout: float = 300.0,
     describe: str = "",
+    behaviour: bool = False,
     **list_kwargs: Any,
 ) -> Any:
     """Watch ``list_fn(**list_kwargs)`` for the object ``name`` until ``done(obj)`` holds.
 
-    ``failure(obj)`` returning a reason ends the wait at once with that reason. A missing object is
-    waited for. Returns the object in its final state.
+    ``failure(obj)`` returning a reason ends the wait at once with that reason; so does a pod of a
+    controller (an object with ``spec.selector.matchLabels``) that cannot run. A missing object is
+    waited for. Returns the object in its final state. Out of time: ``WaitTimeout`` for a setup wait,
+    ``BehaviourNotObserved`` for a behaviour wait (``behaviour=True``).
     """
     deadline = time.monotonic() + timeout
     selector = f"metadata.name={name}"
     what = describe or name
     last: Any = None
+    pods_check = _controller_pods_check(list_fn, list_kwargs.get("namespace"))
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise WaitTimeout(
-                f"{what} did not become ready within {timeout:.0f}s" + _state_hint(last, failure),
-                "raise --pod-start-timeout if Windows images are still pulling (try `wincon prepull`)",
-            )
+            state = _state_hint(last, failure)
+            if behaviour:
+                raise BehaviourNotObserved(f"{what}: not observed within {timeout:.0f}s" + state)
+            raise WaitTimeout(f"{what} did not become ready within {timeout:.0f}s" + state, _timeout_hint(last))
         listing = call(list_fn, field_selector=selector, **list_kwargs)
         for obj in listing.items:
             last = obj
             _check(obj, done, failure, what)
             if done(obj):
                 return obj
+            if pods_check is not None:
+                _check_pods(pods_check, obj, what)
+        poll_pods = pods_check is not None and bool(_selector_labels(last))
         stream = watch.Watch()
         try:
             for event in stream.stream(
                 list_fn,
                 field_selector=selector,
                 resource_version=listing.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, 60))),
+                # A controller's pods change without an event on the controller: look at them every few seconds.
+                timeout_seconds=max(1, int(min(remaining, CONTROLLER_POLL if poll_pods else 60))),
                 **list_kwargs,
             ):
                 if event["type"] == "ERROR":
@@ -95,22 +145,91 @@ def wait_for(
             stream.stop()
 
 
+CONTROLLER_POLL = 5
+
+
 def _check(obj: Any, done: Condition, failure: Failure | None, what: str) -> None:
     if failure is None or done(obj):
         return
     reason = failure(obj)
     if reason:
-        if any(r in reason for r in CRASH_REASONS) or reason.startswith("container "):
-            raise WorkloadFailed(f"{what}: {reason}")
-        raise InfrastructureError(f"{what}: {reason}", "see the pod's events in the attached diagnostics")
+        _raise_for(reason, what)
+
+
+def _raise_for(reason: str, what: str) -> None:
+    if any(r in reason for r in CRASH_REASONS) or reason.startswith("container "):
+        raise WorkloadFailed(f"{what}: {reason}")
+    raise InfrastructureError(f"{what}: {reason}", hint_for(reason))
+
+
+def _controller_pods_check(list_fn: Callable[..., Any], namespace: str | None) -> Callable[[Any], Any] | None:
+    """For waits on namespaced objects: a function listing the pods an object's selector picks."""
+    api = getattr(list_fn, "__self__", None)
+    api_client = getattr(api, "api_client", None)
+    if namespace is None or api_client is None or getattr(list_fn, "__name__", "").endswith("_pod"):
+        return None
+    core = client.CoreV1Api(api_client)
+
+    def pods(labels: dict[str, str]) -> Any:
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        return call(core.list_namespaced_pod, namespace, label_selector=selector).items
+
+    return pods
+
+
+def _check_pods(list_pods: Callable[[Any], Any], obj: Any, what: str) -> None:
+    """End a controller's wait with the first of its pods that cannot run (Unschedulable, image, crash)."""
+    labels = _selector_labels(obj)
+    if not labels:
+        return
+    for pod in list_pods(labels):
+        if pod.metadata.deletion_timestamp or (pod.status and pod.status.phase in ("Failed", "Succeeded")):
+            continue  # a finished pod is the controller's business (a Job's retries), not a blocked one
+        reason = pod_failure(pod)
+        if reason:
+            _raise_for(reason, f"{what}: pod {pod.metadata.name}")
+
+
+def _selector_labels(obj: Any) -> dict[str, str]:
+    selector = getattr(getattr(obj, "spec", None), "selector", None)
+    labels = getattr(selector, "match_labels", None)
+    return labels if isinstance(labels, dict) else {}
 
 
 def _state_hint(obj: Any, failure: Failure | None) -> str:
     if obj is None:
         return " (it never appeared)"
     status = getattr(obj, "status", None)
+    parts = []
     phase = getattr(status, "phase", None)
-    return f" (last phase: {phase})" if phase else ""
+    if phase:
+        parts.append(f"last phase: {phase}")
+    for cs in getattr(status, "container_statuses", None) or []:
+        state = cs.state
+        current = (
+            f"waiting {state.waiting.reason}"
+            if state and state.waiting
+            else f"terminated {state.terminated.reason} exit {state.terminated.exit_code}"
+            if state and state.terminated
+            else "running"
+        )
+        parts.append(f"container {cs.name} {current}, ready {cs.ready}, restarts {cs.restart_count}")
+    for cond in getattr(status, "conditions", None) or []:
+        if getattr(cond, "status", None) == "False" and getattr(cond, "reason", None):
+            parts.append(f"{cond.type}=False {cond.reason}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _timeout_hint(obj: Any) -> str:
+    """A timeout's hint: pulling only where the pod was still creating its containers."""
+    status = getattr(obj, "status", None)
+    for cs in getattr(status, "container_statuses", None) or []:
+        waiting = cs.state.waiting if cs.state else None
+        if waiting and waiting.reason in ("ContainerCreating", "PodInitializing"):
+            return PULLING_HINT
+    if getattr(status, "phase", None) == "Pending" and not getattr(status, "container_statuses", None):
+        return PULLING_HINT + "; or the pod is still waiting for a node: see its events"
+    return "see the object's events in the attached diagnostics"
 
 
 # --- pods ---

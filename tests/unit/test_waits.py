@@ -1,0 +1,145 @@
+"""Waits: fail fast with the cluster's own reason (controllers included), and the two kinds of timeout."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace as NS
+
+import pytest
+
+from wincon.cluster import waits
+from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, WorkloadFailed, hint_for, wait_for
+from wincon.errors import InfrastructureError
+
+
+def deployment(ready: int = 0, want: int = 2) -> NS:
+    return NS(
+        metadata=NS(name="web", generation=1),
+        spec=NS(replicas=want, selector=NS(match_labels={"app": "web"})),
+        status=NS(
+            observed_generation=1,
+            updated_replicas=want,
+            available_replicas=ready,
+            replicas=want,
+            conditions=[],
+            phase=None,
+            container_statuses=None,
+        ),
+    )
+
+
+def pod(name: str, *, unschedulable: str = "", waiting: str = "", phase: str = "Pending") -> NS:
+    conditions = (
+        [NS(type="PodScheduled", status="False", reason="Unschedulable", message=unschedulable)]
+        if unschedulable
+        else []
+    )
+    statuses = (
+        [NS(name="main", state=NS(waiting=NS(reason=waiting, message="back-off"), terminated=None))] if waiting else []
+    )
+    return NS(
+        metadata=NS(name=name, deletion_timestamp=None),
+        status=NS(
+            phase=phase,
+            reason=None,
+            message=None,
+            conditions=conditions,
+            init_container_statuses=None,
+            container_statuses=statuses,
+        ),
+    )
+
+
+class FakeApps:
+    def __init__(self, obj: NS) -> None:
+        self.api_client = object()
+        self.obj = obj
+
+    def list_namespaced_deployment(self, namespace: str, **kwargs: object) -> NS:
+        return NS(items=[self.obj], metadata=NS(resource_version="1"))
+
+
+class QuietWatch:
+    """A watch whose stream ends at once with no event, as a watch on an object that does not change."""
+
+    def stream(self, *args: object, **kwargs: object) -> list:
+        time.sleep(0.01)
+        return []
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    pods: list[NS] = []
+    core = NS(list_namespaced_pod=lambda namespace, label_selector="": NS(items=list(pods)))
+    monkeypatch.setattr(waits.client, "CoreV1Api", lambda api_client: core)
+    monkeypatch.setattr(waits.watch, "Watch", QuietWatch)
+    return pods
+
+
+def test_a_rollout_with_an_unschedulable_replica_fails_at_once_with_the_schedulers_message(cluster):
+    """It used to wait the whole pod start timeout, then blame image pulls."""
+    cluster.append(pod("web-1", unschedulable="0/3 nodes are available: 3 node(s) had untolerated taint {gpu: x}"))
+    apps = FakeApps(deployment())
+    start = time.monotonic()
+    with pytest.raises(InfrastructureError, match="pod web-1: Unschedulable: 0/3 nodes.*untolerated taint") as err:
+        wait_for(apps.list_namespaced_deployment, "web", waits.deployment_available, timeout=600, namespace="ns")
+    assert time.monotonic() - start < 5
+    assert "untaint" in err.value.fix and "prepull" not in err.value.fix
+
+
+def test_a_rollout_whose_replica_cannot_pull_names_the_image_fix(cluster):
+    cluster.append(pod("web-0", waiting="ImagePullBackOff"))
+    with pytest.raises(InfrastructureError, match="ImagePullBackOff in container main") as err:
+        wait_for(FakeApps(deployment()).list_namespaced_deployment, "web", waits.deployment_available, namespace="ns")
+    assert "--image-repo-list" in err.value.fix
+
+
+def test_a_rollout_whose_replica_crashes_is_a_workload_failure(cluster):
+    cluster.append(pod("web-0", waiting="CrashLoopBackOff", phase="Running"))
+    with pytest.raises(WorkloadFailed, match="CrashLoopBackOff"):
+        wait_for(FakeApps(deployment()).list_namespaced_deployment, "web", waits.deployment_available, namespace="ns")
+
+
+def test_finished_controller_pods_do_not_end_the_wait(cluster):
+    """A Job's failed attempt is the controller's business: the wait goes on to its own end."""
+    cluster.append(pod("job-0", phase="Failed"))
+    with pytest.raises(WaitTimeout):
+        wait_for(
+            FakeApps(deployment()).list_namespaced_deployment,
+            "web",
+            waits.deployment_available,
+            timeout=0.2,
+            namespace="ns",
+        )
+
+
+def test_a_setup_wait_times_out_as_an_infrastructure_error_and_a_behaviour_wait_as_a_failure(cluster):
+    apps = FakeApps(deployment(ready=1))
+    with pytest.raises(WaitTimeout):
+        wait_for(apps.list_namespaced_deployment, "web", waits.deployment_available, timeout=0.2, namespace="ns")
+    with pytest.raises(BehaviourNotObserved, match="scaling up: not observed within 0s"):
+        wait_for(
+            apps.list_namespaced_deployment,
+            "web",
+            waits.deployment_available,
+            timeout=0.2,
+            describe="scaling up",
+            behaviour=True,
+            namespace="ns",
+        )
+    assert not issubclass(WaitTimeout, AssertionError)
+
+
+@pytest.mark.parametrize(
+    ("reason", "fix"),
+    [
+        ("Unschedulable: 0/2 nodes are available", "untaint"),
+        ("ErrImagePull in container main: not found", "--image-repo-list"),
+        ("ProgressDeadlineExceeded: ReplicaSet has timed out", "rollout stalled"),
+    ],
+)
+def test_each_reason_gets_its_own_fix(reason, fix):
+    assert fix in hint_for(reason)
