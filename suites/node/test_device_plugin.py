@@ -1,0 +1,61 @@
+"""Device plugins on Windows nodes: where a plugin advertises an extended resource on a Windows node, a pod
+requesting it is scheduled there and sees the device (upstream test/e2e/windows/device_plugin.go, the DirectX
+device plugin). Without such a resource the check skips and names what it looked for."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.node import extended_resources, video_controller_command
+from wincon.checks.workloads import windows_pod
+from wincon.cluster.client import call
+from wincon.cluster.exec import exec_in_pod
+from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
+from wincon.workloads.deploy import apply
+
+pytestmark = [pytest.mark.scheduling]
+
+DIRECTX = "microsoft.com/directx"
+
+
+def advertised(wincon) -> list[tuple[str, str, int | None]]:
+    """(node, resource, build) for every extended resource a Ready Windows node advertises."""
+    core = client.CoreV1Api(wincon.api_client)
+    found = []
+    for profile_node in wincon.profile.ready_windows_nodes:
+        node = call(core.read_node, profile_node.name)
+        for resource in sorted(extended_resources(node.status.allocatable)):
+            found.append((profile_node.name, resource, profile_node.windows_build))
+    return found
+
+
+@pytest.mark.test_id("d2496e1f-2621-4d59-93ca-7afbfba8b837")
+@pytest.mark.dataplane
+def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(wincon, namespace, data_plane):
+    """ "Resource limits" work for Windows pods (002_8a7e76f95009f44f.txt, Pods), extended resources of a device plugin included: the pod is scheduled onto the advertising node and the device is visible in the container (upstream device_plugin.go)."""
+    offers = advertised(wincon)
+    if not offers:
+        pytest.skip("no Ready Windows node advertises an extended resource: no device plugin runs on Windows nodes")
+    node, resource, build = next((o for o in offers if o[1] == DIRECTX), offers[0])
+    body = windows_pod(wincon, "device", build, node=node)
+    body["spec"]["containers"][0]["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
+    apply(wincon.api_client, namespace, body)
+    pod = wait_for_pod(wincon.api_client, namespace, "device", done=pod_scheduled, timeout=60, failure=None)
+    assert pod.spec.node_name == node, f"pod requesting {resource} went to {pod.spec.node_name}, not {node}"
+    command = video_controller_command("windows")
+    data_plane(command, where=f"pod device ({resource}) on {node}")
+    running = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "device",
+        done=pod_running_ready,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    # The kubelet admits the pod only once the plugin allocated the device: Running is a generic plugin's evidence.
+    assert running.status.phase == "Running" and running.spec.node_name == node, running.status
+    if resource != DIRECTX:
+        return
+    result = exec_in_pod(wincon.api_client, namespace, "device", command)
+    assert result.ok and result.stdout.strip(), f"no display device visible in the container: {result.stderr}"

@@ -1,0 +1,157 @@
+"""The kubelet of a Windows node, through the API server's node proxy: /stats/summary answers fast and covers
+every running pod, the node reports its boot id, /metrics/resource has node and container series, and
+NodeAllocatable is capacity minus what /configz says the kubelet reserves.
+
+Upstream: test/e2e/windows/kubelet_stats.go, metrics.go and memory_limits.go ("Allocatable node memory").
+The pods are created and scheduled for real everywhere; the kubelet's answers need a real kubelet, so each
+check passes the ``data_plane`` gate first (simulated nodes have none).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from kubernetes import client
+from kubernetes.utils import parse_quantity
+
+from wincon.checks.node import (
+    STATS_SCRAPE_LIMIT_SECONDS,
+    kubelet_config,
+    kubelet_get,
+    kubelet_json,
+    parse_metrics,
+    pod_stats_problems,
+    reservations,
+    summary_pods,
+)
+from wincon.cluster.client import call
+
+pytestmark = [pytest.mark.scheduling]
+
+
+def proxy_command(node: str, path: str) -> str:
+    return f"GET /api/v1/nodes/{node}/proxy/{path}"
+
+
+def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int) -> float:
+    """Scrape /stats/summary ``rounds`` times; every round must list each pod of ``expected`` with live
+    stats. Returns the mean seconds per scrape."""
+    seconds = []
+    for _ in range(rounds):
+        summary, took = kubelet_json(wincon.api_client, node, "stats/summary")
+        seconds.append(took)
+        pods = summary_pods(summary, namespace)
+        listed = {p["podRef"]["name"] for p in pods}
+        assert listed == expected, f"/stats/summary of {node} lists {sorted(listed)}, expected {sorted(expected)}"
+        problems = [problem for pod in pods for problem in pod_stats_problems(pod)]
+        assert not problems, f"/stats/summary of {node}: {'; '.join(problems)}"
+    return sum(seconds) / len(seconds)
+
+
+@pytest.mark.test_id("e7e41373-d1be-4fe2-9fab-d44b000944e5")
+@pytest.mark.dataplane
+@pytest.mark.serial
+def test_stats_summary_answers_within_10_seconds_with_10_pods(
+    request, wincon, namespace, windows_node, start_pods, data_plane
+):
+    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary of a Windows node running 10 pods answers within 10 s (upstream kubelet_stats.go, [Serial])."""
+    pods = start_pods("stats10", 10, windows_node.name)
+    data_plane(proxy_command(windows_node.name, "stats/summary"), where="the API server's node proxy, 5 rounds")
+    mean = check_summary(wincon, namespace, windows_node.name, {p.metadata.name for p in pods}, rounds=5)
+    request.node.user_properties.append(("stats_summary_seconds_10_pods", f"{mean:.3f}"))
+    assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s on average, more than 10 s"
+
+
+@pytest.mark.test_id("d945b8d9-66a4-4758-ad3f-420e37432ff9")
+@pytest.mark.dataplane
+def test_stats_summary_answers_within_10_seconds_with_3_pods(
+    request, wincon, namespace, windows_node, start_pods, data_plane
+):
+    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary with 3 pods answers within 10 s and includes each (upstream kubelet_stats.go)."""
+    pods = start_pods("stats3", 3, windows_node.name)
+    data_plane(proxy_command(windows_node.name, "stats/summary"), where="the API server's node proxy")
+    mean = check_summary(wincon, namespace, windows_node.name, {p.metadata.name for p in pods}, rounds=1)
+    request.node.user_properties.append(("stats_summary_seconds_3_pods", f"{mean:.3f}"))
+    assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s, more than 10 s"
+
+
+@pytest.mark.test_id("f49ab528-0715-4aaa-8a87-16d3506438ee")
+@pytest.mark.dataplane
+def test_node_reports_its_boot_id(wincon, windows_node, data_plane):
+    """ "Pod status fields" and node status work on Windows (002_8a7e76f95009f44f.txt, Pods): the kubelet reports the node's bootID in nodeInfo, and /stats/summary answers for that node within 10 s (upstream kubelet_stats.go, "when windows is booted")."""
+    data_plane(proxy_command(windows_node.name, "stats/summary"), where="node status and the node proxy")
+    core = client.CoreV1Api(wincon.api_client)
+    node = call(core.read_node, windows_node.name)
+    boot_id = node.status.node_info.boot_id if node.status and node.status.node_info else ""
+    assert boot_id, f"node {windows_node.name} reports no status.nodeInfo.bootID"
+    summary, took = kubelet_json(wincon.api_client, windows_node.name, "stats/summary")
+    assert summary.get("node", {}).get("nodeName") == windows_node.name, f"summary is not of {windows_node.name}"
+    assert took <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {took:.1f}s, more than 10 s"
+
+
+@pytest.mark.test_id("24373c80-bda0-4f46-b504-2d63f325949f")
+@pytest.mark.dataplane
+def test_metrics_resource_has_node_and_container_series(wincon, namespace, windows_node, start_pods, data_plane):
+    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /metrics/resource has the node's CPU and memory series and each Windows container's (upstream metrics.go)."""
+    pods = start_pods("metrics", 2, windows_node.name)
+    data_plane(proxy_command(windows_node.name, "metrics/resource"), where="the API server's node proxy")
+    answer = kubelet_get(wincon.api_client, windows_node.name, "metrics/resource")
+    assert answer.status == 200, f"/metrics/resource answered {answer.status}: {answer.body[:300]}"
+    samples = parse_metrics(answer.body)
+    names = {s.name for s in samples}
+    for series in ("node_cpu_usage_seconds_total", "node_memory_working_set_bytes"):
+        assert series in names, f"/metrics/resource of {windows_node.name} has no {series}"
+    for pod in pods:
+        for series in ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes"):
+            values = [
+                s.value
+                for s in samples
+                if s.name == series
+                and s.labels.get("namespace") == namespace
+                and s.labels.get("pod") == pod.metadata.name
+            ]
+            assert values, f"/metrics/resource has no {series} for pod {pod.metadata.name}"
+            if series == "container_memory_working_set_bytes":
+                assert max(values) > 0, f"{series} of {pod.metadata.name} is {values}"
+        working_set = [
+            s.value
+            for s in samples
+            if s.name == "pod_memory_working_set_bytes" and s.labels.get("pod") == pod.metadata.name
+        ]
+        assert working_set and max(working_set) > 0, (
+            f"pod_memory_working_set_bytes of {pod.metadata.name}: {working_set}"
+        )
+
+
+def node_figures(wincon, node_name: str, resource: str):
+    core = client.CoreV1Api(wincon.api_client)
+    node = call(core.read_node, node_name)
+    configz, _ = kubelet_json(wincon.api_client, node_name, "configz")
+    res = reservations(kubelet_config(configz), resource, node.status.capacity[resource])
+    return res, Decimal(parse_quantity(node.status.allocatable[resource]))
+
+
+@pytest.mark.test_id("fed82b24-b001-4f27-8283-a823a04d0d02")
+@pytest.mark.dataplane
+def test_allocatable_memory_is_capacity_minus_reservations_from_configz(wincon, windows_node, data_plane):
+    """ "--kubelet-reserve, --system-reserve , and --eviction-hard flags update Node Allocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): allocatable memory equals capacity minus kubeReserved, systemReserved and evictionHard memory.available from /configz (upstream memory_limits.go)."""
+    data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
+    res, allocatable = node_figures(wincon, windows_node.name, "memory")
+    assert allocatable == res.expected_allocatable, f"allocatable memory is {allocatable}; {res.describe()}"
+
+
+@pytest.mark.test_id("a4f015b8-9c88-4755-be4b-998c054c0155")
+@pytest.mark.dataplane
+def test_kube_and_system_reserved_shrink_allocatable_cpu(wincon, windows_node, data_plane):
+    """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
+    data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
+    res, allocatable = node_figures(wincon, windows_node.name, "cpu")
+    memory, _ = node_figures(wincon, windows_node.name, "memory")
+    if res.reserved == 0 and memory.reserved == 0:
+        pytest.skip(
+            f"the kubelet of {windows_node.name} reserves no CPU or memory (kubeReserved, systemReserved unset)"
+        )
+    assert allocatable == res.expected_allocatable, f"allocatable CPU is {allocatable}; {res.describe()}"
+    if res.reserved:
+        assert allocatable < res.capacity, f"CPU reserved ({res.reserved}) but allocatable {allocatable} = capacity"

@@ -1,0 +1,329 @@
+"""Node-level checks: the kubelet's own endpoints through the API server's node proxy, what they report, and
+the per-OS command lines the node, HostProcess, storage and security checks run.
+
+Every command a check runs in a pod or on a node is built here, once per OS, so the same check function
+runs with Linux command lines on a Linux control node: ``command(os_name, ...)`` never branches in a test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from wincon.errors import InfrastructureError
+
+OS_NAMES = ("windows", "linux")
+
+# Resources every node reports; anything else in allocatable is an extended resource (a device plugin's).
+STANDARD_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
+STANDARD_PREFIXES = ("hugepages-", "attachable-volumes-")
+
+STATS_SCRAPE_LIMIT_SECONDS = 10.0  # metrics-server's and kube-prometheus's default scrape timeout
+
+
+def _os(os_name: str) -> str:
+    if os_name not in OS_NAMES:
+        raise ValueError(f"unknown OS {os_name!r}: expected one of {', '.join(OS_NAMES)}")
+    return os_name
+
+
+# ----------------------------------------------------------------------------- per-OS command lines
+
+
+def powershell(script: str) -> list[str]:
+    return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script]
+
+
+def _ps_quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def write_file_command(os_name: str, path: str, text: str) -> list[str]:
+    """Write ``text`` to ``path``; a refused write exits non-zero with the OS's message on stderr."""
+    if _os(os_name) == "windows":
+        return ["cmd", "/c", f"echo {text}> {path}"]
+    return ["sh", "-c", f"echo {text} > {path}"]
+
+
+def read_file_command(os_name: str, path: str) -> list[str]:
+    return ["cmd", "/c", "type", path] if _os(os_name) == "windows" else ["cat", path]
+
+
+def user_name_command(os_name: str) -> list[str]:
+    """Print the user the container's process runs as."""
+    return ["cmd", "/S", "/C", "echo %username%"] if _os(os_name) == "windows" else ["id", "-un"]
+
+
+def group_membership_command(os_name: str) -> list[str]:
+    return ["whoami", "/groups"] if _os(os_name) == "windows" else ["id", "-Gn"]
+
+
+def path_exists_command(os_name: str, path: str) -> list[str]:
+    """Exit 0 and print 'present' when ``path`` exists (a named pipe on Windows, a socket or file on Linux)."""
+    if _os(os_name) == "windows":
+        return powershell(f"if (Test-Path -LiteralPath {_ps_quote(path)}) {{ 'present' }} else {{ exit 3 }}")
+    return ["sh", "-c", f"test -e {path} && echo present || exit 3"]
+
+
+def udp_send_command(
+    os_name: str, host: str, port: int, payload: str = "hostname", timeout_ms: int = 3000
+) -> list[str]:
+    """Send one UDP datagram and print the reply (netexec answers 'hostname' with its pod name)."""
+    if _os(os_name) == "windows":
+        script = (
+            "$u = New-Object System.Net.Sockets.UdpClient; "
+            f"$u.Client.ReceiveTimeout = {int(timeout_ms)}; "
+            f"$b = [Text.Encoding]::ASCII.GetBytes({_ps_quote(payload)}); "
+            f"[void]$u.Send($b, $b.Length, {_ps_quote(host)}, {int(port)}); "
+            "$ep = New-Object System.Net.IPEndPoint([Net.IPAddress]::Any, 0); "
+            "[Text.Encoding]::ASCII.GetString($u.Receive([ref]$ep))"
+        )
+        return powershell(script)
+    seconds = max(1, timeout_ms // 1000)
+    return ["sh", "-c", f"echo {payload} | nc -w {seconds} -u {host} {int(port)}"]
+
+
+def reboot_command(os_name: str, delay_seconds: int = 5) -> list[str]:
+    if _os(os_name) == "windows":
+        return ["shutdown.exe", "/r", "/f", "/t", str(int(delay_seconds))]
+    return ["sh", "-c", f"sleep {int(delay_seconds)}; reboot -f"]
+
+
+def shutdown_command(os_name: str, delay_seconds: int = 5) -> list[str]:
+    if _os(os_name) == "windows":
+        return ["shutdown.exe", "/s", "/t", str(int(delay_seconds))]
+    return ["sh", "-c", f"sleep {int(delay_seconds)}; systemctl poweroff"]
+
+
+def idle_command(os_name: str) -> list[str]:
+    if _os(os_name) == "windows":
+        return powershell("while ($true) { Start-Sleep -Seconds 3600 }")
+    return ["sh", "-c", "while true; do sleep 3600; done"]
+
+
+def api_query_command(os_name: str, path: str, sandbox: bool = False) -> list[str]:
+    """GET ``path`` from the API server with the pod's service-account token and CA (in-cluster config).
+
+    ``sandbox``: a HostProcess container finds its volumes under %CONTAINER_SANDBOX_MOUNT_POINT%.
+    """
+    if _os(os_name) == "windows":
+        root = "$env:CONTAINER_SANDBOX_MOUNT_POINT" if sandbox else "'C:\\'"
+        script = (
+            f"$d = Join-Path {root} 'var\\run\\secrets\\kubernetes.io\\serviceaccount'; "
+            "$t = (Get-Content (Join-Path $d 'token') -Raw).Trim(); "
+            "$h = $env:KUBERNETES_SERVICE_HOST; if ($h -match ':') { $h = \"[$h]\" }; "
+            "curl.exe -sS --fail --cacert (Join-Path $d 'ca.crt') -H \"Authorization: Bearer $t\" "
+            f'"https://${{h}}:$env:KUBERNETES_SERVICE_PORT{path}"; exit $LASTEXITCODE'
+        )
+        return powershell(script)
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    return [
+        "sh",
+        "-c",
+        f'curl -sS --fail --cacert {sa}/ca.crt -H "Authorization: Bearer $(cat {sa}/token)" '
+        f"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT{path}",
+    ]
+
+
+def video_controller_command(os_name: str) -> list[str]:
+    """List the display devices the container sees (DirectX device plugin) / the device nodes (Linux)."""
+    if _os(os_name) == "windows":
+        return powershell("Get-CimInstance Win32_VideoController | ForEach-Object { $_.Name }")
+    return ["sh", "-c", "ls /dev"]
+
+
+# ----------------------------------------------------------------------------- the kubelet through the node proxy
+
+
+@dataclass(frozen=True)
+class KubeletAnswer:
+    path: str
+    status: int
+    body: str
+    seconds: float
+
+
+def kubelet_get(api_client: client.ApiClient, node: str, path: str, timeout: float = 60.0) -> KubeletAnswer:
+    """GET ``path`` (``stats/summary``, ``metrics/resource``, ``configz``) from the node's kubelet through
+    the API server's node proxy, timed. A refused proxy answers with its status, never raises."""
+    core = client.CoreV1Api(api_client)
+    path = path.lstrip("/")
+    start = time.monotonic()
+    try:
+        response = core.connect_get_node_proxy_with_path(node, path, _preload_content=False, _request_timeout=timeout)
+        body = response.data.decode(errors="replace")
+        status = int(getattr(response, "status", 200))
+    except ApiException as exc:
+        body, status = str(exc.body or exc.reason or ""), int(exc.status or 0)
+    except Exception as exc:  # a timeout or reset: the kubelet did not answer in time
+        raise InfrastructureError(
+            f"the kubelet of {node} did not answer GET /{path} through the node proxy within {timeout:.0f}s: {exc}",
+            "check the API server can reach the kubelet port (10250) of the node",
+        ) from exc
+    return KubeletAnswer(path, status, body, time.monotonic() - start)
+
+
+def kubelet_json(api_client: client.ApiClient, node: str, path: str, timeout: float = 60.0) -> tuple[Any, float]:
+    """The kubelet's JSON answer and the seconds it took; a non-200 answer is an infrastructure error."""
+    answer = kubelet_get(api_client, node, path, timeout)
+    if answer.status != 200:
+        raise InfrastructureError(
+            f"GET /{path} on the kubelet of {node} answered {answer.status}: {answer.body[:300]}",
+            "the runner needs nodes/proxy (see manifests/rbac/runner.yaml); the kubelet must serve the endpoint",
+        )
+    try:
+        return json.loads(answer.body), answer.seconds
+    except ValueError as exc:
+        raise InfrastructureError(f"GET /{path} on {node} did not answer JSON: {answer.body[:200]}") from exc
+
+
+# ----------------------------------------------------------------------------- /stats/summary
+
+
+def summary_pods(summary: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
+    return [p for p in summary.get("pods") or [] if (p.get("podRef") or {}).get("namespace") == namespace]
+
+
+def pod_stats_problems(pod: dict[str, Any]) -> list[str]:
+    """What a pod's stats lack that upstream's check demands: CPU and working set above zero, log stats."""
+    name = (pod.get("podRef") or {}).get("name", "?")
+    problems = []
+    cpu = (pod.get("cpu") or {}).get("usageCoreNanoSeconds") or 0
+    if cpu <= 0:
+        problems.append(f"{name}: cpu.usageCoreNanoSeconds is {cpu}")
+    memory = (pod.get("memory") or {}).get("workingSetBytes") or 0
+    if memory <= 0:
+        problems.append(f"{name}: memory.workingSetBytes is {memory}")
+    containers = pod.get("containers") or []
+    if not containers:
+        problems.append(f"{name}: no container stats")
+    for ctr in containers:
+        logs = ctr.get("logs")
+        if not logs or (logs.get("availableBytes") or 0) <= 0:
+            problems.append(f"{name}/{ctr.get('name')}: no log stats (logs.availableBytes)")
+    return problems
+
+
+# ----------------------------------------------------------------------------- /metrics/resource
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\d+)?$")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text: str) -> list[Sample]:
+    """The samples of a Prometheus text exposition (comments and malformed lines skipped)."""
+    samples = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        try:
+            value = float(match.group(4))
+        except ValueError:
+            continue
+        labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(match.group(3) or "")}
+        samples.append(Sample(match.group(1), labels, value))
+    return samples
+
+
+# ----------------------------------------------------------------------------- /configz and NodeAllocatable
+
+
+def kubelet_config(configz: dict[str, Any]) -> dict[str, Any]:
+    """The KubeletConfiguration inside /configz's ``{"kubeletconfig": {...}}`` wrapper."""
+    config = configz.get("kubeletconfig")
+    if not isinstance(config, dict):
+        raise ValueError("the /configz answer has no kubeletconfig object")
+    return config
+
+
+def _quantity(text: str | None, capacity: Decimal) -> Decimal:
+    if not text:
+        return Decimal(0)
+    text = str(text).strip()
+    if text.endswith("%"):
+        return capacity * Decimal(text[:-1]) / 100
+    return Decimal(parse_quantity(text))
+
+
+@dataclass(frozen=True)
+class Reservations:
+    """What the kubelet keeps from a resource: kube-reserved, system-reserved and the hard eviction threshold."""
+
+    resource: str
+    capacity: Decimal
+    kube_reserved: Decimal
+    system_reserved: Decimal
+    hard_eviction: Decimal
+
+    @property
+    def expected_allocatable(self) -> Decimal:
+        return self.capacity - self.kube_reserved - self.system_reserved - self.hard_eviction
+
+    @property
+    def reserved(self) -> Decimal:
+        return self.kube_reserved + self.system_reserved
+
+    def describe(self) -> str:
+        return (
+            f"{self.resource}: capacity {self.capacity} - kubeReserved {self.kube_reserved} - systemReserved "
+            f"{self.system_reserved} - evictionHard {self.hard_eviction} = {self.expected_allocatable}"
+        )
+
+
+def reservations(config: dict[str, Any], resource: str, capacity: str) -> Reservations:
+    """The kubelet's reservations of ``resource`` ('memory' or 'cpu') against the node's ``capacity``.
+
+    Only memory has an eviction signal that NodeAllocatable subtracts (``memory.available``).
+    """
+    cap = Decimal(parse_quantity(capacity))
+    eviction = (config.get("evictionHard") or {}).get("memory.available") if resource == "memory" else None
+    return Reservations(
+        resource=resource,
+        capacity=cap,
+        kube_reserved=_quantity((config.get("kubeReserved") or {}).get(resource), cap),
+        system_reserved=_quantity((config.get("systemReserved") or {}).get(resource), cap),
+        hard_eviction=_quantity(eviction, cap),
+    )
+
+
+def extended_resources(allocatable: dict[str, str] | None) -> dict[str, str]:
+    """The extended resources (device plugins') among a node's allocatable, with a count above zero."""
+    found = {}
+    for name, value in (allocatable or {}).items():
+        if name in STANDARD_RESOURCES or name.startswith(STANDARD_PREFIXES):
+            continue
+        try:
+            if parse_quantity(value) > 0:
+                found[name] = value
+        except ValueError:
+            continue
+    return found
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile (upstream's latency metric: sorted, index ceil(n*p)-1)."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = max(1, -(-int(round(fraction * 1000)) * len(ordered) // 1000))
+    return ordered[min(rank, len(ordered)) - 1]
