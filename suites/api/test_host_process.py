@@ -7,6 +7,7 @@ import pytest
 from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
 from wincon.checks.workloads import run_windows_pod
 from wincon.cluster.exec import exec_in_pod
+from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
 
@@ -61,7 +62,10 @@ def test_host_process_container_runs_on_the_host(wincon, namespace, make_pod, da
     command = ["cmd", "/c", "hostname && sc.exe query kubelet"]
     data_plane(command, where=f"pod {pod.metadata.name} on {pod.spec.node_name}")
     result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
-    assert result.ok, f"sc.exe query kubelet failed: {result.stdout} {result.stderr}"
     lines = result.stdout.strip().splitlines()
-    assert lines and lines[0].strip().lower() == pod.spec.node_name.lower(), f"hostname is {lines[:1]}, not the node"
-    assert "RUNNING" in result.stdout, result.stdout
+    with expect_deviation("host-privileges-unavailable"):
+        assert result.ok, f"sc.exe query kubelet failed: {result.stdout} {result.stderr}"
+        assert lines and lines[0].strip().lower() == pod.spec.node_name.lower(), (
+            f"hostname is {lines[:1]}, not the node"
+        )
+        assert "RUNNING" in result.stdout, result.stdout

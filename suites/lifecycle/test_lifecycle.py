@@ -12,6 +12,7 @@ from wincon.checks.workloads import eventually, run_windows_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.errors import expect_deviation
 from wincon.workloads.deploy import apply, container
 
 pytestmark = [pytest.mark.lifecycle]
@@ -35,7 +36,14 @@ def wait_recorded(wincon, namespace, text: str, timeout: float = 60) -> str:
         log = recorded(wincon, namespace)
         return log if text in log else None
 
-    return eventually(seen, timeout, f"{text!r} in the recorder's log")
+    # A behaviour wait: the hook must reach the recorder; if it never does, the test fails with the log it saw.
+    return eventually(
+        seen,
+        timeout,
+        f"{text!r} in the recorder's log",
+        behaviour=True,
+        seen=lambda: recorded(wincon, namespace)[-500:] or "an empty log",
+    )
 
 
 def http_hook(recorder, message: str) -> dict:
@@ -156,7 +164,8 @@ def test_pre_stop_hook_may_use_the_termination_grace_period(wincon, namespace, b
         (int(line.rsplit("grace-step-", 1)[1].split()[0]) for line in log.splitlines() if "grace-step-" in line),
         default=0,
     )
-    assert last == 20, f"the shutdown step was cut off after {last} of 20 seconds"
+    with expect_deviation("termination-grace-period"):
+        assert last == 20, f"the shutdown step was cut off after {last} of 20 seconds"
 
 
 def terminated(pod):
@@ -219,7 +228,8 @@ def test_termination_message_written_to_a_custom_path_is_reported(wincon, namesp
     pod = run_to_exit(
         wincon, namespace, data_plane, body, "wait for container main to exit, then read its termination message"
     )
-    assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
+    with expect_deviation("termination-message-path"):
+        assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
 
 
 @pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
@@ -258,7 +268,8 @@ def test_containers_of_a_pod_share_its_network(wincon, namespace, build, data_pl
     command = ["cmd", "/c", "curl.exe -s http://localhost:8080/hostname"]
     data_plane(command, where=f"pod {pod.metadata.name} container client")
     result = exec_in_pod(wincon.api_client, namespace, "two-in-one", command, container="client")
-    assert result.ok and result.stdout.strip() == "two-in-one", f"{result.stdout!r} {result.stderr}"
+    with expect_deviation("multi-container-pods-pre-1709"):
+        assert result.ok and result.stdout.strip() == "two-in-one", f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("5bc4f8cd-c943-4eaf-a0ec-f5b2cdf530ca")
@@ -285,7 +296,8 @@ def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build,
         failure=pod_failure,
     )
     state = terminated(pod)
-    assert state.reason == "OOMKilled", f"terminated with reason {state.reason!r}, exit code {state.exit_code}"
+    with expect_deviation("no-oom-killer"):
+        assert state.reason == "OOMKilled", f"terminated with reason {state.reason!r}, exit code {state.exit_code}"
 
 
 @pytest.mark.test_id("890a662e-f47f-4f65-af94-8111853b8419")
@@ -305,9 +317,19 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(win
         status = (p.status.container_statuses or [None])[0]
         return bool(status and status.restart_count >= 1 and status.last_state and status.last_state.terminated)
 
-    restarted = wait_for_pod(wincon.api_client, namespace, "killed", done=killed_once, timeout=180, failure=None)
+    restarted = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "killed",
+        done=killed_once,
+        timeout=180,
+        failure=None,
+        behaviour=True,
+        describe="killed by its failing liveness probe",
+    )
     code = restarted.status.container_statuses[0].last_state.terminated.exit_code
-    assert code == 137, f"the killed container reported exit code {code}"
+    with expect_deviation("exit-codes-differ"):
+        assert code == 137, f"the killed container reported exit code {code}"
 
 
 @pytest.mark.test_id("74bb818c-146a-44d5-8c78-47585f954947")
@@ -322,4 +344,5 @@ def test_container_receives_sigterm_when_its_pod_is_deleted(wincon, namespace, b
     data_plane(f"delete pod trap-term; its shell trap reports to the recorder: {script}", where=pod.spec.node_name)
     call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, "trap-term", namespace)
     eventually(lambda: gone(wincon, namespace, "trap-term"), 90, "pod trap-term deleted")
-    assert "msg=sigterm-trapped" in recorded(wincon, namespace), "the TERM trap never fired"
+    with expect_deviation("termination-signals-differ"):
+        assert "msg=sigterm-trapped" in recorded(wincon, namespace), "the TERM trap never fired"

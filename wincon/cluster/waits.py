@@ -278,7 +278,10 @@ def wait_for_pod(
     done: Condition = pod_running_ready,
     timeout: float = 300.0,
     failure: Failure | None = pod_failure,
+    behaviour: bool = False,
+    describe: str = "",
 ) -> Any:
+    """Wait for the pod; a setup wait by default, a behaviour wait (see ``wait_for``) with ``behaviour=True``."""
     core = client.CoreV1Api(api_client)
     return wait_for(
         core.list_namespaced_pod,
@@ -286,7 +289,8 @@ def wait_for_pod(
         done,
         failure,
         timeout,
-        describe=f"pod {namespace}/{name}",
+        describe=f"pod {namespace}/{name}" + (f": {describe}" if describe else ""),
+        behaviour=behaviour,
         namespace=namespace,
     )
 
