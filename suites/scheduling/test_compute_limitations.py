@@ -21,6 +21,7 @@ from wincon.checks.workloads import (
 )
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_scheduled, wait_for_pod
+from wincon.errors import expect_deviation
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
@@ -102,7 +103,10 @@ def test_container_cannot_commit_more_than_its_memory_limit(wincon, namespace, b
     result = eventually(
         lambda: outcome(wincon, namespace, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome"
     )
-    assert result != "allocated", "a container limited to 200Mi committed 400 MiB"
+    with expect_deviation("resource-limits-pre-1-10"):
+        assert result != "allocated", "a container limited to 200Mi committed 400 MiB"
+    # Positive evidence that the limit stopped it: the container ended with a failure, not by itself.
+    assert result.startswith("terminated:") and "(exit 0)" not in result, f"the allocation ended as {result!r}"
 
 
 @pytest.mark.test_id("8427af37-a459-4c09-b48e-f45b0cb569fb")
@@ -135,7 +139,10 @@ def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
         return cores if entry else None
 
     cores = eventually(usage_after_warmup, 120, "CPU usage of pod busy in the node's stats/summary", interval=5)
-    assert cores <= 0.6, f"the container used {cores:.2f} cores under a 500m limit"
+    # The probe works: two busy threads under a 500m limit use at least a quarter core, else nothing ran.
+    assert cores >= 0.25, f"the busy container used only {cores:.2f} cores: its load never ran, nothing to judge"
+    with expect_deviation("cpu-limits-not-hard"):
+        assert cores <= 0.6, f"the container used {cores:.2f} cores under a 500m limit"
 
 
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
@@ -148,9 +155,10 @@ def test_cadvisor_metrics_cover_windows_containers(wincon, namespace, build, dat
     data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
     text = call(client.CoreV1Api(wincon.api_client).connect_get_node_proxy_with_path, node, "metrics/cadvisor")
     lines = [line for line in text.splitlines() if line.startswith("container_cpu_usage_seconds_total")]
-    assert any('pod="metered"' in line for line in lines), (
-        f"no cadvisor CPU series for pod metered ({len(lines)} series)"
-    )
+    with expect_deviation("cadvisor-unsupported"):
+        assert any('pod="metered"' in line for line in lines), (
+            f"no cadvisor CPU series for pod metered ({len(lines)} series)"
+        )
 
 
 @pytest.fixture
@@ -197,7 +205,15 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(wincon, namespace
         result = outcome(wincon, namespace, "pressure")
         return result if result and "Evicted" in result else None
 
-    assert eventually(pressure, 300, f"MemoryPressure on {node}", interval=5)
+    with expect_deviation("memory-pressure-not-reported"):
+        eventually(
+            pressure,
+            300,
+            f"MemoryPressure on {node} or the pod evicted",
+            interval=5,
+            behaviour=True,
+            seen=lambda: f"pod pressure {outcome(wincon, namespace, 'pressure') or 'still running'}",
+        )
 
 
 @pytest.mark.test_id("5d61de70-2ae3-471d-8a5e-80fa06452eb6")
@@ -214,13 +230,16 @@ def test_pods_beyond_allocatable_memory_are_evicted(wincon, namespace, build, da
     apply(wincon.api_client, namespace, memory_pod(wincon, "beyond", build, node, mib))
     wait_for_pod(wincon.api_client, namespace, "beyond", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB (allocatable + 512) on {node}; expect the pod evicted", where=node)
-    result = eventually(
-        lambda: (r := outcome(wincon, namespace, "beyond")) and "terminated" in r and r,
-        300,
-        "the pod beyond allocatable to be evicted",
-        interval=5,
-    )
-    assert "Evicted" in result or "OOMKilled" in result, result
+    with expect_deviation("enforce-node-allocatable-not-implemented"):
+        result = eventually(
+            lambda: (r := outcome(wincon, namespace, "beyond")) and "terminated" in r and r,
+            300,
+            "the pod beyond allocatable to be evicted",
+            interval=5,
+            behaviour=True,
+            seen=lambda: f"pod beyond {outcome(wincon, namespace, 'beyond') or 'still running'}",
+        )
+        assert "Evicted" in result or "OOMKilled" in result, result
 
 
 @pytest.mark.test_id("a800bd52-c9c5-48ed-a038-4549f126b47d")
@@ -250,7 +269,8 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
         return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds() if ready else None
 
     ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
-    assert node_condition(wincon, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
+    with expect_deviation("kubelet-host-memory-unrestricted"):
+        assert node_condition(wincon, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
 
 
 @pytest.mark.test_id("4bcbc723-af4d-4d21-9dcf-dee88abf5cc5")
@@ -273,7 +293,13 @@ def test_requested_memory_is_granted_on_an_overprovisioned_node(wincon, namespac
     apply(
         wincon.api_client, namespace, memory_pod(wincon, "entitled", build, node, 1024, request="1Gi", limit="1536Mi")
     )
-    result = eventually(
-        lambda: outcome(wincon, namespace, "entitled"), 300, "the entitled pod's allocation", interval=5
-    )
-    assert result == "allocated", f"the pod that requested 1Gi could not commit it: {result}"
+    with expect_deviation("resource-requests-not-guaranteed"):
+        result = eventually(
+            lambda: outcome(wincon, namespace, "entitled"),
+            300,
+            "the entitled pod's allocation",
+            interval=5,
+            behaviour=True,
+            seen=lambda: "pod entitled still committing its 1 GiB",
+        )
+        assert result == "allocated", f"the pod that requested 1Gi could not commit it: {result}"
