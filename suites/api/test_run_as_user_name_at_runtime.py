@@ -1,0 +1,108 @@
+"""runAsUserName where the runtime decides: an unknown user name passes API validation but the container never
+starts (the sandbox or the container is refused), at pod and at container level; a container's runAsUserName
+overrides the pod's, and a container without one runs as the pod's. Upstream: test/e2e/windows/
+security_context.go. The pods are created and scheduled for real everywhere; what the runtime does with the
+name is checked after the ``data_plane`` gate."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from wincon.checks.api_rules import with_run_as_user_name
+from wincon.checks.node import user_name_command
+from wincon.checks.workloads import events_for, eventually, windows_pod
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded, wait_for_pod
+from wincon.errors import expect_deviation
+from wincon.workloads.deploy import apply, container
+
+pytestmark = [pytest.mark.api]
+
+UNKNOWN_USER = "FooLish"  # a valid name no Windows image has
+WRONG_USER = "The user name or password is incorrect"
+START_FAILURES = ("ContainerCannotRun", "StartError", "CreateContainerError", "RunContainerError")
+
+
+def user_pod(wincon, name: str, build, pod_user: str | None, container_user: str | None = None) -> dict:
+    body = windows_pod(wincon, name, build, image_key="nonroot", command=user_name_command("windows"))
+    body["spec"]["restartPolicy"] = "Never"
+    if pod_user:
+        body = with_run_as_user_name(body, pod_user, scope="podSecurityContext")
+    if container_user:
+        body = with_run_as_user_name(body, container_user, scope="container")
+    return body
+
+
+def start_outcome(wincon, namespace: str, name: str) -> str | None:
+    """'refused: ...' once the runtime refused the user, 'ran: ...' if the container ran, None while pending."""
+    core = client.CoreV1Api(wincon.api_client)
+    for event in events_for(wincon.api_client, namespace, name, "FailedCreatePodSandBox"):
+        if WRONG_USER.lower() in (event.message or "").lower():
+            return f"refused: sandbox {event.message}"
+    pod = call(core.read_namespaced_pod, name, namespace)
+    for status in (pod.status.container_statuses or []) if pod.status else []:
+        terminated = status.state.terminated if status.state else None
+        waiting = status.state.waiting if status.state else None
+        if terminated and terminated.reason in START_FAILURES:
+            return f"refused: {terminated.reason} {terminated.message or ''}"
+        if waiting and waiting.reason in START_FAILURES:
+            return f"refused: {waiting.reason} {waiting.message or ''}"
+        if terminated and terminated.exit_code == 0:
+            return f"ran: exited 0 as {terminated.message or 'the user'}"
+    return None
+
+
+@pytest.mark.test_id("cfab7840-baea-4c20-a1c2-e6dee382835b")
+@pytest.mark.dataplane
+@pytest.mark.limitation("run-as-username-unavailable")
+@pytest.mark.parametrize("scope", ["pod", "container"])
+def test_unknown_run_as_user_name_is_refused_when_the_container_starts(wincon, namespace, build, scope, data_plane):
+    """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
+    pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
+    name = f"unknown-user-{scope}"
+    apply(wincon.api_client, namespace, user_pod(wincon, name, build, pod_user, container_user))
+    wait_for_pod(wincon.api_client, namespace, name, done=pod_scheduled, timeout=60, failure=None)
+    data_plane(f"watch pod {name} for FailedCreatePodSandBox or a StartError", where="the pod's Windows node")
+    outcome = eventually(
+        lambda: start_outcome(wincon, namespace, name),
+        wincon.pod_start_timeout,
+        f"the runtime refusing runAsUserName {UNKNOWN_USER} ({scope} level)",
+        interval=2,
+        behaviour=True,
+    )
+    with expect_deviation("run-as-username-unavailable"):
+        assert outcome.startswith("refused"), f"the container with unknown user {UNKNOWN_USER} {outcome}"
+
+
+@pytest.mark.test_id("91b499e1-f938-447b-97d8-aa0bddde8122")
+@pytest.mark.dataplane
+@pytest.mark.limitation("run-as-username-unavailable")
+def test_container_run_as_user_name_overrides_the_pods(wincon, namespace, build, data_plane):
+    """ "The workaround is to create local accounts ... The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): a container's runAsUserName (ContainerUser) overrides the pod's (ContainerAdministrator); a container without one runs as the pod's (upstream security_context.go)."""
+    body = user_pod(wincon, "override", build, "ContainerAdministrator", "ContainerUser")
+    image = body["spec"]["containers"][0]["image"]
+    body["spec"]["containers"].append(container("inherits", image, command=user_name_command("windows")))
+    apply(wincon.api_client, namespace, body)
+    wait_for_pod(wincon.api_client, namespace, "override", done=pod_scheduled, timeout=60, failure=None)
+    data_plane(user_name_command("windows"), where="containers main and inherits of pod override")
+    wait_for_pod(
+        wincon.api_client,
+        namespace,
+        "override",
+        done=pod_succeeded,
+        timeout=wincon.pod_start_timeout,
+        failure=pod_failure,
+    )
+    core = client.CoreV1Api(wincon.api_client)
+    users = {
+        name: call(core.read_namespaced_pod_log, "override", namespace, container=name).strip().lower()
+        for name in ("main", "inherits")
+    }
+    with expect_deviation("run-as-username-unavailable"):
+        assert users["main"] == "containeruser", (
+            f"container main (runAsUserName ContainerUser) ran as {users['main']!r}"
+        )
+        assert users["inherits"] == "containeradministrator", (
+            f"container inherits (pod's ContainerAdministrator) ran as {users['inherits']!r}"
+        )
