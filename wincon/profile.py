@@ -84,6 +84,11 @@ class NodeProfile:
     internal_ip: str = ""
 
     @property
+    def data_plane(self) -> bool:
+        """True when this node really runs containers (a real kubelet); simulated nodes have none."""
+        return not self.simulated
+
+    @property
     def build_label(self) -> str:
         return f"10.0.{self.windows_build}" if self.windows_build else ""
 
@@ -173,7 +178,7 @@ class ClusterProfile:
             "cloud": self.cloud,
             "data_plane": self.data_plane,
             "simulated": self.simulated,
-            "nodes": [asdict(n) | {"taints": list(n.taints)} for n in self.nodes],
+            "nodes": [asdict(n) | {"taints": list(n.taints), "data_plane": n.data_plane} for n in self.nodes],
         }
 
     @classmethod

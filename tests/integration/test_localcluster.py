@@ -282,7 +282,7 @@ def test_kube_proxy_and_dns_objects_look_like_a_real_cluster(api, core, topology
 # ---------------------------------------------------------------------- lifecycle and faults
 
 
-SMALL = Topology(windows_nodes=1, linux_nodes=1, windows_versions=["ltsc2022"], cni="none")
+SMALL = Topology(windows_nodes=1, linux_nodes=1, windows_versions=["ltsc2022"], cni="none", dataplane="none")
 
 
 @pytest.fixture

@@ -177,7 +177,7 @@ def test_the_framework_loads_the_catalog_and_picks_images_per_build(catalog):
     assert set(loaded.images) == set(catalog["images"])
     nettools = loaded.image("nettools", "windows", 26100)
     assert nettools.endswith("/wincon-nettools:1.0.0")
-    assert loaded.image("agnhost", "windows", 26100).endswith("/agnhost:2.52")  # via its ltsc2022 entry
+    assert loaded.image("agnhost", "windows", 26100).endswith("/agnhost:2.56")  # via its ltsc2022 entry
     with pytest.raises(InfrastructureError):
         loaded.image("agnhost", "windows", 19041)  # a build no entry runs on
 

@@ -11,14 +11,16 @@ from typing import Any
 
 from wincon.errors import ExitCode
 from wincon.localcluster import build, cluster, paths
-from wincon.localcluster.topology import CNI_CHOICES, WINDOWS_RELEASES, Topology
+from wincon.localcluster.topology import CNI_CHOICES, DATAPLANE_CHOICES, WINDOWS_RELEASES, Topology
 
 DESCRIPTION = """\
 A local Kubernetes cluster for wincon's own tests and for trying the suite without a real cluster:
 kube-apiserver, kube-controller-manager, kube-scheduler and etcd built from the Go module proxy
 (`build`, once; cached under ${WINCON_CACHE:-~/.cache/wincon}), run by kwokctl, with kwok-simulated
-Windows and Linux nodes. The nodes carry the annotation kwok.x-k8s.io/node=fake: nothing really runs
-in their pods, so data-plane checks skip there.
+Windows nodes and (by default) real Linux worker nodes: containerd, kubelet and kube-proxy in network
+namespaces of their own, CoreDNS, locally built images and a simulated external host. Simulated nodes carry
+the annotation kwok.x-k8s.io/node=fake: nothing really runs in their pods, so data-plane checks skip there.
+No packet leaves this machine.
 """
 
 
@@ -47,7 +49,13 @@ def register(subparsers: Any) -> None:
     _add_name(p)
     p.add_argument("--windows-nodes", type=int, default=None, metavar="N",
                    help="number of Windows nodes (default: 2, or one per --windows-versions entry)")  # fmt: skip
-    p.add_argument("--linux-nodes", type=int, default=1, metavar="N", help="number of Linux nodes (default: 1)")
+    p.add_argument("--linux-nodes", type=int, default=None, metavar="N",
+                   help="number of simulated Linux nodes (default: 0 beside real nodes, 1 with --dataplane none)")  # fmt: skip
+    p.add_argument("--dataplane", default="linux", choices=DATAPLANE_CHOICES,
+                   help="linux (default): real Linux worker nodes (containerd, kubelet, kube-proxy, CoreDNS) and a "
+                        "simulated external host beside the simulated Windows nodes; none: every node simulated")  # fmt: skip
+    p.add_argument("--real-nodes", type=int, default=2, metavar="N",
+                   help="number of real Linux nodes with --dataplane linux (default: 2)")  # fmt: skip
     p.add_argument("--windows-versions", default=None, metavar="LIST",
                    help=f"comma-separated Windows Server releases, assigned round-robin to the Windows nodes: "
                         f"{','.join(WINDOWS_RELEASES)} (default: ltsc2019,ltsc2022)")  # fmt: skip
@@ -101,6 +109,8 @@ def topology_from_args(args: argparse.Namespace) -> Topology:
         windows_versions=versions,
         windows_taint=args.windows_taint,
         cni=args.cni,
+        dataplane=args.dataplane,
+        real_nodes=args.real_nodes,
     )
 
 
@@ -145,6 +155,13 @@ def _status(args: argparse.Namespace) -> int:
     for comp in info["components"]:
         state = f"running (pid {comp['pid']})" if comp["running"] else "not running"
         print(f"  {comp['name']:<24} {state:<22} log: {comp['log']}")
+    for proc in info.get("dataplane", []):
+        state = f"running (pid {proc['pid']})" if proc["running"] else "not running"
+        print(f"  {proc['name']:<24} {state:<22} log: {proc['log']}")
+    if info.get("external_host"):
+        print(f"  external host: {info['external_host']['ip']} ({info['external_host']['name']})")
+    for key, ref in (info.get("images") or {}).items():
+        print(f"  image {key:<18} {ref}")
     for node in info.get("nodes", []):
         print(
             f"  node {node['name']:<19} {node['os']:<8} {'Ready' if node['ready'] else 'NotReady':<9} {node['os_image']}"

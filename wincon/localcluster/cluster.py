@@ -33,14 +33,16 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, paths
-from wincon.localcluster.topology import Topology
+from wincon.localcluster import build, cni, dataplane, hints, images, paths
+from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
 UP_TIMEOUT = 120.0
 KUBECONFIG_FILE = "kubeconfig"
 RECORD_FILE = "cluster.json"
+REPO_LIST_FILE = "image-repo-list.yaml"
+KWOKCTL_CONFIG = "kwokctl.yaml"
 KWOKCTL_LOG = "kwokctl.log"
 POLL = 0.25
 T = TypeVar("T")
@@ -119,6 +121,12 @@ def _kill(name: str, timeout: float = 5.0) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
+
+
+def _stop_everything(name: str) -> None:
+    """Kill the data plane (and remove its namespaces, mounts, links, rules, cgroups), then the control plane."""
+    dataplane.teardown(name)
+    _kill(name)
 
 
 def _tail(path: Path, lines: int = 12) -> str:
@@ -332,8 +340,30 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
             raise
 
 
-def _provision(name: str, topology: Topology, deadline: float, started: set[str]) -> Path:
-    """Make the API server usable, create nodes and CNI objects, wait for every node to be Ready."""
+def _hints(plan: dataplane.Plan | None) -> dict[str, Any]:
+    data = {"dataplane": "linux" if plan else "none"}
+    if plan:
+        data.update(
+            {
+                "external-ip": plan.external_ip,
+                "external-host": plan.external_name,
+                "image-repo-list": images.repo_list_text(),
+                "images": json.dumps(images.references()),
+            }
+        )
+    return hints.configmap(data)
+
+
+def _api_port(kubeconfig: Path) -> int:
+    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    return int(server.rsplit(":", 1)[1].rstrip("/"))
+
+
+def _provision(
+    name: str, topology: Topology, deadline: float, started: set[str], plan: dataplane.Plan | None = None,
+    start_dataplane: bool = False, out: TextIO | None = None,
+) -> Path:  # fmt: skip
+    """Make the API server usable, create nodes and CNI objects, start the real nodes, wait for all to be Ready."""
     from kubernetes import client
 
     kube_version = paths.load_versions()["kubernetes"]["version"]
@@ -346,19 +376,39 @@ def _provision(name: str, topology: Topology, deadline: float, started: set[str]
         for node in nodes:
             _create(api, node)
             core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-        for obj in cni.objects(topology.cni, kube_version):
+        dns = cni.RealDns(images.references()["coredns"], dataplane.corefile(plan)) if plan else None
+        for obj in [*cni.objects(topology.cni, kube_version, dns), _hints(plan)]:
             _create(api, obj)
         wanted = {node["metadata"]["name"] for node in nodes}
+        real = {node.name for node in plan.nodes} if plan else set()
+        if plan and start_dataplane:
+            dataplane.start(
+                plan, paths.bin_dir(), _api_port(kubeconfig), paths.kwok_cluster_dir(name) / "pki", deadline,
+                out or sys.stderr,
+            )  # fmt: skip
+        watch = dataplane.watched(plan) if plan else None
 
         def all_ready() -> bool | None:
+            if watch:
+                watch.check()
             ready = {
                 n.metadata.name
-                for n in core.list_node(label_selector="type=kwok", _request_timeout=5).items
+                for n in core.list_node(_request_timeout=5).items
                 if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
             }
-            return True if wanted <= ready else None
+            return True if wanted | real <= ready else None
 
-        _wait(f"nodes {', '.join(sorted(wanted))} to be Ready", all_ready, deadline, name, started)
+        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, name, started)
+        if plan:
+            apps = client.AppsV1Api(api)
+
+            def dns_available() -> bool | None:
+                if watch:
+                    watch.check()
+                dep = apps.read_namespaced_deployment("coredns", "kube-system", _request_timeout=5)
+                return True if (dep.status.available_replicas or 0) >= (dep.spec.replicas or 1) else None
+
+            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started)
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
@@ -369,11 +419,40 @@ def _provision(name: str, topology: Topology, deadline: float, started: set[str]
     return kubeconfig
 
 
-def _start(name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO) -> set[str]:
+def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
+    """Every component on 127.0.0.1 only; the API server's cert also names the nodes' gateway and Service IP."""
+    options: dict[str, Any] = {"bindAddress": "127.0.0.1"}
+    if plan:
+        options["kubeApiserverCertSANs"] = [plan.gateway, "10.0.0.1"]
+    path = sdir / KWOKCTL_CONFIG
+    doc = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _component_args(plan: dataplane.Plan | None) -> list[str]:
+    """kwokctl extras: kwok manages the simulated nodes only; the API server reaches real kubelets by IP."""
+    args = [
+        "kwok-controller=manage-all-nodes=false",
+        f"kwok-controller=manage-nodes-with-annotation-selector={SIMULATED_ANNOTATION}=fake",
+    ]
+    if plan:
+        args += [
+            f"kube-apiserver=advertise-address={plan.gateway}",
+            "kube-apiserver=kubelet-preferred-address-types=InternalIP",
+        ]
+    return args
+
+
+def _start(
+    name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO,
+    plan: dataplane.Plan | None = None,
+) -> set[str]:  # fmt: skip
     """Run ``kwokctl create cluster`` and watch its components; return the components seen started."""
     sdir = paths.state_dir(name)
     sdir.mkdir(parents=True, exist_ok=True)
     kube_version = paths.load_versions()["kubernetes"]["version"]
+    config = _kwokctl_config(sdir, plan)
     args = [
         str(bindir / "kwokctl"),
         "create",
@@ -390,11 +469,12 @@ def _start(name: str, bindir: Path, port: int | None, extra_args: list[str], dea
         "--kube-admission=true",  # keep the API server's default admission plugins (PodSecurity among them)
         "--kubeconfig=",  # leave ~/.kube/config alone: wincon writes its own kubeconfig
         "--quiet-pull=true",
+        f"--config={config}",
         f"--timeout={max(int(deadline - time.monotonic()), 10)}s",
     ]
     if port:
         args.append(f"--kube-apiserver-port={port}")
-    args += [f"--extra-args={arg}" for arg in extra_args]
+    args += [f"--extra-args={arg}" for arg in [*_component_args(plan), *extra_args]]
     env = dict(os.environ)
     # kwokctl runs `kubectl get --raw /healthz` to tell the cluster is served: give it ours.
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
@@ -466,8 +546,16 @@ def up(
                     f"run `wincon cluster down --name {name}` first, or pick another --name",
                 )
             topology = topology or recorded or Topology()
+            plan = dataplane.Plan.from_dict(record["dataplane"]) if record.get("dataplane") else None
+            dead = [p for p in (dataplane.processes(plan) if plan else []) if not p["running"]]
+            if dead:
+                raise LocalClusterError(
+                    f"cluster {name} is only partly running: {', '.join(p['name'] for p in dead)} not running "
+                    f"(log: {dead[0]['log']})",
+                    f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
+                )
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)
-            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS))
+            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), plan)
             _write_record(name, {**record, "topology": topology.to_dict(), "ready": True})
             return kubeconfig
         if alive:
@@ -477,30 +565,43 @@ def up(
                 f"(log: {dead[0].log})",
                 f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
             )
-        if cluster_pids(name) or paths.kwok_cluster_dir(name).exists() or paths.state_dir(name).exists():
+        if (
+            cluster_pids(name)
+            or dataplane.pids(name)
+            or paths.kwok_cluster_dir(name).exists()
+            or paths.state_dir(name).exists()
+        ):
             print(f"removing the stale state of cluster {name} (nothing of it is running)", file=out, flush=True)
-            _kill(name)
+            _stop_everything(name)
             _remove_state(name)
         topology = topology or Topology()
         if port:
             _check_port(port, "kube-apiserver")
+        plan = None
+        if topology.real_nodes:
+            dataplane.preflight()
         try:
-            started = _start(name, bindir, port, list(extra_args or []), deadline, out)
-            _write_record(
-                name,
-                {
-                    "name": name,
-                    "topology": topology.to_dict(),
-                    "versions_key": paths.versions_key(),
-                    "binaries": str(bindir),
-                    "kwok_dir": str(paths.kwok_cluster_dir(name)),
-                    "created": time.time(),
-                    "ready": False,
-                },
-            )
-            kubeconfig = _provision(name, topology, deadline, started)
+            record = {
+                "name": name,
+                "topology": topology.to_dict(),
+                "versions_key": paths.versions_key(),
+                "binaries": str(bindir),
+                "kwok_dir": str(paths.kwok_cluster_dir(name)),
+                "created": time.time(),
+                "ready": False,
+            }
+            paths.state_dir(name).mkdir(parents=True, exist_ok=True)
+            if topology.real_nodes:
+                plan = dataplane.make_plan(name, topology.real_nodes, topology.simulated_count())
+                record["dataplane"] = plan.to_dict()
+                _write_record(name, record)  # before anything is created: `down` must find it all
+                (paths.state_dir(name) / REPO_LIST_FILE).write_text(images.repo_list_text())
+                dataplane.prepare_network(plan)
+            started = _start(name, bindir, port, list(extra_args or []), deadline, out, plan)
+            _write_record(name, record)
+            kubeconfig = _provision(name, topology, deadline, started, plan, start_dataplane=True, out=out)
         except BaseException:
-            _kill(name)  # no orphans; the logs stay for the error message and `status`
+            _stop_everything(name)  # no orphans; the logs stay for the error message and `status`
             raise
         _write_record(name, {**(_read_record(name) or {}), "ready": True})
         return kubeconfig
@@ -512,7 +613,7 @@ def down(name: str | None = None, out: TextIO | None = None) -> None:
     name = paths.check_name(name or paths.default_cluster_name())
     with _cluster_lock(name, out):
         existed = bool(cluster_pids(name)) or paths.kwok_cluster_dir(name).exists() or paths.state_dir(name).exists()
-        _kill(name)
+        _stop_everything(name)
         _remove_state(name)
     print(f"cluster {name} {'stopped and removed' if existed else 'was not running: nothing to do'}", file=out)
 
@@ -546,6 +647,15 @@ def status(name: str | None = None) -> dict[str, Any]:
         "topology": record.get("topology"),
         "components": [{"name": c.name, "pid": c.pid, "running": c.running, "log": str(c.log)} for c in comps],
     }
+    if record.get("dataplane"):
+        plan = dataplane.Plan.from_dict(record["dataplane"])
+        result["dataplane"] = dataplane.processes(plan)
+        result["external_host"] = {"ip": plan.external_ip, "name": plan.external_name}
+        result["images"] = images.references()
+        result["image_repo_list"] = str(paths.state_dir(name) / REPO_LIST_FILE)
+        if state == "running" and not all(p["running"] for p in result["dataplane"]):
+            state = result["state"] = "degraded"
+            result["kubeconfig"] = None
     if state == "running":
         try:
             from kubernetes import client

@@ -10,6 +10,7 @@ marks them Running; nothing inside them runs.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
@@ -21,6 +22,20 @@ FLANNEL_WINDOWS_VNI = 4096
 FLANNEL_WINDOWS_PORT = 4789
 DNS_CLUSTER_IP = "10.0.0.10"
 WINDOWS_TOLERATIONS = [{"operator": "Exists"}]
+SIMULATED_ONLY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "type", "operator": "In", "values": ["kwok"]}]}]
+        }
+    }
+}
+REAL_ONLY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "type", "operator": "DoesNotExist"}]}]
+        }
+    }
+}
 LINUX_TOLERATIONS = [{"operator": "Exists"}]
 
 
@@ -76,6 +91,8 @@ def _daemonset(
 ) -> Obj:
     pod_spec: Obj = {
         "nodeSelector": {"kubernetes.io/os": os_name},
+        # Made for detection only: their pods must never land on a real node (they would pull images).
+        "affinity": SIMULATED_ONLY,
         "serviceAccountName": service_account,
         "hostNetwork": host_network,
         "priorityClassName": "system-node-critical",
@@ -418,19 +435,39 @@ users:
 """
 
 
-def cluster_dns() -> list[Obj]:
-    """CoreDNS behind the kube-dns Service, as kubeadm and AKS name them."""
+@dataclass(frozen=True)
+class RealDns:
+    """CoreDNS that really runs (on the real Linux nodes): its locally built image and its Corefile."""
+
+    image: str
+    corefile: str
+
+
+def cluster_dns(real: RealDns | None = None) -> list[Obj]:
+    """CoreDNS behind the kube-dns Service, as kubeadm and AKS name them; real when ``real`` is given."""
     ns = "kube-system"
     labels = {"k8s-app": "kube-dns"}
     corefile = (
-        ".:53 {\n    errors\n    health\n    ready\n"
-        "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"
-        "       fallthrough in-addr.arpa ip6.arpa\n    }\n"
-        "    prometheus :9153\n    forward . /etc/resolv.conf\n    cache 30\n    loop\n    reload\n}\n"
+        real.corefile
+        if real
+        else (
+            ".:53 {\n    errors\n    health\n    ready\n"
+            "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"
+            "       fallthrough in-addr.arpa ip6.arpa\n    }\n"
+            "    prometheus :9153\n    forward . /etc/resolv.conf\n    cache 30\n    loop\n    reload\n}\n"
+        )
     )
-    container = _container(
-        "coredns", "registry.k8s.io/coredns/coredns:v1.12.1", args=["-conf", "/etc/coredns/Corefile"]
-    )
+    image = real.image if real else "registry.k8s.io/coredns/coredns:v1.12.1"
+    container = _container("coredns", image, args=["-conf", "/etc/coredns/Corefile"])
+    container["volumeMounts"] = [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": True}]
+    if real:
+        container["imagePullPolicy"] = "IfNotPresent"
+        container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 8181}, "periodSeconds": 2}
+        container["livenessProbe"] = {
+            "httpGet": {"path": "/health", "port": 8080},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 10,
+        }
     container["ports"] = [
         {"name": "dns", "containerPort": 53, "protocol": "UDP"},
         {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
@@ -452,6 +489,7 @@ def cluster_dns() -> list[Obj]:
                         "serviceAccountName": "coredns",
                         "priorityClassName": "system-cluster-critical",
                         "nodeSelector": {"kubernetes.io/os": "linux"},
+                        **({"affinity": REAL_ONLY, "dnsPolicy": "Default"} if real else {}),
                         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
                         "containers": [container],
                         "volumes": [{"name": "config-volume", "configMap": {"name": "coredns"}}],
@@ -482,8 +520,8 @@ def cluster_dns() -> list[Obj]:
     ]
 
 
-def objects(cni: str, kube_version: str) -> list[Obj]:
-    """Everything to create for `cni`, plus kube-proxy and cluster DNS, in creation order."""
+def objects(cni: str, kube_version: str, dns: RealDns | None = None) -> list[Obj]:
+    """Everything to create for `cni`, plus kube-proxy and cluster DNS (real if ``dns``), in creation order."""
     by_cni = {
         "flannel-vxlan": lambda: flannel("vxlan"),
         "flannel-host-gw": lambda: flannel("host-gw"),
@@ -494,7 +532,7 @@ def objects(cni: str, kube_version: str) -> list[Obj]:
     }
     if cni not in by_cni:
         raise ValueError(f"unknown CNI {cni!r}")
-    return [*by_cni[cni](), *kube_proxy(kube_version, cni), *cluster_dns()]
+    return [*by_cni[cni](), *kube_proxy(kube_version, cni), *cluster_dns(dns)]
 
 
 def daemonsets(cni: str, kube_version: str) -> list[tuple[str, str, str]]:

@@ -39,6 +39,8 @@ LINUX_OS_IMAGE = "Ubuntu 22.04.5 LTS"
 LINUX_KERNEL = "5.15.0-1081-azure"
 CONTAINERD_VERSION = "containerd://1.7.27"
 CNI_CHOICES = ("flannel-vxlan", "flannel-host-gw", "calico", "azure-cni", "antrea", "none")
+DATAPLANE_CHOICES = ("linux", "none")
+MAX_REAL_NODES = 4
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TAINT_RE = re.compile(
     r"^(?P<key>([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)"
@@ -63,22 +65,40 @@ def parse_taint(text: str) -> dict[str, str]:
 
 @dataclass
 class Topology:
-    """Which simulated nodes a cluster has. The default: one ltsc2019, one ltsc2022, one Linux worker.
+    """Which nodes a cluster has. The default: simulated ltsc2019 and ltsc2022 nodes and two real Linux workers.
 
-    Windows node ``i`` runs ``windows_versions[i % len(windows_versions)]``; nodes are named after their
-    release and their rank within it (``win2019-0``, ``win2022-0``, ``win2022-1``, ``linux-0``).
+    Windows node ``i`` runs ``windows_versions[i % len(windows_versions)]``; simulated nodes are named after
+    their release and their rank within it (``win2019-0``, ``win2022-0``, ``win2022-1``, ``linux-0``); real
+    Linux nodes (``dataplane: linux``) are ``worker-0``, ``worker-1``. Simulated Linux nodes default to none
+    beside a real data plane and to one without it (``dataplane: none``, the all-simulated cluster).
     """
 
     windows_nodes: int = 2
-    linux_nodes: int = 1
+    linux_nodes: int | None = None
     windows_versions: list[str] = field(default_factory=lambda: ["ltsc2019", "ltsc2022"])
     windows_taint: str | None = None
     cni: str = "flannel-vxlan"
+    dataplane: str = "linux"
+    real_nodes: int = 2
 
     def __post_init__(self) -> None:
-        if self.windows_nodes < 0 or self.linux_nodes < 0:
-            raise UsageError("node counts cannot be negative", "pass --windows-nodes/--linux-nodes of 0 or more")
-        if self.windows_nodes + self.linux_nodes == 0:
+        if self.dataplane not in DATAPLANE_CHOICES:
+            raise UsageError(
+                f"unknown data plane {self.dataplane!r}", f"pass --dataplane as one of {', '.join(DATAPLANE_CHOICES)}"
+            )
+        if self.dataplane == "none":
+            self.real_nodes = 0
+        if self.linux_nodes is None:
+            self.linux_nodes = 0 if self.dataplane == "linux" else 1
+        if self.windows_nodes < 0 or self.linux_nodes < 0 or self.real_nodes < 0:
+            raise UsageError(
+                "node counts cannot be negative", "pass --windows-nodes/--linux-nodes/--real-nodes of 0 or more"
+            )
+        if self.real_nodes > MAX_REAL_NODES:
+            raise UsageError(
+                f"{self.real_nodes} real Linux nodes requested", f"ask for at most {MAX_REAL_NODES} (--real-nodes)"
+            )
+        if self.windows_nodes + self.linux_nodes + self.real_nodes == 0:
             raise UsageError("a cluster without nodes was requested", "pass --windows-nodes or --linux-nodes >= 1")
         if self.windows_nodes + self.linux_nodes > 50:
             raise UsageError("more than 50 simulated nodes requested", "ask for 50 nodes or fewer")
@@ -106,11 +126,18 @@ class Topology:
             "windows_versions": list(self.windows_versions),
             "windows_taint": self.windows_taint,
             "cni": self.cni,
+            "dataplane": self.dataplane,
+            "real_nodes": self.real_nodes,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Topology:
-        return cls(**{k: data[k] for k in cls().to_dict() if k in data})
+        known = ("windows_nodes", "linux_nodes", "windows_versions", "windows_taint", "cni", "dataplane", "real_nodes")
+        return cls(**{k: data[k] for k in known if k in data})
+
+    def simulated_count(self) -> int:
+        """How many simulated nodes (and so pod subnets ``10.244.0-<n-1>.0/24``) the cluster has."""
+        return self.windows_nodes + (self.linux_nodes or 0)
 
     def node_names(self) -> list[str]:
         return [node["metadata"]["name"] for node in self.nodes("")]
@@ -123,7 +150,7 @@ class Topology:
             release = self.windows_versions[i % len(self.windows_versions)]
             index = per_release[release] = per_release.get(release, -1) + 1
             result.append(self._node(index, "windows", release, kubelet_version, len(result)))
-        for i in range(self.linux_nodes):
+        for i in range(self.linux_nodes or 0):
             result.append(self._node(i, "linux", None, kubelet_version, len(result)))
         return result
 

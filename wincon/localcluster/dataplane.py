@@ -1,0 +1,603 @@
+"""The real Linux data plane of the local cluster: Linux worker nodes that really run containers.
+
+Each real node is a network namespace of its own (as kind's nodes are containers of their own) in which run:
+
+- a containerd of the node's own (config, root, state, socket and runc root under the node's directory; the
+  CRI plugin with ``restrict_oom_score_adj``, since these machines lack CAP_SYS_RESOURCE), with runc and
+  Debian's CNI plugins (bridge + host-local + portmap, loopback added by containerd);
+- a kubelet (cgroupfs driver, cgroupRoot ``/wincon-<cluster>-<node>``, root directory under the node's
+  directory) built from the same k8s.io/kubernetes as the control plane;
+- kube-proxy in iptables mode, whose rules live in the node's namespace.
+
+Processes run in the host's mount namespace (``nsenter --net``), so that containerd sees the kubelet's
+volume mounts. Cross-node pod traffic is routed node to node (host-gw style) over the cluster's bridge;
+pod traffic leaving the pod range is masqueraded behind the node's address. Beside the nodes runs the
+**simulated external host**: a namespace outside the pod and Service ranges (``.254`` of the cluster's /24)
+answering HTTP on port 80 (agnhost netexec), ICMP echo, and DNS for the local zone ``wincon.test``
+(CoreDNS ``hosts``: ``external.wincon.test`` is its own address; every other name is NXDOMAIN). The nodes'
+resolver (dnsPolicy Default) and the cluster DNS's upstream are that host: no DNS query leaves the machine.
+
+Every process of the data plane carries the path of the cluster's ``dataplane/`` directory in its command
+line (binaries are run through links there), and container processes live in the cluster's cgroups: that is
+how ``down`` finds them, even after a ``up`` that was killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from wincon.errors import LocalClusterError
+from wincon.localcluster import images, netns, paths
+
+POD_RANGE = "10.244.0.0/16"
+SERVICE_RANGE = "10.0.0.0/24"
+DNS_SERVICE_IP = "10.0.0.10"
+CLUSTER_DOMAIN = "cluster.local"
+EXTERNAL_ZONE = "wincon.test"
+EXTERNAL_NAME = f"external.{EXTERNAL_ZONE}"
+CNI_BIN_DIR = "/usr/lib/cni"
+DEBIAN_PACKAGES = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "ctr": "containerd",
+    "iptables": "iptables",
+    "conntrack": "conntrack",
+    "nsenter": "util-linux",
+    "ip": "iproute2",
+    "busybox": "busybox-static",
+}
+CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
+DIRNAME = "dataplane"
+KUBELET_PORT = 10250
+PROXY_HEALTH_PORT = 10256
+
+
+@dataclass
+class RealNode:
+    """One real Linux node: its name, address on the cluster's bridge and pod subnet."""
+
+    name: str
+    index: int
+    address: str
+    pod_cidr: str
+
+
+@dataclass
+class Plan:
+    """Where cluster ``cluster``'s data plane lives: its /24, gateway, external host and real nodes."""
+
+    cluster: str
+    subnet: str
+    gateway: str
+    external_ip: str
+    nodes: list[RealNode] = field(default_factory=list)
+    external_name: str = EXTERNAL_NAME
+
+    @property
+    def prefix(self) -> int:
+        return ipaddress.ip_network(self.subnet).prefixlen
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        nodes = [RealNode(**n) for n in data.get("nodes", [])]
+        return cls(**{**data, "nodes": nodes})
+
+
+def make_plan(cluster: str, count: int, first_pod_subnet: int) -> Plan:
+    """Pick the cluster's /24 and lay out ``count`` real nodes (pod subnets from ``10.244.<first>.0/24``)."""
+    subnet = netns.pick_subnet(cluster)
+    hosts = list(subnet.hosts())
+    nodes = [RealNode(f"worker-{i}", i, str(hosts[1 + i]), f"10.244.{first_pod_subnet + i}.0/24") for i in range(count)]
+    return Plan(cluster, str(subnet), str(hosts[0]), str(hosts[-1]), nodes)
+
+
+# ------------------------------------------------------------------------------------------ paths
+
+
+def root(cluster: str) -> Path:
+    return paths.state_dir(cluster) / DIRNAME
+
+
+def node_dir(cluster: str, node: str) -> Path:
+    return root(cluster) / node
+
+
+def marker(cluster: str) -> str:
+    return str(root(cluster)) + "/"
+
+
+def _cmdline(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return None
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, IndexError):
+        return None
+
+
+def pids(cluster: str) -> list[int]:
+    """Every live process of the cluster's data plane: by command line, and by cgroup (containers)."""
+    mark = marker(cluster)
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            cmdline = _cmdline(int(entry.name))
+            if cmdline and mark in cmdline:
+                found.add(int(entry.name))
+    found |= {p for p in netns.cgroup_pids(cluster) if p != os.getpid() and _cmdline(p) is not None}
+    return sorted(found)
+
+
+# ------------------------------------------------------------------------------------------ checks
+
+
+def preflight() -> None:
+    """Root, the Debian packages, the CNI plugins and the kernel features the data plane needs."""
+    netns.require_root()
+    missing = sorted({pkg for tool, pkg in DEBIAN_PACKAGES.items() if not shutil.which(tool)})
+    missing += sorted({"containernetworking-plugins" for p in CNI_PLUGINS if not Path(CNI_BIN_DIR, p).is_file()})
+    if missing:
+        raise LocalClusterError(
+            f"the real Linux data plane needs Debian packages that are not installed: {', '.join(missing)}",
+            f"run `make setup` (or `apt-get install {' '.join(missing)}`), or start without real nodes: "
+            "`wincon cluster up --dataplane none`",
+        )
+    if "overlay" not in Path("/proc/filesystems").read_text():
+        raise LocalClusterError(
+            "the kernel has no overlay filesystem (containerd's overlayfs snapshotter needs it)",
+            "use a kernel with overlayfs, or `wincon cluster up --dataplane none`",
+        )
+    if not netns.hierarchies():
+        raise LocalClusterError(
+            "no cgroup hierarchy is mounted under /sys/fs/cgroup (the kubelet needs cgroups)",
+            "mount cgroups, or `wincon cluster up --dataplane none`",
+        )
+
+
+# ------------------------------------------------------------------------------------------ setup
+
+
+def prepare_network(plan: Plan) -> None:
+    """Before the control plane starts: the bridge (its gateway address goes into the API server's cert)."""
+    netns.create_bridge(plan.cluster, plan.gateway, plan.prefix)
+
+
+def _kubeconfig(plan: Plan, api_port: int, pki: Path) -> str:
+    def data(name: str) -> str:
+        return base64.b64encode((pki / name).read_bytes()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": f"https://{plan.gateway}:{api_port}",
+                    "certificate-authority-data": data("ca.crt"),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": "node",
+                "user": {"client-certificate-data": data("admin.crt"), "client-key-data": data("admin.key")},
+            }
+        ],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "node"}}],
+        "current-context": "local",
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def _containerd_config(ndir: Path) -> str:
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    return f"""version = 2
+root = "{ndir}/containerd/root"
+state = "{ndir}/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+
+[grpc]
+  address = "{ndir}/containerd.sock"
+[ttrpc]
+  address = "{ndir}/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{ndir}/containerd/opt"
+[{cri}]
+  sandbox_image = "{images.sandbox_image()}"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+[{cri}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+[{cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[{cri}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+  Root = "{ndir}/containerd/runc"
+[{cri}.cni]
+  bin_dir = "{CNI_BIN_DIR}"
+  conf_dir = "{ndir}/cni/net.d"
+[{cri}.registry]
+  config_path = "{ndir}/containerd/certs.d"
+"""
+
+
+def _cni_config(node: RealNode, ndir: Path) -> str:
+    return json.dumps(
+        {
+            "cniVersion": "1.0.0",
+            "name": "wincon",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": "cni0",
+                    "isGateway": True,
+                    "ipMasq": False,  # the node masquerades pod traffic leaving the pod range (see _node_network)
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": node.pod_cidr}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                        "dataDir": str(ndir / "cni" / "ipam"),
+                    },
+                },
+                {"type": "portmap", "capabilities": {"portMappings": True}},
+            ],
+        },
+        indent=2,
+    )
+
+
+def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) -> str:
+    config = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": node.address,
+        "port": KUBELET_PORT,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": 10248,
+        # The kubelet's API answers only inside this machine's namespaces; the API server is its client.
+        "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": cgroup_root,
+        "cgroupsPerQOS": True,
+        "containerRuntimeEndpoint": f"unix://{ndir}/containerd.sock",
+        "clusterDNS": [DNS_SERVICE_IP],
+        "clusterDomain": CLUSTER_DOMAIN,
+        "resolvConf": str(ndir / "resolv.conf"),
+        "failSwapOn": False,
+        "podLogsDir": str(ndir / "pod-logs"),
+        "volumePluginDir": str(ndir / "volume-plugins"),
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {
+            "memory.available": "100Mi",
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+            "nodefs.inodesFree": "1%",
+        },
+        "serializeImagePulls": False,
+        "registerNode": True,
+        "maxPods": 110,
+        "podCIDR": node.pod_cidr,
+        "nodeStatusReportFrequency": "10s",
+        "shutdownGracePeriod": "0s",
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def _proxy_config(node: RealNode, ndir: Path) -> str:
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(ndir / "kubeconfig")},
+        "hostnameOverride": node.name,
+        "bindAddress": "0.0.0.0",
+        "healthzBindAddress": f"{node.address}:{PROXY_HEALTH_PORT}",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "clusterCIDR": POD_RANGE,
+        "mode": "iptables",
+        # Inside a namespace the conntrack table's size and timeouts belong to the host: leave them.
+        "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def _link_binaries(cluster: str, bindir: Path) -> Path:
+    """Links to the binaries under the cluster's directory: their path marks the processes as ours."""
+    bdir = root(cluster) / "bin"
+    bdir.mkdir(parents=True, exist_ok=True)
+    for name in ("kubelet", "kube-proxy", "agnhost", "coredns"):
+        link = bdir / name
+        if not link.exists():
+            link.symlink_to(bindir / name)
+    return bdir
+
+
+def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path) -> int:
+    """Start a long-running process in namespace ``ns`` (host mount namespace); record its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(
+            ["nsenter", f"--net={netns.NETNS_DIR / ns}", "--", *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    pid_dir = root(cluster) / "pids"
+    pid_dir.mkdir(parents=True, exist_ok=True)
+    (pid_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def _alive(pid: int) -> bool:
+    return _cmdline(pid) is not None
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        return "\n".join("    " + line for line in path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "    (no log written)"
+
+
+class _Watch:
+    """The processes started so far: a dead one fails the start at once, naming its log."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.procs: dict[str, tuple[int, Path]] = {}
+
+    def add(self, name: str, pid: int, log: Path) -> None:
+        self.procs[name] = (pid, log)
+
+    def check(self) -> None:
+        for name, (pid, log) in self.procs.items():
+            if not _alive(pid):
+                raise LocalClusterError(
+                    f"{name} of cluster {self.cluster} exited while starting (log: {log}); last lines:\n{_tail(log)}",
+                    f"read {log}; then run `wincon cluster up --name {self.cluster}` again",
+                )
+
+
+def _wait(what: str, probe: Any, deadline: float, watch: _Watch, hint: str) -> Any:
+    last = ""
+    while True:
+        watch.check()
+        try:
+            value = probe()
+        except Exception as exc:  # noqa: BLE001 - not ready yet; the last error is reported on timeout
+            value, last = None, f" (last error: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise LocalClusterError(f"cluster {watch.cluster}: timed out waiting for {what}{last}", hint)
+        time.sleep(0.25)
+
+
+def _node_network(plan: Plan, node: RealNode) -> str:
+    ns = netns.add_netns(plan.cluster, node.name, f"n{node.index}", node.address, plan.prefix)
+    for other in plan.nodes:
+        if other is not node:
+            netns.run(["ip", "route", "add", other.pod_cidr, "via", other.address], netns=ns)
+    # No default route: anything outside the cluster's /24 and the pod subnets is rejected here.
+    netns.prohibit_in_netns(ns, [POD_RANGE, SERVICE_RANGE, "10.224.0.0/16"])
+    netns.sysctl_in_netns(ns, {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"})
+    masquerade = ["-s", POD_RANGE, "!", "-d", POD_RANGE, "-m", "comment", "--comment", "wincon: pod egress"]
+    netns.run(["iptables", "-w", "-t", "nat", "-A", "POSTROUTING", *masquerade, "-j", "MASQUERADE"], netns=ns)
+    return ns
+
+
+def _external_host(plan: Plan, bdir: Path, watch: _Watch) -> None:
+    ns = netns.add_netns(plan.cluster, "ext", "x", plan.external_ip, plan.prefix)
+    xdir = root(plan.cluster) / "external"
+    xdir.mkdir(parents=True, exist_ok=True)
+    corefile = xdir / "Corefile"
+    corefile.write_text(
+        f".:53 {{\n    hosts {{\n        {plan.external_ip} {plan.external_name}\n    }}\n    errors\n}}\n"
+    )
+    pid = _spawn(
+        plan.cluster, ns, "external-http", [str(bdir / "agnhost"), "netexec", "--http-port=80"], xdir / "http.log"
+    )
+    watch.add("the external host's HTTP server (agnhost netexec)", pid, xdir / "http.log")
+    pid = _spawn(plan.cluster, ns, "external-dns", [str(bdir / "coredns"), "-conf", str(corefile)], xdir / "dns.log")
+    watch.add("the external host's DNS server (CoreDNS)", pid, xdir / "dns.log")
+
+
+def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path, archive: Path, watch: _Watch) -> None:
+    cluster = plan.cluster
+    ndir = node_dir(cluster, node.name)
+    for sub in ("cni/net.d", "cni/ipam", "containerd/certs.d", "pod-logs", "volume-plugins", "kubelet"):
+        (ndir / sub).mkdir(parents=True, exist_ok=True)
+    ns = _node_network(plan, node)
+    cgroup_root = netns.make_cgroup(cluster, node.name)
+    (ndir / "containerd.toml").write_text(_containerd_config(ndir))
+    (ndir / "cni/net.d/10-wincon.conflist").write_text(_cni_config(node, ndir))
+    (ndir / "kubeconfig").write_text(_kubeconfig(plan, api_port, pki))
+    (ndir / "kubeconfig").chmod(0o600)
+    (ndir / "kubelet.yaml").write_text(_kubelet_config(plan, node, ndir, cgroup_root))
+    (ndir / "kube-proxy.yaml").write_text(_proxy_config(node, ndir))
+    # dnsPolicy Default (and CoreDNS's upstream): the simulated external host's resolver, nothing beyond.
+    (ndir / "resolv.conf").write_text(f"nameserver {plan.external_ip}\nsearch {EXTERNAL_ZONE}\n")
+
+    log = ndir / "containerd.log"
+    watch.add(f"containerd of {node.name}", _spawn(cluster, ns, f"{node.name}-containerd", ["containerd", "--config", str(ndir / "containerd.toml")], log), log)  # fmt: skip
+    sock = ndir / "containerd.sock"
+    _wait(f"containerd of {node.name} ({sock})", sock.exists, time.monotonic() + 30, watch, f"read {log}")
+    ctr = ["ctr", "--address", str(sock), "--namespace", "k8s.io"]
+    result = subprocess.run([*ctr, "images", "import", str(archive)], capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise LocalClusterError(
+            f"importing the images into {node.name}'s containerd failed: {result.stderr.strip()[:400]}",
+            f"read {log}",
+        )
+    log = ndir / "kubelet.log"
+    args = [
+        str(bdir / "kubelet"),
+        f"--config={ndir / 'kubelet.yaml'}",
+        f"--kubeconfig={ndir / 'kubeconfig'}",
+        f"--hostname-override={node.name}",
+        f"--node-ip={node.address}",
+        f"--root-dir={ndir / 'kubelet'}",
+        f"--cert-dir={ndir / 'kubelet' / 'pki'}",
+        "--v=1",
+    ]
+    watch.add(f"kubelet of {node.name}", _spawn(cluster, ns, f"{node.name}-kubelet", args, log), log)
+    log = ndir / "kube-proxy.log"
+    args = [str(bdir / "kube-proxy"), f"--config={ndir / 'kube-proxy.yaml'}", "--v=1"]
+    watch.add(f"kube-proxy of {node.name}", _spawn(cluster, ns, f"{node.name}-kube-proxy", args, log), log)
+
+
+def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, out: TextIO) -> None:
+    """Start the external host and every real node; return once each node's kube-proxy is healthy.
+
+    The nodes' readiness (registration, CNI) and CoreDNS are waited for by the caller through the API.
+    """
+    archive = images.build_archive(bindir)
+    bdir = _link_binaries(plan.cluster, bindir)
+    netns.dnat_to_loopback(plan.cluster, plan.gateway, api_port)
+    watch = _Watch(plan.cluster)
+    print(f"starting the external host ({plan.external_ip}, {plan.external_name})", file=out, flush=True)
+    _external_host(plan, bdir, watch)
+    for node in plan.nodes:
+        print(f"starting real Linux node {node.name} ({node.address}, pods {node.pod_cidr})", file=out, flush=True)
+        _start_node(plan, node, bdir, api_port, pki, archive, watch)
+    for node in plan.nodes:
+        url = f"http://{node.address}:{PROXY_HEALTH_PORT}/healthz"
+        _wait(
+            f"kube-proxy of {node.name} to be healthy ({url})",
+            lambda url=url: urllib.request.urlopen(url, timeout=2).status == 200,
+            deadline,
+            watch,
+            f"read {node_dir(plan.cluster, node.name) / 'kube-proxy.log'}",
+        )
+
+
+def watched(plan: Plan) -> _Watch:
+    """A watch over the running data-plane processes (recorded pids), to fail fast while waiting on them."""
+    watch = _Watch(plan.cluster)
+    pid_dir = root(plan.cluster) / "pids"
+    for pid_file in sorted(pid_dir.glob("*.pid")) if pid_dir.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            name = pid_file.stem
+            node, _, comp = name.partition("-k") if "-kube" in name else (name, "", "")
+            log = _log_of(plan, name)
+            watch.add(name, int(pid_file.read_text().strip()), log)
+    return watch
+
+
+def _log_of(plan: Plan, proc: str) -> Path:
+    for node in plan.nodes:
+        if proc.startswith(node.name + "-"):
+            return node_dir(plan.cluster, node.name) / f"{proc[len(node.name) + 1 :]}.log"
+    return root(plan.cluster) / "external" / ("http.log" if proc == "external-http" else "dns.log")
+
+
+def processes(plan: Plan) -> list[dict[str, Any]]:
+    """Each recorded data-plane process: name, pid, running, log (for ``cluster status``)."""
+    result = []
+    pid_dir = root(plan.cluster) / "pids"
+    for pid_file in sorted(pid_dir.glob("*.pid")) if pid_dir.is_dir() else []:
+        pid = None
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text().strip())
+        running = bool(pid and _alive(pid) and marker(plan.cluster) in (_cmdline(pid) or ""))
+        result.append({"name": pid_file.stem, "pid": pid, "running": running, "log": str(_log_of(plan, pid_file.stem))})
+    return result
+
+
+# ------------------------------------------------------------------------------------------ objects
+
+
+def corefile(plan: Plan) -> str:
+    """The cluster DNS's Corefile: cluster.local from the API, everything else from the external host only."""
+    return (
+        ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n"
+        f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{\n       pods insecure\n"
+        "       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n"
+        f"    prometheus :9153\n    forward . {plan.external_ip}\n    cache 30\n    loop\n    reload\n}}\n"
+    )
+
+
+# ------------------------------------------------------------------------------------------ teardown
+
+
+def _kill_all(cluster: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = pids(cluster)
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise LocalClusterError(
+                f"data-plane processes of cluster {cluster} survive SIGKILL: {', '.join(map(str, left))}",
+                f"inspect them with `ps -fp {','.join(map(str, left))}`",
+            )
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+
+
+def _remove_log_links(cluster: str) -> None:
+    """The kubelet links container logs into /var/log/containers: remove the links into our directories."""
+    mark = marker(cluster)
+    logs = Path("/var/log/containers")
+    for link in logs.glob("*.log") if logs.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if link.is_symlink() and os.readlink(link).startswith(mark):
+                link.unlink()
+
+
+def teardown(cluster: str) -> None:
+    """Remove everything of cluster ``cluster``'s data plane; raise naming what could not be removed."""
+    if os.geteuid() != 0:
+        return  # nothing of a data plane can exist without root
+    _kill_all(cluster)
+    base = root(cluster)
+    still_mounted = netns.unmount_all([str(base)])
+    netns.delete_network(cluster)
+    left_cgroups = netns.remove_cgroups(cluster)
+    _remove_log_links(cluster)
+    if still_mounted or left_cgroups:
+        raise LocalClusterError(
+            f"cluster {cluster}: could not remove {', '.join(still_mounted + left_cgroups)}",
+            "check `fuser -m` on the mount points and `cat cgroup.procs` of the cgroups, then run down again",
+        )
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def leftovers(cluster: str) -> dict[str, list[str]]:
+    """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups."""
+    found = netns.leftovers(cluster, root(cluster))
+    found["processes"] = [f"{pid} {_cmdline(pid) or ''}".strip() for pid in pids(cluster)]
+    return found

@@ -1,0 +1,222 @@
+"""Container images for the real Linux nodes, written without a registry.
+
+Each image is an OCI image (a layer tarball, a config JSON and a manifest) built from files this machine
+already has: agnhost and CoreDNS from ``wincon cluster build`` (static binaries), busybox from Debian's
+``busybox-static``. All of them go into one OCI image-layout archive whose index names every image with the
+``io.containerd.image.name`` annotation, so that ``ctr -n k8s.io images import`` loads them into a node's
+containerd under the references the suite deploys. Pods use them with ``imagePullPolicy: IfNotPresent``:
+nothing is ever pulled.
+
+The references follow the suite's image catalog (``images/catalog.yaml``) under a local repo list
+(upstream's ``KUBE_TEST_REPO_LIST`` format) that maps each registry key to a name under ``wincon.local``,
+which resolves nowhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wincon.errors import LocalClusterError
+from wincon.localcluster import paths
+
+LOCAL_REGISTRY = "wincon.local"
+# Registry keys of the image catalog -> local names (upstream's KUBE_TEST_REPO_LIST format).
+REPO_LIST = {
+    "promoterE2eRegistry": f"{LOCAL_REGISTRY}/e2e-test-images",
+    "gcRegistry": f"{LOCAL_REGISTRY}/k8s",
+}
+BUSYBOX = "/bin/busybox"
+ARCHIVE = "images.oci.tar"
+PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_LAYER = "application/vnd.oci.image.layer.v1.tar"
+_CONFIG = "application/vnd.oci.image.config.v1+json"
+_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+_ETC = {
+    "etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+    "etc/group": "root:x:0:\nnogroup:x:65534:\n",
+    "etc/nsswitch.conf": "hosts: files dns\n",
+}
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image: its reference, its layers (by name) and its entrypoint."""
+
+    key: str
+    reference: str
+    layers: tuple[str, ...]
+    entrypoint: tuple[str, ...]
+    cmd: tuple[str, ...] = ()
+
+
+def references(versions: dict[str, Any] | None = None) -> dict[str, str]:
+    """Image key -> reference of every image the real nodes carry (the ``images`` of ``cluster status``)."""
+    return {image.key: image.reference for image in _images(versions)}
+
+
+def sandbox_image() -> str:
+    """The pause image containerd's CRI uses for pod sandboxes."""
+    return references()["pause"]
+
+
+def _catalog_reference(key: str) -> str:
+    from wincon.workloads.catalog import Catalog
+
+    catalog = Catalog.load()
+    spec = catalog.images[key]
+    return f"{REPO_LIST[spec.registry]}/{spec.name}:{spec.tag}"
+
+
+def _images(versions: dict[str, Any] | None = None) -> list[Image]:
+    v = versions or paths.load_versions()
+    coredns = v["coredns"]["version"]
+    return [
+        # upstream's agnhost image: /agnhost as the entrypoint, plus a shell and the usual tools (busybox).
+        Image("agnhost", _catalog_reference("agnhost"), ("busybox", "agnhost"), ("/agnhost",)),
+        Image("busybox", _catalog_reference("busybox"), ("busybox",), (), ("sh",)),
+        Image("pause", _catalog_reference("pause"), ("agnhost",), ("/agnhost", "pause")),
+        Image("coredns", f"{LOCAL_REGISTRY}/k8s/coredns/coredns:{coredns}", ("coredns",), ("/coredns",)),
+    ]
+
+
+def repo_list_text() -> str:
+    """The local repo list, as a YAML file the suite's ``--image-repo-list`` reads."""
+    return "".join(f"{key}: {value}\n" for key, value in REPO_LIST.items())
+
+
+# ----------------------------------------------------------------------------------------- layers
+
+
+def _tarinfo(name: str, kind: bytes, mode: int, size: int = 0, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.size, info.linkname = kind, mode, size, link
+    info.mtime = info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+    tar.addfile(_tarinfo(name, tarfile.REGTYPE, mode, len(data)), io.BytesIO(data))
+
+
+def _add_dirs(tar: tarfile.TarFile, *names: str, mode: int = 0o755) -> None:
+    for name in names:
+        tar.addfile(_tarinfo(name, tarfile.DIRTYPE, mode))
+
+
+def _busybox_applets(busybox: str) -> list[str]:
+    """The applets busybox-static provides, with their install directories (``/bin/sh``, ``/usr/bin/wget``...)."""
+    result = subprocess.run([busybox, "--list-full"], capture_output=True, text=True, timeout=30)
+    if result.returncode != 0 or not result.stdout.strip():
+        raise LocalClusterError(
+            f"{busybox} --list-full failed: {result.stderr.strip()[:200]}",
+            "reinstall Debian's busybox-static (`apt-get install busybox-static`)",
+        )
+    return sorted(line.strip() for line in result.stdout.splitlines() if line.strip())
+
+
+def _layer_busybox() -> bytes:
+    busybox = shutil.which("busybox") or BUSYBOX
+    if not os.path.isfile(busybox) or b"ld-linux" in Path(busybox).read_bytes()[:65536]:
+        raise LocalClusterError(
+            f"no static busybox at {busybox}: the Linux test images need a shell and their tools",
+            "install Debian's busybox-static (`apt-get install busybox-static`); `make setup` does",
+        )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_dirs(tar, "bin", "etc", "root", "sbin", "usr", "usr/bin", "usr/sbin", "var", "var/run")
+        _add_dirs(tar, "tmp", mode=0o1777)
+        _add_file(tar, "bin/busybox", Path(busybox).read_bytes(), 0o755)
+        for applet in _busybox_applets(busybox):
+            if applet != "bin/busybox":
+                depth = applet.count("/")
+                tar.addfile(_tarinfo(applet, tarfile.SYMTYPE, 0o777, link="../" * depth + "bin/busybox"))
+        for name, text in sorted(_ETC.items()):
+            _add_file(tar, name, text.encode(), 0o644)
+    return buf.getvalue()
+
+
+def _layer_binary(path: Path, name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_file(tar, name, path.read_bytes(), 0o755)
+    return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------------------- archive
+
+
+def _blob(blobs: dict[str, bytes], data: bytes) -> dict[str, Any]:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    blobs[digest] = data
+    return {"digest": digest, "size": len(data)}
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def archive_path(bindir: Path | None = None) -> Path:
+    """Where the image archive of the pinned versions is kept (next to the binaries it is built from)."""
+    return (bindir or paths.bin_dir()) / ARCHIVE
+
+
+def build_archive(bindir: Path | None = None) -> Path:
+    """Write the OCI archive of every image (once per binary cache; reused afterwards); return its path."""
+    bindir = bindir or paths.bin_dir()
+    target = archive_path(bindir)
+    if target.is_file():
+        return target
+    layers = {
+        "busybox": _layer_busybox(),
+        "agnhost": _layer_binary(bindir / "agnhost", "agnhost"),
+        "coredns": _layer_binary(bindir / "coredns", "coredns"),
+    }
+    blobs: dict[str, bytes] = {}
+    layer_desc = {name: {"mediaType": _LAYER, **_blob(blobs, data)} for name, data in layers.items()}
+    manifests = []
+    for image in _images():
+        config: dict[str, Any] = {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Env": [PATH_ENV], "WorkingDir": "/"},
+            "rootfs": {"type": "layers", "diff_ids": [layer_desc[name]["digest"] for name in image.layers]},
+            "history": [{"created_by": f"wincon: {name} layer"} for name in image.layers],
+        }
+        if image.entrypoint:
+            config["config"]["Entrypoint"] = list(image.entrypoint)
+        if image.cmd:
+            config["config"]["Cmd"] = list(image.cmd)
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": _MANIFEST,
+            "config": {"mediaType": _CONFIG, **_blob(blobs, _json(config))},
+            "layers": [layer_desc[name] for name in image.layers],
+        }
+        tag = image.reference.rsplit(":", 1)[1]
+        manifests.append(
+            {
+                "mediaType": _MANIFEST,
+                **_blob(blobs, _json(manifest)),
+                "annotations": {"io.containerd.image.name": image.reference, "org.opencontainers.image.ref.name": tag},
+            }
+        )
+    index = {"schemaVersion": 2, "manifests": manifests}
+    tmp = target.with_suffix(".tmp")
+    with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_file(tar, "oci-layout", _json({"imageLayoutVersion": "1.0.0"}), 0o644)
+        _add_file(tar, "index.json", _json(index), 0o644)
+        _add_dirs(tar, "blobs", "blobs/sha256")
+        for digest, data in sorted(blobs.items()):
+            _add_file(tar, f"blobs/sha256/{digest.split(':', 1)[1]}", data, 0o644)
+    os.replace(tmp, target)
+    return target

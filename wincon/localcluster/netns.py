@@ -1,0 +1,289 @@
+"""The host side of the real Linux data plane: network namespaces, links, routes, iptables rules and cgroups.
+
+Every object is named after the cluster, so that ``down`` finds and removes it even when ``up`` was killed
+before it wrote anything down:
+
+- a host bridge ``wc<hash>br`` (hash: 6 hex digits of the cluster name) with the gateway address of the
+  cluster's /24 (``172.30.<k>.1``), to which each node's and the external host's veth is attached;
+- network namespaces ``wincon-<cluster>-<node>`` and ``wincon-<cluster>-ext``;
+- host routes of type ``prohibit`` for the pod, Service and simulated-node ranges, with a metric of the
+  cluster's own, so that nothing addressed there can leave by the default route;
+- host iptables rules carrying the comment ``wincon:<cluster>``;
+- cgroups ``/wincon-<cluster>-<node>`` in every cgroup hierarchy (the kubelets' ``cgroupRoot``).
+
+Traffic stays on this machine: the namespaces have no default route (only their /24 on the bridge and the
+other nodes' pod subnets), the host does not forward (``ip_forward`` is left as it is), and the only host
+rule is a DNAT from the bridge's gateway address to the API server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from wincon.errors import LocalClusterError
+
+NODE_SUBNET_BASE = "172.30.0.0/16"  # one /24 per cluster out of this range
+PROHIBITED = ("10.244.0.0/16", "10.0.0.0/24", "10.224.0.0/16")  # pods, Services, simulated node addresses
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+NETNS_DIR = Path("/run/netns")
+
+
+def run(args: list[str], *, check: bool = True, netns: str | None = None, timeout: float = 30) -> str:
+    """Run a command (inside ``netns`` if given); raise a LocalClusterError naming it when it fails."""
+    full = ["ip", "netns", "exec", netns, *args] if netns else args
+    result = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise LocalClusterError(
+            f"`{' '.join(full)}` failed (exit {result.returncode}): {(result.stderr or result.stdout).strip()[:400]}",
+            "check that you are root and that iproute2 and iptables are installed (`make setup` installs them)",
+        )
+    return result.stdout
+
+
+def cluster_hash(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:6]
+
+
+def bridge_name(name: str) -> str:
+    return f"wc{cluster_hash(name)}br"
+
+
+def veth_name(name: str, index: int | str) -> str:
+    return f"wc{cluster_hash(name)}v{index}"  # at most 15 characters: wc + 6 + v + up to 6
+
+
+def netns_name(name: str, node: str) -> str:
+    return f"wincon-{name}-{node}"
+
+
+def route_metric(name: str) -> int:
+    return 3000 + int(cluster_hash(name), 16) % 60000
+
+
+def comment(name: str) -> str:
+    return f"wincon:{name}"
+
+
+def cgroup_name(name: str, node: str) -> str:
+    return f"wincon-{name}-{node}"
+
+
+def used_subnets() -> set[str]:
+    """The /24s of 172.30.0.0/16 that some interface of this host already has."""
+    out = run(["ip", "-j", "-4", "addr", "show"], check=False)
+    used = set()
+    base = ipaddress.ip_network(NODE_SUBNET_BASE)
+    for link in json.loads(out or "[]"):
+        for addr in link.get("addr_info", []):
+            ip = ipaddress.ip_address(addr["local"])
+            if ip in base:
+                used.add(str(ipaddress.ip_network(f"{ip}/24", strict=False)))
+    return used
+
+
+def pick_subnet(name: str) -> ipaddress.IPv4Network:
+    """A free /24 for cluster ``name``: its hash's choice if free, else the first free one."""
+    used = used_subnets()
+    subnets = list(ipaddress.ip_network(NODE_SUBNET_BASE).subnets(new_prefix=24))[1:]
+    start = int(cluster_hash(name), 16) % len(subnets)
+    for subnet in subnets[start:] + subnets[:start]:
+        if str(subnet) not in used:
+            return subnet
+    raise LocalClusterError(
+        f"no free /24 left in {NODE_SUBNET_BASE} for cluster {name}'s node network",
+        "stop other local clusters (`wincon cluster down --name ...`)",
+    )
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise LocalClusterError(
+            "the real Linux data plane needs root (network namespaces, mounts, cgroups, iptables)",
+            "run as root, or start the cluster without real nodes: `wincon cluster up --dataplane none`",
+        )
+
+
+# --------------------------------------------------------------------------------------------- setup
+
+
+def create_bridge(name: str, gateway: str, prefix: int) -> None:
+    bridge = bridge_name(name)
+    run(["ip", "link", "add", bridge, "type", "bridge"])
+    run(["ip", "addr", "add", f"{gateway}/{prefix}", "dev", bridge])
+    run(["ip", "link", "set", bridge, "up"])
+    # The API server listens on 127.0.0.1 only; the nodes reach it through a DNAT to 127.0.0.1 on this bridge.
+    Path(f"/proc/sys/net/ipv4/conf/{bridge}/route_localnet").write_text("1\n")
+    metric = str(route_metric(name))
+    for cidr in PROHIBITED:
+        run(["ip", "route", "add", "prohibit", cidr, "metric", metric])
+
+
+def add_netns(name: str, node: str, veth_index: int | str, address: str, prefix: int) -> str:
+    """A namespace with ``eth0`` on the cluster's bridge at ``address``, and lo up. Returns its name."""
+    ns = netns_name(name, node)
+    veth = veth_name(name, veth_index)
+    run(["ip", "netns", "add", ns])
+    run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
+    run(["ip", "link", "set", veth, "master", bridge_name(name), "up"])
+    run(["ip", "addr", "add", f"{address}/{prefix}", "dev", "eth0"], netns=ns)
+    run(["ip", "link", "set", "eth0", "up"], netns=ns)
+    run(["ip", "link", "set", "lo", "up"], netns=ns)
+    return ns
+
+
+def prohibit_in_netns(ns: str, cidrs: Iterable[str]) -> None:
+    for cidr in cidrs:
+        run(["ip", "route", "add", "prohibit", cidr], netns=ns)
+
+
+def sysctl_in_netns(ns: str, settings: dict[str, str]) -> None:
+    for key, value in settings.items():
+        path = "/proc/sys/" + key.replace(".", "/")
+        run(["sh", "-c", f"[ ! -e {path} ] || echo {value} > {path}"], netns=ns)
+
+
+def dnat_to_loopback(name: str, gateway: str, port: int) -> None:
+    """Let the nodes reach the API server (127.0.0.1:port) at ``gateway:port`` on the cluster's bridge."""
+    rule = ["-i", bridge_name(name), "-d", gateway, "-p", "tcp", "--dport", str(port)]
+    rule += ["-m", "comment", "--comment", comment(name), "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}"]
+    run(["iptables", "-w", "-t", "nat", "-A", "PREROUTING", *rule])
+
+
+def make_cgroup(name: str, node: str) -> str:
+    """Create the kubelet's cgroupRoot in every hierarchy (cpuset values copied from the root). Returns it."""
+    group = cgroup_name(name, node)
+    for hierarchy in hierarchies():
+        path = hierarchy / group
+        path.mkdir(exist_ok=True)
+        if hierarchy.name == "cpuset":
+            for key in ("cpuset.cpus", "cpuset.mems"):
+                with contextlib.suppress(OSError):
+                    (path / key).write_text((hierarchy / key).read_text())
+    return "/" + group
+
+
+def hierarchies() -> list[Path]:
+    """The mounted cgroup hierarchies (v1 controllers, systemd and the unified one, or the v2 root)."""
+    if (CGROUP_ROOT / "cgroup.controllers").exists():
+        return [CGROUP_ROOT]
+    return sorted(p for p in CGROUP_ROOT.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+# --------------------------------------------------------------------------------------------- teardown
+
+
+def cgroup_pids(name: str) -> set[int]:
+    """Every process in the cluster's cgroups (containers, shims and anything started under them)."""
+    pids: set[int] = set()
+    for hierarchy in hierarchies():
+        for top in hierarchy.glob(f"wincon-{name}-*"):
+            for procs in top.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError, ValueError):
+                    pids.update(int(p) for p in procs.read_text().split())
+    return pids
+
+
+def remove_cgroups(name: str) -> list[str]:
+    """rmdir the cluster's cgroups, deepest first; return those that could not be removed."""
+    left = []
+    for hierarchy in hierarchies():
+        for top in hierarchy.glob(f"wincon-{name}-*"):
+            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+            for path in [*dirs, top]:
+                try:
+                    path.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(str(path))
+    return left
+
+
+def mounts_under(prefixes: Iterable[str]) -> list[str]:
+    """Mount points below any of ``prefixes``, deepest first (from /proc/self/mountinfo)."""
+    prefixes = [p.rstrip("/") + "/" for p in prefixes]
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if any((point + "/").startswith(p) for p in prefixes):
+            found.append(point)
+    return sorted(set(found), key=lambda p: p.count("/"), reverse=True)
+
+
+def unmount_all(prefixes: Iterable[str]) -> list[str]:
+    """Detach every mount below ``prefixes``; return what is still mounted afterwards."""
+    prefixes = list(prefixes)
+    for _ in range(5):
+        points = mounts_under(prefixes)
+        if not points:
+            return []
+        for point in points:
+            subprocess.run(["umount", "-l", point], capture_output=True, timeout=30)
+    return mounts_under(prefixes)
+
+
+def our_netns(name: str) -> list[str]:
+    prefix = f"wincon-{name}-"
+    with contextlib.suppress(OSError):
+        return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix))
+    return []
+
+
+def delete_network(name: str) -> None:
+    """Remove the cluster's namespaces, veths, bridge, host routes and host iptables rules."""
+    for ns in our_netns(name):
+        run(["ip", "netns", "delete", ns], check=False)
+        with contextlib.suppress(OSError):
+            (NETNS_DIR / ns).unlink()
+    links = json.loads(run(["ip", "-j", "link", "show"], check=False) or "[]")
+    prefix = f"wc{cluster_hash(name)}"
+    for link in links:
+        if link.get("ifname", "").startswith(prefix):
+            run(["ip", "link", "delete", link["ifname"]], check=False)
+    metric = str(route_metric(name))
+    for cidr in PROHIBITED:
+        run(["ip", "route", "delete", "prohibit", cidr, "metric", metric], check=False)
+    for table, chain in (("nat", "PREROUTING"), ("filter", "FORWARD")):
+        for rule in iptables_rules(name, table, chain):
+            run(["iptables", "-w", "-t", table, "-D", *rule], check=False)
+
+
+def iptables_rules(name: str, table: str = "nat", chain: str = "PREROUTING") -> list[list[str]]:
+    """The host's rules in ``table``/``chain`` that carry this cluster's comment, as ``-D`` arguments."""
+    out = run(["iptables", "-w", "-t", table, "-S", chain], check=False)
+    tag = comment(name)
+    rules = []
+    for line in out.splitlines():
+        if line.startswith("-A ") and tag in shlex.split(line):
+            rules.append(shlex.split(line)[1:])
+    return rules
+
+
+def leftovers(name: str, state_dir: Path) -> dict[str, list[str]]:
+    """What of cluster ``name``'s data plane is still on this host (empty lists when nothing is)."""
+    prefix = f"wc{cluster_hash(name)}"
+    links = json.loads(run(["ip", "-j", "link", "show"], check=False) or "[]")
+    metric = str(route_metric(name))
+    routes = [
+        line
+        for line in run(["ip", "route", "show", "type", "prohibit"], check=False).splitlines()
+        if f"metric {metric}" in line
+    ]
+    cgroups = [str(p) for h in hierarchies() for p in h.glob(f"wincon-{name}-*")]
+    rules = [" ".join(r) for t, c in (("nat", "PREROUTING"), ("filter", "FORWARD")) for r in iptables_rules(name, t, c)]
+    return {
+        "netns": our_netns(name),
+        "links": [link["ifname"] for link in links if link.get("ifname", "").startswith(prefix)],
+        "routes": routes,
+        "iptables": rules,
+        "mounts": mounts_under([str(state_dir)]),
+        "cgroups": cgroups,
+    }
