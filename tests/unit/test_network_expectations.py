@@ -31,8 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from wincon.plugin import APPLIED_KEY, SIMULATED_REASON
+from wincon.collection import APPLIED_KEY
 from wincon.profile import ClusterProfile, NodeProfile
+from wincon.verdicts import SIMULATED_REASON
 
 pytest_plugins = ["pytester"]
 
@@ -241,7 +242,7 @@ def test_every_traffic_check_is_gated_and_setup_checks_are_not(pytester):
 def test_on_simulated_nodes_the_plan_says_skip_and_names_the_limitation(pytester, tmp_path):
     """`wincon plan` on the local cluster: data-plane tests show skip with the simulated-nodes reason and the
     limitation that would apply on a real cluster with the same profile."""
-    from wincon.plugin import plan_row
+    from wincon.collection import plan_row
 
     profile = make_profile("flannel-vxlan", "v1.30.4", 20348, simulated=True)
     items = collect(pytester, profile)

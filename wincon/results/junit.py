@@ -25,6 +25,7 @@ from pathlib import Path
 
 from wincon.errors import ResultsError
 from wincon.results.model import CaseResult, Verdict, count
+from wincon.verdicts import LIFTED_PHRASE
 
 # Characters XML 1.0 cannot hold at all (ANSI escapes from a terminal, NULs from a pod log).
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -113,7 +114,7 @@ def _verdict_of(element: ET.Element, props: dict[str, str]) -> tuple[Verdict, st
         verdict = default
         if declared in {v.value for v in Verdict}:
             verdict = Verdict(declared)
-        elif tag == "failure" and "appears lifted" in message:
+        elif tag == "failure" and LIFTED_PHRASE in message:
             verdict = Verdict.XPASSED
         elif tag == "skipped" and message.startswith("expected failure"):
             verdict = Verdict.XFAILED

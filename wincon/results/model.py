@@ -8,42 +8,26 @@ reason) and error (the cluster or the suite could not run the check).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class Verdict(str, enum.Enum):
-    PASSED = "passed"
-    FAILED = "failed"
-    XFAILED = "xfailed"
-    XPASSED = "xpassed"
-    SKIPPED = "skipped"
-    ERROR = "error"
-
-    @property
-    def blocking(self) -> bool:
-        """Whether this verdict makes a run (and TestGrid's cell) fail."""
-        return self in (Verdict.FAILED, Verdict.XPASSED, Verdict.ERROR)
-
-
-# Properties the core plugin puts on every suite test (report.user_properties), in the order they are shown.
-KNOWN_PROPERTIES = (
-    "test_id",
-    "area",
-    "limitation",
-    "limitation_title",
-    "lifted",
-    "doc",
-    "markers",
-    "flow",
-    "simulated_skip",
-    "infrastructure_error",
-    "command",
+from wincon.verdicts import (
+    AREA,
+    INFRASTRUCTURE_ERROR,
+    KNOWN_PROPERTIES,
+    LIFTED,
+    LIMITATION,
+    LIMITATION_TITLE,
+    MULTI_PROPERTIES,
+    TEST_ID,
+    Verdict,
+    is_lifted,
+    lifted_message,
 )
-# Properties that may appear more than once (a test can cite several seed documents or limitations).
-MULTI_PROPERTIES = frozenset({"doc", "limitation", "limitation_title", "command"})
+
+# The verdict names and property keys live in wincon.verdicts (the core plugin writes them); re-exported here.
+__all__ = ["KNOWN_PROPERTIES", "MULTI_PROPERTIES", "Verdict", "CaseResult", "classify"]
 
 
 @dataclass
@@ -70,12 +54,12 @@ class CaseResult:
     @property
     def test_id(self) -> str:
         """The stable id: the test_id property, else the name (JUnit from other tools has no ids)."""
-        return self.prop("test_id") or self.name
+        return self.prop(TEST_ID) or self.name
 
     @property
     def key(self) -> str:
         """The row of this case across runs: its test id, plus the parameters of a parametrized test."""
-        test_id = self.prop("test_id")
+        test_id = self.prop(TEST_ID)
         if not test_id:
             return self.name
         if self.name.endswith("]") and "[" in self.name:
@@ -84,12 +68,12 @@ class CaseResult:
 
     @property
     def area(self) -> str:
-        return self.prop("area") or self.classname or "other"
+        return self.prop(AREA) or self.classname or "other"
 
     @property
     def limitations(self) -> list[str]:
-        ids = self.props("limitation")
-        lifted = self.prop("lifted")
+        ids = self.props(LIMITATION)
+        lifted = self.prop(LIFTED)
         if lifted:
             ids += [i.strip() for i in lifted.split(",") if i.strip() and i.strip() != "?"]
         return list(dict.fromkeys(ids))
@@ -162,8 +146,8 @@ def classify(reports: Sequence[Any]) -> CaseResult:
     first = reports[0]
     properties = _merge_properties(reports)
     props = dict(properties)
-    limitation_ids = [v for k, v in properties if k == "limitation"]
-    titles = [v for k, v in properties if k == "limitation_title"]
+    limitation_ids = [v for k, v in properties if k == LIMITATION]
+    titles = [v for k, v in properties if k == LIMITATION_TITLE]
     verdict: Verdict | None = None
     message = details = ""
     duration = sum(float(getattr(r, "duration", 0.0) or 0.0) for r in reports)
@@ -175,15 +159,11 @@ def classify(reports: Sequence[Any]) -> CaseResult:
             continue
         if outcome == "failed":
             text = _details(report)
-            if "[XPASS(strict)]" in text or "appears lifted" in text:
+            if is_lifted(text):
                 verdict = Verdict.XPASSED
-                ids = ", ".join(limitation_ids) or props.get("lifted", "")
-                message = (
-                    f"limitation {ids} appears lifted on this cluster"
-                    if ids
-                    else _crash_message(report) or "unexpected pass (strict xfail)"
-                )
-            elif when == "setup" or props.get("infrastructure_error") == "true":
+                ids = ", ".join(limitation_ids) or props.get(LIFTED, "")
+                message = lifted_message(ids) if ids else _crash_message(report) or "unexpected pass (strict xfail)"
+            elif when == "setup" or props.get(INFRASTRUCTURE_ERROR) == "true":
                 verdict = Verdict.ERROR
                 message = _crash_message(report) or f"{when} failed"
                 if when == "setup" and not message.startswith("infrastructure error"):
@@ -214,7 +194,7 @@ def classify(reports: Sequence[Any]) -> CaseResult:
             if getattr(report, "wasxfail", None) is not None:  # non-strict xpass
                 verdict = Verdict.XPASSED
                 ids = ", ".join(limitation_ids)
-                message = f"limitation {ids} appears lifted on this cluster" if ids else "unexpected pass"
+                message = lifted_message(ids) if ids else "unexpected pass"
             else:
                 verdict = Verdict.PASSED
     if verdict is None:  # no call report: interrupted between phases
@@ -232,7 +212,7 @@ def classify(reports: Sequence[Any]) -> CaseResult:
                 details += f"\n\n[teardown also failed] {note}"
 
     location = getattr(first, "location", None)
-    classname = props.get("area") or (str(location[0]) if location else "")
+    classname = props.get(AREA) or (str(location[0]) if location else "")
     return CaseResult(
         name=str(first.nodeid),
         verdict=verdict,

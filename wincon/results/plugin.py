@@ -1,6 +1,6 @@
 """pytest plugin ``wincon_results``: write each suite run's results directory, and label it for Allure.
 
-Inert unless the run is a suite run (``wincon.plugin.is_suite_run``, or a test carrying a ``test_id``)
+Inert unless the run is a suite run (``wincon.context.is_suite_run``, or a test carrying a ``test_id``)
 or ``--results-dir`` is given. Under xdist only the controller writes: every worker's reports reach
 it through ``pytest_runtest_logreport``, so the JUnit file is merged by construction.
 
@@ -27,6 +27,7 @@ import pytest
 from wincon import __version__
 from wincon.results import artifacts, junit
 from wincon.results.model import CaseResult, classify, count
+from wincon.verdicts import AREA, DOC, LIFTED, LIFTED_PHRASE, LIMITATION, TEST_ID, lifted_message
 
 RECORDER_KEY = pytest.StashKey["RunRecorder"]()
 JUNIT_FLUSH_SECONDS = 1.0
@@ -91,7 +92,7 @@ def _records(config: pytest.Config, item: pytest.Item | None = None) -> bool:
     if item is not None and item.get_closest_marker("test_id") is not None:
         return True
     try:
-        from wincon.plugin import is_suite_run
+        from wincon.context import is_suite_run
     except ImportError:  # the core plugin is not installed: only --results-dir turns recording on
         return False
     return bool(is_suite_run(config))
@@ -147,19 +148,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     label, link = pytest.mark.allure_label, pytest.mark.allure_link
     properties = list(item.user_properties)
     props = dict(properties)
-    if props.get("area"):
-        item.add_marker(label(str(props["area"]), label_type="epic"))
+    if props.get(AREA):
+        item.add_marker(label(str(props[AREA]), label_type="epic"))
     item.add_marker(label(_flow(item), label_type="feature"))
-    if props.get("test_id"):
-        item.add_marker(label(str(props["test_id"]), label_type="as_id"))
-    limitation_ids = [str(v) for k, v in properties if k == "limitation"]
+    if props.get(TEST_ID):
+        item.add_marker(label(str(props[TEST_ID]), label_type="as_id"))
+    limitation_ids = [str(v) for k, v in properties if k == LIMITATION]
     referenced = [str(m.args[0]) for m in item.iter_markers("limitation") if m.args]
     for limitation in dict.fromkeys(limitation_ids + referenced):
         item.add_marker(label(f"limitation:{limitation}", label_type="tag"))
-    for doc in dict.fromkeys(str(v) for k, v in properties if k == "doc"):
+    for doc in dict.fromkeys(str(v) for k, v in properties if k == DOC):
         item.add_marker(link(_doc_url(item.config, doc), link_type="link", name=doc))
-    if props.get("lifted"):
-        _allure_status_message(item, f"limitation {props['lifted']} appears lifted on this cluster")
+    if props.get(LIFTED):
+        _allure_status_message(item, lifted_message(str(props[LIFTED])))
 
 
 def _allure_status_message(item: pytest.Item, message: str) -> None:
@@ -210,7 +211,7 @@ class RunRecorder:
 
     def _run_id(self) -> str:
         try:
-            from wincon.plugin import get_run_id
+            from wincon.context import get_run_id
 
             run_id = get_run_id(self.config)
         except ImportError:
@@ -321,7 +322,7 @@ class RunRecorder:
 
     def _profile(self) -> dict[str, Any] | None:
         try:
-            from wincon.plugin import get_profile
+            from wincon.context import get_profile
 
             profile = get_profile(self.config)
         except ImportError:
@@ -380,7 +381,7 @@ def write_finished(directory: Path, passed: bool, result: str, metadata: dict[st
 
 
 ALLURE_CATEGORIES = [
-    {"name": "Limitations that appear lifted", "messageRegex": ".*appears lifted.*", "matchedStatuses": ["failed"]},
+    {"name": "Limitations that appear lifted", "messageRegex": f".*{LIFTED_PHRASE}.*", "matchedStatuses": ["failed"]},
     {"name": "Infrastructure errors (not node failures)", "matchedStatuses": ["broken"]},
     {"name": "Documented limitations (expected failures)", "messageRegex": "XFAIL.*", "matchedStatuses": ["skipped"]},
     {"name": "Behaviour that does not hold", "matchedStatuses": ["failed"]},

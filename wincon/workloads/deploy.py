@@ -12,8 +12,9 @@ from kubernetes import client, utils
 
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
+from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
 from wincon.results import steps
-from wincon.workloads.pinning import assert_ran_on, pin_linux, pin_windows
+from wincon.workloads.pinning import WrongNode, assert_ran_on, pin_linux, pin_windows
 
 
 def container(
@@ -92,8 +93,22 @@ def await_pod(
             timeout=wincon.pod_start_timeout,
             failure=pod_failure,
         )
-    build_label = (manifest["spec"].get("nodeSelector") or {}).get("node.kubernetes.io/windows-build", "")
-    build = int(build_label.split(".")[2]) if build_label.count(".") == 2 else None
+    build = parse_build((manifest["spec"].get("nodeSelector") or {}).get(WINDOWS_BUILD_LABEL))
     with steps.check(f"pod {name} ran on a {os_name} node" + (f" of build {build}" if build else "")):
         assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
     return pod
+
+
+def check_placement(pod: Any, manifest: dict[str, Any], profile: Any) -> None:
+    """The pod ran on the OS, build and node its manifest pins: otherwise nothing it reports is trusted."""
+    spec = manifest["spec"]
+    selector = spec.get("nodeSelector") or {}
+    assert_ran_on(
+        pod,
+        profile,
+        os_name=(spec.get("os") or {}).get("name", "linux"),
+        build=parse_build(selector.get(WINDOWS_BUILD_LABEL)),
+    )
+    wanted = selector.get("kubernetes.io/hostname")
+    if wanted and pod.spec.node_name != wanted:
+        raise WrongNode(f"pod {pod.metadata.name} ran on {pod.spec.node_name}, not on {wanted}: result discarded")

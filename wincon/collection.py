@@ -1,0 +1,156 @@
+"""Collection: markers checked, limitations turned into xfail/skip marks for this cluster, plan rows.
+
+Every decision is made at collection time from the profile, so `wincon plan` shows exactly what a run
+will do, and why, before anything touches the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wincon import limitations as limitations_mod
+from wincon.context import get_limitations, get_profile
+from wincon.options import AREAS, MARKERS
+from wincon.profile import ClusterProfile
+from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
+
+APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
+CANDIDATES_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] referenced, applying or not
+
+
+def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Reject unknown markers and limitation ids; record each test's identity; mark what applies here."""
+    limitations = get_limitations(config)
+    profile = get_profile(config)
+    if limitations is not None or config.getoption("wincon_lint_out"):
+        reject_unknown_markers(items, config)
+    for item in items:
+        record_identity(item)
+        if limitations is None:
+            continue
+        check_limitation_ids(item, limitations, config)
+        if profile is not None:
+            apply_limitations(item, limitations, profile)
+            skip_hybrid_without_linux(item, profile)
+
+
+def reject_unknown_markers(items: list[pytest.Item], config: pytest.Config) -> None:
+    """A misspelt marker silently drops a test from `-m` selections: stop the run instead."""
+    known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
+    for item in items:
+        for marker in item.iter_markers():
+            if marker.name not in known:
+                raise pytest.UsageError(
+                    f"wincon: error: {item.nodeid} uses unknown marker {marker.name!r}\n"
+                    f"  fix: use one of: {', '.join(sorted(k for k in known if k in MARKERS or k in AREAS))}"
+                    " (see `pytest --markers`)"
+                )
+
+
+def record_identity(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("test_id")
+    if marker and marker.args:
+        item.user_properties.append((TEST_ID, str(marker.args[0])))
+    area = next((m.name for m in item.iter_markers() if m.name in AREAS), None)
+    if area is None:
+        parts = Path(str(item.path)).parts[:-1]
+        area = parts[parts.index("suites") + 1] if "suites" in parts[:-1] else "other"
+    item.user_properties.append((AREA, area))
+    doc = (getattr(item, "function", None) and item.function.__doc__) or ""
+    for seed in sorted({w.strip("().,;:") for w in doc.split() if w.strip("().,;:").endswith(".txt")}):
+        item.user_properties.append((DOC, seed))
+
+
+def check_limitation_ids(item: pytest.Item, limitations: dict[str, Any], config: pytest.Config) -> None:
+    for marker in item.iter_markers("limitation"):
+        if not marker.args or marker.args[0] not in limitations:
+            path = config.getoption("wincon_limitations") or limitations_mod.DEFAULT_PATH
+            raise pytest.UsageError(
+                f"wincon: error: {item.nodeid} references limitation {marker.args[0] if marker.args else '(none)'!r}, "
+                f"which {path} does not define\n  fix: use an id from `wincon limitations`, or add the entry"
+            )
+
+
+def apply_limitations(item: pytest.Item, limitations: dict[str, Any], profile: ClusterProfile) -> None:
+    candidates, applied = [], []
+    for marker in item.iter_markers("limitation"):
+        lim = limitations[marker.args[0]]
+        result = limitations_mod.match(lim, profile)
+        candidates.append((lim, result))
+        if result.applies:
+            applied.append((lim, result))
+    item.stash[CANDIDATES_KEY] = candidates
+    item.stash[APPLIED_KEY] = applied
+    for lim, result in applied:
+        item.user_properties.append((LIMITATION, lim.id))
+        item.user_properties.append((LIMITATION_TITLE, lim.title))
+        if lim.mode == "skip":
+            item.add_marker(pytest.mark.skip(reason=f"limitation {lim.id}: {lim.skip_reason} [{result.explain()}]"))
+        else:
+            item.add_marker(
+                pytest.mark.xfail(
+                    reason=f"limitation {lim.id}: {lim.title} [{result.explain()}]",
+                    strict=True,
+                    raises=AssertionError,
+                )
+            )
+
+
+def skip_hybrid_without_linux(item: pytest.Item, profile: ClusterProfile) -> None:
+    if item.get_closest_marker("hybrid") and not any(n.ready for n in profile.linux_nodes):
+        item.add_marker(pytest.mark.skip(reason="hybrid check needs a Ready Linux worker node; the cluster has none"))
+
+
+def write_plan(session: pytest.Session) -> None:
+    """For `wincon plan` and `wincon lint`: write what each collected test will do, and why."""
+    config = session.config
+    out = config.getoption("wincon_plan_out") or config.getoption("wincon_lint_out")
+    if not out:
+        return
+    rows = [plan_row(item, get_profile(config)) for item in session.items]
+    Path(out).write_text(json.dumps({"profile": _profile_dict(config), "tests": rows}, indent=1))
+
+
+def _profile_dict(config: pytest.Config) -> dict[str, Any] | None:
+    profile = get_profile(config)
+    return profile.to_dict() if profile else None
+
+
+def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any]:
+    """run / skip / xfail for one collected test on this profile, with the reason and limitations."""
+    marker_names = sorted({m.name for m in item.iter_markers()})
+    test_ids = [str(m.args[0]) for m in item.iter_markers("test_id") if m.args]
+    referenced = [str(m.args[0]) for m in item.iter_markers("limitation") if m.args]
+    applied = item.stash.get(APPLIED_KEY, [])
+    limitations = [{"id": lim.id, "title": lim.title, "mode": lim.mode, "facts": list(m.facts)} for lim, m in applied]
+    skip = next((m for m in item.iter_markers("skip")), None)
+    xfail = next((m for m in item.iter_markers("xfail")), None)
+    if skip is not None:
+        outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
+    elif profile is not None and item.get_closest_marker("dataplane") and not profile.data_plane:
+        outcome, reason = "skip", SIMULATED_REASON
+        if limitations:
+            reason += "; on a real cluster with this profile: expected failure " + ", ".join(
+                f"{lim['id']} ({', '.join(lim['facts'])})" for lim in limitations
+            )
+    elif xfail is not None:
+        outcome, reason = "xfail", xfail.kwargs.get("reason", "")
+    else:
+        outcome, reason = "run", ""
+    function = getattr(item, "function", None)
+    return {
+        "test_id": test_ids[0] if test_ids else None,
+        "test_ids": test_ids,
+        "nodeid": item.nodeid,
+        "function": f"{item.path}::{getattr(item, 'originalname', item.name)}",
+        "doc": (function.__doc__ or "").strip() if function else "",
+        "markers": marker_names,
+        "referenced_limitations": referenced,
+        "outcome": outcome,
+        "reason": reason,
+        "limitations": limitations,
+    }

@@ -1,0 +1,236 @@
+"""The run's context: whether this is a suite run, the cluster profile, the run id, and ``WinconContext``
+(API client, image catalog, namespaces) that fixtures use; the start of a run (profile loading, reaping
+leftovers, pre-pulling) and its end (sweeping this run's namespaces)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wincon import limitations as limitations_mod
+from wincon.errors import InfrastructureError
+from wincon.profile import ClusterProfile
+
+PROFILE_KEY = pytest.StashKey[ClusterProfile]()
+RUN_ID_KEY = pytest.StashKey[str]()
+CONTEXT_KEY = pytest.StashKey["WinconContext"]()
+LIMITATIONS_KEY = pytest.StashKey[dict]()
+NAMESPACES_KEY = pytest.StashKey[list]()  # per item (and module): namespaces its fixtures created
+
+
+# ----------------------------------------------------------------------------- accessors
+
+
+def get_profile(config: pytest.Config) -> ClusterProfile | None:
+    return config.stash.get(PROFILE_KEY, None)
+
+
+def get_run_id(config: pytest.Config) -> str:
+    return config.stash.get(RUN_ID_KEY, "")
+
+
+def get_context(config: pytest.Config) -> WinconContext | None:
+    return config.stash.get(CONTEXT_KEY, None)
+
+
+def get_limitations(config: pytest.Config) -> dict[str, Any] | None:
+    return config.stash.get(LIMITATIONS_KEY, None)
+
+
+def is_suite_run(config: pytest.Config) -> bool:
+    """True when this run checks a cluster (paths under suites/, or --wincon), not the project's own tests."""
+    if config.getoption("wincon_force", False):
+        return True
+    if config.getoption("wincon_lint_out", None):
+        return False
+    for arg in config.args:
+        path = Path(arg.split("::", 1)[0]).resolve()
+        if "suites" in path.parts:
+            return True
+    return False
+
+
+def collect_only(config: pytest.Config) -> bool:
+    """``--collect-only``, `wincon plan` and `wincon lint`: nothing touches the cluster."""
+    return bool(config.getoption("collectonly") or config.getoption("wincon_plan_out"))
+
+
+# ----------------------------------------------------------------------------- the start of a run
+
+
+def start_run(config: pytest.Config) -> None:
+    """Load limitations and the profile (the controller discovers it, xdist workers receive it), create the
+    context, turn SIGTERM into an interrupt, reap what dead runs left and pre-pull images if asked."""
+    limitations = limitations_mod.load(config.getoption("wincon_limitations"))
+    config.stash[LIMITATIONS_KEY] = limitations
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[RUN_ID_KEY] = workerinput["wincon_run_id"]
+        config.stash[PROFILE_KEY] = ClusterProfile.from_dict(json.loads(workerinput["wincon_profile"]))
+    else:
+        config.stash[RUN_ID_KEY] = config.getoption("wincon_run_id") or (
+            time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+        )
+        config.stash[PROFILE_KEY] = load_profile(config)
+    context = WinconContext(config)
+    config.stash[CONTEXT_KEY] = context
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    if workerinput is None and not collect_only(config):
+        reaped = context.reap()
+        if reaped:
+            config._wincon_reaped = reaped  # type: ignore[attr-defined]
+        if config.getoption("wincon_prepull"):
+            from wincon.prepull import prepull
+
+            prepull(context.api_client, context.profile, context.catalog, context.run_id, echo=_echo(config))
+
+
+def _echo(config: pytest.Config) -> Any:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return reporter.write_line if reporter else print
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def load_profile(config: pytest.Config) -> ClusterProfile:
+    """The profile from ``--wincon-profile`` or the cluster, with ``--cni`` and ``--windows-build`` applied."""
+    from wincon.cluster.client import connect
+    from wincon.profile import apply_cni_override, discover, load_profile_file
+
+    path = config.getoption("wincon_profile_file")
+    cni = config.getoption("wincon_cni")
+    if path:
+        profile = load_profile_file(path)
+        if cni:
+            apply_cni_override(profile, cni)
+    else:
+        profile = discover(connect(config.getoption("wincon_kubeconfig"), config.getoption("wincon_context")), cni)
+    build = config.getoption("wincon_windows_build")
+    if build:
+        profile = profile.restrict_to_build(build)
+    if not profile.windows_nodes:
+        raise InfrastructureError(
+            "the cluster has no Windows nodes" + (f" of build {build}" if build else ""),
+            "add a Windows node pool (or drop --windows-build); wincon checks Windows nodes only",
+        )
+    return profile
+
+
+def worker_input(config: pytest.Config) -> dict[str, str]:
+    """What xdist workers receive from the controller, so discovery happens once."""
+    profile = get_profile(config)
+    assert profile is not None
+    return {"wincon_run_id": get_run_id(config), "wincon_profile": json.dumps(profile.to_dict())}
+
+
+def header_lines(config: pytest.Config) -> list[str]:
+    profile = get_profile(config)
+    if profile is None:
+        return []
+    lines = [f"wincon run {get_run_id(config)}"] + [f"  {line}" for line in profile.summary_lines()]
+    reaped = getattr(config, "_wincon_reaped", None)
+    if reaped:
+        lines.append(f"  reaped {len(reaped)} namespaces left by dead runs: {', '.join(reaped)}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- the context fixtures use
+
+
+@dataclass
+class WinconContext:
+    """Everything a suite test needs about the cluster, created once per process."""
+
+    config: pytest.Config
+    _api_client: Any = None
+    _catalog: Any = None
+    _registry: Any = None
+    worker: str = field(default="")
+
+    def __post_init__(self) -> None:
+        workerinput = getattr(self.config, "workerinput", None)
+        self.worker = workerinput["workerid"].replace("gw", "w") if workerinput else "w0"
+
+    @property
+    def profile(self) -> ClusterProfile:
+        profile = get_profile(self.config)
+        assert profile is not None, "WinconContext exists only once the profile is loaded"
+        return profile
+
+    @property
+    def run_id(self) -> str:
+        return get_run_id(self.config)
+
+    @property
+    def pod_start_timeout(self) -> float:
+        return float(self.config.getoption("wincon_pod_timeout"))
+
+    @property
+    def api_client(self) -> Any:
+        if self._api_client is None:
+            from wincon.cluster.client import load_api_client
+
+            self._api_client = load_api_client(
+                self.config.getoption("wincon_kubeconfig"), self.config.getoption("wincon_context")
+            )
+        return self._api_client
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from wincon.workloads.catalog import Catalog
+
+            self._catalog = Catalog.load(repo_list=self.config.getoption("wincon_repo_list"))
+        return self._catalog
+
+    @property
+    def namespaces(self) -> Any:
+        if self._registry is None:
+            from wincon.cluster.namespaces import NamespaceRegistry
+
+            self._registry = NamespaceRegistry(
+                self.api_client, self.run_id, self.worker, keep=bool(self.config.getoption("wincon_keep"))
+            )
+        return self._registry
+
+    def reap(self) -> list[str]:
+        from wincon.cluster.namespaces import reap
+
+        if self.config.getoption("wincon_profile_file"):
+            return []
+        return reap(self.api_client, int(self.config.getoption("wincon_ns_ttl")), self.run_id)
+
+    def finish(self) -> None:
+        """The end of this process's run: delete its namespaces; the controller also sweeps the run's."""
+        if self._registry is not None:
+            self._registry.delete_all()
+        if not hasattr(self.config, "workerinput") and not collect_only(self.config):
+            self.sweep_run()
+
+    def sweep_run(self) -> None:
+        """Delete every namespace of this run, whichever worker made it (workers may die on interrupt)."""
+        if self.config.getoption("wincon_keep") or self.config.getoption("wincon_profile_file"):
+            return
+        from kubernetes import client
+
+        from wincon.cluster.namespaces import RUN_ID, SELECTOR, delete_namespace
+
+        core = client.CoreV1Api(self.api_client)
+        try:
+            items = core.list_namespace(label_selector=f"{SELECTOR},{RUN_ID}={self.run_id}", _request_timeout=15).items
+        except Exception:
+            return  # the next run's reaper finds them
+        for ns in items:
+            try:
+                delete_namespace(core, ns.metadata.name)
+            except Exception:
+                continue

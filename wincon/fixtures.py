@@ -1,0 +1,128 @@
+"""The plugin's fixtures: the run context, namespaces, the data-plane gate, and ``kube`` with its factories.
+
+``wincon.plugin`` imports them, so they are available wherever the plugin is (suites, pytester runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from wincon.collection import APPLIED_KEY
+from wincon.context import NAMESPACES_KEY, WinconContext, get_context
+from wincon.kube import Kube
+from wincon.profile import ClusterProfile
+from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
+
+
+def _context(request: pytest.FixtureRequest) -> WinconContext:
+    context = get_context(request.config)
+    if context is None:
+        pytest.skip("not a wincon suite run: run the suites (pytest suites/ or `wincon run`) to check a cluster")
+    return context
+
+
+@pytest.fixture(scope="session")
+def wincon(request: pytest.FixtureRequest) -> WinconContext:
+    """The run's context: profile, API client, image catalog, namespaces, timeouts."""
+    return _context(request)
+
+
+@pytest.fixture(scope="session")
+def profile(wincon: WinconContext) -> ClusterProfile:
+    return wincon.profile
+
+
+@pytest.fixture(scope="session")
+def api_client(wincon: WinconContext) -> Any:
+    return wincon.api_client
+
+
+def make_namespace(request: pytest.FixtureRequest, wincon: WinconContext, prefix: str) -> Iterator[str]:
+    """Create a namespace (unique across workers, labelled with the run id), record it on the requesting
+    node for failure diagnostics, and delete it when the fixture ends."""
+    name = wincon.namespaces.create(prefix)
+    request.node.stash.setdefault(NAMESPACES_KEY, []).append(name)
+    try:
+        yield name
+    finally:
+        wincon.namespaces.delete(name)
+
+
+def module_prefix(request: pytest.FixtureRequest) -> str:
+    """``test_dns`` -> ``dns``: the namespace prefix of a test module."""
+    return str(request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
+
+
+@pytest.fixture(scope="module")
+def namespace(request: pytest.FixtureRequest, wincon: WinconContext) -> Iterator[str]:
+    """A namespace for this test module, unique across workers, deleted at teardown.
+
+    ``suites/conftest.py`` narrows it to one namespace per test; the networking suite keeps it per module.
+    """
+    yield from make_namespace(request, wincon, module_prefix(request))
+
+
+@pytest.fixture
+def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext) -> Iterator[str]:
+    """A namespace for this test alone, for checks that must not share state."""
+    yield from make_namespace(request, wincon, request.node.name)
+
+
+def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[..., None]:
+    """The gate of one test: records the check's exact command on the test, and skips where the nodes are
+    simulated (saying what would have run and, if a limitation applies, what would be expected)."""
+
+    def gate(command: str | list[str], where: str = "") -> None:
+        text = command if isinstance(command, str) else " ".join(command)
+        text = f"{where}: {text}" if where else text
+        node.user_properties.append((COMMAND, text))
+        if not profile.data_plane:
+            node.user_properties.append((SIMULATED_SKIP, "true"))
+            would = [lim.id for lim, _ in node.stash.get(APPLIED_KEY, [])]
+            suffix = f"; on a real cluster with this profile: expected to fail ({', '.join(would)})" if would else ""
+            pytest.skip(f"{SIMULATED_REASON}; would run: {text}{suffix}")
+
+    return gate
+
+
+@pytest.fixture
+def data_plane(request: pytest.FixtureRequest, wincon: WinconContext) -> Callable[..., None]:
+    """``data_plane(command, where="")`` records the exact check command, and skips where nodes are simulated.
+
+    Call it after the objects are created and scheduled for real, right before the check itself
+    (``kube.exec`` calls it for you).
+    """
+    return data_plane_gate(request.node, wincon.profile)
+
+
+@pytest.fixture
+def kube(wincon: WinconContext, namespace: str, data_plane: Callable[..., None]) -> Iterator[Kube]:
+    """The client bound to this test's namespace (``wincon.kube.Kube``): typed API handles, create with
+    cleanup, waits, exec through the data-plane gate, logs. What it created cluster-wide is deleted at
+    teardown."""
+    kube = Kube(wincon, namespace, data_plane)
+    try:
+        yield kube
+    finally:
+        kube.close()
+
+
+@pytest.fixture
+def taint_node(kube: Kube) -> Callable[[str, dict[str, str]], None]:
+    """``taint_node(node, {"key", "value", "effect"})``: taint a node now; the taint is removed at teardown."""
+    return kube.taint
+
+
+@pytest.fixture
+def make_runtime_class(kube: Kube) -> Callable[..., str]:
+    """``make_runtime_class(handler, node_selector=None, tolerations=None)`` -> name; deleted at teardown."""
+    return kube.runtime_class
+
+
+@pytest.fixture
+def make_priority_class(kube: Kube) -> Callable[..., str]:
+    """``make_priority_class(value, name=None, preemption=None)`` -> name; deleted at teardown."""
+    return kube.priority_class

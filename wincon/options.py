@@ -1,0 +1,117 @@
+"""The plugin's command-line options (``pytest --help``, group *wincon*) and its markers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import pytest
+
+AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
+MARKERS = {
+    "networking": "network flows between pods, Services, nodes and the outside",
+    "dns": "name resolution from Windows pods",
+    "storage": "volume types and mounts",
+    "probes": "liveness, readiness and startup probes",
+    "lifecycle": "lifecycle hooks, termination and grace periods",
+    "controllers": "Deployments, StatefulSets, DaemonSets, Jobs and other controllers",
+    "scheduling": "node selection, taints, RuntimeClass and resources",
+    "api": "API validation and admission rules for Windows pods",
+    "hybrid": "needs Linux and Windows worker nodes",
+    "serial": "must not run in parallel with other tests",
+    "slow": "takes minutes",
+    "disruptive": "changes node or cluster state",
+    "dataplane": "needs nodes that really run containers; skipped on simulated nodes",
+    "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
+    "test_id(uuid)": "the stable id of the test",
+}
+
+
+def register_markers(config: pytest.Config) -> None:
+    for name, help_text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {help_text}")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The ``wincon`` option group of ``pytest --help``."""
+    group = parser.getgroup("wincon", "wincon: Windows node conformance")
+    group.addoption(
+        "--kubeconfig",
+        dest="wincon_kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, then in-cluster)",
+    )
+    group.addoption("--context", dest="wincon_context", help="kubeconfig context (default: current)")
+    group.addoption(
+        "--image-repo-list",
+        dest="wincon_repo_list",
+        default=os.environ.get("KUBE_TEST_REPO_LIST"),
+        help="registry override file in the upstream KUBE_TEST_REPO_LIST format",
+    )
+    group.addoption(
+        "--cni",
+        dest="wincon_cni",
+        help="override CNI detection: flannel-vxlan, flannel-host-gw, win-overlay, win-bridge, azure-cni, calico, ...",
+    )
+    group.addoption(
+        "--windows-build",
+        dest="wincon_windows_build",
+        type=int,
+        help="restrict to Windows nodes of this build (e.g. 20348)",
+    )
+    group.addoption("--run-id", dest="wincon_run_id", help="id of this run (default: time and random suffix)")
+    group.addoption(
+        "--keep-namespaces",
+        dest="wincon_keep",
+        action="store_true",
+        help="keep test namespaces for debugging",
+    )
+    group.addoption(
+        "--pod-start-timeout",
+        dest="wincon_pod_timeout",
+        type=float,
+        default=300.0,
+        help="seconds a pod may take to become Ready (default 300)",
+    )
+    group.addoption(
+        "--namespace-ttl",
+        dest="wincon_ns_ttl",
+        type=int,
+        default=3600,
+        help="age in seconds after which another run's namespaces are reaped (default 3600)",
+    )
+    group.addoption(
+        "--limitations",
+        dest="wincon_limitations",
+        help="limitations file (default: limitations.yaml of the suite)",
+    )
+    group.addoption(
+        "--external-ip",
+        dest="wincon_external_ip",
+        default="8.8.8.8",
+        help="an IP outside the cluster for egress checks (default 8.8.8.8)",
+    )
+    group.addoption(
+        "--external-host",
+        dest="wincon_external_host",
+        default="kubernetes.io",
+        help="a DNS name outside the cluster for egress checks (default kubernetes.io)",
+    )
+    group.addoption(
+        "--prepull",
+        dest="wincon_prepull",
+        action="store_true",
+        help="pre-pull the catalog images on the Windows nodes before testing",
+    )
+    group.addoption(
+        "--wincon",
+        dest="wincon_force",
+        action="store_true",
+        help="treat this run as a suite run whatever its paths",
+    )
+    group.addoption(
+        "--wincon-profile",
+        dest="wincon_profile_file",
+        help="read the cluster profile from this JSON file instead of the cluster",
+    )
+    group.addoption("--wincon-plan-out", dest="wincon_plan_out", help=argparse.SUPPRESS)
+    group.addoption("--wincon-lint-out", dest="wincon_lint_out", help=argparse.SUPPRESS)

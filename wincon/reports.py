@@ -1,0 +1,92 @@
+"""Reports into verdicts: infrastructure errors, data-plane passes on simulated nodes, lifted limitations,
+failure diagnostics, the lifted-limitation summary and the run's exit status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from wincon.collection import APPLIED_KEY
+from wincon.context import NAMESPACES_KEY, get_context
+from wincon.errors import ExitCode, InfrastructureError
+from wincon.profile import ClusterProfile
+from wincon.verdicts import INFRASTRUCTURE_ERROR, INFRASTRUCTURE_PREFIX, LIFTED, STRICT_XPASS, is_lifted, lifted_message
+
+
+def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
+    """Turn one phase report into the suite's verdict (DESIGN.md): see the branches below."""
+    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError) and report.when == "call":
+        # The cluster could not run the check: an error (pytest's word for failures outside the test body).
+        report.outcome = "failed"
+        report.when = "setup"
+        report.longrepr = f"{INFRASTRUCTURE_PREFIX}: {call.excinfo.value.render()}"
+        item.user_properties.append((INFRASTRUCTURE_ERROR, "true"))
+        return
+    if report.when != "call":
+        return
+    if report.passed and item.get_closest_marker("dataplane") and not profile.data_plane:
+        report.outcome = "failed"
+        report.longrepr = (
+            "a data-plane check passed on simulated nodes, where nothing really ran: the verdict would lie. "
+            "The test must call the data_plane(...) gate before its check."
+        )
+        return
+    if report.failed and STRICT_XPASS in str(report.longrepr):
+        applied = item.stash.get(APPLIED_KEY, [])
+        ids = ", ".join(lim.id for lim, _ in applied) or "?"
+        report.longrepr = (
+            f"{lifted_message(ids)}: the documented deviation did not occur "
+            f"[{'; '.join(m.explain() for _, m in applied)}]"
+        )
+        item.user_properties.append((LIFTED, ids))
+        return
+    if report.failed:
+        attach_diagnostics(item, report)
+
+
+def attach_diagnostics(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The pods, events and logs of the test's namespaces, as a report section and Allure attachments."""
+    context = get_context(item.config)
+    namespaces = list(item.stash.get(NAMESPACES_KEY, []))
+    module = item.getparent(pytest.Module)
+    if module is not None:
+        namespaces += module.stash.get(NAMESPACES_KEY, [])
+    if context is None or not namespaces:
+        return
+    from wincon.cluster.diagnostics import collect
+
+    texts: dict[str, str] = {}
+    for ns in dict.fromkeys(namespaces):
+        texts.update(collect(context.api_client, ns))
+    body = "\n\n".join(f"--- {name}\n{text}" for name, text in texts.items())
+    report.sections.append(("wincon diagnostics", body))
+    try:
+        import allure
+
+        for name, text in texts.items():
+            allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
+    except Exception:
+        pass
+
+
+def lifted_summary(terminalreporter: Any) -> None:
+    """A section naming each test whose limitation appears lifted."""
+    lifted = [r for r in terminalreporter.stats.get("failed", []) if is_lifted(str(r.longrepr))]
+    if lifted:
+        terminalreporter.write_sep("-", "limitations that appear lifted on this cluster")
+        for rep in lifted:
+            terminalreporter.write_line(f"{rep.nodeid}: {str(rep.longrepr).split(':', 1)[0]}")
+
+
+def exit_status(session: pytest.Session, exitstatus: int) -> int:
+    """Infrastructure errors alone give 3, not 1: the cluster could not run the checks."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or exitstatus != ExitCode.TESTS_FAILED:
+        return exitstatus
+    failed = reporter.stats.get("failed", [])
+    errors = reporter.stats.get("error", [])
+    # Errors are failures outside a test body: fixtures that could not deploy, infrastructure errors.
+    if not failed and errors:
+        return int(ExitCode.INFRASTRUCTURE)
+    return exitstatus

@@ -1,0 +1,76 @@
+"""The verdict vocabulary, in one place: verdict names, the "appears lifted" text, result property keys.
+
+The core plugin writes these (report rewriting, ``item.user_properties``); ``wincon.results`` reads them
+back (JUnit, dashboard, gate). Both import them from here, so a key or a phrase cannot drift apart.
+See DESIGN.md for what each verdict means.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+
+class Verdict(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this verdict makes a run (and TestGrid's cell) fail."""
+        return self in (Verdict.FAILED, Verdict.XPASSED, Verdict.ERROR)
+
+
+# ----------------------------------------------------------------------------- result property keys
+
+# Properties the core plugin puts on suite tests (report.user_properties).
+TEST_ID = "test_id"
+AREA = "area"
+LIMITATION = "limitation"
+LIMITATION_TITLE = "limitation_title"
+LIFTED = "lifted"
+DOC = "doc"
+MARKERS = "markers"
+FLOW = "flow"
+SIMULATED_SKIP = "simulated_skip"
+INFRASTRUCTURE_ERROR = "infrastructure_error"
+COMMAND = "command"
+
+# In the order they are shown.
+KNOWN_PROPERTIES = (
+    TEST_ID,
+    AREA,
+    LIMITATION,
+    LIMITATION_TITLE,
+    LIFTED,
+    DOC,
+    MARKERS,
+    FLOW,
+    SIMULATED_SKIP,
+    INFRASTRUCTURE_ERROR,
+    COMMAND,
+)
+# Properties that may appear more than once (a test can cite several documents or limitations).
+MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND})
+
+# ----------------------------------------------------------------------------- texts
+
+LIFTED_PHRASE = "appears lifted"
+STRICT_XPASS = "[XPASS(strict)]"  # pytest's text for a strict xfail that passed
+INFRASTRUCTURE_PREFIX = "infrastructure error (not a node failure)"
+SIMULATED_REASON = "simulated nodes have no data plane (kwok): the check needs containers that really run"
+
+
+def lifted_message(ids: str | Iterable[str]) -> str:
+    """``limitation <ids> appears lifted on this cluster``: the one-line message of an xpassed verdict."""
+    text = ids if isinstance(ids, str) else ", ".join(ids)
+    return f"limitation {text} {LIFTED_PHRASE} on this cluster"
+
+
+def is_lifted(text: str) -> bool:
+    """Whether a failure text is an xpassed verdict (ours, or pytest's own strict-xpass text)."""
+    return STRICT_XPASS in text or LIFTED_PHRASE in text
