@@ -190,6 +190,24 @@ def create_or_reject(api_client: client.ApiClient, namespace: str, body: dict[st
     return created
 
 
+def run_or_refused(wincon: Any, namespace: str, body: dict[str, Any], limitation: str, ready: bool = True) -> Any:
+    """``run_windows_pod`` for a check whose documented deviation may be the API server's Windows rule.
+
+    A refusal that names the rule for Windows pods is that deviation, observed (``DeviationObserved``);
+    any other refusal (Pod Security, quota, a typo) stays ``Rejected``. Pass the data-plane gate first.
+    """
+    from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
+    from wincon.errors import DeviationObserved
+
+    _, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=False)
+    if rejection is not None:
+        refusal = rejection.describe()
+        if FORBIDDEN_FOR_WINDOWS in refusal:
+            raise DeviationObserved(f"{limitation}: the API server refuses it for a Windows pod: {refusal}")
+        raise Rejected(f"the API server refused pod {body['metadata']['name']}: {refusal}")
+    return await_pod(wincon, namespace, body, ready, os_name="windows")
+
+
 def run_windows_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = True) -> Any:
     """Create ``body`` (refusal: ``Rejected``), wait until it runs, and check it is on a Windows node of its build."""
     create_or_reject(wincon.api_client, namespace, body)
