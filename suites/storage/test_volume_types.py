@@ -8,6 +8,7 @@ from kubernetes import client
 
 from wincon.checks.workloads import run_windows_pod, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
+from wincon.errors import expect_deviation
 from wincon.workloads.deploy import apply, container
 
 pytestmark = [pytest.mark.storage]
@@ -135,9 +136,10 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
         ),
     )
     from_env = run_in(pod.metadata.name, ["cmd", "/c", "echo %WINCON_VALUE%"])
-    assert from_env.ok and from_env.stdout.strip() == value, f"environment: {from_env.stdout!r} {from_env.stderr}"
     from_file = run_in(pod.metadata.name, ["cmd", "/c", f"type C:\\src\\{key}"])
-    assert from_file.ok and from_file.stdout.strip() == value, f"volume: {from_file.stdout!r} {from_file.stderr}"
+    with expect_deviation("configmap-secret-volumes-pre-1803"):
+        assert from_env.ok and from_env.stdout.strip() == value, f"environment: {from_env.stdout!r} {from_env.stderr}"
+        assert from_file.ok and from_file.stdout.strip() == value, f"volume: {from_file.stdout!r} {from_file.stderr}"
 
 
 @pytest.mark.test_id("0a6579e5-3092-4a45-9457-368cb3523bf5")
@@ -148,9 +150,10 @@ def test_service_account_token_is_mounted(wincon, namespace, build, run_in):
     pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "sa-token", build))
     directory = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
     result = run_in(pod.metadata.name, ["cmd", "/c", f"type {directory}\\namespace"])
-    assert result.ok and result.stdout.strip() == namespace, f"{result.stdout!r} {result.stderr}"
     token = run_in(pod.metadata.name, ["cmd", "/c", f"type {directory}\\token"])
-    assert token.ok and token.stdout.count(".") == 2, "the token must be a JWT"
+    with expect_deviation("configmap-secret-volumes-pre-1803"):
+        assert result.ok and result.stdout.strip() == namespace, f"{result.stdout!r} {result.stderr}"
+        assert token.ok and token.stdout.count(".") == 2, "the token must be a JWT"
 
 
 @pytest.mark.test_id("4d86285e-c00f-4801-82f3-598b10e9d206")
@@ -178,11 +181,15 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
             [{"name": "all", "projected": projected}],
         ),
     )
-    for file, expected in (("how", "very"), ("user", "wincon-user"), ("podname", "projected")):
-        result = run_in(pod.metadata.name, ["cmd", "/c", f"type C:\\all\\{file}"])
-        assert result.ok and result.stdout.strip() == expected, f"{file}: {result.stdout!r} {result.stderr}"
+    results = {
+        file: (run_in(pod.metadata.name, ["cmd", "/c", f"type C:\\all\\{file}"]), expected)
+        for file, expected in (("how", "very"), ("user", "wincon-user"), ("podname", "projected"))
+    }
     token = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\all\\token"])
-    assert token.ok and token.stdout.count(".") == 2, "the projected token must be a JWT"
+    with expect_deviation("volume-types-limited"):
+        for file, (result, expected) in results.items():
+            assert result.ok and result.stdout.strip() == expected, f"{file}: {result.stdout!r} {result.stderr}"
+        assert token.ok and token.stdout.count(".") == 2, "the projected token must be a JWT"
 
 
 @pytest.mark.test_id("e7a25a77-1752-4fe1-a971-590e6773baf0")
@@ -204,9 +211,10 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, r
     body["metadata"]["labels"]["tier"] = "wincon"
     pod = run_windows_pod(wincon, namespace, body)
     name = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\info\\name"])
-    assert name.ok and name.stdout.strip() == "downward", f"{name.stdout!r} {name.stderr}"
     labels = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\info\\labels"])
-    assert labels.ok and 'tier="wincon"' in labels.stdout, f"{labels.stdout!r} {labels.stderr}"
+    with expect_deviation("volume-types-limited"):
+        assert name.ok and name.stdout.strip() == "downward", f"{name.stdout!r} {name.stderr}"
+        assert labels.ok and 'tier="wincon"' in labels.stdout, f"{labels.stdout!r} {labels.stderr}"
 
 
 @pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
@@ -282,11 +290,15 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
         ),
     )
     result = run_in(pod.metadata.name, write_and_read("C:\\data\\pvc.txt", f"class-{storage_class.metadata.name}"))
-    assert result.ok and f"class-{storage_class.metadata.name}" in result.stdout, f"{result.stdout!r} {result.stderr}"
+    with expect_deviation("csi-plugins-need-privileged"):
+        assert result.ok and f"class-{storage_class.metadata.name}" in result.stdout, (
+            f"{result.stdout!r} {result.stderr}"
+        )
 
 
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")
-def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build):
+@pytest.mark.dataplane
+def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build, run_in):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work and have tests in TestGrid" (000_4130a90def37a825.txt, V1.Pod): a Windows pod using them all (plus projected and downwardAPI) is admitted and placed."""
     config_objects(wincon, namespace)
     volumes = [
@@ -300,9 +312,17 @@ def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_wind
     mounts = [{"name": v["name"], "mountPath": f"C:\\vol\\{v['name']}"} for v in volumes]
     mounts[1]["mountPath"] = "C:/vol/host"  # the forward-slash spelling the handbook also allows
     pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "all-volumes", build, mounts, volumes))
-    kinds = {v.name: next(k for k, val in v.to_dict().items() if k != "name" and val) for v in pod.spec.volumes}
-    for volume in volumes:
-        assert volume["name"] in kinds, f"volume {volume['name']} is missing from the stored pod"
-    assert [m.mount_path for m in pod.spec.containers[0].volume_mounts if m.name == "host"] == ["C:/vol/host"]
-    statuses = pod.status.container_statuses or []
-    assert statuses and all(s.ready for s in statuses), "the pod's containers are not ready"
+    # "All work": each volume answers from inside the container with what only it can hold (not the stored
+    # spec, not a Ready flag, which a simulated node reports too).
+    expected = {
+        "C:\\vol\\empty": (write_and_read("C:\\vol\\empty\\f.txt", "in-emptydir"), "in-emptydir"),
+        "C:/vol/host": (write_and_read("C:\\vol\\host\\f.txt", "in-hostpath"), "in-hostpath"),
+        "C:\\vol\\cm": (["cmd", "/c", "type C:\\vol\\cm\\special.how"], "very"),
+        "C:\\vol\\secret": (["cmd", "/c", "type C:\\vol\\secret\\username"], "wincon-user"),
+        "C:\\vol\\info": (["cmd", "/c", "type C:\\vol\\info\\name"], "all-volumes"),
+    }
+    for where, (command, text) in expected.items():
+        result = run_in(pod.metadata.name, command)
+        assert result.ok and text in result.stdout, f"{where}: {result.stdout!r} {result.stderr!r}"
+    token = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\vol\\proj\\token"])
+    assert token.ok and token.stdout.strip().count(".") == 2, f"C:\\vol\\proj: no JWT: {token.stderr!r}"
