@@ -1,3 +1,38 @@
-"""The project's own tests: unit/ needs nothing; integration/ needs the local cluster."""
+"""The project's own tests: unit/ needs nothing; integration/ needs the local cluster.
+
+The session hooks that stop the integration tests' local cluster live here, not in integration/conftest.py:
+under pytest-xdist the controller collects nothing, so only this conftest (of the path given on the command
+line) is loaded there, and only the controller knows that every worker is done.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.integration.conftest import SESSION_ENV
+
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        os.environ[SESSION_ENV] = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the local cluster if this test session started it (after every worker is done)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from tests.integration.conftest import SESSION_ENV, STARTED_MARKER, session_cluster_name
+    from wincon.localcluster import cluster, paths
+
+    name = session_cluster_name()
+    try:
+        started_by = (paths.state_dir(name) / STARTED_MARKER).read_text().strip()
+    except OSError:
+        return
+    if started_by == os.environ.get(SESSION_ENV):
+        cluster.down(name)

@@ -24,26 +24,8 @@ import pytest
 from wincon.localcluster import build, cluster, paths
 
 DEFAULT_TEST_CLUSTER = "wincon-test"
-SESSION_ENV = "WINCON_TEST_SESSION"  # set by the controller, inherited by xdist workers
+SESSION_ENV = "WINCON_TEST_SESSION"  # set by the controller (tests/conftest.py), inherited by xdist workers
 STARTED_MARKER = "started-by-test-session"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
-        os.environ[SESSION_ENV] = uuid.uuid4().hex
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the local cluster if this test session started it (after every worker is done)."""
-    if hasattr(session.config, "workerinput"):
-        return
-    name = session_cluster_name()
-    try:
-        started_by = (paths.state_dir(name) / STARTED_MARKER).read_text().strip()
-    except OSError:
-        return
-    if started_by == os.environ.get(SESSION_ENV):
-        cluster.down(name)
 
 
 def _skip_reason() -> str | None:
