@@ -1,0 +1,59 @@
+"""dnsPolicy ClusterFirst and Default on Windows pods ("Test cases needed for dnsPolicy: Default, ClusterFirst,
+None", 003_414b2f1c5dd978a2.txt; None is test_dns.py's): ClusterFirst points the pod's resolver at the cluster
+DNS and resolves Services; Default gives the pod the node's resolvers instead, which resolve outside names.
+The pods are created and placed for real everywhere; the resolver checks pass the ``data_plane`` gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+from wincon.errors import expect_deviation
+
+pytestmark = [pytest.mark.dns]
+
+
+@pytest.fixture(scope="module")
+def external_host(request):
+    return conn.check_host(request.config.getoption("wincon_external_host"))
+
+
+def resolver_config(checks, pod):
+    result = checks.run(pod, conn.dns_config_command(pod.os), container=pod.tool_container)
+    assert result.ok, f"{' '.join(conn.dns_config_command(pod.os))} failed: {result.stderr}"
+    return conn.parse_dns_config(pod.os, result.stdout)
+
+
+@pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
+@pytest.mark.dataplane
+def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
+    checks, workloads, windows_nodes, cluster_dns, kubernetes_service
+):
+    """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy ClusterFirst the pod's resolver is the cluster DNS and a Service's name resolves to its cluster IP."""
+    if not cluster_dns.ip:
+        pytest.skip("the cluster has no kube-system/kube-dns Service: no cluster DNS to point ClusterFirst at")
+    pod = workloads.windows_client("dns-cluster-first", windows_nodes[0], dnsPolicy="ClusterFirst")
+    config = resolver_config(checks, pod)
+    assert cluster_dns.ip in config.nameservers, f"cluster DNS {cluster_dns.ip} not among {config.nameservers}"
+    name = kubernetes_service.fqdn
+    lookup = checks.lookup(pod, name)
+    assert lookup.ok, f"{name} did not resolve: {lookup.error}"
+    assert kubernetes_service.cluster_ip in lookup.addresses, f"{name} -> {lookup.addresses}"
+
+
+@pytest.mark.test_id("96fb9c5b-5f65-40c8-ab2a-5078c688f372")
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-config-via-cni")
+def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
+    checks, workloads, windows_nodes, cluster_dns, external_host
+):
+    """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
+    pod = workloads.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")
+    config = resolver_config(checks, pod)
+    lookup = checks.lookup(pod, external_host)
+    with expect_deviation("dns-config-via-cni"):
+        assert config.nameservers, "the pod has no DNS server at all"
+        assert not cluster_dns.ip or cluster_dns.ip not in config.nameservers, (
+            f"dnsPolicy Default still points at the cluster DNS {cluster_dns.ip}: {config.nameservers}"
+        )
+        assert lookup.ok, f"{external_host} did not resolve through the node's resolvers: {lookup.error}"

@@ -1,0 +1,133 @@
+"""EndpointSlices of a Service over Windows pods (operational readiness Core.Network: "Ability to route services
+from pods from the EndpointSlice API", "delete and recreate services in such a way that load balancing rules
+for pods are recovered"): the slices list each Windows pod with its node and port, a Service deleted and
+created again gets its endpoints back, and the endpoints follow pods going down and coming up.
+
+The pods, Services and slices are the control plane's work and are checked for real on any cluster; the
+traffic through the Service passes the ``data_plane`` gate first (``checks.dial``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+from kubernetes import client
+
+from wincon import connectivity as conn
+from wincon.checks.workloads import eventually
+from wincon.cluster.client import call
+
+APP_LABEL = "app"
+
+
+class Backend(NamedTuple):
+    """What the checks need of a backend pod, once it runs where it was pinned."""
+
+    name: str
+    ip: str
+    node: str
+
+
+def backend(pod) -> Backend:
+    return Backend(pod.metadata.name, pod.status.pod_ip, pod.spec.node_name)
+
+
+pytestmark = [pytest.mark.networking]
+
+
+@pytest.fixture
+def backends(request, workloads, windows_nodes):
+    """Two Windows netexec pods of this test alone (on two nodes where there are two), labelled app=<prefix>."""
+    prefix = request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
+    manifests = [
+        workloads.windows_netexec_manifest(
+            f"{prefix}-{i}",
+            windows_nodes[i % len(windows_nodes)],
+            labels={APP_LABEL: prefix},
+        )
+        for i in range(2)
+    ]
+    pods = workloads.start(manifests)
+    return prefix, manifests, [backend(pods[m["metadata"]["name"]]) for m in manifests]
+
+
+def slices_of(wincon, namespace: str, service: str) -> list:
+    discovery = client.DiscoveryV1Api(wincon.api_client)
+    selector = f"kubernetes.io/service-name={service}"
+    return call(discovery.list_namespaced_endpoint_slice, namespace, label_selector=selector).items
+
+
+def names(pods) -> set[str]:
+    return {p.name for p in pods}
+
+
+@pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
+@pytest.mark.dataplane
+def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
+    wincon, namespace, workloads, backends, checks, windows_client
+):
+    """ "In Windows, services can utilize the following types ... ClusterIP" and "Endpoints / vNICs" are supported (002_8a7e76f95009f44f.txt, Services; Networking): the EndpointSlices of a Service over Windows pods name each pod, its node and the target ports, and the Service answers from them."""
+    prefix, _, pods = backends
+    service = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    slices = slices_of(wincon, namespace, service.name)
+    assert slices, f"no EndpointSlice carries kubernetes.io/service-name={service.name}"
+    by_pod = {}
+    for endpoint_slice in slices:
+        ports = {(p.name, p.port, p.protocol) for p in endpoint_slice.ports or []}
+        assert ("http", conn.NETSERVER_HTTP_PORT, "TCP") in ports, f"slice {endpoint_slice.metadata.name}: {ports}"
+        for ep in endpoint_slice.endpoints or []:
+            if ep.target_ref and ep.target_ref.kind == "Pod":
+                by_pod[ep.target_ref.name] = ep
+    for pod in pods:
+        ep = by_pod.get(pod.name)
+        assert ep is not None, f"no endpoint names pod {pod.name}: {sorted(by_pod)}"
+        assert pod.ip in ep.addresses, f"endpoint of {pod.name} has {ep.addresses}, not {pod.ip}"
+        assert ep.node_name == pod.node, f"endpoint of {pod.name} is on {ep.node_name}, the pod on {pod.node}"
+        assert ep.conditions and ep.conditions.ready, f"endpoint of {pod.name} is not ready: {ep.conditions}"
+    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    assert outcome.reached_all, f"{service.name} ({service.cluster_ip}): {outcome.describe()}"
+
+
+@pytest.mark.test_id("708f0ce2-6851-4192-8400-ebd6fb0a9682")
+@pytest.mark.dataplane
+def test_service_deleted_and_created_again_serves_its_windows_pods(
+    wincon, namespace, workloads, backends, checks, windows_client
+):
+    """ "Ability to delete and recreate services in such a way that load balancing rules for pods are recovered by whatever chosen service proxy is being utilized" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): the recreated Service gets the pods' endpoints back and answers from each."""
+    prefix, _, pods = backends
+    first = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    core = client.CoreV1Api(wincon.api_client)
+    call(core.delete_namespaced_service, prefix, namespace)
+
+    def gone() -> bool:
+        return prefix not in {s.metadata.name for s in call(core.list_namespaced_service, namespace).items}
+
+    eventually(gone, 60, f"Service {prefix} deleted")
+    again = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    assert again.raw.metadata.uid != first.raw.metadata.uid, "the Service was not created anew"
+    outcome = checks.dial(windows_client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    assert outcome.reached_all, f"recreated {prefix} ({again.cluster_ip}): {outcome.describe()}"
+
+
+@pytest.mark.test_id("f324b6ed-bbb3-4055-a990-bfcd8d22dad8")
+@pytest.mark.dataplane
+def test_endpoints_follow_windows_pods_going_down_and_up(
+    wincon, namespace, workloads, backends, checks, windows_client
+):
+    """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
+    prefix, manifests, pods = backends
+    service = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    core = client.CoreV1Api(wincon.api_client)
+    down = pods[1]
+    call(core.delete_namespaced_pod, down.name, namespace, grace_period_seconds=0)
+    workloads.wait_endpoints(service, [pods[0]])
+    eventually(
+        lambda: down.name not in {p.metadata.name for p in call(core.list_namespaced_pod, namespace).items},
+        120,
+        f"pod {down.name} deleted",
+    )
+    replacement = backend(workloads.start([manifests[1]])[down.name])
+    workloads.wait_endpoints(service, [pods[0], replacement])
+    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    assert outcome.reached_all, f"{prefix} after {down.name} came back ({replacement.ip}): {outcome.describe()}"

@@ -1,0 +1,115 @@
+"""NetworkPolicy over Windows pods (operational readiness Extend.NetworkPolicy: "should deny ingress from pods on
+other namespaces"): a policy that admits only the namespace's own pods stops a client in another namespace
+from reaching a Windows pod while a client in the same namespace still does, and a policy naming the other
+namespace lets it in again.
+
+The policies are validated by the real API server on any cluster. Enforcement is the CNI's: the check skips
+with the reason where the detected CNI enforces no policy on Windows nodes (Flannel, win-bridge, win-overlay
+alone), and the traffic passes the ``data_plane`` gate first. Every "blocked" is preceded by the same probe
+answering, from the same client, before the policy exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from kubernetes import client
+
+from wincon import connectivity as conn
+from wincon.checks.workloads import eventually
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.workloads.deploy import apply, pod_manifest
+
+pytestmark = [pytest.mark.networking]
+
+# CNIs that enforce NetworkPolicy on Windows nodes (their Windows agents program HNS ACLs).
+POLICY_CNIS = frozenset({"calico", "antrea", "cilium", "ovn-kubernetes"})
+
+DENY_OTHER_NAMESPACES = {
+    "metadata": {"name": "deny-other-namespaces"},
+    "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]}]},
+}
+
+
+def allow_namespace(other: str) -> dict:
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": other}}
+    return {
+        "metadata": {"name": "allow-from-other"},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": selector}]}],
+        },
+    }
+
+
+@pytest.fixture
+def outside_client(wincon, fresh_namespace, windows_client):
+    """A Windows netexec client in a namespace of its own, on the main client's node."""
+    node = next(n for n in wincon.profile.ready_windows_nodes if n.name == windows_client.node)
+    image = wincon.catalog.image("agnhost", "windows", node.windows_build)
+    body = pod_manifest(
+        "outside",
+        [conn.netexec_container("netexec", image, http_port=conn.CLIENT_HTTP_PORT, udp_port=None)],
+        os_name="windows",
+        build=node.windows_build,
+        node=node.name,
+    )
+    apply(wincon.api_client, fresh_namespace, body)
+    pod = wait_for_pod(
+        wincon.api_client, fresh_namespace, "outside", timeout=wincon.pod_start_timeout, failure=pod_failure
+    )
+    return dataclasses.replace(
+        windows_client,
+        name="outside",
+        ip=pod.status.pod_ip,
+        ips=(pod.status.pod_ip,),
+        node=pod.spec.node_name,
+        host_ip=pod.status.host_ip or "",
+        container="netexec",
+        tools=None,
+    )
+
+
+def enforcing_cni(profile) -> None:
+    if profile.cni not in POLICY_CNIS:
+        pytest.skip(
+            f"the CNI ({profile.cni}) enforces no NetworkPolicy on Windows nodes; policy engines that do: "
+            f"{', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
+        )
+
+
+@pytest.mark.test_id("97bab085-189e-42e4-aa68-c54a0c0895c0")
+@pytest.mark.dataplane
+def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
+    wincon, namespace, fresh_namespace, checks, windows_client, local_netserver, outside_client, data_plane
+):
+    """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy): ingress from another namespace is denied by a same-namespace-only policy and allowed again by one naming that namespace."""
+    networking = client.NetworkingV1Api(wincon.api_client)
+    # The API part, on every cluster: both policies pass validation (server-side dry run).
+    for body in (DENY_OTHER_NAMESPACES, allow_namespace(fresh_namespace)):
+        stored = call(networking.create_namespaced_network_policy, namespace, body, dry_run="All")
+        assert stored.spec.policy_types == ["Ingress"], stored.spec
+    enforcing_cni(wincon.profile)
+    other = type(checks)(wincon, fresh_namespace, data_plane)
+    target, port = local_netserver.ip, conn.NETSERVER_HTTP_PORT
+    before = other.dial(outside_client, target, port, "http", {local_netserver.name})
+    assert before.reached_all, f"before any policy, outside -> {local_netserver.name}: {before.describe()}"
+
+    call(networking.create_namespaced_network_policy, namespace, DENY_OTHER_NAMESPACES)
+    blocked = eventually(
+        lambda: not any(other.dial_each(outside_client, target, port, "http", times=3)),
+        60,
+        f"the policy stopping outside ({fresh_namespace}) -> {local_netserver.name}",
+        interval=3,
+        behaviour=True,
+    )
+    assert blocked
+    inside = checks.dial(windows_client, target, port, "http", {local_netserver.name})
+    assert inside.reached_all, f"same-namespace client blocked by the policy too: {inside.describe()}"
+
+    call(networking.create_namespaced_network_policy, namespace, allow_namespace(fresh_namespace))
+    after = other.dial(outside_client, target, port, "http", {local_netserver.name})
+    assert after.reached_all, f"allowed again, outside -> {local_netserver.name}: {after.describe()}"

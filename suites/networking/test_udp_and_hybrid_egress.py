@@ -1,0 +1,72 @@
+"""Node -> pod over UDP (upstream networking.go "should function for node-pod communication: udp"), from the
+Windows node itself (a HostProcess pod) to the netserver on that node, and its Linux control from a Linux
+node; and egress by DNS name from a Linux pod beside the Windows ones (upstream hybrid_network.go "should
+provide Internet connection for Linux containers using DNS"). One check function serves both OSes: the
+command lines come from wincon/checks/node.py and wincon/connectivity.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+from wincon.checks.node import udp_send_command
+
+pytestmark = [pytest.mark.networking]
+
+
+@pytest.fixture(scope="module")
+def external_host(request):
+    return conn.check_host(request.config.getoption("wincon_external_host"))
+
+
+def node_reaches_pod_over_udp(checks, host, target):
+    """Send 'hostname' to the target's netexec UDP port from ``host``; its pod name must come back."""
+    command = udp_send_command(host.os, target.ip, conn.NETSERVER_UDP_PORT)
+    ok, result = checks.until(
+        host,
+        command,
+        lambda r: r.ok and r.stdout.strip().lower() == target.name.lower(),
+        tries=5,
+        container=host.tool_container,
+    )
+    return ok, result
+
+
+@pytest.mark.test_id("3d9a6ddb-a7d2-4291-b5d9-7da66f9eabcd")
+@pytest.mark.dataplane
+def test_windows_node_reaches_pod_on_itself_over_udp(checks, windows_host, netservers):
+    """ "Node -> Pod" is a supported flow "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the node sends a UDP datagram to a pod on it and the pod answers."""
+    target = next(p for p in netservers if p.node == windows_host.node)
+    ok, result = node_reaches_pod_over_udp(checks, windows_host, target)
+    assert ok, (
+        f"{windows_host.node} -> {target.name} ({target.ip}) UDP {conn.NETSERVER_UDP_PORT}: {result.stdout!r} {result.stderr!r}"
+    )
+
+
+@pytest.mark.test_id("15852278-2a94-42f3-8899-468a56499da5")
+@pytest.mark.dataplane
+@pytest.mark.hybrid
+def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, netservers):
+    """The Linux control of node -> pod over UDP, "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Linux node's datagram to a Windows pod is answered."""
+    target = netservers[0]
+    ok, result = node_reaches_pod_over_udp(checks, linux_host, target)
+    assert ok, f"Linux node {linux_host.node} -> {target.name} ({target.ip}) UDP: {result.stdout!r} {result.stderr!r}"
+
+
+@pytest.mark.test_id("12fb03b5-0013-44b6-9c8f-ff6dcd1be0d6")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.hybrid
+def test_linux_pod_beside_windows_reaches_external_host_by_name(checks, linux_client, external_host):
+    """ "Pod -> External (DNS)" is a supported flow (002_8a7e76f95009f44f.txt, Supported Functionality > Networking), for the Linux pods of a hybrid cluster too (upstream hybrid_network.go, Internet connection for Linux containers using DNS)."""
+    url = f"http://{conn.host_port(external_host, 80)}/"
+    ok, result = checks.until(
+        linux_client,
+        conn.tcp_reach_command(linux_client.os, url),
+        lambda r: r.ok,
+        tries=3,
+        container=linux_client.tool_container,
+    )
+    assert ok, (
+        f"TCP to {external_host}:80 from {linux_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+    )
