@@ -9,15 +9,10 @@ from typing import Any
 
 import pytest
 
-from wincon.checks import fixtures as shared
 from wincon.checks.workloads import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.cluster.waits import pod_running_ready, pod_scheduled, wait_for_pod
 from wincon.profile import NodeProfile
 from wincon.workloads.deploy import apply
-
-# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
-namespace = shared.namespace
-build = shared.build
 
 
 @pytest.fixture

@@ -5,12 +5,10 @@ controller count Windows pods and refuse the one that would exceed the quota."""
 
 from __future__ import annotations
 
-import secrets
 from decimal import Decimal
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, millicores, requested
@@ -37,33 +35,11 @@ def with_cpu(body: dict, cores: Decimal) -> dict:
     return body
 
 
-@pytest.fixture
-def priority_classes(request, wincon) -> dict[str, str]:
-    """A low and a high PriorityClass of this test alone (cluster-scoped: deleted at teardown)."""
-    scheduling = client.SchedulingV1Api(wincon.api_client)
-    suffix = secrets.token_hex(3)
-    names = {}
-    for level, value in (("low", 10), ("high", 1_000_000)):
-        name = f"wincon-{level}-{suffix}"
-        body = {"metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wincon"}}, "value": value}
-        call(scheduling.create_priority_class, body)
-        request.addfinalizer(lambda name=name: _delete_priority_class(scheduling, name))
-        names[level] = name
-    return names
-
-
-def _delete_priority_class(scheduling: client.SchedulingV1Api, name: str) -> None:
-    try:
-        call(scheduling.delete_priority_class, name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-
-
 @pytest.mark.test_id("2f151ef2-7d01-4ffa-833f-66c359dedb6f")
 @pytest.mark.serial
-def test_scheduler_preempts_a_lower_priority_windows_pod(wincon, namespace, build, priority_classes):
+def test_scheduler_preempts_a_lower_priority_windows_pod(wincon, namespace, build, make_priority_class):
     """ "Scheduler preemption" is supported with Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality; 003_414b2f1c5dd978a2.txt, What works today): a higher-priority Windows pod that does not fit evicts a lower-priority one from the node and takes its place."""
+    priority_classes = {"low": make_priority_class(10), "high": make_priority_class(1_000_000)}
     allowed = set(schedulable_windows_nodes(wincon.profile))
     nodes = [n.name for n in windows_nodes_of_build(wincon.profile, build) if n.name in allowed]
     if not nodes:
