@@ -14,6 +14,7 @@ import pytest
 
 from wincon import limitations as limitations_mod
 from wincon.context import get_limitations, get_profile
+from wincon.errors import DeviationObserved
 from wincon.options import AREAS, MARKERS
 from wincon.profile import ClusterProfile
 from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
@@ -95,7 +96,7 @@ def apply_limitations(item: pytest.Item, limitations: dict[str, Any], profile: C
                 pytest.mark.xfail(
                     reason=f"limitation {lim.id}: {lim.title} [{result.explain()}]",
                     strict=True,
-                    raises=AssertionError,
+                    raises=DeviationObserved,  # only the check's own observation; never a crash or a refusal
                 )
             )
 

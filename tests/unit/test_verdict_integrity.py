@@ -120,6 +120,22 @@ def test_a_limitation_test_whose_pod_never_ran_is_an_error(run_limited):
     assert result.ret == ExitCode.INFRASTRUCTURE
 
 
+def test_a_plain_assert_under_a_limitation_is_a_failure_not_the_deviation(run_limited):
+    """An assert outside expect_deviation (a precondition, a helper's own check) saw no deviation."""
+    result = run_limited('assert False, "the probe command itself does not work"')
+    result.assert_outcomes(failed=1)
+
+
+def test_a_failed_setup_under_a_limitation_is_an_error_not_an_expected_failure(run_limited):
+    fixture = """
+    @pytest.fixture
+    def prepared():
+        assert False, "the pod the check needs never got an IP"
+    """
+    result = run_limited("pass", fixture=fixture)
+    result.assert_outcomes(errors=1)
+
+
 def test_expect_deviation_turns_only_a_failed_assert_into_the_deviation():
     with pytest.raises(DeviationObserved, match="icmp-egress: no reply"), expect_deviation("icmp-egress"):
         raise AssertionError("no reply")
