@@ -1,0 +1,193 @@
+"""Group Managed Service Accounts for Windows pods (upstream test/e2e/windows/gmsa_full.go and gmsa_kubelet.go;
+operational readiness Extend.ActiveDirectory).
+
+The credential-spec path through the API is checked wherever the GMSA pieces are installed: the
+GMSACredentialSpec CRD (``gmsacredentialspecs.windows.k8s.io``) and the GMSA admission webhook. A pod naming a
+spec its service account may ``use`` is admitted and gets the spec's JSON; a pod naming one it may not use is
+refused. Without the CRD or the webhook the checks skip and say which is missing.
+
+End to end needs a domain: set ``WINCON_GMSA_CREDSPEC`` (an existing GMSACredentialSpec of a gMSA the Windows
+nodes may retrieve) and ``WINCON_GMSA_SMB_SHARE`` (``\\\\server\\share`` the gMSA may write). The container must
+then reach the domain and the share as the gMSA identity; without them the check skips with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from wincon.checks.api_rules import submit_pod
+from wincon.checks.node import powershell
+from wincon.checks.workloads import windows_pod
+from wincon.cluster.client import call
+
+pytestmark = [pytest.mark.api]
+
+GROUP = "windows.k8s.io"
+PLURAL = "gmsacredentialspecs"
+CRD = f"{PLURAL}.{GROUP}"
+SPEC_ENV, SHARE_ENV = "WINCON_GMSA_CREDSPEC", "WINCON_GMSA_SMB_SHARE"
+
+
+def credspec(domain: str, account: str) -> dict:
+    """A well-formed credential spec for ``account`` in ``domain`` (what New-CredentialSpec writes)."""
+    short = domain.split(".")[0].upper()
+    return {
+        "CmsPlugins": ["ActiveDirectory"],
+        "DomainJoinConfig": {
+            "Sid": "S-1-5-21-2126729477-2524175714-3194792973",
+            "MachineAccountName": account,
+            "Guid": "244818ae-87ca-4fcd-92ec-e79e5252348a",
+            "DnsTreeName": domain,
+            "DnsName": domain,
+            "NetBiosName": short,
+        },
+        "ActiveDirectoryConfig": {
+            "GroupManagedServiceAccounts": [{"Name": account, "Scope": domain}, {"Name": account, "Scope": short}]
+        },
+    }
+
+
+@pytest.fixture
+def gmsa_version(kube) -> str:
+    """The served version of the GMSACredentialSpec CRD, once the CRD and a GMSA webhook are both present."""
+    extensions = client.ApiextensionsV1Api(kube.api_client)
+    try:
+        crd = call(extensions.read_custom_resource_definition, CRD)
+    except ApiException as exc:
+        if exc.status == 404:
+            pytest.skip(f"no GMSACredentialSpec CRD ({CRD}): GMSA support (CRD and webhook) is not installed")
+        raise
+    admission = client.AdmissionregistrationV1Api(kube.api_client)
+    hooks = [
+        hook.name
+        for config in call(admission.list_mutating_webhook_configuration).items
+        for hook in config.webhooks or []
+        if "gmsa" in hook.name.lower() or "gmsa" in config.metadata.name.lower()
+    ]
+    if not hooks:
+        pytest.skip(f"the {CRD} CRD exists but no GMSA mutating webhook is registered: specs are never resolved")
+    served = [v.name for v in crd.spec.versions if v.served]
+    return "v1" if "v1" in served else served[0]
+
+
+def make_spec(kube, version: str, account: str) -> tuple[str, dict]:
+    name = f"wincon-{secrets.token_hex(4)}"
+    content = credspec("wincon.example", account)
+    body = {
+        "apiVersion": f"{GROUP}/{version}",
+        "kind": "GMSACredentialSpec",
+        "metadata": {"name": name},
+        "credspec": content,
+    }
+    call(kube.custom.create_cluster_custom_object, GROUP, version, PLURAL, body)
+    kube.cleanup(call, kube.custom.delete_cluster_custom_object, GROUP, version, PLURAL, name, what=f"delete {name}")
+    return name, content
+
+
+def allow_use(kube, spec: str, service_account: str = "default") -> None:
+    """A Role letting ``service_account`` of the namespace ``use`` the spec, and its binding."""
+    role = {
+        "metadata": {"name": f"use-{spec}"},
+        "rules": [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["use"], "resourceNames": [spec]}],
+    }
+    call(kube.rbac.create_namespaced_role, kube.namespace, role)
+    binding = {
+        "metadata": {"name": f"use-{spec}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"use-{spec}"},
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": kube.namespace}],
+    }
+    call(kube.rbac.create_namespaced_role_binding, kube.namespace, binding)
+
+
+def naming_spec(wincon, name: str, build, spec: str) -> dict:
+    body = windows_pod(wincon, name, build)
+    body["spec"]["securityContext"] = {"windowsOptions": {"gmsaCredentialSpecName": spec}}
+    return body
+
+
+@pytest.mark.test_id("1338dfc6-6fdc-461d-ac00-1ccd76e52976")
+def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, build, gmsa_version):
+    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt, Configure an Active Directory Identity): a pod naming a GMSACredentialSpec its service account may use is admitted and the webhook fills in the spec's JSON (upstream gmsa_kubelet.go passes it down to the containers)."""
+    spec, content = make_spec(kube, gmsa_version, "WebApplication1")
+    allow_use(kube, spec)
+    created, rejection = submit_pod(
+        kube.api_client, kube.namespace, naming_spec(wincon, "gmsa-allowed", build, spec), dry_run=False
+    )
+    assert rejection is None, f"a pod naming GMSA spec {spec} it may use was refused: {rejection.describe()}"
+    options = created["spec"]["securityContext"]["windowsOptions"]
+    assert options.get("gmsaCredentialSpecName") == spec, options
+    assert options.get("gmsaCredentialSpec"), f"the webhook did not fill in gmsaCredentialSpec: {options}"
+    assert json.loads(options["gmsaCredentialSpec"]) == content, "the pod got another JSON than the spec's"
+
+
+@pytest.mark.test_id("631806d5-f68a-4d6d-98de-f502df3a880a")
+def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, build, gmsa_version):
+    """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt): only service accounts granted `use` of a spec may carry it; a pod naming a spec its account may not use is refused, while the same pod naming an allowed one is admitted."""
+    allowed, _ = make_spec(kube, gmsa_version, "WebApplication2")
+    allow_use(kube, allowed)
+    control, rejection = submit_pod(
+        kube.api_client, kube.namespace, naming_spec(wincon, "gmsa-control", build, allowed)
+    )
+    assert rejection is None, f"the control pod naming allowed spec {allowed} was refused: {rejection.describe()}"
+    forbidden, _ = make_spec(kube, gmsa_version, "WebApplication3")
+    _, rejection = submit_pod(kube.api_client, kube.namespace, naming_spec(wincon, "gmsa-forbidden", build, forbidden))
+    assert rejection is not None, f"a pod naming GMSA spec {forbidden} without `use` on it was admitted"
+    assert forbidden in rejection.message and "use" in rejection.message, rejection.describe()
+
+
+@pytest.mark.test_id("6a32bb2f-b4d4-4b2c-90cf-5fb6bb16063b")
+@pytest.mark.dataplane
+@pytest.mark.slow
+def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube, build, gmsa_version):
+    """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt, GMSA): the container reaches its domain controller and writes and reads a file on an SMB share (upstream gmsa_full.go: works end to end, can read and write file to remote SMB folder)."""
+    spec, share = os.environ.get(SPEC_ENV), os.environ.get(SHARE_ENV)
+    if not spec or not share:
+        pytest.skip(
+            f"no domain to test against: set {SPEC_ENV} (a GMSACredentialSpec) and {SHARE_ENV} (\\\\server\\share)"
+        )
+    allow_use(kube, spec)
+    pod = kube.run_pod(naming_spec(wincon, "gmsa-e2e", build, spec))
+    domain = kube.exec(pod, ["nltest", "/PARENTDOMAIN"])
+    assert domain.ok and "completed successfully" in domain.stdout, (
+        f"nltest /PARENTDOMAIN: {domain.stdout} {domain.stderr}"
+    )
+    path = f"{share.rstrip(chr(92))}\\wincon-{secrets.token_hex(4)}.txt"
+    script = f"Set-Content -Path '{path}' -Value 'wincon-gmsa'; Get-Content -Path '{path}'; Remove-Item -Path '{path}'"
+    result = kube.exec(pod, powershell(script))
+    assert result.ok and result.stdout.strip() == "wincon-gmsa", (
+        f"{path} as the gMSA: {result.stdout!r} {result.stderr!r}"
+    )
+
+
+@pytest.mark.test_id("f7a30cba-0f69-4e6f-bbf7-b4697a05cfc0")
+@pytest.mark.dataplane
+def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube, build):
+    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt): the kubelet hands each container its credential spec, pod-level or its own, and `nltest /PARENTDOMAIN` in it names that spec's domain even without a reachable domain (upstream gmsa_kubelet.go)."""
+    body = windows_pod(wincon, "gmsa-kubelet", build)
+    second = dict(body["spec"]["containers"][0], name="second")
+    second["securityContext"] = {
+        "windowsOptions": {"gmsaCredentialSpec": json.dumps(credspec("contoso.org", "WebApp"))}
+    }
+    body["spec"]["containers"].append(second)
+    body["spec"]["securityContext"] = {
+        "windowsOptions": {"gmsaCredentialSpec": json.dumps(credspec("acme.com", "WebApp"))}
+    }
+    created, rejection = submit_pod(kube.api_client, kube.namespace, body, dry_run=False)
+    if rejection is not None:
+        pytest.skip(
+            f"the cluster refuses inline credential specs (a GMSA webhook requires a spec name): {rejection.describe()}"
+        )
+    pod = kube.await_pod(body)
+    for container_name, domain in (("main", "acme.com"), ("second", "contoso.org")):
+        result = kube.exec(pod, ["nltest", "/PARENTDOMAIN"], container=container_name)
+        assert result.ok, f"nltest in {container_name}: {result.stdout} {result.stderr}"
+        assert result.stdout.lower().startswith(domain), (
+            f"{container_name} names domain {result.stdout.strip()!r}, not {domain}"
+        )
+        assert "completed successfully" in result.stdout, result.stdout
