@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
+from wincon.cluster.client import call
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, WinconContext, get_context
 from wincon.kube import Kube
@@ -126,3 +129,24 @@ def make_runtime_class(kube: Kube) -> Callable[..., str]:
 def make_priority_class(kube: Kube) -> Callable[..., str]:
     """``make_priority_class(value, name=None, preemption=None)`` -> name; deleted at teardown."""
     return kube.priority_class
+
+
+# ----------------------------------------------------------------------------- what suites/conftest.py wires
+
+
+def release_pods(api_client: client.ApiClient, namespace: str) -> None:
+    """Ask for every pod of ``namespace`` to be deleted now (gracefully), without waiting for the
+    namespace controller, which may take many seconds to reach a deleted namespace's pods."""
+    core = client.CoreV1Api(api_client)
+    try:
+        call(core.delete_collection_namespaced_pod, namespace, _request_timeout=15)
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def build_for(nodeid: str, builds: list[int]) -> int | None:
+    """The Windows build a test pins to: one of ``builds``, fixed per test id, spread over all of them."""
+    if not builds:
+        return None
+    return builds[zlib.crc32(nodeid.encode()) % len(builds)]

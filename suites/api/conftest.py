@@ -7,12 +7,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks import fixtures as shared
 from wincon.checks.workloads import windows_pod
-
-# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
-namespace = shared.namespace
-build = shared.build
 
 
 @pytest.fixture

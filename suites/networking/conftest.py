@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult, exec_in_pod
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running_ready, wait_for, wait_for_pod
 from wincon.errors import InfrastructureError
+from wincon.fixtures import make_namespace, module_prefix
 from wincon.profile import WINDOWS_BUILD_LABEL, NodeProfile, parse_build
 from wincon.workloads.deploy import apply, container, pod_manifest
 from wincon.workloads.pinning import WrongNode, assert_ran_on
@@ -45,6 +46,13 @@ LOADBALANCER_WAIT = {"azure": 300.0, "gce": 300.0, "aws": 300.0}  # a cloud prov
 LOADBALANCER_WAIT_DEFAULT = 30.0  # elsewhere a provider (MetalLB, kube-vip) answers within seconds, or none exists
 HOSTPROCESS_USER = "NT AUTHORITY\\Local service"
 IDLE_WINDOWS = ["powershell.exe", "-NoLogo", "-NoProfile", "-Command", "while ($true) { Start-Sleep -Seconds 3600 }"]
+
+
+@pytest.fixture(scope="module")
+def namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[str]:
+    """One namespace per test module (not per test, as in the other suites): the module's netservers,
+    clients and Services live there for all its tests, as upstream's networking tests share them."""
+    yield from make_namespace(request, wincon, module_prefix(request))
 
 
 # ----------------------------------------------------------------------------- what the checks talk to

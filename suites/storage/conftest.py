@@ -6,12 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from wincon.checks import fixtures as shared
 from wincon.cluster.exec import ExecResult, exec_in_pod
-
-# Shared fixtures (wincon/checks/fixtures.py): a namespace per test, and the Windows build to pin to.
-namespace = shared.namespace
-build = shared.build
 
 
 @pytest.fixture

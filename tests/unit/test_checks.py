@@ -7,8 +7,8 @@ from kubernetes import client
 
 from wincon.checks import controllers
 from wincon.checks.controllers import REVISION, Invariant, RolloutError, undo
-from wincon.checks.fixtures import build_for
 from wincon.checks.workloads import _tolerated, slug
+from wincon.fixtures import build_for
 
 
 def template(image: str, hash_label: str | None = None) -> client.V1PodTemplateSpec:

@@ -1,0 +1,28 @@
+"""What every suite shares: a namespace per test whose pods are released at once, and the Windows build a
+test pins to. The networking suite overrides `namespace` with one namespace per module (its conftest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from wincon.context import WinconContext
+from wincon.fixtures import build_for, release_pods
+from wincon.profile import ClusterProfile
+
+
+@pytest.fixture
+def namespace(wincon: WinconContext, fresh_namespace: str) -> Iterator[str]:
+    """A namespace per test (not per module), its pods released as soon as the test ends: a long run
+    never piles up more pods than a Windows node takes (30 on AKS and on the local cluster)."""
+    yield fresh_namespace
+    release_pods(wincon.api_client, fresh_namespace)
+
+
+@pytest.fixture
+def build(request: pytest.FixtureRequest, profile: ClusterProfile) -> int | None:
+    """The Windows build this test pins its pods to: each test gets one of the Ready nodes' builds, so
+    a run covers every build and spreads its pods over the Windows nodes."""
+    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+    return build_for(request.node.nodeid, builds)
