@@ -5,6 +5,7 @@ leftovers, pre-pulling) and its end (sweeping this run's namespaces)."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import signal
 import time
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 
 from wincon import limitations as limitations_mod
+from wincon import options
 from wincon.errors import InfrastructureError
+from wincon.localcluster import hints
 from wincon.profile import ClusterProfile
 
 PROFILE_KEY = pytest.StashKey[ClusterProfile]()
@@ -154,6 +157,7 @@ class WinconContext:
     _api_client: Any = None
     _catalog: Any = None
     _registry: Any = None
+    _hints: dict[str, str] | None = None
     worker: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -189,8 +193,36 @@ class WinconContext:
         if self._catalog is None:
             from wincon.workloads.catalog import Catalog
 
-            self._catalog = Catalog.load(repo_list=self.config.getoption("wincon_repo_list"))
+            repo_list = self.config.getoption("wincon_repo_list")
+            if not repo_list and not os.environ.get("KUBE_TEST_REPO_LIST"):
+                repo_list = hints.repo_list_file(self.local_hints)
+            self._catalog = Catalog.load(repo_list=repo_list)
         return self._catalog
+
+    @property
+    def local_hints(self) -> dict[str, str]:
+        """What a wincon local cluster hands to the suite (empty on any other cluster)."""
+        if self._hints is None:
+            self._hints = hints.read(self.api_client)
+        return self._hints
+
+    @property
+    def external_ip(self) -> str:
+        """``--external-ip``, else the local cluster's simulated external host, else the public default."""
+        return (
+            self.config.getoption("wincon_external_ip")
+            or self.local_hints.get("external-ip")
+            or options.DEFAULT_EXTERNAL_IP
+        )
+
+    @property
+    def external_host(self) -> str:
+        """``--external-host``, else the local cluster's simulated external host's name, else the default."""
+        return (
+            self.config.getoption("wincon_external_host")
+            or self.local_hints.get("external-host")
+            or options.DEFAULT_EXTERNAL_HOST
+        )
 
     @property
     def namespaces(self) -> Any:

@@ -26,6 +26,9 @@ MARKERS = {
     "test_id(uuid)": "the stable id of the test",
 }
 
+DEFAULT_EXTERNAL_IP = "8.8.8.8"
+DEFAULT_EXTERNAL_HOST = "kubernetes.io"
+
 
 def register_markers(config: pytest.Config) -> None:
     for name, help_text in MARKERS.items():
@@ -87,14 +90,16 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--external-ip",
         dest="wincon_external_ip",
-        default="8.8.8.8",
-        help="an IP outside the cluster for egress checks (default 8.8.8.8)",
+        default=None,
+        help="an IP outside the cluster for egress checks (default: the local cluster's simulated external host, "
+        f"else {DEFAULT_EXTERNAL_IP})",
     )
     group.addoption(
         "--external-host",
         dest="wincon_external_host",
-        default="kubernetes.io",
-        help="a DNS name outside the cluster for egress checks (default kubernetes.io)",
+        default=None,
+        help="a DNS name outside the cluster for egress checks (default: the local cluster's simulated external "
+        f"host, else {DEFAULT_EXTERNAL_HOST})",
     )
     group.addoption(
         "--prepull",

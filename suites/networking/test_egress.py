@@ -2,8 +2,8 @@
 work, and ICMP to the same external IP, documented to get no reply through win-overlay, win-bridge and
 Azure-CNI.
 
-The external target is `--external-ip` (default 8.8.8.8) and `--external-host` (default kubernetes.io):
-point them at addresses a firewalled cluster may reach. TCP goes to port 80 over plain HTTP; any HTTP
+The external target is `--external-ip` (default 8.8.8.8) and `--external-host` (default kubernetes.io), or on
+the local cluster its simulated external host: point them at addresses a firewalled cluster may reach. TCP goes to port 80 over plain HTTP; any HTTP
 answer proves the TCP flow.
 """
 
@@ -18,13 +18,13 @@ pytestmark = [pytest.mark.networking]
 
 
 @pytest.fixture(scope="module")
-def external_ip(request):
-    return conn.check_host(request.config.getoption("wincon_external_ip"))
+def external_ip(wincon):
+    return conn.check_host(wincon.external_ip)
 
 
 @pytest.fixture(scope="module")
-def external_host(request):
-    return conn.check_host(request.config.getoption("wincon_external_host"))
+def external_host(wincon):
+    return conn.check_host(wincon.external_host)
 
 
 def reach_over_tcp(checks, pod, target):
