@@ -15,8 +15,16 @@ import secrets
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.node import api_query_command, group_membership_command, kubelet_json, powershell, summary_pods
-from wincon.checks.workloads import windows_pod
+from wincon.checks.node import (
+    api_query_command,
+    group_membership_command,
+    kubelet_get,
+    kubelet_json,
+    parse_metrics,
+    powershell,
+    summary_pods,
+)
+from wincon.checks.workloads import eventually, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 
@@ -234,3 +242,72 @@ def test_host_process_container_stats_are_reported(wincon, kube, build):
         cpu = (ctr.get("cpu") or {}).get("usageCoreNanoSeconds") or 0
         memory = (ctr.get("memory") or {}).get("workingSetBytes") or 0
         assert cpu > 0 and memory > 0, f"container {ctr.get('name')}: cpu {cpu}, working set {memory}"
+
+
+def host_process_counters(kube, node: str) -> tuple[float, float]:
+    """(started, failed to start) HostProcess containers, from the kubelet's /metrics."""
+    answer = kubelet_get(kube.api_client, node, "metrics")
+    assert answer.status == 200, f"/metrics of {node} answered {answer.status}: {answer.body[:200]}"
+    samples = parse_metrics(answer.body)
+
+    def total(name: str) -> float:
+        return sum(s.value for s in samples if s.name == name)
+
+    return total(STARTED), total(START_ERRORS)
+
+
+STARTED = "kubelet_started_host_process_containers_total"
+START_ERRORS = "kubelet_started_host_process_containers_errors_total"
+
+
+@pytest.mark.test_id("d7a5e889-012b-49d8-9c92-9376d6042ed1")
+@pytest.mark.dataplane
+@pytest.mark.serial
+def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube, build):
+    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality): the kubelet counts HostProcess containers it started and those that failed to start (upstream host_process.go "metrics should report count of started and failed to start HostProcess containers")."""
+    good = host_process_pod(wincon, "hp-counted", build, ["cmd.exe", "/c", "ver"])
+    create_host_process(kube, good)
+    node = kube.read_pod("hp-counted").spec.node_name
+    kube.gate(f"GET /api/v1/nodes/{node}/proxy/metrics", where=f"the kubelet of {node}")
+    # The pod above may have started before the first scrape: count from a second pair of pods.
+    kube.wait_pod("hp-counted", done=finished, failure=start_failure)
+    started_before, errors_before = host_process_counters(kube, node)
+    ok = host_process_pod(wincon, "hp-ok", build, ["cmd.exe", "/c", "ver"], nodeName=node)
+    bad = host_process_pod(wincon, "hp-bad", build, ["C:\\wincon\\no-such-program.exe"], nodeName=node)
+    for body in (ok, bad):
+        create_host_process(kube, body)
+    kube.wait_pod("hp-ok", done=finished, failure=start_failure)
+    kube.wait_pod("hp-bad", done=lambda p: finished(p) or bool(start_failure(p)), failure=None)
+
+    def counted() -> tuple[float, float] | None:
+        started, errors = host_process_counters(kube, node)
+        return (started, errors) if started > started_before and errors > errors_before else None
+
+    started, errors = eventually(
+        counted,
+        60,
+        f"{STARTED} and {START_ERRORS} of {node} rising",
+        interval=5,
+        behaviour=True,
+        seen=lambda: host_process_counters(kube, node),
+    )
+    assert started > started_before and errors > errors_before
+
+
+@pytest.mark.test_id("b82aaf89-eb98-4b58-8e17-39c86bfc949b")
+@pytest.mark.dataplane
+def test_host_process_pod_shares_the_nodes_ip(wincon, kube, build):
+    """ "Ability to launch hostProcess containers which share the IP address of a Windows node" (windows-operational-readiness Extend.HostProcess): the HostProcess pod's IP is its node's, and the node's address is bound in the container."""
+    body = host_process_pod(
+        wincon, "hp-ip", build, powershell("while ($true) { Start-Sleep -Seconds 5 }"), restartPolicy="Always"
+    )
+    create_host_process(kube, body)
+    command = powershell("(Get-NetIPAddress -AddressFamily IPv4).IPAddress")
+    pod = kube.read_pod("hp-ip")
+    kube.gate(command, where=f"pod hp-ip on {pod.spec.node_name}")
+    pod = kube.wait_pod("hp-ip", done=pod_running_ready)
+    assert pod.status.pod_ip == pod.status.host_ip, f"pod IP {pod.status.pod_ip} is not the node's {pod.status.host_ip}"
+    result = kube.exec(pod, command)
+    assert result.ok and pod.status.host_ip in result.stdout.split(), (
+        f"{pod.status.host_ip} not bound: {result.stdout!r}"
+    )
