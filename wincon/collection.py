@@ -16,7 +16,7 @@ from wincon import limitations as limitations_mod
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
 from wincon.options import AREAS, MARKERS
-from wincon.profile import ClusterProfile
+from wincon.profile import ClusterProfile, NodeProfile
 from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
@@ -76,11 +76,35 @@ def check_limitation_ids(item: pytest.Item, limitations: dict[str, Any], config:
             )
 
 
+def candidate_nodes(item: pytest.Item, profile: ClusterProfile) -> list[NodeProfile]:
+    """The Windows nodes a test's pods may run on: the Ready ones of the build it pins to (the ``build``
+    fixture's choice, fixed per test id), else every Ready Windows node. A limitation is marked only
+    where it applies on each of them (limitations.match)."""
+    from wincon.fixtures import build_for  # fixtures imports this module
+
+    ready = profile.ready_windows_nodes or profile.windows_nodes
+    if "build" in getattr(item, "fixturenames", ()):
+        build = build_for(
+            item.nodeid, sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+        )
+        same = [n for n in ready if n.windows_build == build]
+        if same:
+            return same
+    return ready
+
+
+def pod_isolation(item: pytest.Item) -> str:
+    """The isolation the test's pods request: ``@pytest.mark.isolation("hyperv")``, else process."""
+    marker = item.get_closest_marker("isolation")
+    return str(marker.args[0]) if marker and marker.args else "process"
+
+
 def apply_limitations(item: pytest.Item, limitations: dict[str, Any], profile: ClusterProfile) -> None:
     candidates, applied = [], []
+    nodes, isolation = candidate_nodes(item, profile), pod_isolation(item)
     for marker in item.iter_markers("limitation"):
         lim = limitations[marker.args[0]]
-        result = limitations_mod.match(lim, profile)
+        result = limitations_mod.match(lim, profile, isolation=isolation, nodes=nodes)
         candidates.append((lim, result))
         if result.applies:
             applied.append((lim, result))
@@ -128,6 +152,12 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     referenced = [str(m.args[0]) for m in item.iter_markers("limitation") if m.args]
     applied = item.stash.get(APPLIED_KEY, [])
     limitations = [{"id": lim.id, "title": lim.title, "mode": lim.mode, "facts": list(m.facts)} for lim, m in applied]
+    # Referenced but not applied because a fact is unknown: the plan says so instead of staying silent.
+    unknown = [
+        {"id": lim.id, "unknown": list(m.unknown), "facts": list(m.facts)}
+        for lim, m in item.stash.get(CANDIDATES_KEY, [])
+        if m.unknown and not m.applies
+    ]
     skip = next((m for m in item.iter_markers("skip")), None)
     xfail = next((m for m in item.iter_markers("xfail")), None)
     if skip is not None:
@@ -142,6 +172,9 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         outcome, reason = "xfail", xfail.kwargs.get("reason", "")
     else:
         outcome, reason = "run", ""
+    if unknown:
+        note = "; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown)
+        reason = f"{reason}; {note}" if reason else note
     function = getattr(item, "function", None)
     return {
         "test_id": test_ids[0] if test_ids else None,
@@ -154,4 +187,5 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         "outcome": outcome,
         "reason": reason,
         "limitations": limitations,
+        "unknown_facts": unknown,
     }

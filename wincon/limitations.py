@@ -8,6 +8,8 @@ strict expected failure exactly where its entry applies to the cluster at hand.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from wincon.errors import LimitationsError
-from wincon.profile import ClusterProfile
+from wincon.profile import ClusterProfile, NodeProfile
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "limitations.yaml"
 
@@ -45,10 +47,16 @@ class Limitation:
 
 @dataclass(frozen=True)
 class Match:
-    """Whether a limitation applies to a profile, and the profile facts that decided it."""
+    """Whether a limitation applies, the facts that decided it, and the facts that were unknown.
+
+    A limitation is matched against the node a check runs on (its build, kubelet version, runtime) and
+    the isolation its pods request; the CNI, cloud and kube-proxy mode are the cluster's. An unknown
+    fact never makes a limitation apply: ``unknown`` names it, so the plan can say so.
+    """
 
     applies: bool
     facts: tuple[str, ...]
+    unknown: tuple[str, ...] = ()
 
     def explain(self) -> str:
         return ", ".join(self.facts)
@@ -122,64 +130,124 @@ def _locate(document: Any, path: list[Any]) -> str:
     return f"field '{'.'.join(str(p) for p in path) or '(top level)'}'"
 
 
-def match(limitation: Limitation, profile: ClusterProfile) -> Match:
-    """Does this limitation apply to this cluster? Unknown facts never make a limitation apply."""
+VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str | None) -> Version | None:
+    """'1.34.4' from 'v1.34.4', 'v1.34.4-gke.100' or '1.34'; None when there is no version to read.
+
+    An unparseable version is unknown, never 0.0 (which would satisfy every '<' condition).
+    """
+    found = VERSION.match((text or "").strip())
+    if not found:
+        return None
+    major, minor, patch = found.groups()
+    return Version(f"{major}.{minor}.{patch or 0}")
+
+
+def match(
+    limitation: Limitation,
+    profile: ClusterProfile,
+    node: NodeProfile | None = None,
+    isolation: str = "process",
+    nodes: Sequence[NodeProfile] | None = None,
+) -> Match:
+    """Does this limitation apply to a check on ``node``, whose pods request ``isolation``?
+
+    Without a node, it applies where it applies on every one of ``nodes`` (default: the Windows nodes):
+    the node a check will run on is one of them. Unknown facts never make it apply.
+    """
     if limitation.untestable:
         return Match(False, ("untestable: " + limitation.untestable,))
-    facts: list[str] = []
+    if node is not None:
+        return _match_node(limitation, profile, node, isolation)
+    candidates = list(nodes if nodes is not None else profile.windows_nodes)
+    if not candidates:
+        return Match(False, ("no Windows node to match against",), ("windows nodes",))
+    per_node = [(n, _match_node(limitation, profile, n, isolation)) for n in candidates]
+    applying = [n.name for n, m in per_node if m.applies]
+    if len(applying) == len(per_node):
+        facts = per_node[0][1].facts
+        if len(per_node) > 1:
+            facts += (f"on nodes {', '.join(applying)}",)
+        return Match(True, facts)
+    unknown = tuple(dict.fromkeys(u for _, m in per_node for u in m.unknown))
+    if not applying:
+        reasons = dict.fromkeys(f for _, m in per_node for f in m.facts)
+        return Match(False, tuple(reasons), unknown)
+    others = "; ".join(f"{n.name}: {m.explain()}" for n, m in per_node if not m.applies)
+    return Match(
+        False,
+        (f"depends on the node: applies on {', '.join(applying)} only, not on {others}",),
+        unknown,
+    )
+
+
+def _match_node(limitation: Limitation, profile: ClusterProfile, node: NodeProfile, isolation: str) -> Match:
+    facts: list[str] = [f"node {node.name}"]
     cond = limitation.applies_when
+
+    def unknown(what: str) -> Match:
+        return Match(False, (f"{what} unknown: an unknown fact never applies",), (what,))
+
     if "cni" in cond:
+        if profile.cni in ("", "unknown"):
+            return unknown("cni")
         hit = sorted(profile.cni_aliases & set(cond["cni"]))
         if not hit:
             return Match(False, (f"cni {profile.cni} not in {cond['cni']}",))
         facts.append(f"cni {profile.cni}{'/' + profile.cni_backend if profile.cni_backend else ''} ({hit[0]})")
     if "windows_build" in cond:
-        builds = [b for b in profile.windows_builds if Version(str(b)) in SpecifierSet(cond["windows_build"])]
-        if not builds:
-            return Match(False, (f"no Windows build {cond['windows_build']}",))
-        facts.append(f"windows build {','.join(map(str, builds))} {cond['windows_build']}")
+        if not node.windows_build:
+            return unknown(f"windows build of node {node.name}")
+        if Version(str(node.windows_build)) not in SpecifierSet(cond["windows_build"]):
+            return Match(False, (f"node {node.name} windows build {node.windows_build} not {cond['windows_build']}",))
+        facts.append(f"windows build {node.windows_build} {cond['windows_build']}")
+    kubelet = parse_version(node.kubelet_version)
     if "k8s_version" in cond:
-        if Version(profile.k8s_version) not in SpecifierSet(cond["k8s_version"]):
-            return Match(False, (f"kubernetes {profile.k8s_version} not {cond['k8s_version']}",))
-        facts.append(f"kubernetes {profile.k8s_version} {cond['k8s_version']}")
-    for key, value in (
-        ("runtime", profile.runtime),
-        ("cloud", profile.cloud),
-        ("kube_proxy_mode", profile.kube_proxy_mode),
-    ):
+        if kubelet is None:
+            return unknown(f"kubelet version of node {node.name}")
+        if kubelet not in SpecifierSet(cond["k8s_version"]):
+            return Match(False, (f"node {node.name} kubelet {kubelet} not {cond['k8s_version']}",))
+        facts.append(f"kubelet {kubelet} {cond['k8s_version']}")
+    if "runtime" in cond:
+        if not node.runtime:
+            return unknown(f"runtime of node {node.name}")
+        if node.runtime not in cond["runtime"]:
+            return Match(False, (f"node {node.name} runtime {node.runtime} not in {cond['runtime']}",))
+        facts.append(f"runtime {node.runtime}")
+    for key, value in (("cloud", profile.cloud), ("kube_proxy_mode", profile.kube_proxy_mode)):
         if key in cond:
+            if not value or value == "unknown":
+                return unknown(key.replace("_", "-"))
             if value not in cond[key]:
                 return Match(False, (f"{key} {value} not in {cond[key]}",))
             facts.append(f"{key} {value}")
     if "isolation" in cond:
-        # Process isolation is what every supported runtime gives unless a RuntimeClass asks for Hyper-V.
-        if "process" not in cond["isolation"]:
-            return Match(False, ("isolation process (Hyper-V not requested)",))
-        facts.append("isolation process")
+        if isolation not in cond["isolation"]:
+            return Match(False, (f"isolation {isolation} (the pods request it) not in {cond['isolation']}",))
+        facts.append(f"isolation {isolation}")
     lifted = limitation.lifted_in or {}
-    reasons = _lifted_reasons(lifted, profile)
+    reasons = _lifted_reasons(lifted, node, kubelet)
     if reasons is not None:
-        return Match(False, (f"lifted ({', '.join(reasons)}): {lifted['note']}",))
-    return Match(True, tuple(facts) or ("applies on every cluster",))
+        return Match(False, (f"lifted on node {node.name} ({', '.join(reasons)}): {lifted['note']}",))
+    return Match(True, tuple(facts) if len(facts) > 1 else (*facts, "applies on every node"))
 
 
-def _lifted_reasons(lifted: dict[str, Any], profile: ClusterProfile) -> list[str] | None:
-    """The facts that lift the limitation on this cluster; None unless every given key holds."""
+def _lifted_reasons(lifted: dict[str, Any], node: NodeProfile, kubelet: Version | None) -> list[str] | None:
+    """The node's facts that lift the limitation; None unless every given key is known and holds."""
     reasons = []
     if "k8s_version" in lifted:
-        if Version(profile.k8s_version) < Version(lifted["k8s_version"]):
+        if kubelet is None or kubelet < Version(lifted["k8s_version"]):
             return None
-        reasons.append(f"kubernetes {profile.k8s_version} >= {lifted['k8s_version']}")
+        reasons.append(f"kubelet {kubelet} >= {lifted['k8s_version']}")
     if "windows_build" in lifted:
-        # One older node keeps the limitation alive on the cluster.
-        if not profile.windows_builds or min(profile.windows_builds) < lifted["windows_build"]:
+        if not node.windows_build or node.windows_build < lifted["windows_build"]:
             return None
-        reasons.append(f"Windows builds >= {lifted['windows_build']}")
+        reasons.append(f"windows build {node.windows_build} >= {lifted['windows_build']}")
     if "containerd_version" in lifted:
-        if profile.runtime != "containerd" or not profile.runtime_version:
+        runtime_version = parse_version(node.runtime_version) if node.runtime == "containerd" else None
+        if runtime_version is None or runtime_version < Version(lifted["containerd_version"]):
             return None
-        lowest = min(Version(v.split("+")[0].split("-")[0]) for v in profile.runtime_version.split(","))
-        if lowest < Version(lifted["containerd_version"]):
-            return None
-        reasons.append(f"containerd {lowest} >= {lifted['containerd_version']}")
+        reasons.append(f"containerd {runtime_version} >= {lifted['containerd_version']}")
     return reasons or None

@@ -23,6 +23,7 @@ MARKERS = {
     "disruptive": "changes node or cluster state",
     "dataplane": "needs nodes that really run containers; skipped on simulated nodes",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
+    "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",
 }
 

@@ -125,9 +125,9 @@ class ClusterProfile:
 
     @property
     def k8s_version(self) -> str:
-        """'1.34.4' from 'v1.34.4' or 'v1.34.4-gke.100'."""
+        """'1.34.4' from 'v1.34.4' or 'v1.34.4-gke.100'; '' when unparseable (unknown, never '0.0')."""
         match = re.match(r"v?(\d+\.\d+(?:\.\d+)?)", self.server_version)
-        return match.group(1) if match else "0.0"
+        return match.group(1) if match else ""
 
     @property
     def k8s_minor(self) -> str:

@@ -117,6 +117,7 @@ def hyperv_runtime_class(api_client) -> str | None:
 @pytest.mark.test_id("86146be2-7a71-43cd-aa1b-93a73f1f05ce")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-isolation-unsupported")
+@pytest.mark.isolation("hyperv")
 def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace, profile, data_plane):
     """ "Hyper-V isolation of containers, enabling backward compatibility of Windows container image versions, is planned for a future release" (002_8a7e76f95009f44f.txt, Operating System Restrictions)."""
     pairing = incompatible_pairing(wincon, profile)
@@ -149,6 +150,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace
 @pytest.mark.test_id("796aa85b-1398-4bfb-89bc-f094c4b5426c")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-single-container-per-pod")
+@pytest.mark.isolation("hyperv")
 def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, build, data_plane):
     """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
     if profile.runtime != "docker":
@@ -176,6 +178,7 @@ def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, bui
 @pytest.mark.test_id("33b67d77-243d-40b1-b4d2-b97ac752391d")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
+@pytest.mark.isolation("hyperv")
 def test_hyperv_isolated_container_sees_the_nodes_processors(wincon, namespace, profile, build, data_plane):
     """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
     runtime_class = hyperv_runtime_class(wincon.api_client)

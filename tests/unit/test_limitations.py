@@ -3,7 +3,7 @@ import textwrap
 import pytest
 
 from wincon.errors import ExitCode, LimitationsError
-from wincon.limitations import Limitation, load, match
+from wincon.limitations import Limitation, load, match, parse_version
 from wincon.profile import ClusterProfile, NodeProfile
 
 ENTRY = """\
@@ -19,21 +19,23 @@ limitations:
 """
 
 
-def win(build, runtime_version="1.7.20"):
+def win(build, runtime_version="1.7.20", kubelet="v1.34.4", runtime="containerd"):
     return NodeProfile(
         name=f"w{build}",
+        kubelet_version=kubelet,
         os="windows",
         arch="amd64",
         ready=True,
         simulated=False,
         windows_build=build,
-        runtime="containerd",
+        runtime=runtime,
         runtime_version=runtime_version,
     )
 
 
 def profile(cni="flannel", backend="vxlan", version="v1.34.4", builds=(20348,), runtime_version="1.7.20"):
-    return ClusterProfile(version, nodes=[win(b, runtime_version) for b in builds], cni=cni, cni_backend=backend)
+    nodes = [win(b, runtime_version, kubelet=version) for b in builds]
+    return ClusterProfile(version, nodes=nodes, cni=cni, cni_backend=backend)
 
 
 def lim(**kw):
@@ -121,7 +123,7 @@ def test_vxlan_only_limitation_does_not_apply_to_host_gw():
 
 def test_build_and_version_conditions():
     old_build = lim(applies_when={"windows_build": "<20348"})
-    assert match(old_build, profile(builds=(17763, 20348))).applies
+    assert match(old_build, profile(builds=(17763,))).applies
     assert not match(old_build, profile(builds=(20348,))).applies
     old_k8s = lim(applies_when={"k8s_version": "<1.24"})
     assert match(old_k8s, profile(version="v1.23.9")).applies
@@ -132,9 +134,9 @@ def test_lifted_in_a_later_release_or_build_or_runtime():
     by_k8s = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
     assert match(by_k8s, profile(version="v1.25.3")).applies
     result = match(by_k8s, profile(version="v1.34.4"))
-    assert not result.applies and "kubernetes 1.34.4 >= 1.26" in result.explain()
+    assert not result.applies and "kubelet 1.34.4 >= 1.26" in result.explain()
     by_build = lim(lifted_in={"windows_build": 20348, "note": "fixed in Windows Server 2022"})
-    assert match(by_build, profile(builds=(17763, 20348))).applies  # one old node keeps it alive
+    assert match(by_build, profile(builds=(17763,))).applies
     assert not match(by_build, profile(builds=(20348,))).applies
     by_runtime = lim(lifted_in={"containerd_version": "1.7", "note": "fixed in containerd 1.7"})
     assert match(by_runtime, profile(runtime_version="1.6.21")).applies
@@ -147,7 +149,7 @@ def test_untestable_entries_never_apply():
 
 def test_unconditional_entry_applies_everywhere():
     result = match(lim(), profile())
-    assert result.applies and result.explain() == "applies on every cluster"
+    assert result.applies and result.explain() == "node w20348, applies on every node"
 
 
 def test_the_projects_limitations_file_is_valid():
@@ -162,3 +164,79 @@ def test_lifted_in_with_two_keys_needs_both():
     assert match(entry, profile(version="v1.34.4", runtime_version="1.5.13")).applies
     assert match(entry, profile(version="v1.22.0", runtime_version="1.7.20")).applies
     assert not match(entry, profile(version="v1.34.4", runtime_version="1.7.20")).applies
+
+
+# --- matched against the node the check runs on (issue 12)
+
+
+def test_a_build_condition_applies_to_the_node_of_that_build_only():
+    """It used to apply cluster-wide as soon as any node matched."""
+    old_build = lim(applies_when={"windows_build": "<20348"})
+    mixed = profile(builds=(17763, 20348))
+    old, new = mixed.windows_nodes
+    assert match(old_build, mixed, node=old).applies
+    assert not match(old_build, mixed, node=new).applies
+    across = match(old_build, mixed)
+    assert not across.applies and "depends on the node: applies on w17763 only" in across.explain()
+    assert match(old_build, mixed, nodes=[old]).applies
+
+
+def test_the_kubelets_version_decides_not_the_api_servers():
+    entry = lim(applies_when={"k8s_version": "<1.24"})
+    skewed = ClusterProfile("v1.34.4", nodes=[win(20348, kubelet="v1.23.17")], cni="flannel", cni_backend="vxlan")
+    result = match(entry, skewed)
+    assert result.applies and "kubelet 1.23.17 <1.24" in result.explain()
+    lifted = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
+    assert match(lifted, skewed).applies  # the API server is 1.34, but the node's kubelet is not
+
+
+@pytest.mark.parametrize("kubelet", ["", "unknown", "vX"])
+def test_an_unparseable_kubelet_version_is_unknown_and_never_applies(kubelet):
+    """It used to read as 0.0, which satisfies every '<' condition."""
+    entry = lim(applies_when={"k8s_version": "<1.24"})
+    result = match(entry, profile(version=kubelet))
+    assert not result.applies
+    assert result.unknown == ("kubelet version of node w20348",)
+    assert "unknown" in result.explain()
+
+
+def test_unknown_cni_and_runtime_never_apply_and_say_so():
+    by_cni = match(lim(applies_when={"cni": ["win-overlay"]}), profile("unknown", None))
+    assert not by_cni.applies and by_cni.unknown == ("cni",)
+    no_runtime = ClusterProfile("v1.34.4", nodes=[win(20348, runtime="")], cni="flannel", cni_backend="vxlan")
+    by_runtime = match(lim(applies_when={"runtime": ["docker"]}), no_runtime)
+    assert not by_runtime.applies and by_runtime.unknown == ("runtime of node w20348",)
+
+
+def test_mixed_runtimes_match_each_node_on_its_own():
+    """It used to be 'mixed' cluster-wide, which matched nothing."""
+    docker_only = lim(applies_when={"runtime": ["docker"]})
+    cluster = ClusterProfile(
+        "v1.34.4",
+        nodes=[win(17763, runtime="docker", runtime_version="20.10.9"), win(20348)],
+        cni="flannel",
+        cni_backend="vxlan",
+    )
+    docker_node, containerd_node = cluster.windows_nodes
+    assert match(docker_only, cluster, node=docker_node).applies
+    assert not match(docker_only, cluster, node=containerd_node).applies
+
+
+def test_isolation_is_the_one_the_pods_request():
+    """Hyper-V entries used to never apply: isolation was always taken as process."""
+    hyperv = lim(applies_when={"isolation": ["hyperv"]})
+    assert match(hyperv, profile(), isolation="hyperv").applies
+    result = match(hyperv, profile())
+    assert not result.applies and "isolation process" in result.explain()
+
+
+def test_lifted_is_reported_with_the_nodes_facts():
+    entry = lim(lifted_in={"containerd_version": "1.7", "note": "fixed in containerd 1.7"})
+    result = match(entry, profile(runtime_version="1.7.20+azure"))
+    assert not result.applies and "lifted on node w20348 (containerd 1.7.20 >= 1.7)" in result.explain()
+
+
+def test_parse_version():
+    assert str(parse_version("v1.34.4-gke.100")) == "1.34.4"
+    assert str(parse_version("1.34")) == "1.34.0"
+    assert parse_version("") is None and parse_version("latest") is None

@@ -144,3 +144,104 @@ def test_expect_deviation_turns_only_a_failed_assert_into_the_deviation():
             raise framework
     assert not issubclass(FrameworkFailure, AssertionError)
     assert not issubclass(InfrastructureError, AssertionError)
+
+
+# --- limitations match the nodes a test's pods run on, and the plan says when a fact is unknown
+
+NODE_LIMITS = """\
+version: 1
+limitations:
+  - id: old-kubelet
+    title: Something old kubelets get wrong on Windows
+    area: compute
+    statement: Kubelets before v1.24 get this wrong on Windows.
+    sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
+    applies_when: {k8s_version: "<1.24"}
+    mode: xfail
+  - id: hyperv-only
+    title: Something Hyper-V isolated pods cannot do
+    area: runtime
+    statement: Hyper-V isolated containers cannot do this.
+    sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
+    applies_when: {isolation: [hyperv]}
+    mode: xfail
+"""
+
+NODE_SUITE = """
+import pytest
+
+@pytest.fixture
+def build():
+    return None
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0201")
+@pytest.mark.limitation("old-kubelet")
+@pytest.mark.parametrize("n", range(6))
+def test_on_its_build(build, n):
+    pass
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0202")
+@pytest.mark.isolation("hyperv")
+@pytest.mark.limitation("hyperv-only")
+def test_hyperv():
+    pass
+"""
+
+
+def windows_node(name, build, kubelet):
+    return {
+        "name": name,
+        "os": "windows",
+        "arch": "amd64",
+        "ready": True,
+        "simulated": False,
+        "windows_build": build,
+        "runtime": "containerd",
+        "runtime_version": "1.7.20",
+        "kubelet_version": kubelet,
+    }
+
+
+def plan_of(pytester, nodes):
+    pytester.makefile(".yaml", limitations=NODE_LIMITS)
+    pytester.mkdir("suites")
+    (pytester.path / "suites" / "test_s.py").write_text(NODE_SUITE)
+    profile = {"server_version": "v1.34.4", "cni": "flannel", "cni_backend": "vxlan", "nodes": nodes}
+    (pytester.path / "profile.json").write_text(json.dumps(profile))
+    result = pytester.runpytest_subprocess(
+        "suites",
+        "--wincon-profile",
+        "profile.json",
+        "--limitations",
+        "limitations.yaml",
+        "--collect-only",
+        "--wincon-plan-out",
+        "plan.json",
+    )
+    assert result.ret == ExitCode.OK, result.stdout.str()
+    return {row["nodeid"]: row for row in json.loads((pytester.path / "plan.json").read_text())["tests"]}
+
+
+def test_a_kubelet_condition_follows_the_build_each_test_pins_to(pytester):
+    """The API server is v1.34; only the ltsc2019 node's kubelet is older than v1.24."""
+    from wincon.fixtures import build_for
+
+    plan = plan_of(pytester, [windows_node("old", 17763, "v1.23.17"), windows_node("new", 20348, "v1.34.4")])
+    rows = {k: v for k, v in plan.items() if "test_on_its_build" in k}
+    for nodeid, row in rows.items():
+        on_old = build_for(nodeid, [17763, 20348]) == 17763
+        assert row["outcome"] == ("xfail" if on_old else "run"), (nodeid, row)
+    assert {row["outcome"] for row in rows.values()} == {"xfail", "run"}
+
+
+def test_an_unknown_kubelet_version_never_applies_and_the_plan_says_so(pytester):
+    plan = plan_of(pytester, [windows_node("w", 20348, "")])
+    row = next(v for k, v in plan.items() if "test_on_its_build" in k)
+    assert row["outcome"] == "run"
+    assert "limitation old-kubelet not applied: kubelet version of node w unknown" in row["reason"]
+
+
+def test_a_hyperv_test_gets_its_hyperv_limitation(pytester):
+    plan = plan_of(pytester, [windows_node("w", 20348, "v1.34.4")])
+    row = next(v for k, v in plan.items() if "test_hyperv" in k)
+    assert row["outcome"] == "xfail" and "isolation hyperv" in row["reason"]
