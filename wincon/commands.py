@@ -14,7 +14,7 @@ from typing import Any
 
 from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
-from wincon.errors import ExitCode, InfrastructureError, UsageError, WinconError
+from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
 from wincon.profile import ClusterProfile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,12 +84,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_limitations(args: argparse.Namespace) -> int:
     entries = limitations_mod.load(args.file)
     profile = None
+    unknown = "--offline: no cluster asked" if args.offline else ""
     if args.profile_file:
         from wincon.profile import load_profile_file
 
         profile = load_profile_file(args.profile_file)
     elif not args.offline:
-        _, profile = _profile(args)
+        try:
+            _, profile = _profile(args)
+        except (KubeconfigError, InfrastructureError) as exc:
+            # The catalog is data: list it all the same, with applicability unknown.
+            unknown = f"no cluster ({exc.message})"
+            print(
+                exc.render().replace("error:", "warning:", 1) + "\n  listing with applicability unknown",
+                file=sys.stderr,
+            )
     rows = []
     for lim in entries.values():
         match = limitations_mod.match(lim, profile) if profile else None
@@ -101,7 +110,8 @@ def cmd_limitations(args: argparse.Namespace) -> int:
                 "mode": lim.mode,
                 "sources": lim.source_text,
                 "applies": match.applies if match else None,
-                "why": match.explain() if match else "",
+                "why": match.explain() if match else f"applicability unknown: {unknown}",
+                "unknown": list(match.unknown) if match else ["cluster"],
             }
         )
     if args.json:

@@ -1,3 +1,4 @@
+import json
 import textwrap
 
 import pytest
@@ -240,3 +241,16 @@ def test_parse_version():
     assert str(parse_version("v1.34.4-gke.100")) == "1.34.4"
     assert str(parse_version("1.34")) == "1.34.0"
     assert parse_version("") is None and parse_version("latest") is None
+
+
+def test_wincon_limitations_lists_the_catalog_without_a_cluster(tmp_path, capsys, monkeypatch):
+    """It used to stop with exit 6 when no kubeconfig could be read."""
+    from wincon.cli import main
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    code = main(["limitations", "--json", "--kubeconfig", str(tmp_path / "missing")])
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
+    assert code == 0 and len(rows) == len(load())
+    assert all(row["applies"] is None and row["why"].startswith("applicability unknown: no cluster") for row in rows)
+    assert "listing with applicability unknown" in out.err
