@@ -113,7 +113,7 @@ def naming_spec(wincon, name: str, build, spec: str) -> dict:
 
 @pytest.mark.test_id("1338dfc6-6fdc-461d-ac00-1ccd76e52976")
 def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, build, gmsa_version):
-    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt, Configure an Active Directory Identity): a pod naming a GMSACredentialSpec its service account may use is admitted and the webhook fills in the spec's JSON (upstream gmsa_kubelet.go passes it down to the containers)."""
+    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt, Configure an Active Directory Identity): a pod naming a GMSACredentialSpec its service account may use is admitted and the webhook fills in the spec's JSON (the path upstream gmsa_full.go sets up with its webhook)."""
     spec, content = make_spec(kube, gmsa_version, "WebApplication1")
     allow_use(kube, spec)
     created, rejection = submit_pod(
