@@ -1,11 +1,14 @@
 """`wincon run`: the main job. Run the suites with the defaults a user wants, then show the results.
 
 1. with ``--local``, start the local simulated cluster (or reuse it) and use its kubeconfig;
-2. ``pytest suites/ -n 2 --results-dir results/<run-id> --alluredir results/<run-id>/allure-results``
-   plus whatever follows ``--``;
-3. build the history dashboard (every run next to this one) and this run's Allure report, inside the
+2. ``pytest suites/ -n 2 -m "not (serial or disruptive)" --results-dir results/<run-id> --alluredir
+   results/<run-id>/allure-results`` plus whatever follows ``--`` (a ``-m`` of the user's is combined);
+3. then the serial and disruptive tests in a phase of their own, one at a time (no xdist), into the same
+   results: their JUnit file joins the first one (``..._02.xml``), their Allure results the same
+   directory, and ``finished.json`` says how both phases ended;
+4. build the history dashboard (every run next to this one) and this run's Allure report, inside the
    run's directory, and print where they are;
-4. exit with pytest's exit code (5, nothing collected, stays an error).
+5. exit with the phases' combined exit code (5, nothing collected in either phase, stays an error).
 
 Ctrl-C and SIGTERM reach pytest once, as SIGINT, so it finishes in order: namespaces cleaned, the
 results marked ABORTED. If pytest dies without finishing (SIGKILL, OOM killer), this process marks the
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +33,9 @@ from wincon.results.plugin import write_finished
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_WORKERS = 2
+SERIAL = "serial or disruptive"  # tests that must not share the cluster with others: a phase of their own
+# Exit codes after which the serial phase still runs: the first phase ran (or had nothing to run).
+PHASE_CONTINUES = frozenset({ExitCode.OK, ExitCode.TESTS_FAILED, ExitCode.INFRASTRUCTURE, ExitCode.NO_TESTS})
 
 
 def new_run_id() -> str:
@@ -53,6 +60,45 @@ def _has_option(pytest_args: list[str], *names: str) -> bool:
     )
 
 
+def _split_marker(pytest_args: list[str]) -> tuple[str | None, list[str]]:
+    """The user's ``-m`` expression (``-m X``, ``-m=X``, ``-mX``, ``--markexpr``) and the other arguments."""
+    expr, rest, i = None, [], 0
+    while i < len(pytest_args):
+        arg = pytest_args[i]
+        if arg in ("-m", "--markexpr") and i + 1 < len(pytest_args):
+            expr, i = pytest_args[i + 1], i + 2
+            continue
+        if arg.startswith("--markexpr="):
+            expr = arg.split("=", 1)[1]
+        elif arg.startswith("-m") and len(arg) > 2 and arg != "-m":
+            expr = arg[2:].removeprefix("=")
+        else:
+            rest.append(arg)
+        i += 1
+    return expr, rest
+
+
+def phase_args(pytest_args: list[str], serial: bool) -> list[str]:
+    """The pass-through arguments of one phase: the user's ``-m`` combined with the phase's selection;
+    the serial phase also drops ``-n``/``--numprocesses`` (its tests run one at a time)."""
+    expr, rest = _split_marker(pytest_args)
+    phase = f"({SERIAL})" if serial else f"not ({SERIAL})"
+    if serial:
+        kept, skip = [], False
+        for arg in rest:
+            if skip:
+                skip = False
+                continue
+            if arg in ("-n", "--numprocesses"):
+                skip = True
+                continue
+            if arg.startswith("--numprocesses=") or (arg.startswith("-n") and arg[2:].isdigit()):
+                continue
+            kept.append(arg)
+        rest = kept + ["-n", "0"]  # xdist stays loaded (the plugin implements its hooks), with no workers
+    return rest + ["-m", f"({expr}) and {phase}" if expr else phase]
+
+
 def pytest_command(
     results_dir: Path,
     run_id: str,
@@ -60,6 +106,7 @@ def pytest_command(
     workers: int = DEFAULT_WORKERS,
     kubeconfig: str | None = None,
     context: str | None = None,
+    alluredir: Path | None = None,
 ) -> list[str]:
     command = [sys.executable, "-m", "pytest"]
     if not _gives_paths(pytest_args):
@@ -68,7 +115,7 @@ def pytest_command(
         command += ["-n", str(workers)]
     command += ["--results-dir", str(results_dir), "--run-id", run_id]
     if not _has_option(pytest_args, "--alluredir"):
-        command += ["--alluredir", str(results_dir / "allure-results")]
+        command += ["--alluredir", str(alluredir or results_dir / "allure-results")]
     if kubeconfig:
         command += ["--kubeconfig", kubeconfig]
     if context:
@@ -141,11 +188,13 @@ def run(
 
         print(f"wincon: starting (or reusing) the local cluster {cluster_name or 'wincon'}...", file=sys.stderr)
         kubeconfig = str(up(name=cluster_name or "wincon"))
-    command = pytest_command(results_dir, run_id, pytest_args, workers, kubeconfig, context)
-    print("wincon: " + " ".join(command), file=sys.stderr)
+    command = pytest_command(results_dir, run_id, phase_args(pytest_args, serial=False), workers, kubeconfig, context)
+    print("wincon: parallel phase: " + " ".join(command), file=sys.stderr)
     returncode = _run_pytest(command)
     if close_aborted(results_dir, returncode):
         print(f"wincon: pytest did not finish ({returncode}); {results_dir} marked ABORTED", file=sys.stderr)
+    if returncode in PHASE_CONTINUES:
+        returncode = run_serial_phase(results_dir, run_id, pytest_args, returncode, kubeconfig, context)
     exit_code = int(ExitCode.INTERRUPTED) if returncode < 0 else returncode
     if returncode == ExitCode.NO_TESTS:
         print("wincon: error: pytest collected no tests: a selection that matches nothing is an error", file=sys.stderr)
@@ -154,6 +203,91 @@ def run(
     elif not (results_dir / "started.json").exists():
         print(f"wincon: pytest wrote no results to {results_dir} (exit {returncode})", file=sys.stderr)
     return exit_code
+
+
+def run_serial_phase(
+    results_dir: Path,
+    run_id: str,
+    pytest_args: list[str],
+    first: int,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> int:
+    """Run the serial and disruptive tests one at a time, into a scratch directory merged into the run's."""
+    scratch = results_dir.parent / f".{results_dir.name}-serial"
+    shutil.rmtree(scratch, ignore_errors=True)
+    command = pytest_command(
+        scratch,
+        run_id,
+        phase_args(pytest_args, serial=True),
+        0,
+        kubeconfig,
+        context,
+        alluredir=results_dir / "allure-results",
+    )
+    print("wincon: serial phase: " + " ".join(command), file=sys.stderr)
+    second = _run_pytest(command)
+    close_aborted(scratch, second)
+    try:
+        merge_phase(results_dir, scratch, first, second)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return combine_exit_codes(first, second)
+
+
+def combine_exit_codes(first: int, second: int) -> int:
+    """One exit code for two phases: an interruption first, then failures, infrastructure errors, the
+    other errors; 5 (nothing collected) only when neither phase collected anything."""
+    codes = [first, second]
+    if any(c < 0 for c in codes):
+        return min(codes)
+    for wanted in (ExitCode.INTERRUPTED, ExitCode.TESTS_FAILED, ExitCode.INFRASTRUCTURE):
+        if wanted in codes:
+            return int(wanted)
+    others = [c for c in codes if c not in (ExitCode.OK, ExitCode.NO_TESTS)]
+    if others:
+        return max(others)
+    return int(ExitCode.NO_TESTS) if all(c == ExitCode.NO_TESTS for c in codes) else int(ExitCode.OK)
+
+
+def merge_phase(results_dir: Path, scratch: Path, first: int, second: int) -> None:
+    """Fold the serial phase's results directory into the run's: JUnit as ``..._02.xml``, the build log
+    appended, ``finished.json`` for both phases. A phase that wrote nothing leaves the other as it is."""
+    if second == ExitCode.NO_TESTS or not (scratch / "started.json").is_file():
+        return  # no serial or disruptive test selected: the first phase's results stand as they are
+    if not (results_dir / "started.json").is_file():
+        shutil.copytree(scratch, results_dir, dirs_exist_ok=True)
+        return
+    artifacts_dir = results_dir / "artifacts"
+    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    for index, junit_file in enumerate(sorted((scratch / "artifacts").glob("junit*.xml")), start=2):
+        stem = junit_file.name.rsplit("_", 1)[0]
+        shutil.copyfile(junit_file, artifacts_dir / f"{stem}_{index:02d}.xml")
+    log = scratch / "build-log.txt"
+    if log.is_file():
+        with (results_dir / "build-log.txt").open("a") as out:
+            out.write("\n--- serial phase (serial and disruptive tests, one at a time) ---\n" + log.read_text())
+    finished = [_read_finished(results_dir), _read_finished(scratch)]
+    results = [f.get("result", "ABORTED") for f in finished]
+    result = next((r for r in ("ABORTED", "FAILURE") if r in results), "SUCCESS")
+    if first == ExitCode.NO_TESTS:
+        result = results[1]
+    metadata = {**finished[0].get("metadata", {})}
+    verdicts: dict[str, int] = {}
+    for f in finished:
+        for verdict, number in (f.get("metadata", {}).get("verdicts") or {}).items():
+            verdicts[verdict] = verdicts.get(verdict, 0) + int(number)
+    metadata["verdicts"] = {k: str(v) for k, v in verdicts.items()}
+    metadata["pytest-exit-code"] = f"parallel phase {first}, serial phase {second}"
+    write_finished(results_dir, passed=result == "SUCCESS", result=result, metadata=metadata)
+
+
+def _read_finished(directory: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((directory / "finished.json").read_text())
+    except (OSError, ValueError):
+        return {"result": "ABORTED"}
+    return data if isinstance(data, dict) else {"result": "ABORTED"}
 
 
 def show_results(results_dir: Path) -> None:
