@@ -81,7 +81,8 @@ def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[...,
     def gate(command: str | list[str], where: str = "") -> None:
         text = command if isinstance(command, str) else " ".join(command)
         text = f"{where}: {text}" if where else text
-        node.user_properties.append((COMMAND, text))
+        if (COMMAND, text) not in node.user_properties:  # a check that retries records its command once
+            node.user_properties.append((COMMAND, text))
         if not profile.data_plane:
             node.user_properties.append((SIMULATED_SKIP, "true"))
             would = [lim.id for lim, _ in node.stash.get(APPLIED_KEY, [])]

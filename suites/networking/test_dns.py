@@ -152,13 +152,13 @@ def test_pod_reaches_service_through_externalname(checks, windows_client, alias_
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 def test_dns_policy_none_applies_dns_config(
-    checks, workloads, windows_nodes, netserver_service, cluster_dns, namespace
+    checks, net, windows_nodes, netserver_service, cluster_dns, namespace
 ):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:
         pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")
     searches = [f"{namespace}.svc.{cluster_dns.domain}", "wincon.example"]
-    pod = workloads.windows_client(
+    pod = net.windows_client(
         "dns-none",
         windows_nodes[0],
         dnsPolicy="None",
@@ -181,10 +181,10 @@ def test_dns_policy_none_applies_dns_config(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-cluster-first-with-host-net")
 def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
-    checks, workloads, windows_nodes, netserver_service
+    checks, net, windows_nodes, netserver_service
 ):
     """ "ClusterFirstWithHostNet is not supported for DNS" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, V1.Pod.dnsPolicy)."""
-    host = workloads.hostprocess("dns-hostnet", windows_nodes[0], dnsPolicy="ClusterFirstWithHostNet")
+    host = net.hostprocess("dns-hostnet", windows_nodes[0], dnsPolicy="ClusterFirstWithHostNet")
     lookup = checks.lookup(host, netserver_service.fqdn)
     with expect_deviation("dns-cluster-first-with-host-net"):
         assert lookup.ok, f"{netserver_service.fqdn} did not resolve on the host network: {lookup.error}"

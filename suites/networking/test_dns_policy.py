@@ -27,12 +27,12 @@ def resolver_config(checks, pod):
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
 @pytest.mark.dataplane
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
-    checks, workloads, windows_nodes, cluster_dns, kubernetes_service
+    checks, net, windows_nodes, cluster_dns, kubernetes_service
 ):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy ClusterFirst the pod's resolver is the cluster DNS and a Service's name resolves to its cluster IP."""
     if not cluster_dns.ip:
         pytest.skip("the cluster has no kube-system/kube-dns Service: no cluster DNS to point ClusterFirst at")
-    pod = workloads.windows_client("dns-cluster-first", windows_nodes[0], dnsPolicy="ClusterFirst")
+    pod = net.windows_client("dns-cluster-first", windows_nodes[0], dnsPolicy="ClusterFirst")
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"cluster DNS {cluster_dns.ip} not among {config.nameservers}"
     name = kubernetes_service.fqdn
@@ -45,10 +45,10 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
-    checks, workloads, windows_nodes, cluster_dns, external_host
+    checks, net, windows_nodes, cluster_dns, external_host
 ):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
-    pod = workloads.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")
+    pod = net.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")
     config = resolver_config(checks, pod)
     lookup = checks.lookup(pod, external_host)
     with expect_deviation("dns-config-via-cni"):

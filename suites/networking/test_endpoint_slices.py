@@ -37,18 +37,18 @@ pytestmark = [pytest.mark.networking]
 
 
 @pytest.fixture
-def backends(request, workloads, windows_nodes):
+def backends(request, net, windows_nodes):
     """Two Windows netexec pods of this test alone (on two nodes where there are two), labelled app=<prefix>."""
     prefix = request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
     manifests = [
-        workloads.windows_netexec_manifest(
+        net.windows_netexec_manifest(
             f"{prefix}-{i}",
             windows_nodes[i % len(windows_nodes)],
             labels={APP_LABEL: prefix},
         )
         for i in range(2)
     ]
-    pods = workloads.start(manifests)
+    pods = net.start(manifests)
     return prefix, manifests, [backend(pods[m["metadata"]["name"]]) for m in manifests]
 
 
@@ -65,11 +65,11 @@ def names(pods) -> set[str]:
 @pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
 @pytest.mark.dataplane
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
-    wincon, namespace, workloads, backends, checks, windows_client
+    wincon, namespace, net, backends, checks, windows_client
 ):
     """ "In Windows, services can utilize the following types ... ClusterIP" and "Endpoints / vNICs" are supported (002_8a7e76f95009f44f.txt, Services; Networking): the EndpointSlices of a Service over Windows pods name each pod, its node and the target ports, and the Service answers from them."""
     prefix, _, pods = backends
-    service = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     slices = slices_of(wincon, namespace, service.name)
     assert slices, f"no EndpointSlice carries kubernetes.io/service-name={service.name}"
     by_pod = {}
@@ -92,11 +92,11 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 @pytest.mark.test_id("708f0ce2-6851-4192-8400-ebd6fb0a9682")
 @pytest.mark.dataplane
 def test_service_deleted_and_created_again_serves_its_windows_pods(
-    wincon, namespace, workloads, backends, checks, windows_client
+    wincon, namespace, net, backends, checks, windows_client
 ):
     """ "Ability to delete and recreate services in such a way that load balancing rules for pods are recovered by whatever chosen service proxy is being utilized" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): the recreated Service gets the pods' endpoints back and answers from each."""
     prefix, _, pods = backends
-    first = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    first = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     core = client.CoreV1Api(wincon.api_client)
     call(core.delete_namespaced_service, prefix, namespace)
 
@@ -104,7 +104,7 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
         return prefix not in {s.metadata.name for s in call(core.list_namespaced_service, namespace).items}
 
     eventually(gone, 60, f"Service {prefix} deleted")
-    again = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    again = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     assert again.raw.metadata.uid != first.raw.metadata.uid, "the Service was not created anew"
     outcome = checks.dial(windows_client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
     assert outcome.reached_all, f"recreated {prefix} ({again.cluster_ip}): {outcome.describe()}"
@@ -113,21 +113,21 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 @pytest.mark.test_id("f324b6ed-bbb3-4055-a990-bfcd8d22dad8")
 @pytest.mark.dataplane
 def test_endpoints_follow_windows_pods_going_down_and_up(
-    wincon, namespace, workloads, backends, checks, windows_client
+    wincon, namespace, net, backends, checks, windows_client
 ):
     """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
     prefix, manifests, pods = backends
-    service = workloads.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
+    service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     core = client.CoreV1Api(wincon.api_client)
     down = pods[1]
     call(core.delete_namespaced_pod, down.name, namespace, grace_period_seconds=0)
-    workloads.wait_endpoints(service, [pods[0]])
+    net.wait_endpoints(service, [pods[0]])
     eventually(
         lambda: down.name not in {p.metadata.name for p in call(core.list_namespaced_pod, namespace).items},
         120,
         f"pod {down.name} deleted",
     )
-    replacement = backend(workloads.start([manifests[1]])[down.name])
-    workloads.wait_endpoints(service, [pods[0], replacement])
+    replacement = backend(net.start([manifests[1]])[down.name])
+    net.wait_endpoints(service, [pods[0], replacement])
     outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
     assert outcome.reached_all, f"{prefix} after {down.name} came back ({replacement.ip}): {outcome.describe()}"

@@ -24,11 +24,11 @@ def ipv6_of(addresses):
 
 
 @pytest.fixture(scope="module")
-def dual_stack_service(workloads):
+def dual_stack_service(net):
     """A RequireDualStack Service over the Windows netservers; skips where the API says the cluster is not
     dual-stack, before any pod is started for nothing."""
     try:
-        return workloads.service("service-dualstack.yaml", None, name="netserver-ds")
+        return net.service("service-dualstack.yaml", None, name="netserver-ds")
     except FailToCreateError as exc:
         if any(e.status == 422 for e in exc.api_exceptions):
             pytest.skip(f"the cluster is not configured for IPv4/IPv6 dual-stack: {exc}"[:400])
@@ -56,10 +56,10 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
 @pytest.mark.limitation("ipv6-overlay-unsupported")
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
 def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
-    checks, dual_stack_service, workloads, windows_client, netservers
+    checks, dual_stack_service, net, windows_client, netservers
 ):
     """ "Dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported" except on "l2bridge, l2tunnel, or overlay networks" (000_4130a90def37a825.txt, IPv6; Networking)."""
-    workloads.wait_endpoints(dual_stack_service, netservers)
+    net.wait_endpoints(dual_stack_service, netservers)
     address = ipv6_of(dual_stack_service.raw.spec.cluster_ips or [])
     assert address, (
         f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_ips}"
@@ -72,15 +72,15 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
 @pytest.mark.test_id("f17cbdfe-fce4-404b-97fe-9d583e54c15d")
 @pytest.mark.dataplane
 @pytest.mark.limitation("ipv6-single-stack-unsupported")
-def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, workloads, kubernetes_service, windows_nodes):
+def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, net, kubernetes_service, windows_nodes):
     """ "Kubernetes on Windows does not support single-stack "IPv6-only" networking" (000_4130a90def37a825.txt, IPv6)."""
     families = list(kubernetes_service.raw.spec.ip_families or [])
     if families != ["IPv6"]:
         pytest.skip(f"the cluster is not IPv6 single-stack (default/kubernetes has families {families or ['IPv4']})")
     node = windows_nodes[0]
     try:
-        server = workloads.start([workloads.windows_netexec_manifest("v6-server", node)])["v6-server"]
-        client = workloads.windows_client("v6-client", node)
+        server = net.start([net.windows_netexec_manifest("v6-server", node)])["v6-server"]
+        client = net.windows_client("v6-client", node)
     except WaitTimeout:
         # The pods never ran, so nothing about IPv6 was observed: an error (after the simulated-node gate).
         checks.gate(["agnhost", "netexec"], where=f"windows node {node.name}")

@@ -102,15 +102,15 @@ def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver
 @pytest.mark.dataplane
 @pytest.mark.limitation("hostnetwork-unsupported")
 def test_ordinary_windows_pod_with_host_network_shares_the_node_network(
-    checks, workloads, windows_client, windows_nodes
+    checks, net, windows_client, windows_nodes
 ):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
     node = windows_nodes[0]
-    manifest = workloads.windows_netexec_manifest(
+    manifest = net.windows_netexec_manifest(
         "hostnet", node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": "hostnet"}, hostNetwork=True
     )
     # A refusal by the kubelet is the documented deviation, not an infrastructure error: wait for any end state.
-    pod = workloads.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))[
+    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))[
         "hostnet"
     ]
     command = conn.dial_command("windows", windows_client.ip, pod.status.host_ip, HOST_NETWORK_PORT)

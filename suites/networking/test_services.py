@@ -31,8 +31,8 @@ def names(pods):
 
 
 @pytest.fixture(scope="module")
-def loadbalancer_service(workloads, netservers):
-    return workloads.service("service-loadbalancer.yaml", netservers, name="netserver-lb", traffic_policy="Cluster")
+def loadbalancer_service(net, netservers):
+    return net.service("service-loadbalancer.yaml", netservers, name="netserver-lb", traffic_policy="Cluster")
 
 
 @pytest.mark.test_id("08767122-34df-4a8b-b5f1-7b2d7de7e3c1")
@@ -76,10 +76,10 @@ def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, net
 
 @pytest.mark.test_id("9c88600f-326f-4693-8dd5-a9a5fad4c94f")
 @pytest.mark.dataplane
-def test_windows_pod_gets_environment_variables_of_services(checks, workloads, netserver_service, windows_nodes):
+def test_windows_pod_gets_environment_variables_of_services(checks, net, netserver_service, windows_nodes):
     """Windows "services can utilize ... Service Environment variables" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Service environment variables ... work")."""
     # Created after the Service: the kubelet sets variables of the Services that exist when a container starts.
-    pod = workloads.windows_client("env-check", windows_nodes[0])
+    pod = net.windows_client("env-check", windows_nodes[0])
     result = checks.run(pod, conn.env_command(pod.os))
     assert result.ok, f"{conn.env_command(pod.os)} failed: {result.stderr}"
     env = conn.parse_env(result.stdout)
@@ -114,16 +114,16 @@ def test_nodeport_of_a_windows_node_answers_another_node(
 
 @pytest.mark.test_id("e1e9d9e4-a208-43e1-ade2-cf64f7b1cb9c")
 @pytest.mark.dataplane
-def test_loadbalancer_service_reaches_windows_pods(checks, workloads, windows_client, loadbalancer_service, netservers):
+def test_loadbalancer_service_reaches_windows_pods(checks, net, windows_client, loadbalancer_service, netservers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
-    address = workloads.load_balancer_address(loadbalancer_service.name)
+    address = net.load_balancer_address(loadbalancer_service.name)
     outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", names(netservers))
     assert outcome.reached_all, outcome.describe()
 
 
 @pytest.fixture(scope="module")
-def affinity_service(workloads, netservers):
-    return workloads.service(
+def affinity_service(net, netservers):
+    return net.service(
         "service-affinity.yaml", netservers, name="netserver-sticky", timeout_seconds=AFFINITY_TIMEOUT_SECONDS
     )
 
@@ -172,11 +172,11 @@ def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinit
 @pytest.mark.dataplane
 @pytest.mark.limitation("external-traffic-policy-local")
 def test_external_traffic_policy_local_keeps_the_client_ip(
-    checks, workloads, remote_node, local_netserver, windows_nodes
+    checks, net, remote_node, local_netserver, windows_nodes
 ):
     """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
-    svc = workloads.service(
-        "service-nodeport-local.yaml", [local_netserver], name="netserver-local", select=workloads.only(local_netserver)
+    svc = net.service(
+        "service-nodeport-local.yaml", [local_netserver], name="netserver-local", select=net.only(local_netserver)
     )
     url = f"http://{conn.host_port(local_netserver.host_ip, svc.node_ports['http'])}/clientip"
     command = conn.http_get_command(remote_node.os, url)

@@ -1,0 +1,161 @@
+"""``FlowChecks``: the traffic checks a test runs in pods (the ``checks`` fixture).
+
+Every check goes through ``Kube.exec``, which records its exact command through the data-plane gate (and
+skips on simulated nodes) before anything runs, so nothing runs where nothing could answer. The command
+lines and the parsing of their output live in ``wincon.connectivity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from wincon import connectivity as conn
+from wincon.cluster.exec import ExecResult
+from wincon.errors import InfrastructureError
+from wincon.network.pods import PodRef
+
+EXEC_TIMEOUT = 90.0
+
+
+class FlowChecks:
+    """Checks run from pods of one namespace, through a ``Kube`` bound to it (with the test's gate)."""
+
+    def __init__(self, kube: Any) -> None:
+        self.kube = kube
+
+    @staticmethod
+    def where(pod: PodRef) -> str:
+        return f"{pod.os} pod {pod.name} on {pod.node}"
+
+    def gate(self, command: str | list[str], where: str = "") -> None:
+        """The data-plane gate, for a check that is not an exec (e.g. a wait for a probe to act)."""
+        self.kube.gate(command, where=where)
+
+    def exec(
+        self, pod: PodRef, command: list[str], container: str | None = None, timeout: float = EXEC_TIMEOUT
+    ) -> ExecResult:
+        """Gate, then run ``command`` once in ``pod`` (default container: the pod's own)."""
+        return self.kube.exec(pod, command, container or pod.container, where=self.where(pod), timeout=timeout)
+
+    def run(self, pod: PodRef, command: list[str], container: str | None = None) -> ExecResult:
+        """Gate, then run ``command`` once."""
+        return self.exec(pod, command, container)
+
+    def dial(
+        self,
+        client_pod: PodRef,
+        target: str,
+        port: int,
+        protocol: str,
+        expected: Iterable[str],
+        max_tries: int | None = None,
+        min_tries: int = 1,
+    ) -> conn.DialOutcome:
+        """Upstream's dial check: ask the client's netexec to dial ``target:port`` until ``expected`` answered."""
+        expected = set(expected)
+        command = conn.dial_command(client_pod.os, client_pod.ip, target, port, protocol)
+        self.gate(command, where=self.where(client_pod))
+
+        def once() -> str:
+            try:
+                result = self.exec(client_pod, command)
+            except InfrastructureError as exc:  # an exec that fails counts as a try, as upstream counts it
+                return f"exec failed: {exc}"
+            return result.stdout if result.ok else f"exit {result.exit_code}: {result.stderr or result.stdout}"
+
+        return conn.collect_dial(once, expected, max_tries or conn.dial_tries(len(expected)), min_tries)
+
+    def until(
+        self,
+        pod: PodRef,
+        command: list[str],
+        ok: Callable[[ExecResult], bool],
+        tries: int = 5,
+        container: str | None = None,
+    ) -> tuple[bool, ExecResult]:
+        """Gate, then run ``command`` until ``ok(result)`` or ``tries`` runs: (succeeded, last result)."""
+        self.gate(command, where=self.where(pod))
+        last: list[ExecResult] = []
+
+        def once() -> bool:
+            result = self.exec(pod, command, container)
+            last[:] = [result]
+            return ok(result)
+
+        succeeded, _ = conn.attempts(once, tries)
+        return succeeded, last[0]
+
+    def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
+        """GET ``url`` from ``pod`` (curl.exe/curl) until the body is one of ``accept``."""
+        wanted = {a.lower() for a in accept}
+        return self.until(
+            pod,
+            conn.http_get_command(pod.os, url),
+            lambda r: r.ok and r.stdout.strip().lower() in wanted,
+            tries,
+            container=pod.tool_container,
+        )
+
+    def lookup(self, pod: PodRef, name: str, tries: int = 3, tool: str | None = None) -> conn.Lookup:
+        """Resolve ``name`` in ``pod`` (default: the OS's recommended resolver); the last answer."""
+        tool = tool or pod.dns_tool
+        command = conn.dns_lookup_command(pod.os, name, tool)
+        _, result = self.until(
+            pod,
+            command,
+            lambda r: conn.parse_lookup(tool, r.stdout, r.exit_code, r.stderr).ok,
+            tries,
+            container=pod.tool_container,
+        )
+        return conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+
+    def ping(self, pod: PodRef, target: str, tries: int = 3) -> tuple[bool, ExecResult]:
+        """One echo request per try, until a real echo reply comes back."""
+        return self.until(
+            pod,
+            conn.ping_command(pod.os, target),
+            lambda r: conn.ping_succeeded(pod.os, r.exit_code, r.stdout),
+            tries,
+            container=pod.tool_container,
+        )
+
+    def dial_each(self, client_pod: PodRef, target: str, port: int, protocol: str, times: int) -> list[str]:
+        """``times`` single dials in a row: the endpoint that answered each ('' where none did)."""
+        command = conn.dial_command(client_pod.os, client_pod.ip, target, port, protocol)
+        self.gate(command, where=self.where(client_pod))
+        return [self.dial_once(client_pod, command) for _ in range(times)]
+
+    def dial_once(self, client_pod: PodRef, command: list[str]) -> str:
+        result = self.exec(client_pod, command)
+        try:
+            responses = conn.parse_dial(result.stdout).responses
+        except ValueError:
+            return ""
+        return responses[0] if responses else ""
+
+    def port_forward_get(self, pod: PodRef, port: int, path: str) -> str:
+        """GET ``path`` from ``pod``'s ``port`` through the API server's port-forward (kubectl port-forward)."""
+        from kubernetes.stream import portforward
+
+        self.gate(f"kubectl port-forward pod/{pod.name} {port} && GET http://localhost:{port}{path}", self.where(pod))
+        forward = portforward(
+            self.kube.core.connect_get_namespaced_pod_portforward, pod.name, self.kube.namespace, ports=str(port)
+        )
+        sock = forward.socket(port)
+        sock.settimeout(30)
+        try:
+            sock.sendall(f"GET {path} HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+            chunks: list[bytes] = []
+            while sum(map(len, chunks)) < 65536:  # bounded: the server closes after a short body
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError as exc:
+            return f"port-forward error: {exc}; {forward.error(port) or ''}"
+        finally:
+            sock.close()
+            forward.close()
+        _, _, body = b"".join(chunks).decode(errors="replace").partition("\r\n\r\n")
+        return body.strip() or f"no data; {forward.error(port) or ''}"

@@ -1,0 +1,80 @@
+"""``NetworkObjects``: creates pods and Services in a module's namespace for tests that need objects of their
+own, with the same placement and endpoint checks as the module's shared setup (the ``net`` fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from wincon import connectivity as conn
+from wincon.cluster.waits import pod_running_ready
+from wincon.network import pods
+from wincon.network.pods import APP_LABEL, LINUX_NETSERVERS, NETSERVER_LABEL, WINDOWS_NETSERVERS, PodRef, pod_ref
+from wincon.network.services import ServiceRef, create_service, wait_for_endpoints, wait_for_load_balancer
+from wincon.profile import NodeProfile
+
+
+class NetworkObjects:
+    """Pods and Services of one namespace, created for real through a ``Kube`` bound to it."""
+
+    windows_netservers = {APP_LABEL: WINDOWS_NETSERVERS}
+    linux_netservers = {APP_LABEL: LINUX_NETSERVERS}
+
+    def __init__(self, kube: Any, domain: str = "cluster.local") -> None:
+        self.kube = kube
+        self.domain = domain
+
+    @property
+    def namespace(self) -> str:
+        return str(self.kube.namespace)
+
+    @staticmethod
+    def only(pod: PodRef) -> dict[str, str]:
+        """The selector of exactly one netserver pod."""
+        return {NETSERVER_LABEL: pod.name}
+
+    def service(
+        self,
+        template: str,
+        endpoints: Iterable[PodRef] | None,
+        name: str,
+        select: dict[str, str] | None = None,
+        **params: Any,
+    ) -> ServiceRef:
+        """A Service from ``manifests/networking/<template>`` selecting ``select`` (default: the Windows
+        netservers); waits until its endpoints are exactly ``endpoints`` (unless None)."""
+        ((key, value),) = (select or self.windows_netservers).items()
+        return create_service(
+            self.kube, template, endpoints, self.domain, name=name, selector_key=key, selector_value=value, **params
+        )
+
+    def wait_endpoints(self, service: ServiceRef, pods: Iterable[PodRef]) -> None:
+        wait_for_endpoints(self.kube, service.name, [p.ip for p in pods])
+
+    def load_balancer_address(self, name: str) -> str:
+        return wait_for_load_balancer(self.kube, name)
+
+    def start(self, manifests: list[dict[str, Any]], done: Callable[[Any], bool] = pod_running_ready) -> dict[str, Any]:
+        """Create the pods, wait for each, check where each ran; name -> pod."""
+        return dict(self.kube.start_pods(manifests, done))
+
+    def windows_client(self, name: str, node: NodeProfile, **spec: Any) -> PodRef:
+        manifest, has_tools = pods.windows_client_manifest(self.kube.catalog, name, node, **spec)
+        pod = self.start([manifest])[name]
+        return pod_ref(pod, "windows", "netexec", tools="tools" if has_tools else None)
+
+    def windows_netexec_manifest(self, name: str, node: NodeProfile, **kwargs: Any) -> dict[str, Any]:
+        return pods.windows_netserver_manifest(self.kube.catalog, name, node, **kwargs)
+
+    def hostprocess(self, name: str, node: NodeProfile, **spec: Any) -> PodRef:
+        return pods.start_hostprocess(self.kube, pods.hostprocess_manifest(self.kube.catalog, name, node, **spec))
+
+    def linux_netexec(
+        self,
+        name: str,
+        node: NodeProfile,
+        http_port: int = conn.NETSERVER_HTTP_PORT,
+        udp_port: int | None = conn.NETSERVER_UDP_PORT,
+        labels: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return pods.linux_netexec_manifest(self.kube.catalog, name, node, http_port, udp_port, labels)
