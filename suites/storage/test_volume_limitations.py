@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.workloads import (
@@ -17,10 +16,10 @@ from wincon.checks.workloads import (
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import WaitTimeout, pod_failure, pod_running, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
-from wincon.workloads.deploy import apply, container
+from wincon.kube import ApiException
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]
 
@@ -33,16 +32,16 @@ def mounted_pod(wincon, name, build, mounts, volumes, node=None, **spec):
     )
 
 
-def ensure_secret(wincon, namespace, name="creds", data=None):
-    core = client.CoreV1Api(wincon.api_client)
+def ensure_secret(kube, name="creds", data=None):
+    core = kube.core
     try:
-        call(core.read_namespaced_secret, name, namespace)
-    except client.exceptions.ApiException as exc:
+        call(core.read_namespaced_secret, name, kube.namespace)
+    except ApiException as exc:
         if exc.status != 404:
             raise
         body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
         body["stringData"] = data or {"username": "wincon-user", "password": "s3cr3t-wincon"}
-        apply(wincon.api_client, namespace, body)
+        kube.create(body)
 
 
 def host_process_pod(wincon, namespace, name, build, node, command):
@@ -58,7 +57,7 @@ def host_process_pod(wincon, namespace, name, build, node, command):
 @pytest.mark.test_id("e04dae75-7c50-4a32-82f6-bf7172b94151")
 @pytest.mark.dataplane
 @pytest.mark.limitation("emptydir-medium-memory")
-def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, run_in):
+def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube):
     """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
     body = mounted_pod(
         wincon,
@@ -77,17 +76,17 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
         raise
     restarts = sum(s.restart_count for s in pod.status.container_statuses or [])
     # The probe works: the same command writes 1 MiB into the volume.
-    small = run_in(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\small.bin 1048576"])
+    small = kube.exec(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\small.bin 1048576"])
     assert small.ok, (
         f"fsutil cannot write 1 MiB into the volume, so nothing can be judged: {small.stdout} {small.stderr}"
     )
     # 200 MiB into a RAM-backed volume of a container limited to 64 MiB: on Linux the write fails or the
     # container is OOM-killed, because tmpfs pages count against the container's memory.
     try:
-        result = run_in(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\big.bin 209715200"])
+        result = kube.exec(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\big.bin 209715200"])
     except InfrastructureError:
         result = None  # the exec died with its container: the restart count below tells
-    after = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, "memory-medium", namespace)
+    after = call(kube.core.read_namespaced_pod, "memory-medium", namespace)
     restarted = sum(s.restart_count for s in after.status.container_statuses or []) > restarts
     with expect_deviation("emptydir-medium-memory"):
         assert restarted or (result is not None and not result.ok), (
@@ -98,14 +97,14 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
 @pytest.mark.test_id("29aa9b27-9c9b-4ae6-b316-696cb12de18f")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-volume-mounts")
-def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, run_in):
+def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube):
     """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
     mounts = [{"name": "data", "mountPath": "C:\\data"}, {"name": "data", "mountPath": "C:\\sub", "subPath": "sub"}]
     pod = run_windows_pod(
         wincon, namespace, mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}])
     )
-    wrote = run_in(pod.metadata.name, ["cmd", "/c", "echo via-subpath> C:\\sub\\hello.txt"])
-    read = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\data\\sub\\hello.txt"])
+    wrote = kube.exec(pod.metadata.name, ["cmd", "/c", "echo via-subpath> C:\\sub\\hello.txt"])
+    read = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\data\\sub\\hello.txt"])
     with expect_deviation("subpath-volume-mounts"):
         assert wrote.ok, f"writing through the subPath mount failed: {wrote.stderr}"
         assert read.ok and "via-subpath" in read.stdout, (
@@ -116,13 +115,13 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ru
 @pytest.mark.test_id("83f6e438-d85a-42a4-ae30-f9d2f75378de")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-secret-volume")
-def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, run_in):
+def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube):
     """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
-    ensure_secret(wincon, namespace)
+    ensure_secret(kube)
     mounts = [{"name": "creds", "mountPath": "C:\\app\\username", "subPath": "username"}]
     body = mounted_pod(wincon, "secret-subpath", build, mounts, [{"name": "creds", "secret": {"secretName": "creds"}}])
     pod = run_windows_pod(wincon, namespace, body)
-    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\app\\username"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\app\\username"])
     with expect_deviation("subpath-secret-volume"):
         assert result.ok and result.stdout.strip() == "wincon-user", f"{result.stdout!r} {result.stderr}"
 
@@ -130,7 +129,7 @@ def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, 
 @pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
 @pytest.mark.dataplane
 @pytest.mark.limitation("single-file-volume-mount")
-def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, run_in):
+def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube):
     """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
     cm = {
         "apiVersion": "v1",
@@ -138,11 +137,11 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, run
         "metadata": {"name": "settings"},
         "data": {"settings.txt": "level=debug"},
     }
-    apply(wincon.api_client, namespace, cm)
+    kube.create(cm)
     mounts = [{"name": "settings", "mountPath": "C:\\app\\settings.txt", "subPath": "settings.txt"}]
     body = mounted_pod(wincon, "single-file", build, mounts, [{"name": "settings", "configMap": {"name": "settings"}}])
     pod = run_windows_pod(wincon, namespace, body)
-    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\app\\settings.txt"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\app\\settings.txt"])
     with expect_deviation("single-file-volume-mount"):
         assert result.ok and result.stdout.strip() == "level=debug", f"{result.stdout!r} {result.stderr}"
 
@@ -150,9 +149,9 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, run
 @pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-defaultmode")
-def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, run_in):
+def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube):
     """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
-    ensure_secret(wincon, namespace)
+    ensure_secret(kube)
     volume = {
         "name": "creds",
         "secret": {
@@ -164,7 +163,7 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
     pod = run_windows_pod(
         wincon, namespace, mounted_pod(wincon, "modes", build, [{"name": "creds", "mountPath": "C:\\creds"}], [volume])
     )
-    result = run_in(pod.metadata.name, ["sh", "-c", "stat -L -c %a C:/creds/username C:/creds/password"])
+    result = kube.exec(pod.metadata.name, ["sh", "-c", "stat -L -c %a C:/creds/username C:/creds/password"])
     assert result.ok and len(result.stdout.split()) == 2, (
         f"stat did not report two modes: {result.stdout!r} {result.stderr}"
     )
@@ -175,16 +174,16 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
 @pytest.mark.test_id("12b219f8-1986-4fe2-8af8-8284f3892a90")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-ownership-permissions")
-def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, run_in, data_plane):
+def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube):
     """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
     body = mounted_pod(
         wincon, "fsgroup", build, [{"name": "data", "mountPath": "C:\\data"}], [{"name": "data", "emptyDir": {}}]
     )
     body["spec"]["securityContext"] = {"fsGroup": 2000}
     command = ["sh", "-c", "touch C:/data/owned && stat -c %g C:/data/owned"]
-    data_plane(command, where="pod fsgroup")  # before the API server's answer decides anything
+    kube.gate(command, where="pod fsgroup")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "volume-ownership-permissions")
-    result = run_in(pod.metadata.name, command)
+    result = kube.exec(pod.metadata.name, command)
     assert result.ok and result.stdout.strip().isdigit(), f"stat printed no group: {result.stdout!r} {result.stderr}"
     with expect_deviation("volume-ownership-permissions"):
         assert result.stdout.strip() == "2000", f"the file belongs to group {result.stdout.strip()}, not fsGroup 2000"
@@ -193,13 +192,13 @@ def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, run_i
 @pytest.mark.test_id("b08d526f-64bc-4357-b3bd-7cab1b9bd4f5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("readonly-root-filesystem")
-def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, run_in, data_plane):
+def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube):
     """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
     body = windows_pod(wincon, "ro-root", build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}})
     command = ["cmd", "/c", "echo x> C:\\probe.txt"]
-    data_plane(command, where="pod ro-root")  # before the API server's answer decides anything
+    kube.gate(command, where="pod ro-root")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "readonly-root-filesystem")
-    result = run_in(pod.metadata.name, command)
+    result = kube.exec(pod.metadata.name, command)
     with expect_deviation("readonly-root-filesystem"):
         assert not result.ok, "a write to the root filesystem succeeded"
     assert "Access is denied" in result.stdout + result.stderr, f"the write failed otherwise: {result.stderr}"
@@ -208,7 +207,7 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, run_
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
-def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, run_in):
+def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, kube):
     """ "Volume mounts cannot project files or directories back to the host filesystem" and "mount propagation is not supported on Windows" (000_4130a90def37a825.txt, Storage/API)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
@@ -225,7 +224,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
         wincon, namespace, "host-mounter", build, node, ["cmd", "/c", mount_on_host + " & ping -t 127.0.0.1"]
     )
     run_windows_pod(wincon, namespace, helper)
-    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\host\\mnt\\f.txt"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\host\\mnt\\f.txt"])
     with expect_deviation("volume-host-projection"):
         assert result.ok and "projected" in result.stdout, (
             f"the host's later mount is not visible: {result.stdout!r} {result.stderr}"
@@ -235,9 +234,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
 @pytest.mark.test_id("323ed5dd-11c4-4481-a786-faa043a12531")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
-def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
-    wincon, namespace, build, run_in, data_plane
-):
+def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(wincon, namespace, build, kube):
     """ "V1.VolumeMount.mountPropagation - mount propagation is not supported on Windows" (000_4130a90def37a825.txt): Bidirectional needs a privileged container, which a Windows pod cannot have."""
     mounts = [{"name": "host", "mountPath": "C:\\host", "mountPropagation": "Bidirectional"}]
     volumes = [
@@ -246,9 +243,9 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
     body = mounted_pod(wincon, "bidirectional", build, mounts, volumes)
     body["spec"]["containers"][0]["securityContext"] = {"privileged": True}
     command = ["cmd", "/c", "echo bidi> C:\\host\\f.txt && type C:\\host\\f.txt"]
-    data_plane(command, where="pod bidirectional")  # before the API server's answer decides anything
+    kube.gate(command, where="pod bidirectional")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "volume-host-projection")
-    result = run_in(pod.metadata.name, command)
+    result = kube.exec(pod.metadata.name, command)
     assert result.ok and "bidi" in result.stdout, (
         f"the Bidirectional mount is not usable: {result.stdout!r} {result.stderr}"
     )
@@ -257,13 +254,13 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 @pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
 @pytest.mark.dataplane
 @pytest.mark.limitation("secrets-clear-text-on-node")
-def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, run_in):
+def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
     """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
         pytest.skip("no Ready Windows node")
     node = nodes[0].name
-    ensure_secret(wincon, namespace)
+    ensure_secret(kube)
     consumer = run_windows_pod(
         wincon,
         namespace,
@@ -280,7 +277,7 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
     run_windows_pod(wincon, namespace, inspector)
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
     script = f"(Get-Content -Raw '{path}'); (Get-Volume -FilePath '{path}').FileSystemType"
-    result = run_in("disk-inspector", ["powershell", "-NoProfile", "-Command", script])
+    result = kube.exec("disk-inspector", ["powershell", "-NoProfile", "-Command", script])
     assert result.ok and "s3cr3t-wincon" in result.stdout, f"the secret file was not found at {path}: {result.stderr}"
     filesystem = result.stdout.strip().splitlines()[-1].strip()
     assert filesystem, "Get-Volume reported no file system type"
@@ -290,8 +287,8 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
         )
 
 
-def storage_class_where(api_client, predicate):
-    classes = call(client.StorageV1Api(api_client).list_storage_class).items
+def storage_class_where(kube, predicate):
+    classes = call(kube.storage.list_storage_class).items
     default = "storageclass.kubernetes.io/is-default-class"
     ordered = sorted(classes, key=lambda c: (c.metadata.annotations or {}).get(default) != "true")
     return next((c for c in ordered if predicate(c)), None)
@@ -300,9 +297,9 @@ def storage_class_where(api_client, predicate):
 @pytest.mark.test_id("6a4681a0-95c1-4fe8-90fa-6ea4efdcb8ee")
 @pytest.mark.dataplane
 @pytest.mark.limitation("block-device-mapping")
-def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, run_in):
+def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
-    storage_class = storage_class_where(wincon.api_client, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
+    storage_class = storage_class_where(kube, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
     if storage_class is None:
         pytest.skip("no StorageClass of a block-capable (disk) provisioner")
     claim = {
@@ -316,7 +313,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, run_
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }
-    apply(wincon.api_client, namespace, claim)
+    kube.create(claim)
     body = windows_pod(
         wincon,
         "block-user",
@@ -325,7 +322,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, run_
     )
     body["spec"]["volumes"] = [{"name": "block", "persistentVolumeClaim": {"claimName": "block"}}]
     pod = run_windows_pod(wincon, namespace, body)
-    result = run_in(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
     # A row of diskpart's table ("  Disk 1    Online  1024 MB ..."), not the banner's "DiskPart".
     with expect_deviation("block-device-mapping"):
         assert result.ok and re.search(r"^\s*Disk \d+\s+Online", result.stdout, re.MULTILINE), (
@@ -337,7 +334,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, run_
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.limitation("nfs-volumes-unsupported")
-def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, run_in):
+def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, kube):
     """ "NFS based storage/volume support" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     image = f"{wincon.catalog.registries['promoterE2eRegistry'].rstrip('/')}/volume/nfs:1.4"
     server = {
@@ -358,7 +355,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
             ],
         },
     }
-    apply(wincon.api_client, namespace, server)
+    kube.create(server)
     nfs = wait_for_pod(
         wincon.api_client,
         namespace,
@@ -371,7 +368,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
     pod = run_windows_pod(
         wincon, namespace, mounted_pod(wincon, "nfs-client", build, [{"name": "nfs", "mountPath": "C:\\nfs"}], volumes)
     )
-    result = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\nfs\\index.html"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\nfs\\index.html"])
     with expect_deviation("nfs-volumes-unsupported"):
         assert result.ok and result.stdout.strip(), f"{result.stdout!r} {result.stderr}"
 
@@ -379,9 +376,9 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
 @pytest.mark.test_id("1da1c09c-d199-44dc-8431-a5f6b3130da8")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-expansion-resizefs")
-def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, run_in):
+def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube):
     """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
-    storage_class = storage_class_where(wincon.api_client, lambda c: bool(c.allow_volume_expansion))
+    storage_class = storage_class_where(kube, lambda c: bool(c.allow_volume_expansion))
     if storage_class is None:
         pytest.skip("no StorageClass allows volume expansion")
     claim = {
@@ -394,14 +391,14 @@ def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, bui
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }
-    apply(wincon.api_client, namespace, claim)
+    kube.create(claim)
     mounts = [{"name": "data", "mountPath": "C:\\data"}]
     volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "growing"}}]
     pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "grower", build, mounts, volumes))
     command = ["powershell", "-NoProfile", "-Command", "(Get-Volume -FilePath 'C:\\data').Size"]
-    before = run_in(pod.metadata.name, command)
+    before = kube.exec(pod.metadata.name, command)
     assert before.ok, before.stderr
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     call(
         core.patch_namespaced_persistent_volume_claim,
         "growing",
@@ -411,7 +408,7 @@ def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, bui
     from wincon.checks.workloads import eventually
 
     def grown():
-        after = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+        after = kube.exec(pod.metadata.name, command)
         return after if after.ok and int(after.stdout.strip() or 0) > 2 * 1024**3 else None
 
     with expect_deviation("volume-expansion-resizefs"):

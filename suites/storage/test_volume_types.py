@@ -4,12 +4,12 @@ projected, downwardAPI, persistentVolumeClaim, and volumes shared or mounted rea
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.workloads import run_windows_pod, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
-from wincon.workloads.deploy import apply, container
+from wincon.kube import ApiException
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]
 
@@ -30,7 +30,7 @@ def write_and_read(path: str, text: str) -> list[str]:
 @pytest.mark.test_id("2c0a8f0f-5078-4881-a22b-15eeceaf31ac")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
-def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, run_in, mount_path):
+def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path):
     r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way."""
     name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
     pod = run_windows_pod(
@@ -41,7 +41,7 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ru
         ),
     )
     target = mount_path.replace("/", "\\") + "\\wincon.txt"
-    result = run_in(pod.metadata.name, write_and_read(target, "wincon-emptydir"))
+    result = kube.exec(pod.metadata.name, write_and_read(target, "wincon-emptydir"))
     assert result.ok and "wincon-emptydir" in result.stdout, f"{result.stdout} {result.stderr}"
 
 
@@ -50,7 +50,7 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ru
 @pytest.mark.parametrize(
     "host_path", ["C:\\wincon-tests\\{ns}-bs", "C:/wincon-tests/{ns}-fs"], ids=["backslash", "forward-slash"]
 )
-def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(wincon, namespace, build, run_in, host_path):
+def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(wincon, namespace, build, kube, host_path):
     """ "HostPath" volumes work (002_8a7e76f95009f44f.txt, V1.Pod.volumes) with either path spelling (001_feb1108140134f87.txt, Volume Support): a file one pod writes, another pod on the node reads."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
@@ -67,15 +67,15 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(wincon, nam
         wincon, namespace, mounted_pod(wincon, f"hp-reader-{tag}", build, mounts, volumes, node=node)
     )
     assert writer.spec.node_name == reader.spec.node_name == node
-    wrote = run_in(writer.metadata.name, ["cmd", "/c", "echo from-writer> C:\\host\\shared.txt"])
+    wrote = kube.exec(writer.metadata.name, ["cmd", "/c", "echo from-writer> C:\\host\\shared.txt"])
     assert wrote.ok, wrote.stderr
-    read = run_in(reader.metadata.name, ["cmd", "/c", "type C:\\host\\shared.txt"])
+    read = kube.exec(reader.metadata.name, ["cmd", "/c", "type C:\\host\\shared.txt"])
     assert read.ok and "from-writer" in read.stdout, f"{read.stdout} {read.stderr}"
 
 
-def config_objects(wincon, namespace):
+def config_objects(kube):
     """The 004 example's ConfigMap (special.how=very) and a Secret with a username."""
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     cm = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -90,11 +90,11 @@ def config_objects(wincon, namespace):
     }
     for body, reader in ((cm, core.read_namespaced_config_map), (secret, core.read_namespaced_secret)):
         try:
-            call(reader, body["metadata"]["name"], namespace)
-        except client.exceptions.ApiException as exc:
+            call(reader, body["metadata"]["name"], kube.namespace)
+        except ApiException as exc:
             if exc.status != 404:
                 raise
-            apply(wincon.api_client, namespace, body)
+            kube.create(body)
 
 
 SOURCES = {
@@ -118,9 +118,9 @@ SOURCES = {
         pytest.param("secret", marks=pytest.mark.limitation("configmap-secret-volumes-pre-1803")),
     ],
 )
-def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, run_in, kind):
+def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind):
     """ "ConfigMap, Secrets: as environment variables or volumes" (002_8a7e76f95009f44f.txt, Pods): the value is in the environment and in a file."""
-    config_objects(wincon, namespace)
+    config_objects(kube)
     name, key, value, ref, source = SOURCES[kind]
     env = [{"name": "WINCON_VALUE", "valueFrom": {ref: {"name": name, "key": key}}}]
     pod = run_windows_pod(
@@ -135,8 +135,8 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
             env=env,
         ),
     )
-    from_env = run_in(pod.metadata.name, ["cmd", "/c", "echo %WINCON_VALUE%"])
-    from_file = run_in(pod.metadata.name, ["cmd", "/c", f"type C:\\src\\{key}"])
+    from_env = kube.exec(pod.metadata.name, ["cmd", "/c", "echo %WINCON_VALUE%"])
+    from_file = kube.exec(pod.metadata.name, ["cmd", "/c", f"type C:\\src\\{key}"])
     with expect_deviation("configmap-secret-volumes-pre-1803"):
         assert from_env.ok and from_env.stdout.strip() == value, f"environment: {from_env.stdout!r} {from_env.stderr}"
         assert from_file.ok and from_file.stdout.strip() == value, f"volume: {from_file.stdout!r} {from_file.stderr}"
@@ -145,12 +145,12 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
 @pytest.mark.test_id("0a6579e5-3092-4a45-9457-368cb3523bf5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("configmap-secret-volumes-pre-1803")
-def test_service_account_token_is_mounted(wincon, namespace, build, run_in):
+def test_service_account_token_is_mounted(wincon, namespace, build, kube):
     """ "Windows Server 1803 ... fixes issues with Windows container symlinks, allowing ServiceAccount and ConfigMap to function normally" (001_feb1108140134f87.txt, Note 2)."""
     pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "sa-token", build))
     directory = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
-    result = run_in(pod.metadata.name, ["cmd", "/c", f"type {directory}\\namespace"])
-    token = run_in(pod.metadata.name, ["cmd", "/c", f"type {directory}\\token"])
+    result = kube.exec(pod.metadata.name, ["cmd", "/c", f"type {directory}\\namespace"])
+    token = kube.exec(pod.metadata.name, ["cmd", "/c", f"type {directory}\\token"])
     with expect_deviation("configmap-secret-volumes-pre-1803"):
         assert result.ok and result.stdout.strip() == namespace, f"{result.stdout!r} {result.stderr}"
         assert token.ok and token.stdout.count(".") == 2, "the token must be a JWT"
@@ -159,9 +159,9 @@ def test_service_account_token_is_mounted(wincon, namespace, build, run_in):
 @pytest.mark.test_id("4d86285e-c00f-4801-82f3-598b10e9d206")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
-def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, run_in):
+def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube):
     """Projected volumes of ConfigMap, Secret, downward API and token sources (002_8a7e76f95009f44f.txt, ConfigMap, Secrets: as volumes): every source shows in one directory."""
-    config_objects(wincon, namespace)
+    config_objects(kube)
     projected = {
         "sources": [
             {"configMap": {"name": "special-config", "items": [{"key": "special.how", "path": "how"}]}},
@@ -182,10 +182,10 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
         ),
     )
     results = {
-        file: (run_in(pod.metadata.name, ["cmd", "/c", f"type C:\\all\\{file}"]), expected)
+        file: (kube.exec(pod.metadata.name, ["cmd", "/c", f"type C:\\all\\{file}"]), expected)
         for file, expected in (("how", "very"), ("user", "wincon-user"), ("podname", "projected"))
     }
-    token = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\all\\token"])
+    token = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\all\\token"])
     with expect_deviation("volume-types-limited"):
         for file, (result, expected) in results.items():
             assert result.ok and result.stdout.strip() == expected, f"{file}: {result.stdout!r} {result.stderr}"
@@ -195,7 +195,7 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
 @pytest.mark.test_id("e7a25a77-1752-4fe1-a971-590e6773baf0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
-def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, run_in):
+def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube):
     """ "Pod status fields" and metadata reach Windows containers (002_8a7e76f95009f44f.txt, Pods): a downwardAPI volume holds the pod's name and labels."""
     items = [
         {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
@@ -210,8 +210,8 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, r
     )
     body["metadata"]["labels"]["tier"] = "wincon"
     pod = run_windows_pod(wincon, namespace, body)
-    name = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\info\\name"])
-    labels = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\info\\labels"])
+    name = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\info\\name"])
+    labels = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\info\\labels"])
     with expect_deviation("volume-types-limited"):
         assert name.ok and name.stdout.strip() == "downward", f"{name.stdout!r} {name.stderr}"
         assert labels.ok and 'tier="wincon"' in labels.stdout, f"{labels.stdout!r} {labels.stderr}"
@@ -219,7 +219,7 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, r
 
 @pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
 @pytest.mark.dataplane
-def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, run_in):
+def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube):
     """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
     body = mounted_pod(
         wincon,
@@ -233,15 +233,15 @@ def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, r
         container("second", first["image"], args=["pause"], volumeMounts=[{"name": "shared", "mountPath": "C:\\other"}])
     )
     pod = run_windows_pod(wincon, namespace, body)
-    wrote = run_in(pod.metadata.name, ["cmd", "/c", "echo from-main> C:\\shared\\note.txt"], container="main")
+    wrote = kube.exec(pod.metadata.name, ["cmd", "/c", "echo from-main> C:\\shared\\note.txt"], container="main")
     assert wrote.ok, wrote.stderr
-    read = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\other\\note.txt"], container="second")
+    read = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\other\\note.txt"], container="second")
     assert read.ok and "from-main" in read.stdout, f"{read.stdout!r} {read.stderr}"
 
 
 @pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
 @pytest.mark.dataplane
-def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, run_in):
+def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
     body = mounted_pod(
         wincon,
@@ -251,24 +251,24 @@ def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, run_in)
         [{"name": "data", "emptyDir": {}}],
     )
     pod = run_windows_pod(wincon, namespace, body)
-    writable = run_in(pod.metadata.name, ["cmd", "/c", "echo ok> C:\\rw\\allowed.txt"])
+    writable = kube.exec(pod.metadata.name, ["cmd", "/c", "echo ok> C:\\rw\\allowed.txt"])
     assert writable.ok, f"the writable mount of the same volume refused a write: {writable.stderr}"
-    refused = run_in(pod.metadata.name, ["cmd", "/c", "echo x> C:\\ro\\denied.txt"])
+    refused = kube.exec(pod.metadata.name, ["cmd", "/c", "echo x> C:\\ro\\denied.txt"])
     assert not refused.ok, "a write through the readOnly mount succeeded"
     assert "Access is denied" in refused.stdout + refused.stderr, f"{refused.stdout!r} {refused.stderr!r}"
 
 
-def default_storage_class(api_client):
-    classes = call(client.StorageV1Api(api_client).list_storage_class).items
+def default_storage_class(kube):
+    classes = call(kube.storage.list_storage_class).items
     return next((c for c in classes if (c.metadata.annotations or {}).get(DEFAULT_CLASS) == "true"), None)
 
 
 @pytest.mark.test_id("f75f284e-9493-4750-b9d6-a2f8899d7e27")
 @pytest.mark.dataplane
 @pytest.mark.limitation("csi-plugins-need-privileged")
-def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, run_in):
+def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube):
     """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
-    storage_class = default_storage_class(wincon.api_client)
+    storage_class = default_storage_class(kube)
     if storage_class is None:
         pytest.skip("the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned")
     claim = {
@@ -277,7 +277,7 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
         "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
-    apply(wincon.api_client, namespace, claim)
+    kube.create(claim)
     pod = run_windows_pod(
         wincon,
         namespace,
@@ -289,7 +289,7 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
             [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
         ),
     )
-    result = run_in(pod.metadata.name, write_and_read("C:\\data\\pvc.txt", f"class-{storage_class.metadata.name}"))
+    result = kube.exec(pod.metadata.name, write_and_read("C:\\data\\pvc.txt", f"class-{storage_class.metadata.name}"))
     with expect_deviation("csi-plugins-need-privileged"):
         assert result.ok and f"class-{storage_class.metadata.name}" in result.stdout, (
             f"{result.stdout!r} {result.stderr}"
@@ -298,9 +298,9 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
 
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")
 @pytest.mark.dataplane
-def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build, run_in):
+def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build, kube):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work and have tests in TestGrid" (000_4130a90def37a825.txt, V1.Pod): a Windows pod using them all (plus projected and downwardAPI) is admitted and placed."""
-    config_objects(wincon, namespace)
+    config_objects(kube)
     volumes = [
         {"name": "empty", "emptyDir": {}},
         {"name": "host", "hostPath": {"path": f"C:\\wincon-tests\\{namespace}-all", "type": "DirectoryOrCreate"}},
@@ -322,7 +322,7 @@ def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_wind
         "C:\\vol\\info": (["cmd", "/c", "type C:\\vol\\info\\name"], "all-volumes"),
     }
     for where, (command, text) in expected.items():
-        result = run_in(pod.metadata.name, command)
+        result = kube.exec(pod.metadata.name, command)
         assert result.ok and text in result.stdout, f"{where}: {result.stdout!r} {result.stderr!r}"
-    token = run_in(pod.metadata.name, ["cmd", "/c", "type C:\\vol\\proj\\token"])
+    token = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\vol\\proj\\token"])
     assert token.ok and token.stdout.strip().count(".") == 2, f"C:\\vol\\proj: no JWT: {token.stderr!r}"
