@@ -6,7 +6,6 @@ import pytest
 
 from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
 from wincon.checks.workloads import run_windows_pod
-from wincon.cluster.exec import exec_in_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
@@ -52,7 +51,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, nam
 @pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
 @pytest.mark.dataplane
 @pytest.mark.limitation("host-privileges-unavailable")
-def test_host_process_container_runs_on_the_host(wincon, namespace, make_pod, data_plane):
+def test_host_process_container_runs_on_the_host(kube, wincon, namespace, make_pod):
     """ "Containers cannot assume an identity from the host ... System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute): a HostProcess container sees the host's name and its kubelet service."""
     body = host_process_body(make_pod, "hp-on-host")
     created, rejection = submit_pod(wincon.api_client, namespace, body)
@@ -60,8 +59,7 @@ def test_host_process_container_runs_on_the_host(wincon, namespace, make_pod, da
         pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
     pod = run_windows_pod(wincon, namespace, body)
     command = ["cmd", "/c", "hostname && sc.exe query kubelet"]
-    data_plane(command, where=f"pod {pod.metadata.name} on {pod.spec.node_name}")
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+    result = kube.exec(pod, command, where=f"pod {pod.metadata.name} on {pod.spec.node_name}")
     lines = result.stdout.strip().splitlines()
     with expect_deviation("host-privileges-unavailable"):
         assert result.ok, f"sc.exe query kubelet failed: {result.stdout} {result.stderr}"

@@ -17,7 +17,6 @@ import pytest
 
 from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
 from wincon.checks.workloads import Rejected, create_or_reject
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import DeviationObserved, expect_deviation
 from wincon.workloads.deploy import await_pod, container
@@ -243,11 +242,11 @@ EFFECTS = [
 @pytest.mark.test_id("fa224c1c-1386-4ea8-b482-4295032a4c81")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("effect", EFFECTS)
-def test_linux_security_setting_takes_effect_in_windows_pod(wincon, namespace, make_pod, data_plane, effect):
+def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namespace, make_pod, effect):
     """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities (POSIX Capabilities), and others are not supported" (000_4130a90def37a825.txt, Security): each should take effect."""
     body = effect.apply(make_pod(f"effect-{effect.label}"), wincon)
     # The gate first: on simulated nodes nothing below may decide the verdict (the plan says skip).
-    data_plane(effect.command, where=f"pod {body['metadata']['name']}")
+    kube.gate(effect.command, where=f"pod {body['metadata']['name']}")
     created, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=False)
     if rejection is not None:
         refusal = rejection.describe()
@@ -255,7 +254,7 @@ def test_linux_security_setting_takes_effect_in_windows_pod(wincon, namespace, m
             raise Rejected(f"the API server refused pod {body['metadata']['name']} for another reason: {refusal}")
         raise DeviationObserved(f"the API server refuses {effect.label} for a Windows pod: {refusal}")
     pod = await_pod(wincon, namespace, body, os_name="windows")
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, effect.command, container="main")
+    result = kube.exec(pod, effect.command, container="main", where=f"pod {pod.metadata.name}")
     with expect_deviation(effect.label):
         # The command's own exit code counts: a findstr that found nothing is the field having no effect.
         assert result.ok and effect.holds(result.stdout), (
@@ -283,13 +282,13 @@ def refused_by_kubelet(pod: Any) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-non-root-no-root-user")
 @pytest.mark.parametrize("user", ["ContainerAdministrator", "containeradministrator"])
-def test_run_as_non_root_keeps_container_administrator_from_starting(wincon, namespace, make_pod, data_plane, user):
+def test_run_as_non_root_keeps_container_administrator_from_starting(kube, wincon, namespace, make_pod, user):
     """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): runAsNonRoot must refuse it, in any letter case."""
     body = make_pod(f"nonroot-{user.lower()}-{'upper' if user[0].isupper() else 'lower'}")
     body["spec"]["securityContext"] = {"runAsNonRoot": True, "windowsOptions": {"runAsUserName": user}}
     create_or_reject(wincon.api_client, namespace, body)
     name = body["metadata"]["name"]
-    data_plane(f"wait for container main of pod {name} to be refused with CreateContainerConfigError", where=name)
+    kube.gate(f"wait for container main of pod {name} to be refused with CreateContainerConfigError", where=name)
     pod = wait_for_pod(
         wincon.api_client,
         namespace,

@@ -6,7 +6,6 @@ import pytest
 
 from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, submit_pod, with_run_as_user_name
 from wincon.checks.workloads import run_windows_pod
-from wincon.cluster.exec import exec_in_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
@@ -53,13 +52,12 @@ def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, n
 @pytest.mark.test_id("ac1188e6-15a5-402d-b0cb-035e21f44509")
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
-def test_container_runs_as_the_user_named_by_run_as_user_name(wincon, namespace, make_pod, data_plane):
+def test_container_runs_as_the_user_named_by_run_as_user_name(kube, wincon, namespace, make_pod):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned for future release" (000_4130a90def37a825.txt, Security): the container's process runs as ContainerUser."""
     body = with_run_as_user_name(make_pod("whoami-containeruser"), "ContainerUser")
     pod = run_windows_pod(wincon, namespace, body)
     command = ["cmd", "/S", "/C", "echo %username%"]
-    data_plane(command, where=f"pod {pod.metadata.name}")
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+    result = kube.exec(pod, command)
     with expect_deviation("run-as-username-unavailable"):
         assert result.ok, result.stderr
         assert result.stdout.strip().lower() == "containeruser", f"the process runs as {result.stdout.strip()!r}"

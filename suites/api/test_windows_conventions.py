@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.workloads import run_windows_pod
-from wincon.cluster.exec import exec_in_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
@@ -14,14 +13,13 @@ pytestmark = [pytest.mark.api]
 @pytest.mark.test_id("769516df-c829-4e82-8f4c-9d9fafa81618")
 @pytest.mark.dataplane
 @pytest.mark.limitation("env-var-name-colon")
-def test_environment_variable_name_with_a_colon_is_accepted_and_set(wincon, namespace, make_pod, data_plane):
+def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon, namespace, make_pod):
     """ "For .NET containers that need to use `:` as an environment variable, you can replace `:` ... with `__`" (001_feb1108140134f87.txt, Other Known Issues): a name with ':' should be accepted and visible."""
     body = make_pod("env-colon", container_extra={"env": [{"name": "Logging:LogLevel", "value": "Debug"}]})
     pod = run_windows_pod(wincon, namespace, body)
     assert pod.spec.containers[0].env[0].name == "Logging:LogLevel", "the API server must store the name as given"
     command = ["cmd", "/c", "set Logging"]
-    data_plane(command, where=f"pod {pod.metadata.name}")
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command)
+    result = kube.exec(pod, command)
     with expect_deviation("env-var-name-colon"):
         assert result.ok and "Logging:LogLevel=Debug" in result.stdout, f"{result.stdout!r} {result.stderr}"
 
@@ -29,7 +27,7 @@ def test_environment_variable_name_with_a_colon_is_accepted_and_set(wincon, name
 @pytest.mark.test_id("cab6c720-3f1c-4273-bf5f-fae10fae6034")
 @pytest.mark.dataplane
 @pytest.mark.limitation("backslash-paths-in-commands")
-def test_forward_slash_path_works_in_a_container_command(wincon, namespace, make_pod, data_plane):
+def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace, make_pod):
     """ "The Go IO libraries typically accept both ... but when you're setting a path or command line that's interpreted inside a container, \\ may be needed in windows" (000_4130a90def37a825.txt, API File paths)."""
     body = make_pod(
         "slash-paths",
@@ -38,9 +36,8 @@ def test_forward_slash_path_works_in_a_container_command(wincon, namespace, make
     )
     pod = run_windows_pod(wincon, namespace, body)
     write = ["cmd", "/c", "echo slash-ok> C:\\data\\file.txt"]
-    data_plane(write, where=f"pod {pod.metadata.name}")
-    assert exec_in_pod(wincon.api_client, namespace, pod.metadata.name, write).ok
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, ["cmd", "/c", "type C:/data/file.txt"])
+    assert kube.exec(pod, write).ok
+    result = kube.exec(pod, ["cmd", "/c", "type C:/data/file.txt"])
     with expect_deviation("backslash-paths-in-commands"):
         assert result.ok and "slash-ok" in result.stdout, (
             f"`type C:/data/file.txt` gave {result.stdout!r} {result.stderr!r}"

@@ -8,8 +8,6 @@ gives) in test_linux_security_fields_on_windows.py.
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.api_rules import (
     FORBIDDEN_FOR_WINDOWS,
@@ -19,6 +17,7 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.workloads import slug
 from wincon.cluster.client import call
+from wincon.kube import ApiException
 from wincon.workloads.deploy import container, pod_manifest
 
 pytestmark = [pytest.mark.api]
@@ -58,12 +57,12 @@ REAL_CREATE = [
 
 @pytest.mark.test_id("4ec33506-d32e-4f1b-bd35-9e28c21eb3fe")
 @pytest.mark.parametrize("rule", REAL_CREATE, ids=lambda rule: rule.id)
-def test_real_create_with_forbidden_field_is_refused_and_stores_no_pod(wincon, namespace, make_pod, rule):
+def test_real_create_with_forbidden_field_is_refused_and_stores_no_pod(kube, wincon, namespace, make_pod, rule):
     """ "RunAsUser is not currently supported on Windows" and "privileged containers are not supported" (002_8a7e76f95009f44f.txt, Security): a real create is refused, not only a dry run."""
     name = f"real-{slug(rule.id)}"
     created, rejection = submit_pod(wincon.api_client, namespace, rule.apply(make_pod(name)), dry_run=False)
     assert_forbidden(rejection, rule.path)
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     with pytest.raises(ApiException) as missing:
         call(core.read_namespaced_pod, name, namespace)
     assert missing.value.status == 404, f"a refused pod must not be stored: {missing.value.status}"
