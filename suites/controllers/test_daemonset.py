@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.controllers import daemonset_rolled_out
 from wincon.checks.workloads import assert_all_ran_on, pods_with, schedulable_windows_nodes
 from wincon.cluster.waits import wait_for
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.controllers]
 
 
 @pytest.mark.test_id("08ec511b-0051-4004-a7ee-b42ce1f286af")
-def test_windows_daemonset_lands_on_every_windows_node_and_no_other(wincon, namespace, pinned, profile):
+def test_windows_daemonset_lands_on_every_windows_node_and_no_other(kube, wincon, namespace, pinned, profile):
     """ "Running a DaemonSet: ... nodeSelector: beta.kubernetes.io/os: windows" (001_feb1108140134f87.txt, Running Windows Containers): one pod per Windows node, none on Linux."""
     expected = schedulable_windows_nodes(profile)
     if not expected:
@@ -26,8 +24,8 @@ def test_windows_daemonset_lands_on_every_windows_node_and_no_other(wincon, name
     for build in profile.windows_builds:
         assert wincon.catalog.image("pause", "windows", build) == image
     (manifest,) = pinned("daemonset", pin_build=False, name="win-ds", image=image)
-    apply(wincon.api_client, namespace, manifest)
-    apps = client.AppsV1Api(wincon.api_client)
+    kube.create(manifest)
+    apps = kube.apps
     ds = wait_for(
         apps.list_namespaced_daemon_set,
         "win-ds",

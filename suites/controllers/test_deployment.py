@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.controllers import (
     CHANGE_CAUSE,
@@ -18,24 +17,23 @@ from wincon.checks.controllers import (
 from wincon.checks.workloads import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.controllers]
 
 IIS_PORT = 80
 
 
-def wait_rolled_out(wincon, namespace, name, done=deployment_available):
+def wait_rolled_out(kube, name, done=deployment_available):
     """`kubectl rollout status`: generation observed, every replica updated and available, no old ones left."""
-    apps = client.AppsV1Api(wincon.api_client)
+    apps = kube.apps
     return wait_for(
         apps.list_namespaced_deployment,
         name,
         done,
         deployment_failure,
-        wincon.pod_start_timeout,
-        describe=f"rollout of deployment {namespace}/{name}",
-        namespace=namespace,
+        kube.pod_start_timeout,
+        describe=f"rollout of deployment {kube.namespace}/{name}",
+        namespace=kube.namespace,
     )
 
 
@@ -44,29 +42,29 @@ def running_images(wincon, namespace, name):
 
 
 @pytest.mark.test_id("2181ad08-4842-438e-8308-400e8a6d5544")
-def test_deployment_runs_its_replicas_on_windows_nodes(wincon, namespace, pinned, build, profile):
+def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, namespace, pinned, build, profile):
     """Deployments are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): every replica runs on a Windows node."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("deployment", name="web", replicas=3, container="main", image=image, port=8080)
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["netexec", "--http-port=8080"]
-    apply(wincon.api_client, namespace, manifest)
-    dep = wait_rolled_out(wincon, namespace, "web")
+    kube.create(manifest)
+    dep = wait_rolled_out(kube, "web")
     pods = pods_with(wincon.api_client, namespace, {"app": "web"})
     assert len(pods) == 3 and dep.status.available_replicas == 3
     assert_all_ran_on(pods, profile, "windows", build)
 
 
 @pytest.mark.test_id("5214dfb7-002d-4cf0-88dc-5e98f2ff9e65")
-def test_deployment_scales_up_and_down(wincon, namespace, pinned, build, profile):
+def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, profile):
     """ "Kubernetes controllers handle the desired state of Pods" (002_8a7e76f95009f44f.txt, Controllers): scaling a Windows Deployment to 4 and back to 1 is followed."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("deployment", name="scaled", replicas=2, container="main", image=image, port=8080)
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
-    apply(wincon.api_client, namespace, manifest)
-    wait_rolled_out(wincon, namespace, "scaled")
+    kube.create(manifest)
+    wait_rolled_out(kube, "scaled")
     for replicas in (4, 1):
         scale(wincon.api_client, namespace, "Deployment", "scaled", replicas)
-        dep = wait_rolled_out(wincon, namespace, "scaled")
+        dep = wait_rolled_out(kube, "scaled")
         assert dep.spec.replicas == replicas and dep.status.available_replicas == replicas
         pods = pods_with(wincon.api_client, namespace, {"app": "scaled"})
         assert len(pods) == replicas, [p.metadata.name for p in pods]
@@ -74,13 +72,13 @@ def test_deployment_scales_up_and_down(wincon, namespace, pinned, build, profile
 
 
 @pytest.mark.test_id("825b1a7e-229a-4a25-a93c-4ab3a40ebdbb")
-def test_iis_rolling_update_history_and_undo(wincon, namespace, pinned, build, profile):
+def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, build, profile):
     """ "kubectl --record ... set image deployment.v1.apps/iisn iis-container=...", "kubectl rollout history", "kubectl rollout undo" (000_4130a90def37a825.txt, IIS Upgrade/Rollback): each step holds for Windows pods."""
     v1 = wincon.catalog.image("iis", "windows", build)
     v2 = wincon.catalog.image("iis-v2", "windows", build)
     (manifest,) = pinned("deployment", name="iisn", replicas=2, container="iis-container", image=v1, port=IIS_PORT)
-    apply(wincon.api_client, namespace, manifest)
-    wait_rolled_out(wincon, namespace, "iisn")
+    kube.create(manifest)
+    wait_rolled_out(kube, "iisn")
     assert running_images(wincon, namespace, "iisn") == {v1}
 
     # Upgrade: set image with --record; rollout status; at no point fewer than 2 available (maxUnavailable 0).
@@ -94,7 +92,7 @@ def test_iis_rolling_update_history_and_undo(wincon, namespace, pinned, build, p
             else None
         ),
     )
-    dep = wait_rolled_out(wincon, namespace, "iisn", done=availability)
+    dep = wait_rolled_out(kube, "iisn", done=availability)
     assert dep.metadata.annotations[REVISION] == "2"
     assert not availability.violations, availability.violations
     assert running_images(wincon, namespace, "iisn") == {v2}
@@ -108,14 +106,14 @@ def test_iis_rolling_update_history_and_undo(wincon, namespace, pinned, build, p
     # Rollback: undo to the previous revision; the v1 ReplicaSet becomes revision 3.
     restored = undo(wincon.api_client, namespace, "iisn")
     assert restored == 1
-    dep = wait_rolled_out(wincon, namespace, "iisn")
+    dep = wait_rolled_out(kube, "iisn")
     assert running_images(wincon, namespace, "iisn") == {v1}
     assert dep.spec.template.spec.containers[0].image == v1
     assert CHANGE_CAUSE not in (dep.metadata.annotations or {}), "undo copies the v1 ReplicaSet's annotations"
     after = history(wincon.api_client, namespace, "iisn")
     assert [(r.number, r.images) for r in after] == [(2, (v2,)), (3, (v1,))]
     assert after[1].uid == revisions[0].uid, "undo must reuse the revision-1 ReplicaSet, not create a new one"
-    apps = client.AppsV1Api(wincon.api_client)
+    apps = kube.apps
     reused = call(apps.read_namespaced_replica_set, after[1].replicaset, namespace)
     assert (reused.metadata.annotations or {}).get(REVISION_HISTORY) == "1"
     assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "iisn"}), profile, "windows", build)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.workloads import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for, wait_for_deployment
 from wincon.errors import expect_deviation
-from wincon.workloads.deploy import apply
+from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.controllers]
 
@@ -19,9 +17,9 @@ CONSUMER_PORT = 8080
 SCALE_UP_SECONDS = 300
 
 
-def metrics_api_available(api_client) -> str | None:
+def metrics_api_available(kube) -> str | None:
     """None when the resource metrics API (metrics-server) is served; else why not."""
-    registration = client.ApiregistrationV1Api(api_client)
+    registration = kube.apiregistration
     try:
         service = call(registration.read_api_service, METRICS_APISERVICE)
     except ApiException as exc:
@@ -39,31 +37,31 @@ def hpa_condition(hpa, kind):
     return next((c for c in (hpa.status.conditions if hpa.status else None) or [] if c.type == kind), None)
 
 
-def deploy_consumer(wincon, namespace, pinned, name, build):
-    image = wincon.catalog.image("resource-consumer", "windows", build)
+def deploy_consumer(kube, pinned, name, build):
+    image = kube.catalog.image("resource-consumer", "windows", build)
     (manifest,) = pinned("deployment", name=name, replicas=1, container="main", image=image, port=CONSUMER_PORT)
     manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "200m", "memory": "128Mi"},
         "limits": {"cpu": "200m", "memory": "128Mi"},
     }
-    apply(wincon.api_client, namespace, manifest)
-    return wait_for_deployment(wincon.api_client, namespace, name, wincon.pod_start_timeout)
+    kube.create(manifest)
+    return wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
 
 
-def create_hpa(wincon, namespace, name, target, max_replicas=3):
-    from wincon.workloads.render import render
+def create_hpa(kube, name, target, max_replicas=3):
+    from kube.workloads.render import render
 
     (manifest,) = render("controllers/hpa.yaml", name=name, target=target, max_replicas=max_replicas)
-    apply(wincon.api_client, namespace, manifest)
+    kube.create(manifest)
 
 
 @pytest.mark.test_id("f6b9e10b-af3a-437e-9f5d-26aeb20055d6")
-def test_hpa_object_is_accepted_and_taken_up_by_the_controller(wincon, namespace, pinned, build, profile):
+def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, wincon, namespace, pinned, build, profile):
     """ "Horizontal Pod Autoscaling using all metrics" works for Windows (003_414b2f1c5dd978a2.txt, What works today): the HPA controller takes up an HPA on a Windows Deployment."""
-    deploy_consumer(wincon, namespace, pinned, "consumer", build)
+    deploy_consumer(kube, pinned, "consumer", build)
     assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "consumer"}), profile, "windows", build)
-    create_hpa(wincon, namespace, "consumer", "consumer")
-    autoscaling = client.AutoscalingV2Api(wincon.api_client)
+    create_hpa(kube, "consumer", "consumer")
+    autoscaling = kube.autoscaling
     hpa = wait_for(
         autoscaling.list_namespaced_horizontal_pod_autoscaler,
         "consumer",
@@ -83,25 +81,25 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(wincon, namespace
 @pytest.mark.dataplane
 @pytest.mark.slow
 @pytest.mark.limitation("hpa-unsupported-pre-1-14")
-def test_hpa_scales_a_windows_deployment_under_cpu_load(wincon, namespace, pinned, build, profile, data_plane):
+def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, wincon, namespace, pinned, build, profile, data_plane):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
-    missing = metrics_api_available(wincon.api_client)
+    missing = metrics_api_available(kube)
     if missing:
         pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
-    deploy_consumer(wincon, namespace, pinned, "loaded", build)
-    core = client.CoreV1Api(wincon.api_client)
+    deploy_consumer(kube, pinned, "loaded", build)
+    core = kube.core
     service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "loaded"},
         "spec": {"selector": {"app": "loaded"}, "ports": [{"port": CONSUMER_PORT, "targetPort": CONSUMER_PORT}]},
     }
-    apply(wincon.api_client, namespace, service)
-    create_hpa(wincon, namespace, "loaded", "loaded", max_replicas=3)
+    kube.create(service)
+    create_hpa(kube, "loaded", "loaded", max_replicas=3)
     path = "ConsumeCPU?millicores=300&durationSec=240"
     data_plane(f"POST services/loaded:{CONSUMER_PORT}/proxy/{path}", where=f"namespace {namespace}")
     call(core.connect_post_namespaced_service_proxy_with_path, f"loaded:{CONSUMER_PORT}", namespace, path)
-    autoscaling = client.AutoscalingV2Api(wincon.api_client)
+    autoscaling = kube.autoscaling
     # A behaviour wait: an HPA that never scales up under load is the deviation the limitation documents.
     with expect_deviation("hpa-unsupported-pre-1-14"):
         hpa = wait_for(

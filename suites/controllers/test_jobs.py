@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.controllers import Invariant, cronjob_succeeded, job_complete, job_failure
 from wincon.checks.workloads import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.controllers]
 
@@ -17,12 +15,12 @@ CRON_WAIT_SECONDS = 80  # the next minute boundary, plus the Job's run
 
 
 @pytest.mark.test_id("985aef18-bc96-4be0-8e59-164dd3177606")
-def test_job_runs_to_its_completions_with_bounded_parallelism(wincon, namespace, pinned, build, profile):
+def test_job_runs_to_its_completions_with_bounded_parallelism(kube, wincon, namespace, pinned, build, profile):
     """Job is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): 4 completions, never more than 2 pods at once."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("job", name="batch", completions=4, parallelism=2, image=image)
-    apply(wincon.api_client, namespace, manifest)
-    batch = client.BatchV1Api(wincon.api_client)
+    kube.create(manifest)
+    batch = kube.batch
     bounded = Invariant(
         job_complete,
         lambda job: f"{job.status.active} pods active at once" if job.status and (job.status.active or 0) > 2 else None,
@@ -38,7 +36,7 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(wincon, namespace,
     )
     assert job.status.succeeded == 4, f"succeeded {job.status.succeeded}, failed {job.status.failed}"
     assert not bounded.violations, bounded.violations
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     pods = call(core.list_namespaced_pod, namespace, label_selector="batch.kubernetes.io/job-name=batch").items
     succeeded = [p for p in pods if p.status.phase == "Succeeded"]
     assert len(succeeded) == 4, [(p.metadata.name, p.status.phase) for p in pods]
@@ -47,12 +45,12 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(wincon, namespace,
 
 @pytest.mark.test_id("90c460b0-2325-4ec1-a64c-1e02193b6e00")
 @pytest.mark.slow
-def test_cronjob_fires_on_schedule_and_its_job_completes(wincon, namespace, pinned, build, profile):
+def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace, pinned, build, profile):
     """CronJob is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): a `*/1 * * * *` CronJob fires within a minute."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("cronjob", name="every-minute", image=image)
-    apply(wincon.api_client, namespace, manifest)
-    batch = client.BatchV1Api(wincon.api_client)
+    kube.create(manifest)
+    batch = kube.batch
     cron = wait_for(
         batch.list_namespaced_cron_job,
         "every-minute",

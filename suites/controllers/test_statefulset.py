@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.controllers import Invariant, replicas_ready
 from wincon.checks.workloads import assert_all_ran_on, pod_events_since, pods_with, resource_version_now
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for, wait_for_pod
 from wincon.errors import expect_deviation
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.controllers]
 
@@ -48,13 +46,13 @@ def started_out_of_order(timeline, name, replicas):
 
 @pytest.mark.test_id("701f7fc9-962d-4303-8b0f-64097b5cb221")
 @pytest.mark.limitation("statefulset-unsupported-pre-1-14")
-def test_statefulset_starts_pods_in_order_with_stable_names(wincon, namespace, pinned, build, profile):
+def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namespace, pinned, build, profile):
     """StatefulSets are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): web-0, web-1, web-2 start one after another."""
     image = wincon.catalog.image("agnhost", "windows", build)
     before = resource_version_now(wincon.api_client, namespace)
     for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
-        apply(wincon.api_client, namespace, manifest)
-    apps = client.AppsV1Api(wincon.api_client)
+        kube.create(manifest)
+    apps = kube.apps
     ordered = Invariant(replicas_ready(REPLICAS), at_most_one_unready)
     wait_for(
         apps.list_namespaced_stateful_set,
@@ -80,12 +78,12 @@ def test_statefulset_starts_pods_in_order_with_stable_names(wincon, namespace, p
 
 
 @pytest.mark.test_id("d55b27f3-8a81-470b-b31a-48c1a18fd398")
-def test_statefulset_recreates_a_deleted_pod_under_the_same_name(wincon, namespace, pinned, build, profile):
+def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, namespace, pinned, build, profile):
     """A StatefulSet gives Windows pods a stable identity (002_8a7e76f95009f44f.txt, Controllers): a deleted member comes back with the same name and hostname."""
     image = wincon.catalog.image("agnhost", "windows", build)
     for manifest in pinned("statefulset", name="db", replicas=2, image=image):
-        apply(wincon.api_client, namespace, manifest)
-    apps = client.AppsV1Api(wincon.api_client)
+        kube.create(manifest)
+    apps = kube.apps
     wait_for(
         apps.list_namespaced_stateful_set,
         "db",
@@ -95,7 +93,7 @@ def test_statefulset_recreates_a_deleted_pod_under_the_same_name(wincon, namespa
         describe=f"statefulset {namespace}/db",
         namespace=namespace,
     )
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     old = call(core.read_namespaced_pod, "db-1", namespace)
     call(core.delete_namespaced_pod, "db-1", namespace, grace_period_seconds=0)
     new = wait_for_pod(

@@ -5,15 +5,13 @@ container: through a volume shared with a second container, or in the log of a r
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.workloads import eventually, run_windows_pod, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import expect_deviation
-from wincon.workloads.deploy import apply, container
+from wincon.kube import ApiException
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.lifecycle]
 
@@ -26,14 +24,14 @@ def recorder(wincon, namespace, build):
     return run_windows_pod(wincon, namespace, windows_pod(wincon, "recorder", build, args=NETEXEC))
 
 
-def recorded(wincon, namespace) -> str:
-    core = client.CoreV1Api(wincon.api_client)
-    return call(core.read_namespaced_pod_log, "recorder", namespace)
+def recorded(kube) -> str:
+    core = kube.core
+    return call(core.read_namespaced_pod_log, "recorder", kube.namespace)
 
 
-def wait_recorded(wincon, namespace, text: str, timeout: float = 60) -> str:
+def wait_recorded(kube, text: str, timeout: float = 60) -> str:
     def seen():
-        log = recorded(wincon, namespace)
+        log = recorded(kube)
         return log if text in log else None
 
     # A behaviour wait: the hook must reach the recorder; if it never does, the test fails with the log it saw.
@@ -42,7 +40,7 @@ def wait_recorded(wincon, namespace, text: str, timeout: float = 60) -> str:
         timeout,
         f"{text!r} in the recorder's log",
         behaviour=True,
-        seen=lambda: recorded(wincon, namespace)[-500:] or "an empty log",
+        seen=lambda: recorded(kube)[-500:] or "an empty log",
     )
 
 
@@ -54,10 +52,10 @@ def curl_hook(recorder, message: str) -> dict:
     return {"exec": {"command": ["cmd", "/c", f"curl.exe -s http://{recorder.status.pod_ip}:8080/echo?msg={message}"]}}
 
 
-def gone(wincon, namespace, name):
-    core = client.CoreV1Api(wincon.api_client)
+def gone(kube, name):
+    core = kube.core
     try:
-        call(core.read_namespaced_pod, name, namespace)
+        call(core.read_namespaced_pod, name, kube.namespace)
     except ApiException as exc:
         if exc.status == 404:
             return True
@@ -89,7 +87,7 @@ def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon
 
 @pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
 @pytest.mark.dataplane
-def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(wincon, namespace, build, data_plane):
+def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build):
     """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads."""
     mounts = [{"name": "shared", "mountPath": "C:\\shared"}]
     hook = {"exec": {"command": ["cmd", "/c", "echo poststart-exec> C:\\shared\\poststart.txt"]}}
@@ -104,14 +102,13 @@ def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(wincon, na
     body["spec"]["containers"].append(container("observer", image, args=["pause"], volumeMounts=mounts))
     pod = run_windows_pod(wincon, namespace, body)
     command = ["cmd", "/c", "type C:\\shared\\poststart.txt"]
-    data_plane(command, where=f"pod {pod.metadata.name} container observer")
-    result = exec_in_pod(wincon.api_client, namespace, pod.metadata.name, command, container="observer")
+    result = kube.exec(pod, command, container="observer")
     assert result.ok and "poststart-exec" in result.stdout, f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("1e89770b-1e55-4e62-90ab-1fdfaad07a1f")
 @pytest.mark.dataplane
-def test_post_start_http_hook_reaches_the_recorder(wincon, namespace, build, recorder, data_plane):
+def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, build, recorder, data_plane):
     """ "postStart & preStop container lifecycle events" (003_414b2f1c5dd978a2.txt, What works today): an httpGet postStart hook calls the recorder pod."""
     body = windows_pod(
         wincon,
@@ -121,13 +118,13 @@ def test_post_start_http_hook_reaches_the_recorder(wincon, namespace, build, rec
     )
     pod = run_windows_pod(wincon, namespace, body)
     data_plane("read the recorder's log for GET /echo?msg=poststart-http", where=f"pod {pod.metadata.name}")
-    assert "GET /echo?msg=poststart-http" in wait_recorded(wincon, namespace, "msg=poststart-http")
+    assert "GET /echo?msg=poststart-http" in wait_recorded(kube, "msg=poststart-http")
 
 
 @pytest.mark.test_id("d3018cb5-8026-4a27-b6d2-f65d229f4bcb")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet"])
-def test_pre_stop_hook_runs_when_the_pod_is_deleted(wincon, namespace, build, recorder, data_plane, kind):
+def test_pre_stop_hook_runs_when_the_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane, kind):
     """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
     message = f"prestop-{kind.lower()}"
     hook = curl_hook(recorder, message) if kind == "exec" else http_hook(recorder, message)
@@ -136,15 +133,15 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(wincon, namespace, build, re
     )
     pod = run_windows_pod(wincon, namespace, body)
     data_plane(f"delete pod {message}, then read the recorder's log for msg={message}", where=pod.spec.node_name)
-    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, message, namespace)
-    eventually(lambda: gone(wincon, namespace, message), 90, f"pod {message} deleted")
-    assert f"msg={message}" in wait_recorded(wincon, namespace, f"msg={message}", timeout=10)
+    call(kube.core.delete_namespaced_pod, message, namespace)
+    eventually(lambda: gone(kube, message), 90, f"pod {message} deleted")
+    assert f"msg={message}" in wait_recorded(kube, f"msg={message}", timeout=10)
 
 
 @pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-grace-period")
-def test_pre_stop_hook_may_use_the_termination_grace_period(wincon, namespace, build, recorder, data_plane):
+def test_pre_stop_hook_may_use_the_termination_grace_period(kube, wincon, namespace, build, recorder, data_plane):
     """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
     ip = recorder.status.pod_ip
     steps = f"for /L %i in (1,1,20) do (curl.exe -s http://{ip}:8080/echo?msg=grace-step-%i & ping -n 2 127.0.0.1 >nul)"
@@ -157,9 +154,9 @@ def test_pre_stop_hook_may_use_the_termination_grace_period(wincon, namespace, b
     )
     pod = run_windows_pod(wincon, namespace, body)
     data_plane(f"delete pod grace; its preStop hook reports 20 steps, one a second: {steps}", where=pod.spec.node_name)
-    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, "grace", namespace)
-    eventually(lambda: gone(wincon, namespace, "grace"), 90, "pod grace deleted")
-    log = recorded(wincon, namespace)
+    call(kube.core.delete_namespaced_pod, "grace", namespace)
+    eventually(lambda: gone(kube, "grace"), 90, "pod grace deleted")
+    log = recorded(kube)
     last = max(
         (int(line.rsplit("grace-step-", 1)[1].split()[0]) for line in log.splitlines() if "grace-step-" in line),
         default=0,
@@ -173,24 +170,24 @@ def terminated(pod):
     return status.state.terminated if status and status.state else None
 
 
-def run_to_exit(wincon, namespace, data_plane, body, what, failure=None):
+def run_to_exit(kube, data_plane, body, what, failure=None):
     """Create a run-once pod, pass the data-plane gate, and wait until its container has exited."""
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     name = body["metadata"]["name"]
     data_plane(what, where=name)
     return wait_for_pod(
-        wincon.api_client,
-        namespace,
+        kube.api_client,
+        kube.namespace,
         name,
         done=lambda p: terminated(p) is not None,
-        timeout=wincon.pod_start_timeout,
+        timeout=kube.pod_start_timeout,
         failure=failure,
     )
 
 
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
-def test_termination_message_written_to_the_default_path_is_reported(wincon, namespace, build, data_plane):
+def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, namespace, build, data_plane):
     """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
     body = windows_pod(
         wincon,
@@ -200,8 +197,7 @@ def test_termination_message_written_to_the_default_path_is_reported(wincon, nam
         restartPolicy="Never",
     )
     pod = run_to_exit(
-        wincon,
-        namespace,
+        kube,
         data_plane,
         body,
         "wait for container main to exit, then read status.containerStatuses[0].state.terminated.message",
@@ -215,7 +211,7 @@ def test_termination_message_written_to_the_default_path_is_reported(wincon, nam
 @pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-message-path")
-def test_termination_message_written_to_a_custom_path_is_reported(wincon, namespace, build, data_plane):
+def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, namespace, build, data_plane):
     """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
     body = windows_pod(
         wincon,
@@ -225,16 +221,14 @@ def test_termination_message_written_to_a_custom_path_is_reported(wincon, namesp
         restartPolicy="Never",
         container_extra={"terminationMessagePath": "C:\\dev\\msg"},
     )
-    pod = run_to_exit(
-        wincon, namespace, data_plane, body, "wait for container main to exit, then read its termination message"
-    )
+    pod = run_to_exit(kube, data_plane, body, "wait for container main to exit, then read its termination message")
     with expect_deviation("termination-message-path"):
         assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
 
 
 @pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
 @pytest.mark.dataplane
-def test_exit_code_and_log_tail_are_reported_on_failure(wincon, namespace, build, data_plane):
+def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, namespace, build, data_plane):
     """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
     body = windows_pod(
         wincon,
@@ -245,8 +239,7 @@ def test_exit_code_and_log_tail_are_reported_on_failure(wincon, namespace, build
         container_extra={"terminationMessagePolicy": "FallbackToLogsOnError"},
     )
     pod = run_to_exit(
-        wincon,
-        namespace,
+        kube,
         data_plane,
         body,
         "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message",
@@ -259,15 +252,14 @@ def test_exit_code_and_log_tail_are_reported_on_failure(wincon, namespace, build
 @pytest.mark.test_id("a08e313d-3ad8-4b73-a8d7-64ebd26a1cfe")
 @pytest.mark.dataplane
 @pytest.mark.limitation("multi-container-pods-pre-1709")
-def test_containers_of_a_pod_share_its_network(wincon, namespace, build, data_plane):
+def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
     body = windows_pod(wincon, "two-in-one", build, args=NETEXEC)
     image = body["spec"]["containers"][0]["image"]
     body["spec"]["containers"].append(container("client", image, args=["pause"]))
     pod = run_windows_pod(wincon, namespace, body)
     command = ["cmd", "/c", "curl.exe -s http://localhost:8080/hostname"]
-    data_plane(command, where=f"pod {pod.metadata.name} container client")
-    result = exec_in_pod(wincon.api_client, namespace, "two-in-one", command, container="client")
+    result = kube.exec("two-in-one", command, container="client", where=f"pod {pod.metadata.name} container client")
     with expect_deviation("multi-container-pods-pre-1709"):
         assert result.ok and result.stdout.strip() == "two-in-one", f"{result.stdout!r} {result.stderr}"
 
@@ -275,7 +267,7 @@ def test_containers_of_a_pod_share_its_network(wincon, namespace, build, data_pl
 @pytest.mark.test_id("5bc4f8cd-c943-4eaf-a0ec-f5b2cdf530ca")
 @pytest.mark.dataplane
 @pytest.mark.limitation("no-oom-killer")
-def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build, data_plane):
+def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, namespace, build, data_plane):
     """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
     allocate = "$b = [byte[]]::new(400MB); for ($i = 0; $i -lt $b.Length; $i += 4096) { $b[$i] = 1 }; Start-Sleep 120"
     body = windows_pod(
@@ -288,8 +280,7 @@ def test_container_over_its_memory_limit_is_oom_killed(wincon, namespace, build,
         container_extra={"resources": {"limits": {"memory": "200Mi"}, "requests": {"memory": "200Mi"}}},
     )
     pod = run_to_exit(
-        wincon,
-        namespace,
+        kube,
         data_plane,
         body,
         "wait for container main (200Mi limit, allocating 400 MiB) to be terminated",
@@ -335,14 +326,14 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(win
 @pytest.mark.test_id("74bb818c-146a-44d5-8c78-47585f954947")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-signals-differ")
-def test_container_receives_sigterm_when_its_pod_is_deleted(wincon, namespace, build, recorder, data_plane):
+def test_container_receives_sigterm_when_its_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane):
     """ "Signals - Windows interactive apps handle termination differently ... Console apps handle ctrl-c or ctrl-break using a Control Handler" (000_4130a90def37a825.txt, API): a SIGTERM trap should fire on deletion."""
     report = f"curl -s http://{recorder.status.pod_ip}:8080/echo?msg=sigterm-trapped"
     script = f"trap '{report}; exit 0' TERM; while true; do sleep 1; done"
     body = windows_pod(wincon, "trap-term", build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
     pod = run_windows_pod(wincon, namespace, body)
     data_plane(f"delete pod trap-term; its shell trap reports to the recorder: {script}", where=pod.spec.node_name)
-    call(client.CoreV1Api(wincon.api_client).delete_namespaced_pod, "trap-term", namespace)
-    eventually(lambda: gone(wincon, namespace, "trap-term"), 90, "pod trap-term deleted")
+    call(kube.core.delete_namespaced_pod, "trap-term", namespace)
+    eventually(lambda: gone(kube, "trap-term"), 90, "pod trap-term deleted")
     with expect_deviation("termination-signals-differ"):
-        assert "msg=sigterm-trapped" in recorded(wincon, namespace), "the TERM trap never fired"
+        assert "msg=sigterm-trapped" in recorded(kube), "the TERM trap never fired"

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.workloads import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_running_ready, wait_for_pod
-from wincon.workloads.deploy import apply, container
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.probes]
 
@@ -81,9 +79,9 @@ def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     assert any("Liveness probe failed" in e.message for e in unhealthy), [e.message for e in unhealthy]
 
 
-def endpoint_readiness(api_client, namespace: str, service: str) -> dict[str, bool]:
+def endpoint_readiness(kube, namespace: str, service: str) -> dict[str, bool]:
     """Pod name -> ready, from the Service's EndpointSlices."""
-    discovery = client.DiscoveryV1Api(api_client)
+    discovery = kube.discovery
     slices = call(
         discovery.list_namespaced_endpoint_slice, namespace, label_selector=f"kubernetes.io/service-name={service}"
     )
@@ -109,33 +107,30 @@ READY_FILE = "C:\\ready.txt"
 
 @pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
 @pytest.mark.dataplane
-def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(wincon, namespace, build, data_plane):
+def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
     gate = {"exec": {"command": ["cmd", "/c", f"type {READY_FILE}"]}, **FAST}
     body = windows_pod(
         wincon, "ready-toggle", build, args=NETEXEC, labels={"app": "toggle"}, container_extra={"readinessProbe": gate}
     )
-    apply(wincon.api_client, namespace, service("toggle", {"app": "toggle"}))
+    kube.create(service("toggle", {"app": "toggle"}))
     pod = run_windows_pod(wincon, namespace, body, ready=False)
     listed = eventually(
-        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle") is not None or None,
+        lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is not None or None,
         60,
         "pod ready-toggle listed in the EndpointSlice of Service toggle",
     )
     assert listed
     create = ["cmd", "/c", f"echo ok> {READY_FILE}"]
-    data_plane(create, where=f"pod {pod.metadata.name}")
-    assert exec_in_pod(wincon.api_client, namespace, "ready-toggle", create).ok
+    assert kube.exec(pod, create).ok
     wait_for_pod(wincon.api_client, namespace, "ready-toggle", done=pod_running_ready, timeout=60, failure=None)
-    eventually(
-        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready"
-    )
-    assert exec_in_pod(wincon.api_client, namespace, "ready-toggle", ["cmd", "/c", f"del {READY_FILE}"]).ok
+    eventually(lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready")
+    assert kube.exec(pod, ["cmd", "/c", f"del {READY_FILE}"]).ok
     wait_for_pod(
         wincon.api_client, namespace, "ready-toggle", done=lambda p: not pod_running_ready(p), timeout=60, failure=None
     )
     eventually(
-        lambda: endpoint_readiness(wincon.api_client, namespace, "toggle").get("ready-toggle") is False,
+        lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is False,
         60,
         "endpoint of ready-toggle marked not ready",
     )
@@ -144,7 +139,7 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(wincon, 
 @pytest.mark.test_id("b130ff0d-f21e-4483-be4c-76cef745b53f")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
-def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(wincon, namespace, build, data_plane, kind):
+def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, namespace, build, data_plane, kind):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
     app = f"rd-{kind.lower()}"
     for name, passing in ((f"{app}-good", True), (f"{app}-bad", False)):
@@ -156,8 +151,8 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(wincon, namespa
             labels={"app": app},
             container_extra={"readinessProbe": probe(kind, passing)},
         )
-        apply(wincon.api_client, namespace, body)
-    apply(wincon.api_client, namespace, service(app, {"app": app}))
+        kube.create(body)
+    kube.create(service(app, {"app": app}))
     for name in (f"{app}-good", f"{app}-bad"):
         wait_for_pod(
             wincon.api_client,
@@ -171,7 +166,7 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(wincon, namespa
     wait_for_pod(wincon.api_client, namespace, f"{app}-good", done=pod_running_ready, timeout=60, failure=None)
 
     def both_listed():
-        states = endpoint_readiness(wincon.api_client, namespace, app)
+        states = endpoint_readiness(kube, namespace, app)
         return states if len(states) == 2 and states.get(f"{app}-good") else None
 
     states = eventually(
@@ -187,7 +182,7 @@ STARTED_FILE = "C:\\started.txt"
 
 @pytest.mark.test_id("180e296a-8aad-4370-99d4-2079be405940")
 @pytest.mark.dataplane
-def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(wincon, namespace, build, data_plane):
+def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube, wincon, namespace, build, data_plane):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): until the startup probe passes, a failing liveness probe restarts nothing and a passing readiness probe readies nothing."""
     started = {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, "periodSeconds": 2, "failureThreshold": 60}
     body = windows_pod(
@@ -213,10 +208,10 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(winco
     events = eventually(startup_failures, 90, "five failed startup probes of pod startup-gate")
     messages = [e.message for e in events]
     assert all("Startup probe failed" in m for m in messages), f"other probes ran before startup passed: {messages}"
-    held = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, "startup-gate", namespace)
+    held = call(kube.core.read_namespaced_pod, "startup-gate", namespace)
     status = held.status.container_statuses[0]
     assert status.restart_count == 0 and not status.started and not status.ready, status
-    assert exec_in_pod(wincon.api_client, namespace, "startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
+    assert kube.exec("startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
     ready = wait_for_pod(wincon.api_client, namespace, "startup-gate", done=pod_running_ready, timeout=60, failure=None)
     status = ready.status.container_statuses[0]
     assert status.started and status.ready and status.restart_count == 0, status
