@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from kubernetes import client
 
 from wincon import connectivity as conn
 from wincon.cluster.client import call
@@ -37,7 +36,7 @@ def loadbalancer_service(net, netservers):
 
 @pytest.mark.test_id("08767122-34df-4a8b-b5f1-7b2d7de7e3c1")
 @pytest.mark.parametrize("kind", ["ClusterIP", "NodePort", "LoadBalancer", "headless", "ExternalName"])
-def test_every_service_type_is_created_over_windows_pods(kind, request, api_client, namespace, netservers):
+def test_every_service_type_is_created_over_windows_pods(kube, kind, request, namespace, netservers):
     """ "In Windows, services can utilize the following types ... NodePort, ClusterIP, LoadBalancer, ExternalName, Headless services" (002_8a7e76f95009f44f.txt, Services)."""
     fixture = {
         "ClusterIP": "netserver_service",
@@ -48,7 +47,7 @@ def test_every_service_type_is_created_over_windows_pods(kind, request, api_clie
     }[kind]
     svc = request.getfixturevalue(fixture)
     assert svc.type == kind
-    core = client.CoreV1Api(api_client)
+    core = kube.core
     if kind == "ExternalName":
         target = request.getfixturevalue("netserver_service").fqdn
         assert svc.cluster_ip is None and svc.raw.spec.external_name == target, f"ExternalName Service: {svc.raw.spec}"
@@ -171,9 +170,7 @@ def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinit
 @pytest.mark.test_id("77eec314-1842-4e8d-abef-173570f42edf")
 @pytest.mark.dataplane
 @pytest.mark.limitation("external-traffic-policy-local")
-def test_external_traffic_policy_local_keeps_the_client_ip(
-    checks, net, remote_node, local_netserver, windows_nodes
-):
+def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, remote_node, local_netserver, windows_nodes):
     """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
     svc = net.service(
         "service-nodeport-local.yaml", [local_netserver], name="netserver-local", select=net.only(local_netserver)

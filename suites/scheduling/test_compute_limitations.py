@@ -10,7 +10,6 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 from wincon.checks.workloads import (
@@ -22,6 +21,7 @@ from wincon.checks.workloads import (
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_scheduled, wait_for_pod
 from wincon.errors import expect_deviation
+from wincon.kube import ApiException
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
@@ -57,19 +57,19 @@ def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec)
     )
 
 
-def log_of(wincon, namespace, name) -> str:
-    core = client.CoreV1Api(wincon.api_client)
+def log_of(kube, name) -> str:
+    core = kube.core
     try:
-        return call(core.read_namespaced_pod_log, name, namespace)
-    except client.exceptions.ApiException:
+        return call(core.read_namespaced_pod_log, name, kube.namespace)
+    except ApiException:
         return ""
 
 
-def outcome(wincon, namespace, name):
+def outcome(kube, name):
     """'allocated' once the pod printed it, 'terminated: <reason>' once its container ended; else None."""
-    if "allocated" in log_of(wincon, namespace, name):
+    if "allocated" in log_of(kube, name):
         return "allocated"
-    pod = call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, name, namespace)
+    pod = call(kube.core.read_namespaced_pod, name, kube.namespace)
     for status in (pod.status.container_statuses if pod.status else None) or []:
         if status.state and status.state.terminated:
             return f"terminated: {status.state.terminated.reason} (exit {status.state.terminated.exit_code})"
@@ -85,24 +85,22 @@ def target_node(profile, build):
     return nodes[0].name
 
 
-def node_memory(wincon, node: str, field: str) -> int:
-    status = call(client.CoreV1Api(wincon.api_client).read_node, node).status
+def node_memory(kube, node: str, field: str) -> int:
+    status = call(kube.core.read_node, node).status
     return int(parse_quantity(getattr(status, field)["memory"]))
 
 
 @pytest.mark.test_id("7dca91f9-118c-44eb-9a3e-29872845dc0e")
 @pytest.mark.dataplane
 @pytest.mark.limitation("resource-limits-pre-1-10")
-def test_container_cannot_commit_more_than_its_memory_limit(wincon, namespace, build, data_plane):
+def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namespace, build, data_plane):
     """ "Starting from v1.10, Kubernetes supports setting CPU and memory for Windows containers" (001_feb1108140134f87.txt, Setting CPU and Memory): a 200Mi container cannot commit 400 MiB."""
     node = target_node(wincon.profile, build)
     apply(
         wincon.api_client, namespace, memory_pod(wincon, "over-limit", build, node, 400, limit="200Mi", request="200Mi")
     )
     data_plane("allocate 400 MiB in a container limited to 200Mi; expect the allocation to fail", where=node)
-    result = eventually(
-        lambda: outcome(wincon, namespace, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome"
-    )
+    result = eventually(lambda: outcome(kube, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome")
     with expect_deviation("resource-limits-pre-1-10"):
         assert result != "allocated", "a container limited to 200Mi committed 400 MiB"
     # Positive evidence that the limit stopped it: the container ended with a failure, not by itself.
@@ -112,7 +110,7 @@ def test_container_cannot_commit_more_than_its_memory_limit(wincon, namespace, b
 @pytest.mark.test_id("8427af37-a459-4c09-b48e-f45b0cb569fb")
 @pytest.mark.dataplane
 @pytest.mark.limitation("cpu-limits-not-hard")
-def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
+def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most ~0.6 core."""
     node = target_node(wincon.profile, build)
     busy = "1..2 | ForEach-Object { Start-Job { while ($true) {} } } | Out-Null; Start-Sleep 600"
@@ -127,7 +125,7 @@ def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
     )
     pod = run_windows_pod(wincon, namespace, body)
     data_plane(f"read nodes/{node}/proxy/stats/summary for pod busy after 30 s of load", where=node)
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     started = pod.status.container_statuses[0].state.running.started_at
 
     def usage_after_warmup():
@@ -148,12 +146,12 @@ def test_cpu_limit_caps_a_busy_container(wincon, namespace, build, data_plane):
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("cadvisor-unsupported")
-def test_cadvisor_metrics_cover_windows_containers(wincon, namespace, build, data_plane):
+def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
     pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "metered", build))
     node = pod.spec.node_name
     data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
-    text = call(client.CoreV1Api(wincon.api_client).connect_get_node_proxy_with_path, node, "metrics/cadvisor")
+    text = call(kube.core.connect_get_node_proxy_with_path, node, "metrics/cadvisor")
     lines = [line for line in text.splitlines() if line.startswith("container_cpu_usage_seconds_total")]
     with expect_deviation("cadvisor-unsupported"):
         assert any('pod="metered"' in line for line in lines), (
@@ -162,24 +160,24 @@ def test_cadvisor_metrics_cover_windows_containers(wincon, namespace, build, dat
 
 
 @pytest.fixture
-def cleanup_pods(wincon, namespace, request):
+def cleanup_pods(kube, wincon, namespace, request):
     """Names registered here are deleted right after the test, to give the node its memory back at once."""
     names: list[str] = []
 
     def delete_all():
-        core = client.CoreV1Api(wincon.api_client)
+        core = kube.core
         for name in names:
             try:
                 call(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
-            except client.exceptions.ApiException:
+            except ApiException:
                 continue
 
     request.addfinalizer(delete_all)
     return names
 
 
-def node_condition(wincon, node: str, kind: str):
-    conditions = call(client.CoreV1Api(wincon.api_client).read_node, node).status.conditions or []
+def node_condition(kube, node: str, kind: str):
+    conditions = call(kube.core.read_node, node).status.conditions or []
     return next((c for c in conditions if c.type == kind), None)
 
 
@@ -189,20 +187,22 @@ def node_condition(wincon, node: str, kind: str):
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("memory-pressure-not-reported")
-def test_node_reports_memory_pressure_when_its_memory_runs_out(wincon, namespace, build, data_plane, cleanup_pods):
+def test_node_reports_memory_pressure_when_its_memory_runs_out(
+    kube, wincon, namespace, build, data_plane, cleanup_pods
+):
     """ "MemoryPressure Condition is not implemented ... There are no OOM eviction actions taken by the kubelet" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
-    mib = node_memory(wincon, node, "allocatable") // MIB
+    mib = node_memory(kube, node, "allocatable") // MIB
     cleanup_pods.append("pressure")
-    apply(wincon.api_client, namespace, memory_pod(wincon, "pressure", build, node, mib))
+    kube.create(memory_pod(wincon, "pressure", build, node, mib))
     wait_for_pod(wincon.api_client, namespace, "pressure", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB on {node} and wait for MemoryPressure=True or an eviction", where=node)
 
     def pressure():
-        condition = node_condition(wincon, node, "MemoryPressure")
+        condition = node_condition(kube, node, "MemoryPressure")
         if condition is not None and condition.status == "True":
             return "MemoryPressure"
-        result = outcome(wincon, namespace, "pressure")
+        result = outcome(kube, "pressure")
         return result if result and "Evicted" in result else None
 
     with expect_deviation("memory-pressure-not-reported"):
@@ -212,7 +212,7 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(wincon, namespace
             f"MemoryPressure on {node} or the pod evicted",
             interval=5,
             behaviour=True,
-            seen=lambda: f"pod pressure {outcome(wincon, namespace, 'pressure') or 'still running'}",
+            seen=lambda: f"pod pressure {outcome(kube, 'pressure') or 'still running'}",
         )
 
 
@@ -222,22 +222,22 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(wincon, namespace
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("enforce-node-allocatable-not-implemented")
-def test_pods_beyond_allocatable_memory_are_evicted(wincon, namespace, build, data_plane, cleanup_pods):
+def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, namespace, build, data_plane, cleanup_pods):
     """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
     node = target_node(wincon.profile, build)
-    mib = node_memory(wincon, node, "allocatable") // MIB + 512
+    mib = node_memory(kube, node, "allocatable") // MIB + 512
     cleanup_pods.append("beyond")
-    apply(wincon.api_client, namespace, memory_pod(wincon, "beyond", build, node, mib))
+    kube.create(memory_pod(wincon, "beyond", build, node, mib))
     wait_for_pod(wincon.api_client, namespace, "beyond", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB (allocatable + 512) on {node}; expect the pod evicted", where=node)
     with expect_deviation("enforce-node-allocatable-not-implemented"):
         result = eventually(
-            lambda: (r := outcome(wincon, namespace, "beyond")) and "terminated" in r and r,
+            lambda: (r := outcome(kube, "beyond")) and "terminated" in r and r,
             300,
             "the pod beyond allocatable to be evicted",
             interval=5,
             behaviour=True,
-            seen=lambda: f"pod beyond {outcome(wincon, namespace, 'beyond') or 'still running'}",
+            seen=lambda: f"pod beyond {outcome(kube, 'beyond') or 'still running'}",
         )
         assert "Evicted" in result or "OOMKilled" in result, result
 
@@ -249,28 +249,28 @@ def test_pods_beyond_allocatable_memory_are_evicted(wincon, namespace, build, da
 @pytest.mark.slow
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
 def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
-    wincon, namespace, build, data_plane, cleanup_pods
+    kube, wincon, namespace, build, data_plane, cleanup_pods
 ):
     """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
-    mib = node_memory(wincon, node, "capacity") // MIB
+    mib = node_memory(kube, node, "capacity") // MIB
     body = memory_pod(wincon, "host-hog", build, node, mib, hostNetwork=True)
     body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
     cleanup_pods.append("host-hog")
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     wait_for_pod(wincon.api_client, namespace, "host-hog", done=pod_scheduled, timeout=60, failure=None)
     data_plane(
         f"commit {mib} MiB (the node's capacity) from a HostProcess pod; the kubelet must keep reporting", where=node
     )
-    eventually(lambda: outcome(wincon, namespace, "host-hog"), 300, "the host allocation", interval=5)
+    eventually(lambda: outcome(kube, "host-hog"), 300, "the host allocation", interval=5)
 
     def heartbeat_age():
-        ready = node_condition(wincon, node, "Ready")
+        ready = node_condition(kube, node, "Ready")
         return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds() if ready else None
 
     ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
     with expect_deviation("kubelet-host-memory-unrestricted"):
-        assert node_condition(wincon, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
+        assert node_condition(kube, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
 
 
 @pytest.mark.test_id("4bcbc723-af4d-4d21-9dcf-dee88abf5cc5")
@@ -279,23 +279,25 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("resource-requests-not-guaranteed")
-def test_requested_memory_is_granted_on_an_overprovisioned_node(wincon, namespace, build, data_plane, cleanup_pods):
+def test_requested_memory_is_granted_on_an_overprovisioned_node(
+    kube, wincon, namespace, build, data_plane, cleanup_pods
+):
     """ "Requests ... cannot be used to guarantee resources in an overprovisioned node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): a pod should get the 1Gi it requested."""
     node = target_node(wincon.profile, build)
-    hog_mib = node_memory(wincon, node, "allocatable") // MIB
+    hog_mib = node_memory(kube, node, "allocatable") // MIB
     cleanup_pods.extend(["hog", "entitled"])
-    apply(wincon.api_client, namespace, memory_pod(wincon, "hog", build, node, hog_mib))
+    kube.create(memory_pod(wincon, "hog", build, node, hog_mib))
     wait_for_pod(wincon.api_client, namespace, "hog", done=pod_scheduled, timeout=60, failure=None)
     data_plane(
         f"overprovision {node} with a {hog_mib} MiB hog, then commit 1 GiB in a pod that requested it", where=node
     )
-    eventually(lambda: outcome(wincon, namespace, "hog"), 300, "the hog's allocation", interval=5)
+    eventually(lambda: outcome(kube, "hog"), 300, "the hog's allocation", interval=5)
     apply(
         wincon.api_client, namespace, memory_pod(wincon, "entitled", build, node, 1024, request="1Gi", limit="1536Mi")
     )
     with expect_deviation("resource-requests-not-guaranteed"):
         result = eventually(
-            lambda: outcome(wincon, namespace, "entitled"),
+            lambda: outcome(kube, "entitled"),
             300,
             "the entitled pod's allocation",
             interval=5,

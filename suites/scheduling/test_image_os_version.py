@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.workloads import assert_all_ran_on, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.workloads.catalog import Catalog, build_compatible
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -49,22 +46,22 @@ def nanoserver(wincon, version: str) -> str:
     return f"{wincon.catalog.registries['microsoftRegistry'].rstrip('/')}/windows/nanoserver:{version}"
 
 
-def start_and_wait(wincon, namespace, profile, data_plane, body, host, what, limitation, deviation):
+def start_and_wait(kube, profile, data_plane, body, host, what, limitation, deviation):
     """Create the pod, check it was placed on a node of ``host``, then (data plane) wait until it runs.
 
     A start failure whose message carries one of the ``deviation`` phrases is the documented deviation,
     observed; any other (a registry that cannot be reached, a crash) stays what it is.
     """
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     name = body["metadata"]["name"]
     pod = wait_for_pod(
-        wincon.api_client, namespace, name, done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=None
+        kube.api_client, kube.namespace, name, done=pod_scheduled, timeout=kube.pod_start_timeout, failure=None
     )
     assert_all_ran_on([pod], profile, "windows", host)
     data_plane(f"wait for pod {name} ({what}) to run", where=pod.spec.node_name)
     try:
         return wait_for_pod(
-            wincon.api_client, namespace, name, done=pod_running, timeout=wincon.pod_start_timeout, failure=pod_failure
+            kube.api_client, kube.namespace, name, done=pod_running, timeout=kube.pod_start_timeout, failure=pod_failure
         )
     except (InfrastructureError, WorkloadFailed) as exc:
         if isinstance(exc, WaitTimeout) or not any(phrase in str(exc).lower() for phrase in deviation):
@@ -72,16 +69,16 @@ def start_and_wait(wincon, namespace, profile, data_plane, body, host, what, lim
         raise DeviationObserved(f"{limitation}: {exc}") from exc
 
 
-def windows_answers(wincon, namespace, name) -> None:
+def windows_answers(kube, name) -> None:
     """Positive evidence the container runs: a command inside it answers with the Windows version banner."""
-    result = exec_in_pod(wincon.api_client, namespace, name, ["cmd", "/c", "ver"])
+    result = kube.exec(name, ["cmd", "/c", "ver"])
     assert result.ok and "Microsoft Windows" in result.stdout, f"`ver` in {name}: {result.stdout!r} {result.stderr!r}"
 
 
 @pytest.mark.test_id("27170933-0bd8-4fb8-b35e-b3ce6a37af9b")
 @pytest.mark.dataplane
 @pytest.mark.limitation("image-os-version-match")
-def test_container_from_another_windows_version_starts(wincon, namespace, profile, data_plane):
+def test_container_from_another_windows_version_starts(kube, wincon, namespace, profile, data_plane):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): an ltsc2019 image on an ltsc2022 host should start."""
     pairing = incompatible_pairing(wincon, profile)
     if pairing is None:
@@ -101,16 +98,16 @@ def test_container_from_another_windows_version_starts(wincon, namespace, profil
         "image-os-version-match",
         OS_MISMATCH,
     )
-    windows_answers(wincon, namespace, "mismatch")
+    windows_answers(kube, "mismatch")
 
 
 HYPERV_HINTS = ("hyperv", "hyper-v", "vm")
 LEGACY_ISOLATION = "experimental.windows.kubernetes.io/isolation-type"
 
 
-def hyperv_runtime_class(api_client) -> str | None:
+def hyperv_runtime_class(kube) -> str | None:
     """The name of a RuntimeClass whose handler runs Hyper-V isolated containers, if the cluster has one."""
-    classes = call(client.NodeV1Api(api_client).list_runtime_class).items
+    classes = call(kube.node.list_runtime_class).items
     return next((c.metadata.name for c in classes if any(h in c.handler.lower() for h in HYPERV_HINTS)), None)
 
 
@@ -118,7 +115,7 @@ def hyperv_runtime_class(api_client) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-isolation-unsupported")
 @pytest.mark.isolation("hyperv")
-def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace, profile, data_plane):
+def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, namespace, profile, data_plane):
     """ "Hyper-V isolation of containers, enabling backward compatibility of Windows container image versions, is planned for a future release" (002_8a7e76f95009f44f.txt, Operating System Restrictions)."""
     pairing = incompatible_pairing(wincon, profile)
     if pairing is None:
@@ -126,7 +123,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace
     host, version = pairing
     body = windows_pod(wincon, "hyperv-older", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
     body["spec"]["containers"][0]["image"] = nanoserver(wincon, version)
-    runtime_class = hyperv_runtime_class(wincon.api_client)
+    runtime_class = hyperv_runtime_class(kube)
     if runtime_class:
         body["spec"]["runtimeClassName"] = runtime_class
     else:
@@ -144,7 +141,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(wincon, namespace
         "hyperv-isolation-unsupported",
         OS_MISMATCH + NO_HYPERV,
     )
-    windows_answers(wincon, namespace, "hyperv-older")
+    windows_answers(kube, "hyperv-older")
 
 
 @pytest.mark.test_id("796aa85b-1398-4bfb-89bc-f094c4b5426c")
@@ -179,9 +176,9 @@ def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, bui
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
 @pytest.mark.isolation("hyperv")
-def test_hyperv_isolated_container_sees_the_nodes_processors(wincon, namespace, profile, build, data_plane):
+def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, namespace, profile, build, data_plane):
     """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
-    runtime_class = hyperv_runtime_class(wincon.api_client)
+    runtime_class = hyperv_runtime_class(kube)
     if runtime_class is None:
         pytest.skip("the cluster has no RuntimeClass with a Hyper-V handler")
     body = windows_pod(wincon, "hyperv-cpus", build, runtimeClassName=runtime_class)
@@ -197,8 +194,8 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(wincon, namespace, 
         "hyperv-cpu-count-limit",
         (),
     )
-    node = call(client.CoreV1Api(wincon.api_client).read_node, pod.spec.node_name)
-    result = exec_in_pod(wincon.api_client, namespace, "hyperv-cpus", ["cmd", "/c", "echo %NUMBER_OF_PROCESSORS%"])
+    node = call(kube.core.read_node, pod.spec.node_name)
+    result = kube.exec("hyperv-cpus", ["cmd", "/c", "echo %NUMBER_OF_PROCESSORS%"])
     assert result.ok and result.stdout.strip().isdigit(), f"%NUMBER_OF_PROCESSORS%: {result.stdout!r} {result.stderr!r}"
     with expect_deviation("hyperv-cpu-count-limit"):
         assert result.stdout.strip() == str(node.status.capacity["cpu"]), (
@@ -209,7 +206,7 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(wincon, namespace, 
 @pytest.mark.test_id("0455ce29-06ed-4b65-a2d0-dde127aca5fe")
 @pytest.mark.dataplane
 @pytest.mark.limitation("linux-containers-on-windows-unsupported")
-def test_linux_only_image_runs_on_a_windows_node(wincon, namespace, profile, build, data_plane):
+def test_linux_only_image_runs_on_a_windows_node(kube, wincon, namespace, profile, build, data_plane):
     """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality): a Linux-only image pinned to a Windows node should run."""
     image = f"{wincon.catalog.registries['dockerLibraryRegistry'].rstrip('/')}/busybox:1.36"
     body = windows_pod(wincon, "linux-image", build, command=["sleep", "3600"])
@@ -226,14 +223,14 @@ def test_linux_only_image_runs_on_a_windows_node(wincon, namespace, profile, bui
         "linux-containers-on-windows-unsupported",
         LINUX_ON_WINDOWS,
     )
-    result = exec_in_pod(wincon.api_client, namespace, "linux-image", ["uname", "-s"])
+    result = kube.exec("linux-image", ["uname", "-s"])
     assert result.ok and result.stdout.strip() == "Linux", f"`uname -s`: {result.stdout!r} {result.stderr!r}"
 
 
 @pytest.mark.test_id("1766ed43-3b3f-49e4-afe7-48d9bfbf4cbe")
 @pytest.mark.hybrid
 @pytest.mark.limitation("pod-os-unconstrained-scheduling")
-def test_windows_pod_is_never_placed_on_a_linux_node(wincon, namespace, profile):
+def test_windows_pod_is_never_placed_on_a_linux_node(kube, wincon, namespace, profile):
     """ "If a Pod specification does not specify a nodeSelector ... it is possible the Pod can be scheduled on any host, Windows or Linux" (002_8a7e76f95009f44f.txt, Taints and Tolerations): spec.os.name windows alone should keep it off Linux."""
     linux = [n.name for n in profile.linux_nodes if n.ready and not n.taints]
     if not linux:
@@ -252,7 +249,7 @@ def test_windows_pod_is_never_placed_on_a_linux_node(wincon, namespace, profile)
             ]
         }
     }
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     pod = wait_for_pod(wincon.api_client, namespace, "os-field-only", done=pod_scheduled, timeout=60, failure=None)
     node = next((n for n in profile.nodes if n.name == pod.spec.node_name), None)
     with expect_deviation("pod-os-unconstrained-scheduling"):

@@ -13,7 +13,6 @@ from wincon.checks.workloads import (
     windows_pod,
 )
 from wincon.cluster.waits import pod_failure, wait_for_deployment, wait_for_pod
-from wincon.workloads.deploy import apply
 from wincon.workloads.render import render
 
 pytestmark = [pytest.mark.scheduling]
@@ -21,46 +20,46 @@ pytestmark = [pytest.mark.scheduling]
 NO_SUCH_BUILD = 99999
 
 
-def deploy(wincon, namespace, name, build, replicas, image_build):
-    image = wincon.catalog.image("agnhost", "windows", image_build)
+def deploy(kube, name, build, replicas, image_build):
+    image = kube.catalog.image("agnhost", "windows", image_build)
     (manifest,) = render(
         "controllers/deployment.yaml", name=name, replicas=replicas, container="main", image=image, port=8080
     )
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
-    apply(wincon.api_client, namespace, pin_template(manifest, build))
-    wait_for_deployment(wincon.api_client, namespace, name, wincon.pod_start_timeout)
-    return pods_with(wincon.api_client, namespace, {"app": name})
+    kube.create(pin_template(manifest, build))
+    wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
+    return pods_with(kube.api_client, kube.namespace, {"app": name})
 
 
 @pytest.mark.test_id("7675e72b-3837-438e-8a27-0f831775c65c")
-def test_os_node_selector_places_every_pod_on_a_windows_node(wincon, namespace, profile):
+def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, namespace, profile):
     """ "Windows containers have to be scheduled on Windows nodes ... The best practice is to use a nodeSelector" (002_8a7e76f95009f44f.txt, Taints and Tolerations): no replica lands on Linux."""
     for build in profile.windows_builds:  # the one image must have a variant for every Windows build it may meet
         wincon.catalog.image("agnhost", "windows", build)
     replicas = 2 * max(1, len(profile.nodes))
-    pods = deploy(wincon, namespace, "os-only", None, replicas, None)
+    pods = deploy(kube, "os-only", None, replicas, None)
     assert len(pods) == replicas
     assert_all_ran_on(pods, profile, "windows")
 
 
 @pytest.mark.test_id("7d5f5b2c-7df8-491b-a248-08ebc56eb81d")
-def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(wincon, namespace, profile):
+def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, wincon, namespace, profile):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): windows-build pins each pod to its build."""
     if not profile.windows_builds:
         pytest.skip("no Windows node reports node.kubernetes.io/windows-build")
     for build in profile.windows_builds:
-        pods = deploy(wincon, namespace, f"build-{build}", build, 2, build)
+        pods = deploy(kube, f"build-{build}", build, 2, build)
         nodes = assert_all_ran_on(pods, profile, "windows", build)
         assert {n.windows_build for n in nodes} == {build}
 
 
 @pytest.mark.test_id("b965821d-0785-4346-80ea-3c50259fc19c")
-def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(wincon, namespace, profile):
+def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, wincon, namespace, profile):
     """Pods must land on a host whose OS version matches (002_8a7e76f95009f44f.txt, Operating System Restrictions): a build no node runs leaves the pod Pending with FailedScheduling."""
     assert NO_SUCH_BUILD not in profile.windows_builds
     body = windows_pod(wincon, "no-such-build", None)
     body["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"] = f"10.0.{NO_SUCH_BUILD}"
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     pod = wait_for_pod(wincon.api_client, namespace, "no-such-build", done=pod_unschedulable, timeout=60, failure=None)
     assert pod.spec.node_name is None and pod.status.phase == "Pending"
     events = wait_for_event(wincon.api_client, namespace, "no-such-build", "FailedScheduling")

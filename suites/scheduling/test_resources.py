@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.scheduling import allocatable, millicores, requested
 from wincon.checks.workloads import (
@@ -17,10 +16,8 @@ from wincon.checks.workloads import (
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_running_ready, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -35,7 +32,7 @@ def with_cpu(body, cores: Decimal):
 
 @pytest.mark.test_id("d4007b5e-e560-4901-8e0a-0a5044c45e60")
 @pytest.mark.serial
-def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(wincon, namespace, build):
+def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, wincon, namespace, build):
     """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
@@ -48,14 +45,14 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(wincon
     filler = run_windows_pod(wincon, namespace, with_cpu(windows_pod(wincon, "filler", build, node=node), big))
     assert filler.spec.node_name == node
 
-    apply(wincon.api_client, namespace, with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
+    kube.create(with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
     pending = wait_for_pod(wincon.api_client, namespace, "overflow", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
     message = wait_for_event(wincon.api_client, namespace, "overflow", "FailedScheduling")[-1].message
     assert "Insufficient cpu" in message, message
 
     # Releasing the filler's request makes room: the pending pod is scheduled onto the node.
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     call(core.delete_namespaced_pod, "filler", namespace, grace_period_seconds=0)
     placed = wait_for_pod(
         wincon.api_client,
@@ -75,7 +72,7 @@ def scheduled_or_refused(pod) -> bool:
 @pytest.mark.test_id("6c63212c-8051-4e9a-9c9a-0e0005a4e793")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hugepages-unsupported")
-def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(wincon, namespace, build, data_plane):
+def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, namespace, build):
     """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
     body = windows_pod(wincon, "hugepages", build)
     main = body["spec"]["containers"][0]
@@ -85,11 +82,12 @@ def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(wincon
     }
     main["volumeMounts"] = [{"name": "huge", "mountPath": "C:\\hugepages"}]
     body["spec"]["volumes"] = [{"name": "huge", "emptyDir": {"medium": "HugePages"}}]
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     pod = wait_for_pod(wincon.api_client, namespace, "hugepages", done=scheduled_or_refused, timeout=60, failure=None)
     command = ["cmd", "/c", "dir C:\\hugepages"]
     # Simulated nodes advertise no hugepages either: the gate comes before any conclusion about them.
-    data_plane(command, where=f"pod hugepages on {pod.spec.node_name or 'no node (the scheduler refused it)'}")
+    where = f"pod hugepages on {pod.spec.node_name or 'no node (the scheduler refused it)'}"
+    kube.gate(command, where=where)
     if not pod.spec.node_name:
         message = wait_for_event(wincon.api_client, namespace, "hugepages", "FailedScheduling")[-1].message
         if "hugepages" not in message:
@@ -106,6 +104,6 @@ def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(wincon
         timeout=wincon.pod_start_timeout,
         failure=pod_running_failure,
     )
-    result = exec_in_pod(wincon.api_client, namespace, "hugepages", command)
+    result = kube.exec("hugepages", command, where=where)
     with expect_deviation("hugepages-unsupported"):
         assert result.ok, f"`dir C:\\hugepages` in the pod failed: {result.stdout} {result.stderr}"

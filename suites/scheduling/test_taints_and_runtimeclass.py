@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
-from kubernetes import client
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import (
     TAINT_VALUES,
-    add_taint,
-    create_runtime_class,
-    delete_runtime_class,
     node_has_taint,
-    remove_taint,
 )
 from wincon.checks.workloads import (
     pod_unschedulable,
@@ -24,7 +17,6 @@ from wincon.checks.workloads import (
     windows_pod,
 )
 from wincon.cluster.waits import wait_for_pod
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -35,19 +27,18 @@ WINDOWS_HANDLER = "runhcs-wcow-process"  # containerd's process-isolated Windows
 @pytest.mark.test_id("a953a9a7-259d-4c0f-b24d-7f10a965e8ac")
 @pytest.mark.serial
 @pytest.mark.disruptive
-def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(wincon, namespace, build, request):
+def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(kube, wincon, namespace, build, taint_node):
     """ "In order for a Windows Pod to be scheduled on a Windows node, it would need both the nodeSelector to choose Windows, and the appropriate matching toleration" (002_8a7e76f95009f44f.txt, Taints and Tolerations)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
         pytest.skip("no Ready Windows node to taint")
     node = nodes[0].name
     taint = {"key": TAINT_KEY, "value": TAINT_VALUES.get(build or 0, f"Win{build}"), "effect": "NoSchedule"}
-    request.addfinalizer(lambda: remove_taint(wincon.api_client, node, TAINT_KEY))
-    add_taint(wincon.api_client, node, taint)
+    taint_node(node, taint)
     assert node_has_taint(wincon.api_client, node, TAINT_KEY)
 
     untolerated = windows_pod(wincon, "no-toleration", build, node=node)
-    apply(wincon.api_client, namespace, untolerated)
+    kube.create(untolerated)
     pending = wait_for_pod(
         wincon.api_client, namespace, "no-toleration", done=pod_unschedulable, timeout=60, failure=None
     )
@@ -64,15 +55,13 @@ def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(winco
 
 
 @pytest.fixture
-def runtime_class(wincon, build, request):
+def runtime_class(build, make_runtime_class):
     """A RuntimeClass for process-isolated Windows containers of the target build, deleted at teardown."""
-    name = f"wincon-{wincon.run_id[-6:]}-{secrets.token_hex(3)}"
     selector = {"kubernetes.io/os": "windows"}
     if build:
         selector["node.kubernetes.io/windows-build"] = f"10.0.{build}"
     tolerations = [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]
-    request.addfinalizer(lambda: delete_runtime_class(wincon.api_client, name))
-    create_runtime_class(wincon.api_client, name, WINDOWS_HANDLER, selector, tolerations, wincon.run_id)
+    name = make_runtime_class(WINDOWS_HANDLER, selector, tolerations)
     return name, selector, tolerations
 
 
@@ -85,13 +74,13 @@ def unpinned_pod(wincon, name, build, runtime_class_name):
 
 
 @pytest.mark.test_id("d2adf8a7-436d-40e9-b1ee-be1a4be450d3")
-def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(wincon, namespace, build, runtime_class):
+def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(kube, wincon, namespace, build, runtime_class):
     """ "It is unclear if the RuntimeClass proposal from sig-node will simplify scheduled Windows containers" (003_414b2f1c5dd978a2.txt, Roadmap): a RuntimeClass's scheduling section is merged into the pod and places it."""
     name, selector, tolerations = runtime_class
     pod = run_windows_pod(wincon, namespace, unpinned_pod(wincon, "by-runtimeclass", build, name))
     assert pod.spec.runtime_class_name == name
     assert (pod.spec.node_selector or {}) == selector, "the RuntimeClass's nodeSelector must be merged into the pod"
-    merged = [client.ApiClient().sanitize_for_serialization(t) for t in pod.spec.tolerations or []]
+    merged = [kube.api_client.sanitize_for_serialization(t) for t in pod.spec.tolerations or []]
     for toleration in tolerations:
         assert toleration in merged, f"toleration {toleration} not merged: {merged}"
 
