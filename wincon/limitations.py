@@ -39,6 +39,7 @@ class Limitation:
     lifted_in: dict[str, Any] | None = None
     skip_reason: str = ""
     untestable: str = ""
+    note: str = ""
 
     @property
     def source_text(self) -> str:
@@ -115,6 +116,7 @@ def load(path: str | Path | None = None) -> dict[str, Limitation]:
             lifted_in=raw.get("lifted_in"),
             skip_reason=raw.get("skip_reason", ""),
             untestable=raw.get("untestable", ""),
+            note=raw.get("note", ""),
         )
     return result
 

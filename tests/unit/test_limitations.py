@@ -17,6 +17,7 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: Networking}]
     applies_when: {cni: [win-overlay, win-bridge, azure-cni]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
 """
 
 
@@ -254,3 +255,41 @@ def test_wincon_limitations_lists_the_catalog_without_a_cluster(tmp_path, capsys
     assert code == 0 and len(rows) == len(load())
     assert all(row["applies"] is None and row["why"].startswith("applicability unknown: no cluster") for row in rows)
     assert "listing with applicability unknown" in out.err
+
+
+def test_every_entry_says_from_when_it_is_lifted_or_why_it_still_stands(tmp_path):
+    bare = ENTRY.replace("    note: still stated by the current documentation of this test fixture\n", "")
+    with pytest.raises(LimitationsError, match="entry 0 \\(icmp-egress\\)"):
+        load(write(tmp_path, bare))
+    short = ENTRY.replace("still stated by the current documentation of this test fixture", "holds")
+    with pytest.raises(LimitationsError, match="field 'note'"):
+        load(write(tmp_path, short))
+    assert all(entry.lifted_in or entry.note for entry in load().values())
+
+
+V134_LTSC2022 = ClusterProfile(
+    "v1.34.4",
+    nodes=[win(20348, "1.7.27", kubelet="v1.34.4")],
+    cni="flannel",
+    cni_backend="vxlan",
+    kube_proxy_mode="kernelspace",
+    cloud="azure",
+)
+
+
+def test_the_calibrated_catalog_on_a_v1_34_containerd_ltsc2022_cluster():
+    """What still applies on a current cluster: documented gaps yes, 2019-era statements no."""
+    applies = {lid: match(entry, V134_LTSC2022).applies for lid, entry in load().items()}
+    for still in ("icmp-egress-through-vfp", "dns-resolvers-differ", "hugepages-unsupported", "no-oom-killer"):
+        assert applies[still], still
+    for lifted in (
+        "port-forward-unsupported",
+        "run-as-username-unavailable",
+        "host-privileges-unavailable",
+        "cpu-limits-not-hard",
+        "hpa-unsupported-pre-1-14",
+        "configmap-secret-volumes-pre-1803",
+        "docker-ee-runtime-required",
+    ):
+        assert not applies[lifted], lifted
+    assert not applies["hyperv-cpu-count-limit"]  # the pods request process isolation

@@ -17,12 +17,14 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: Networking}]
     applies_when: {cni: [win-overlay]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
   - id: hangs-node
     title: A check that would hang the node
     area: compute
     statement: Doing this hangs a Windows node.
     sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
     mode: skip
+    note: still stated by the current documentation of this test fixture
     skip_reason: running it hangs the node for minutes
 """
 

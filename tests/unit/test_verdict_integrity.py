@@ -21,6 +21,7 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: Networking}]
     applies_when: {cni: [win-overlay]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
 """
 
 PROFILE = {
@@ -158,6 +159,7 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
     applies_when: {k8s_version: "<1.24"}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
   - id: hyperv-only
     title: Something Hyper-V isolated pods cannot do
     area: runtime
@@ -165,6 +167,7 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
     applies_when: {isolation: [hyperv]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
 """
 
 NODE_SUITE = """

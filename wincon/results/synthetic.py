@@ -170,6 +170,7 @@ limitations:
     sources: [{file: 000_4130a90def37a825.txt, section: "Limitations"}]
     applies_when: {cni: [flannel]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
   - id: calico-only
     title: A limitation that applies to Calico clusters only
     area: networking
@@ -177,6 +178,7 @@ limitations:
     sources: [{file: 002_8a7e76f95009f44f.txt, section: "Limitations"}]
     applies_when: {cni: [calico]}
     mode: xfail
+    note: still stated by the current documentation of this test fixture
 """
 # pytest arguments that make a suite run of such a workspace without a cluster.
 WORKSPACE_ARGS = ["--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-p", "no:cacheprovider"]
