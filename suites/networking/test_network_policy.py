@@ -14,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from kubernetes import client
 
 from wincon import connectivity as conn
 from wincon.checks.workloads import eventually
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.kube import Kube
+from wincon.network.flows import FlowChecks
 from wincon.workloads.deploy import apply, pod_manifest
 
 pytestmark = [pytest.mark.networking]
@@ -84,16 +85,17 @@ def enforcing_cni(profile) -> None:
 @pytest.mark.test_id("97bab085-189e-42e4-aa68-c54a0c0895c0")
 @pytest.mark.dataplane
 def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
-    wincon, namespace, fresh_namespace, checks, windows_client, local_netserver, outside_client, data_plane
+    kube, wincon, namespace, fresh_namespace, checks, windows_client, local_netserver, outside_client, data_plane
 ):
     """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy): ingress from another namespace is denied by a same-namespace-only policy and allowed again by one naming that namespace."""
-    networking = client.NetworkingV1Api(wincon.api_client)
+    networking = kube.networking
     # The API part, on every cluster: both policies pass validation (server-side dry run).
     for body in (DENY_OTHER_NAMESPACES, allow_namespace(fresh_namespace)):
         stored = call(networking.create_namespaced_network_policy, namespace, body, dry_run="All")
         assert stored.spec.policy_types == ["Ingress"], stored.spec
     enforcing_cni(wincon.profile)
-    other = type(checks)(wincon, fresh_namespace, data_plane)
+    other_kube = Kube(wincon, fresh_namespace, data_plane)
+    other = FlowChecks(other_kube)
     target, port = local_netserver.ip, conn.NETSERVER_HTTP_PORT
     before = other.dial(outside_client, target, port, "http", {local_netserver.name})
     assert before.reached_all, f"before any policy, outside -> {local_netserver.name}: {before.describe()}"
