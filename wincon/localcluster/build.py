@@ -83,7 +83,15 @@ def components(versions: dict[str, Any] | None = None) -> list[Component]:
     for name, path in k8s.get("images", {}).items():
         version = k8s[f"{name}_version"]
         result.append(
-            Component(name, "kubernetes", f"{k8s['module']}/{path}", ("-s", "-w"), ("--version",), version, True)
+            Component(
+                name,
+                "kubernetes",
+                f"{k8s['module']}/{path}",
+                ("-s", "-w", f"-X main.Version={version}"),  # as upstream's image Makefile sets it
+                ("--version",),
+                version,
+                True,
+            )
         )
     result.append(
         Component(
