@@ -6,7 +6,8 @@ those imports in ``suites/``). It gives:
 typed API handles
     ``kube.core`` (CoreV1Api), ``apps``, ``batch``, ``node`` (NodeV1Api: RuntimeClasses), ``scheduling``
     (PriorityClasses), ``discovery`` (EndpointSlices), ``autoscaling`` (v2), ``policy``, ``rbac``,
-    ``storage``, ``apiregistration``, ``custom`` (CustomObjectsApi), ``api_client``; ``ApiException`` for ``except`` clauses.
+    ``storage``, ``networking`` (NetworkPolicies), ``apiextensions`` (CRDs),
+    ``admissionregistration`` (webhooks), ``apiregistration``, ``custom`` (CustomObjectsApi), ``api_client``; ``ApiException`` for ``except`` clauses.
 create and apply, cleanup registered at creation
     ``kube.create(manifest)`` creates any kind in the namespace (or cluster-wide for cluster-scoped kinds)
     and returns the created object. Namespaced objects belong to the namespace, whose deletion at teardown
@@ -164,6 +165,18 @@ class Kube:
     @functools.cached_property
     def storage(self) -> client.StorageV1Api:
         return client.StorageV1Api(self.api_client)
+
+    @functools.cached_property
+    def networking(self) -> client.NetworkingV1Api:
+        return client.NetworkingV1Api(self.api_client)
+
+    @functools.cached_property
+    def apiextensions(self) -> client.ApiextensionsV1Api:
+        return client.ApiextensionsV1Api(self.api_client)
+
+    @functools.cached_property
+    def admissionregistration(self) -> client.AdmissionregistrationV1Api:
+        return client.AdmissionregistrationV1Api(self.api_client)
 
     @functools.cached_property
     def apiregistration(self) -> client.ApiregistrationV1Api:

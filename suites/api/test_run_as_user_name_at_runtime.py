@@ -7,7 +7,6 @@ name is checked after the ``data_plane`` gate."""
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
@@ -15,7 +14,7 @@ from wincon.checks.workloads import events_for, eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded, wait_for_pod
 from wincon.errors import expect_deviation
-from wincon.workloads.deploy import apply, container
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.api]
 
@@ -34,13 +33,13 @@ def user_pod(wincon, name: str, build, pod_user: str | None, container_user: str
     return body
 
 
-def start_outcome(wincon, namespace: str, name: str) -> str | None:
+def start_outcome(kube, name: str) -> str | None:
     """'refused: ...' once the runtime refused the user, 'ran: ...' if the container ran, None while pending."""
-    core = client.CoreV1Api(wincon.api_client)
-    for event in events_for(wincon.api_client, namespace, name, "FailedCreatePodSandBox"):
+    core = kube.core
+    for event in events_for(kube.api_client, kube.namespace, name, "FailedCreatePodSandBox"):
         if WRONG_USER.lower() in (event.message or "").lower():
             return f"refused: sandbox {event.message}"
-    pod = call(core.read_namespaced_pod, name, namespace)
+    pod = call(core.read_namespaced_pod, name, kube.namespace)
     for status in (pod.status.container_statuses or []) if pod.status else []:
         terminated = status.state.terminated if status.state else None
         waiting = status.state.waiting if status.state else None
@@ -57,15 +56,17 @@ def start_outcome(wincon, namespace: str, name: str) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize("scope", ["pod", "container"])
-def test_unknown_run_as_user_name_is_refused_when_the_container_starts(wincon, namespace, build, scope, data_plane):
+def test_unknown_run_as_user_name_is_refused_when_the_container_starts(
+    kube, wincon, namespace, build, scope, data_plane
+):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
     pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
     name = f"unknown-user-{scope}"
-    apply(wincon.api_client, namespace, user_pod(wincon, name, build, pod_user, container_user))
+    kube.create(user_pod(wincon, name, build, pod_user, container_user))
     wait_for_pod(wincon.api_client, namespace, name, done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"watch pod {name} for FailedCreatePodSandBox or a StartError", where="the pod's Windows node")
     outcome = eventually(
-        lambda: start_outcome(wincon, namespace, name),
+        lambda: start_outcome(kube, name),
         wincon.pod_start_timeout,
         f"the runtime refusing runAsUserName {UNKNOWN_USER} ({scope} level)",
         interval=2,
@@ -78,12 +79,12 @@ def test_unknown_run_as_user_name_is_refused_when_the_container_starts(wincon, n
 @pytest.mark.test_id("91b499e1-f938-447b-97d8-aa0bddde8122")
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
-def test_container_run_as_user_name_overrides_the_pods(wincon, namespace, build, data_plane):
+def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, build, data_plane):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): a container's runAsUserName (ContainerUser) overrides the pod's (ContainerAdministrator); a container without one runs as the pod's (upstream security_context.go)."""
     body = user_pod(wincon, "override", build, "ContainerAdministrator", "ContainerUser")
     image = body["spec"]["containers"][0]["image"]
     body["spec"]["containers"].append(container("inherits", image, command=user_name_command("windows")))
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     wait_for_pod(wincon.api_client, namespace, "override", done=pod_scheduled, timeout=60, failure=None)
     data_plane(user_name_command("windows"), where="containers main and inherits of pod override")
     wait_for_pod(
@@ -94,7 +95,7 @@ def test_container_run_as_user_name_overrides_the_pods(wincon, namespace, build,
         timeout=wincon.pod_start_timeout,
         failure=pod_failure,
     )
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     users = {
         name: call(core.read_namespaced_pod_log, "override", namespace, container=name).strip().lower()
         for name in ("main", "inherits")

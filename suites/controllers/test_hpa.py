@@ -49,7 +49,7 @@ def deploy_consumer(kube, pinned, name, build):
 
 
 def create_hpa(kube, name, target, max_replicas=3):
-    from kube.workloads.render import render
+    from wincon.workloads.render import render
 
     (manifest,) = render("controllers/hpa.yaml", name=name, target=target, max_replicas=max_replicas)
     kube.create(manifest)

@@ -18,13 +18,12 @@ import os
 import secrets
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import powershell
 from wincon.checks.workloads import windows_pod
 from wincon.cluster.client import call
+from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.api]
 
@@ -56,14 +55,14 @@ def credspec(domain: str, account: str) -> dict:
 @pytest.fixture
 def gmsa_version(kube) -> str:
     """The served version of the GMSACredentialSpec CRD, once the CRD and a GMSA webhook are both present."""
-    extensions = client.ApiextensionsV1Api(kube.api_client)
+    extensions = kube.apiextensions
     try:
         crd = call(extensions.read_custom_resource_definition, CRD)
     except ApiException as exc:
         if exc.status == 404:
             pytest.skip(f"no GMSACredentialSpec CRD ({CRD}): GMSA support (CRD and webhook) is not installed")
         raise
-    admission = client.AdmissionregistrationV1Api(kube.api_client)
+    admission = kube.admissionregistration
     hooks = [
         hook.name
         for config in call(admission.list_mutating_webhook_configuration).items

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import pytest
-from kubernetes import client
 
 from wincon import connectivity as conn
 from wincon.checks.workloads import eventually
@@ -52,10 +51,10 @@ def backends(request, net, windows_nodes):
     return prefix, manifests, [backend(pods[m["metadata"]["name"]]) for m in manifests]
 
 
-def slices_of(wincon, namespace: str, service: str) -> list:
-    discovery = client.DiscoveryV1Api(wincon.api_client)
+def slices_of(kube, service: str) -> list:
+    discovery = kube.discovery
     selector = f"kubernetes.io/service-name={service}"
-    return call(discovery.list_namespaced_endpoint_slice, namespace, label_selector=selector).items
+    return call(discovery.list_namespaced_endpoint_slice, kube.namespace, label_selector=selector).items
 
 
 def names(pods) -> set[str]:
@@ -65,12 +64,12 @@ def names(pods) -> set[str]:
 @pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
 @pytest.mark.dataplane
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
-    wincon, namespace, net, backends, checks, windows_client
+    kube, wincon, namespace, net, backends, checks, windows_client
 ):
     """ "In Windows, services can utilize the following types ... ClusterIP" and "Endpoints / vNICs" are supported (002_8a7e76f95009f44f.txt, Services; Networking): the EndpointSlices of a Service over Windows pods name each pod, its node and the target ports, and the Service answers from them."""
     prefix, _, pods = backends
     service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
-    slices = slices_of(wincon, namespace, service.name)
+    slices = slices_of(kube, service.name)
     assert slices, f"no EndpointSlice carries kubernetes.io/service-name={service.name}"
     by_pod = {}
     for endpoint_slice in slices:
@@ -92,12 +91,12 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 @pytest.mark.test_id("708f0ce2-6851-4192-8400-ebd6fb0a9682")
 @pytest.mark.dataplane
 def test_service_deleted_and_created_again_serves_its_windows_pods(
-    wincon, namespace, net, backends, checks, windows_client
+    kube, wincon, namespace, net, backends, checks, windows_client
 ):
     """ "Ability to delete and recreate services in such a way that load balancing rules for pods are recovered by whatever chosen service proxy is being utilized" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): the recreated Service gets the pods' endpoints back and answers from each."""
     prefix, _, pods = backends
     first = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     call(core.delete_namespaced_service, prefix, namespace)
 
     def gone() -> bool:
@@ -113,12 +112,12 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 @pytest.mark.test_id("f324b6ed-bbb3-4055-a990-bfcd8d22dad8")
 @pytest.mark.dataplane
 def test_endpoints_follow_windows_pods_going_down_and_up(
-    wincon, namespace, net, backends, checks, windows_client
+    kube, wincon, namespace, net, backends, checks, windows_client
 ):
     """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
     prefix, manifests, pods = backends
     service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     down = pods[1]
     call(core.delete_namespaced_pod, down.name, namespace, grace_period_seconds=0)
     net.wait_endpoints(service, [pods[0]])

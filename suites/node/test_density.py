@@ -11,12 +11,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import watch
 
 from wincon.checks.node import percentile
 from wincon.checks.workloads import windows_pod
 from wincon.cluster.waits import pod_scheduled, wait_for_pod
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -25,9 +24,9 @@ LIMITS = {0.50: 30.0, 0.90: 54.0, 0.99: 59.0}  # seconds, per pod, from creation
 BATCH_LIMIT = 600.0  # seconds, first creation to last Running
 
 
-def running_times(api_client, namespace: str, names: set[str], timeout: float) -> dict[str, float]:
+def running_times(kube, namespace: str, names: set[str], timeout: float) -> dict[str, float]:
     """The monotonic time each pod was first seen Running, from one watch (upstream uses an informer)."""
-    core = client.CoreV1Api(api_client)
+    core = kube.core
     seen: dict[str, float] = {}
     deadline = time.monotonic() + timeout
     while len(seen) < len(names) and time.monotonic() < deadline:
@@ -55,7 +54,7 @@ def running_times(api_client, namespace: str, names: set[str], timeout: float) -
 @pytest.mark.serial
 @pytest.mark.slow
 def test_ten_pods_on_one_windows_node_start_within_the_latency_limits(
-    request, wincon, namespace, build, windows_node, data_plane
+    kube, request, wincon, namespace, build, windows_node, data_plane
 ):
     """ "This will also include density and performance tests that are adjusted for Windows apps" (003_414b2f1c5dd978a2.txt, Test Plan): 10 pods created at once on one Windows node start within 30/54/59 s (50th/90th/99th percentile) and the batch within 10 min (upstream density.go)."""
     created: dict[str, float] = {}
@@ -63,11 +62,11 @@ def test_ten_pods_on_one_windows_node_start_within_the_latency_limits(
         name = f"density-{i}"
         body = windows_pod(wincon, name, build, image_key="pause", node=windows_node.name, labels={"app": "density"})
         created[name] = time.monotonic()
-        apply(wincon.api_client, namespace, body)
+        kube.create(body)
     for name in created:
         wait_for_pod(wincon.api_client, namespace, name, done=pod_scheduled, timeout=60, failure=None)
     data_plane("watch pods app=density until Running", where=f"{PODS} pods on {windows_node.name}")
-    seen = running_times(wincon.api_client, namespace, set(created), BATCH_LIMIT)
+    seen = running_times(kube, namespace, set(created), BATCH_LIMIT)
     missing = sorted(set(created) - set(seen))
     assert not missing, f"pods not Running within {BATCH_LIMIT:.0f}s: {missing}"
     latencies = [seen[name] - created[name] for name in created]

@@ -5,25 +5,23 @@ device plugin). Without such a resource the check skips and names what it looked
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.node import extended_resources, video_controller_command
 from wincon.checks.workloads import windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
 DIRECTX = "microsoft.com/directx"
 
 
-def advertised(wincon) -> list[tuple[str, str, int | None]]:
+def advertised(kube) -> list[tuple[str, str, int | None]]:
     """(node, resource, build) for every extended resource a Ready Windows node advertises."""
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     found = []
-    for profile_node in wincon.profile.ready_windows_nodes:
+    for profile_node in kube.profile.ready_windows_nodes:
         node = call(core.read_node, profile_node.name)
         for resource in sorted(extended_resources(node.status.allocatable)):
             found.append((profile_node.name, resource, profile_node.windows_build))
@@ -32,15 +30,15 @@ def advertised(wincon) -> list[tuple[str, str, int | None]]:
 
 @pytest.mark.test_id("d2496e1f-2621-4d59-93ca-7afbfba8b837")
 @pytest.mark.dataplane
-def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(wincon, namespace, data_plane):
+def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(kube, wincon, namespace, data_plane):
     """ "Resource limits" work for Windows pods (002_8a7e76f95009f44f.txt, Pods), extended resources of a device plugin included: the pod is scheduled onto the advertising node and the device is visible in the container (upstream device_plugin.go)."""
-    offers = advertised(wincon)
+    offers = advertised(kube)
     if not offers:
         pytest.skip("no Ready Windows node advertises an extended resource: no device plugin runs on Windows nodes")
     node, resource, build = next((o for o in offers if o[1] == DIRECTX), offers[0])
     body = windows_pod(wincon, "device", build, node=node)
     body["spec"]["containers"][0]["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     pod = wait_for_pod(wincon.api_client, namespace, "device", done=pod_scheduled, timeout=60, failure=None)
     assert pod.spec.node_name == node, f"pod requesting {resource} went to {pod.spec.node_name}, not {node}"
     command = video_controller_command("windows")

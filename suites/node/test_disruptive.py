@@ -8,13 +8,11 @@ ever started after the ``data_plane`` gate, on a real node.
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.node import kubelet_config, kubelet_json, reboot_command, shutdown_command
 from wincon.checks.workloads import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
-from wincon.workloads.deploy import apply
 
 pytestmark = [
     pytest.mark.lifecycle,
@@ -36,13 +34,13 @@ def host_process_pod(wincon, name: str, node, command: list[str]) -> dict:
     return body
 
 
-def boot_id(wincon, node_name: str) -> str:
-    node = call(client.CoreV1Api(wincon.api_client).read_node, node_name)
+def boot_id(kube, node_name: str) -> str:
+    node = call(kube.core.read_node, node_name)
     return node.status.node_info.boot_id if node.status and node.status.node_info else ""
 
 
-def node_ready(wincon, node_name: str) -> bool:
-    node = call(client.CoreV1Api(wincon.api_client).read_node, node_name)
+def node_ready(kube, node_name: str) -> bool:
+    node = call(kube.core.read_node, node_name)
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
@@ -52,23 +50,25 @@ def started_at(pod) -> object:
 
 
 @pytest.mark.test_id("8e52f520-d7ea-4287-9ab1-7d7f2bb34ccc")
-def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(wincon, namespace, windows_node, data_plane):
+def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(
+    kube, wincon, namespace, windows_node, data_plane
+):
     """ "Ability for nodes to continue participating in a K8s cluster after rebooting (requires hostProcess pods for testing)" (windows-operational-readiness Extend.HostProcess; upstream reboot_node.go): after a reboot started by a HostProcess pod the node is Ready again with a new boot id, and its pod runs again."""
     witness = windows_pod(wincon, "witness", windows_node.windows_build, node=windows_node.name)
-    apply(wincon.api_client, namespace, witness)
+    kube.create(witness)
     before = wait_for_pod(wincon.api_client, namespace, "witness", timeout=wincon.pod_start_timeout)
     command = reboot_command("windows")
     data_plane(command, where=f"a HostProcess pod on {windows_node.name}")
-    first_boot, first_start = boot_id(wincon, windows_node.name), started_at(before)
-    apply(wincon.api_client, namespace, host_process_pod(wincon, "reboot", windows_node, command))
+    first_boot, first_start = boot_id(kube, windows_node.name), started_at(before)
+    kube.create(host_process_pod(wincon, "reboot", windows_node, command))
     new_boot = eventually(
-        lambda: (b := boot_id(wincon, windows_node.name)) and b != first_boot and b,
+        lambda: (b := boot_id(kube, windows_node.name)) and b != first_boot and b,
         NODE_RETURN_SECONDS,
         f"node {windows_node.name} reporting a new boot id after the reboot",
         interval=10,
     )
     assert new_boot != first_boot
-    assert eventually(lambda: node_ready(wincon, windows_node.name), NODE_RETURN_SECONDS, "node Ready again", 10)
+    assert eventually(lambda: node_ready(kube, windows_node.name), NODE_RETURN_SECONDS, "node Ready again", 10)
     after = wait_for_pod(
         wincon.api_client,
         namespace,
@@ -93,13 +93,13 @@ def shutdown_grace(wincon, node_name: str) -> tuple[int, int]:
 
 
 @pytest.mark.test_id("7823a548-ac0c-4471-be75-24b0b34bc0a3")
-def test_graceful_node_shutdown_gives_pods_their_grace_periods(wincon, namespace, windows_node, data_plane):
+def test_graceful_node_shutdown_gives_pods_their_grace_periods(kube, wincon, namespace, windows_node, data_plane):
     """ "postStart & preStop container lifecycle events" hold on Windows (002_8a7e76f95009f44f.txt, Pods); with graceful node shutdown the kubelet terminates each pod with its grace period and marks it terminated for the node shutdown (upstream node_shutdown.go)."""
     for name, grace in (("grace-short", 5), ("grace-long", 20)):
         body = windows_pod(
             wincon, name, windows_node.windows_build, node=windows_node.name, terminationGracePeriodSeconds=grace
         )
-        apply(wincon.api_client, namespace, body)
+        kube.create(body)
     for name in ("grace-short", "grace-long"):
         wait_for_pod(wincon.api_client, namespace, name, timeout=wincon.pod_start_timeout)
     command = shutdown_command("windows", delay_seconds=10)
@@ -107,8 +107,8 @@ def test_graceful_node_shutdown_gives_pods_their_grace_periods(wincon, namespace
     total, critical = shutdown_grace(wincon, windows_node.name)
     if total <= critical:
         pytest.skip(f"graceful node shutdown is off on {windows_node.name} (shutdownGracePeriod {total}s)")
-    apply(wincon.api_client, namespace, host_process_pod(wincon, "shutdown", windows_node, command))
-    core = client.CoreV1Api(wincon.api_client)
+    kube.create(host_process_pod(wincon, "shutdown", windows_node, command))
+    core = kube.core
 
     def terminated_for_shutdown():
         pods = [call(core.read_namespaced_pod, n, namespace) for n in ("grace-short", "grace-long")]

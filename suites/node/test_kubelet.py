@@ -12,7 +12,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 from wincon.checks.node import (
@@ -78,10 +77,10 @@ def test_stats_summary_answers_within_10_seconds_with_3_pods(
 
 @pytest.mark.test_id("f49ab528-0715-4aaa-8a87-16d3506438ee")
 @pytest.mark.dataplane
-def test_node_reports_its_boot_id(wincon, windows_node, data_plane):
+def test_node_reports_its_boot_id(kube, wincon, windows_node, data_plane):
     """ "Pod status fields" and node status work on Windows (002_8a7e76f95009f44f.txt, Pods): the kubelet reports the node's bootID in nodeInfo, and /stats/summary answers for that node within 10 s (upstream kubelet_stats.go, "when windows is booted")."""
     data_plane(proxy_command(windows_node.name, "stats/summary"), where="node status and the node proxy")
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     node = call(core.read_node, windows_node.name)
     boot_id = node.status.node_info.boot_id if node.status and node.status.node_info else ""
     assert boot_id, f"node {windows_node.name} reports no status.nodeInfo.bootID"
@@ -124,30 +123,30 @@ def test_metrics_resource_has_node_and_container_series(wincon, namespace, windo
         )
 
 
-def node_figures(wincon, node_name: str, resource: str):
-    core = client.CoreV1Api(wincon.api_client)
+def node_figures(kube, node_name: str, resource: str):
+    core = kube.core
     node = call(core.read_node, node_name)
-    configz, _ = kubelet_json(wincon.api_client, node_name, "configz")
+    configz, _ = kubelet_json(kube.api_client, node_name, "configz")
     res = reservations(kubelet_config(configz), resource, node.status.capacity[resource])
     return res, Decimal(parse_quantity(node.status.allocatable[resource]))
 
 
 @pytest.mark.test_id("fed82b24-b001-4f27-8283-a823a04d0d02")
 @pytest.mark.dataplane
-def test_allocatable_memory_is_capacity_minus_reservations_from_configz(wincon, windows_node, data_plane):
+def test_allocatable_memory_is_capacity_minus_reservations_from_configz(kube, wincon, windows_node, data_plane):
     """ "--kubelet-reserve, --system-reserve , and --eviction-hard flags update Node Allocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): allocatable memory equals capacity minus kubeReserved, systemReserved and evictionHard memory.available from /configz (upstream memory_limits.go)."""
     data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
-    res, allocatable = node_figures(wincon, windows_node.name, "memory")
+    res, allocatable = node_figures(kube, windows_node.name, "memory")
     assert allocatable == res.expected_allocatable, f"allocatable memory is {allocatable}; {res.describe()}"
 
 
 @pytest.mark.test_id("a4f015b8-9c88-4755-be4b-998c054c0155")
 @pytest.mark.dataplane
-def test_kube_and_system_reserved_shrink_allocatable_cpu(wincon, windows_node, data_plane):
+def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, windows_node, data_plane):
     """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
     data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
-    res, allocatable = node_figures(wincon, windows_node.name, "cpu")
-    memory, _ = node_figures(wincon, windows_node.name, "memory")
+    res, allocatable = node_figures(kube, windows_node.name, "cpu")
+    memory, _ = node_figures(kube, windows_node.name, "memory")
     if res.reserved == 0 and memory.reserved == 0:
         pytest.skip(
             f"the kubelet of {windows_node.name} reserves no CPU or memory (kubeReserved, systemReserved unset)"

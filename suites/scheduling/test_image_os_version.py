@@ -88,8 +88,7 @@ def test_container_from_another_windows_version_starts(kube, wincon, namespace, 
     body = windows_pod(wincon, "mismatch", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
     body["spec"]["containers"][0]["image"] = image
     start_and_wait(
-        wincon,
-        namespace,
+        kube,
         profile,
         data_plane,
         body,
@@ -131,8 +130,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, nam
     how = f"RuntimeClass {runtime_class}" if runtime_class else f"annotation {LEGACY_ISOLATION}=hyperv"
     what = f"{version} image under Hyper-V via {how}"
     start_and_wait(
-        wincon,
-        namespace,
+        kube,
         profile,
         data_plane,
         body,
@@ -148,7 +146,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, nam
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-single-container-per-pod")
 @pytest.mark.isolation("hyperv")
-def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, build, data_plane):
+def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, namespace, profile, build, data_plane):
     """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
     if profile.runtime != "docker":
         pytest.skip(
@@ -158,8 +156,7 @@ def test_hyperv_isolated_pod_runs_two_containers(wincon, namespace, profile, bui
     body["metadata"]["annotations"] = {LEGACY_ISOLATION: "hyperv"}
     body["spec"]["containers"].append(dict(body["spec"]["containers"][0], name="second"))
     pod = start_and_wait(
-        wincon,
-        namespace,
+        kube,
         profile,
         data_plane,
         body,
@@ -184,8 +181,7 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, names
     body = windows_pod(wincon, "hyperv-cpus", build, runtimeClassName=runtime_class)
     body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2000m"}, "requests": {"cpu": "100m"}}
     pod = start_and_wait(
-        wincon,
-        namespace,
+        kube,
         profile,
         data_plane,
         body,
@@ -213,8 +209,7 @@ def test_linux_only_image_runs_on_a_windows_node(kube, wincon, namespace, profil
     body["spec"]["containers"][0]["image"] = image
     body["spec"].pop("os")  # no OS field: nothing in the API stops the pairing
     start_and_wait(
-        wincon,
-        namespace,
+        kube,
         profile,
         data_plane,
         body,

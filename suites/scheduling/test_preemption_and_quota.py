@@ -8,7 +8,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, millicores, requested
@@ -22,7 +21,6 @@ from wincon.checks.workloads import (
 )
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -37,7 +35,7 @@ def with_cpu(body: dict, cores: Decimal) -> dict:
 
 @pytest.mark.test_id("2f151ef2-7d01-4ffa-833f-66c359dedb6f")
 @pytest.mark.serial
-def test_scheduler_preempts_a_lower_priority_windows_pod(wincon, namespace, build, make_priority_class):
+def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace, build, make_priority_class):
     """ "Scheduler preemption" is supported with Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality; 003_414b2f1c5dd978a2.txt, What works today): a higher-priority Windows pod that does not fit evicts a lower-priority one from the node and takes its place."""
     priority_classes = {"low": make_priority_class(10), "high": make_priority_class(1_000_000)}
     allowed = set(schedulable_windows_nodes(wincon.profile))
@@ -54,8 +52,8 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(wincon, namespace, buil
     assert placed.spec.node_name == node and placed.spec.priority == 10, placed.spec
 
     high = with_cpu(windows_pod(wincon, "high", build, node=node, priorityClassName=priority_classes["high"]), big)
-    apply(wincon.api_client, namespace, high)
-    core = client.CoreV1Api(wincon.api_client)
+    kube.create(high)
+    core = kube.core
     winner = wait_for(
         core.list_namespaced_pod,
         "high",
@@ -77,9 +75,9 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(wincon, namespace, buil
 
 
 @pytest.mark.test_id("516cd41d-5a71-4c34-90f6-db9e38035e48")
-def test_resource_quota_counts_windows_pods_and_refuses_the_one_over_it(wincon, namespace, build):
+def test_resource_quota_counts_windows_pods_and_refuses_the_one_over_it(kube, wincon, namespace, build):
     """ "Resource Quotas" are supported with Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality; 003_414b2f1c5dd978a2.txt, What works today): a Windows pod's CPU request is counted in the namespace's quota, and a pod that would exceed it is refused."""
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     quota = {"metadata": {"name": "windows-quota"}, "spec": {"hard": {"pods": "2", "requests.cpu": "500m"}}}
     call(core.create_namespaced_resource_quota, namespace, quota)
     eventually(

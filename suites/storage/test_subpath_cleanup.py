@@ -6,12 +6,10 @@ behaviour, checked after the ``data_plane`` gate."""
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
 from wincon.checks.workloads import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
-from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.storage]
 
@@ -67,9 +65,9 @@ def mounts_and_volumes() -> tuple[list[dict], list[dict]]:
 
 @pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
 @pytest.mark.dataplane
-def test_pod_with_many_sub_path_mounts_terminates_cleanly(wincon, namespace, build, data_plane):
+def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
-    core = client.CoreV1Api(wincon.api_client)
+    core = kube.core
     data = {"key1": "value1", "key2": "value2", "key3": "value3"}
     call(core.create_namespaced_config_map, namespace, {"metadata": {"name": "subpath-config"}, "data": data})
     secret = {"metadata": {"name": "subpath-secret"}, "stringData": {"s1": "secret-1", "s2": "secret-2"}}
@@ -78,7 +76,7 @@ def test_pod_with_many_sub_path_mounts_terminates_cleanly(wincon, namespace, bui
     body = windows_pod(
         wincon, "subpaths", build, container_extra={"volumeMounts": mounts}, volumes=volumes, restartPolicy="Never"
     )
-    apply(wincon.api_client, namespace, body)
+    kube.create(body)
     wait_for_pod(wincon.api_client, namespace, "subpaths", done=pod_scheduled, timeout=60, failure=None)
     data_plane("delete pod subpaths --grace-period=30; wait until it is gone", where="the pod's Windows node")
     wait_for_pod(
