@@ -19,6 +19,7 @@ from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
 from wincon.checks.workloads import Rejected, create_or_reject
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import DeviationObserved, expect_deviation
+from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
 from wincon.workloads.deploy import await_pod, container
 
 pytestmark = [pytest.mark.api]
@@ -64,8 +65,7 @@ def pod_spec(**fields: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
 
 def shared_process_namespace(body: dict[str, Any], wincon: Any) -> dict[str, Any]:
     body = pod_spec(shareProcessNamespace=True)(body, wincon)
-    build_label = body["spec"]["nodeSelector"].get("node.kubernetes.io/windows-build", "")
-    build = int(build_label.split(".")[2]) if build_label else None
+    build = parse_build(body["spec"]["nodeSelector"].get(WINDOWS_BUILD_LABEL))
     body["spec"]["containers"].append(container("sidecar", wincon.catalog.image("pause", "windows", build)))
     return body
 

@@ -13,15 +13,12 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon.errors import expect_deviation
+from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking]
 
 FORMS_THAT_RESOLVE = ["single-label", "fqdn"]
 DOTTED_FORMS = ["with-namespace", "with-namespace-svc"]
-
-
-def names(pods):
-    return {p.name for p in pods}
 
 
 @pytest.fixture(params=["kubernetes", "netserver"])
@@ -73,7 +70,7 @@ def test_pod_reaches_service_by_single_label_name_and_fqdn(
     """ "Pod -> Service (PQDN, but only if there are no '.')" and "Pod -> Service (FQDN)" are supported flows for TCP/UDP (002_8a7e76f95009f44f.txt, Networking)."""
     name = service_name(netserver_service, form, cluster_dns)
     port = conn.SERVICE_HTTP_PORT if protocol == "http" else conn.SERVICE_UDP_PORT
-    outcome = checks.dial(windows_client, name, port, protocol, names(netservers))
+    outcome = checks.dial(windows_client, name, port, protocol, pod_names(netservers))
     assert outcome.reached_all, f"{name}: {outcome.describe()}"
 
 
@@ -87,7 +84,7 @@ def test_pod_reaches_service_by_name_with_namespace(
 ):
     """ "Pod -> Service (PQDN, but only if there are no '.')" (002_8a7e76f95009f44f.txt, Networking): Windows "treats all names with a '.' as a FQDN" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(netserver_service, form, cluster_dns)
-    outcome = checks.dial(windows_client, name, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    outcome = checks.dial(windows_client, name, conn.SERVICE_HTTP_PORT, "http", pod_names(netservers))
     with expect_deviation("dns-dotted-pqdn-unresolved"):
         assert outcome.reached_all, f"{name}: {outcome.describe()}"
 
@@ -143,7 +140,7 @@ def test_externalname_service_resolves_to_its_target(checks, windows_client, ali
 @pytest.mark.dataplane
 def test_pod_reaches_service_through_externalname(checks, windows_client, alias_service, netservers):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services)."""
-    outcome = checks.dial(windows_client, alias_service.fqdn, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    outcome = checks.dial(windows_client, alias_service.fqdn, conn.SERVICE_HTTP_PORT, "http", pod_names(netservers))
     assert outcome.reached_all, f"{alias_service.fqdn}: {outcome.describe()}"
 
 
@@ -151,9 +148,7 @@ def test_pod_reaches_service_through_externalname(checks, windows_client, alias_
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
-def test_dns_policy_none_applies_dns_config(
-    checks, net, windows_nodes, netserver_service, cluster_dns, namespace
-):
+def test_dns_policy_none_applies_dns_config(checks, net, windows_nodes, netserver_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:
         pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")

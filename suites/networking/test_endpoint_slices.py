@@ -16,6 +16,7 @@ import pytest
 from wincon import connectivity as conn
 from wincon.checks.workloads import eventually
 from wincon.cluster.client import call
+from wincon.network.pods import pod_names
 
 APP_LABEL = "app"
 
@@ -57,10 +58,6 @@ def slices_of(kube, service: str) -> list:
     return call(discovery.list_namespaced_endpoint_slice, kube.namespace, label_selector=selector).items
 
 
-def names(pods) -> set[str]:
-    return {p.name for p in pods}
-
-
 @pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
 @pytest.mark.dataplane
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
@@ -84,7 +81,7 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
         assert pod.ip in ep.addresses, f"endpoint of {pod.name} has {ep.addresses}, not {pod.ip}"
         assert ep.node_name == pod.node, f"endpoint of {pod.name} is on {ep.node_name}, the pod on {pod.node}"
         assert ep.conditions and ep.conditions.ready, f"endpoint of {pod.name} is not ready: {ep.conditions}"
-    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"{service.name} ({service.cluster_ip}): {outcome.describe()}"
 
 
@@ -105,7 +102,7 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
     eventually(gone, 60, f"Service {prefix} deleted")
     again = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     assert again.raw.metadata.uid != first.raw.metadata.uid, "the Service was not created anew"
-    outcome = checks.dial(windows_client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    outcome = checks.dial(windows_client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"recreated {prefix} ({again.cluster_ip}): {outcome.describe()}"
 
 
@@ -128,5 +125,5 @@ def test_endpoints_follow_windows_pods_going_down_and_up(
     )
     replacement = backend(net.start([manifests[1]])[down.name])
     net.wait_endpoints(service, [pods[0], replacement])
-    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", names(pods))
+    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"{prefix} after {down.name} came back ({replacement.ip}): {outcome.describe()}"

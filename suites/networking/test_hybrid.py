@@ -10,15 +10,12 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking, pytest.mark.hybrid]
 
 POD_PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 SERVICE_PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
-
-
-def names(pods):
-    return {p.name for p in pods}
 
 
 @pytest.mark.test_id("c557bca0-8037-45f0-9fe3-ad720f01232d")
@@ -69,7 +66,7 @@ def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_n
 def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_client, linux_service, linux_netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
-        windows_client, linux_service.cluster_ip, SERVICE_PORTS[protocol], protocol, names(linux_netservers)
+        windows_client, linux_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(linux_netservers)
     )
     assert outcome.reached_all, outcome.describe()
 
@@ -80,6 +77,6 @@ def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_cli
 def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, netserver_service, netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
-        linux_client, netserver_service.cluster_ip, SERVICE_PORTS[protocol], protocol, names(netservers)
+        linux_client, netserver_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(netservers)
     )
     assert outcome.reached_all, outcome.describe()

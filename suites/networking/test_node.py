@@ -11,14 +11,11 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon.errors import expect_deviation
+from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking]
 
 HOST_NETWORK_PORT = 8090
-
-
-def names(pods):
-    return {p.name for p in pods}
 
 
 def hostname_url(pod):
@@ -82,7 +79,7 @@ def test_pod_reaches_its_windows_node(checks, windows_client):
 def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_service, netservers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     url = f"http://{conn.host_port(windows_host.host_ip, nodeport_service.node_ports['http'])}/hostname"
-    ok, result = checks.http_get(windows_host, url, names(netservers))
+    ok, result = checks.http_get(windows_host, url, pod_names(netservers))
     with expect_deviation("nodeport-from-own-node"):
         assert ok, f"{url} from {windows_host.node} itself: {failed(result)}"
 
@@ -93,7 +90,7 @@ def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_serv
 def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver_service, netservers):
     """ "Accessing service VIPs from nodes will be available with a future release of Windows Server" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt; 001_feb1108140134f87.txt)."""
     url = f"http://{conn.host_port(netserver_service.cluster_ip, conn.SERVICE_HTTP_PORT)}/hostname"
-    ok, result = checks.http_get(windows_host, url, names(netservers))
+    ok, result = checks.http_get(windows_host, url, pod_names(netservers))
     with expect_deviation("service-vip-from-node"):
         assert ok, f"{url} from {windows_host.node}: {failed(result)}"
 
@@ -101,18 +98,14 @@ def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver
 @pytest.mark.test_id("5ae144d8-aac0-4c6b-ae38-06788819cc5e")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hostnetwork-unsupported")
-def test_ordinary_windows_pod_with_host_network_shares_the_node_network(
-    checks, net, windows_client, windows_nodes
-):
+def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, windows_client, windows_nodes):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
     node = windows_nodes[0]
     manifest = net.windows_netexec_manifest(
         "hostnet", node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": "hostnet"}, hostNetwork=True
     )
     # A refusal by the kubelet is the documented deviation, not an infrastructure error: wait for any end state.
-    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))[
-        "hostnet"
-    ]
+    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))["hostnet"]
     command = conn.dial_command("windows", windows_client.ip, pod.status.host_ip, HOST_NETWORK_PORT)
     checks.gate(command, where=f"windows pod {windows_client.name} on {windows_client.node}")
     with expect_deviation("hostnetwork-unsupported"):

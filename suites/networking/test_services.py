@@ -15,6 +15,7 @@ import pytest
 from wincon import connectivity as conn
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
+from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking]
 
@@ -23,10 +24,6 @@ AFFINITY_CHECKS = 10  # upstream's SessionAffinityChecks
 AFFINITY_TIMEOUT_SECONDS = 10
 AFFINITY_IDLE_MARGIN_SECONDS = 5
 AFFINITY_IDLE_ROUNDS = 8  # n >= 2 backends: the same one after every idle period by chance at most 1/2^8
-
-
-def names(pods):
-    return {p.name for p in pods}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +65,9 @@ def test_every_service_type_is_created_over_windows_pods(kube, kind, request, na
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, netserver_service, netservers):
     """ "Pod -> Service (Cluster IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
-    outcome = checks.dial(windows_client, netserver_service.cluster_ip, PORTS[protocol], protocol, names(netservers))
+    outcome = checks.dial(
+        windows_client, netserver_service.cluster_ip, PORTS[protocol], protocol, pod_names(netservers)
+    )
     with expect_deviation("overlay-kube-proxy-alpha, win-overlay-1803-service-ip"):
         assert outcome.reached_all, outcome.describe()
 
@@ -94,7 +93,9 @@ def test_windows_pod_gets_environment_variables_of_services(checks, net, netserv
 def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, windows_client, nodeport_service, netservers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking): from a pod it works."""
     node_ip = windows_client.host_ip
-    outcome = checks.dial(windows_client, node_ip, nodeport_service.node_ports[protocol], protocol, names(netservers))
+    outcome = checks.dial(
+        windows_client, node_ip, nodeport_service.node_ports[protocol], protocol, pod_names(netservers)
+    )
     assert outcome.reached_all, outcome.describe()
 
 
@@ -105,7 +106,7 @@ def test_nodeport_of_a_windows_node_answers_another_node(
 ):
     """ "NodePort access will work from other nodes or external clients" (002_8a7e76f95009f44f.txt, My Windows node cannot access NodePort service)."""
     url = f"http://{conn.host_port(windows_client.host_ip, nodeport_service.node_ports['http'])}/hostname"
-    ok, result = checks.http_get(remote_node, url, names(netservers))
+    ok, result = checks.http_get(remote_node, url, pod_names(netservers))
     assert ok, (
         f"{url} from {remote_node.os} node {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
     )
@@ -116,7 +117,7 @@ def test_nodeport_of_a_windows_node_answers_another_node(
 def test_loadbalancer_service_reaches_windows_pods(checks, net, windows_client, loadbalancer_service, netservers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
     address = net.load_balancer_address(loadbalancer_service.name)
-    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", names(netservers))
+    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", pod_names(netservers))
     assert outcome.reached_all, outcome.describe()
 
 

@@ -201,3 +201,8 @@ def test_a_failed_exec_counts_as_a_dial_try(monkeypatch):
     FlowChecks(kube).dial(CLIENT, "10.0.0.5", 8083, "http", ["netserver-0"])
     assert tries and tries[0].startswith("exec failed: ")
     assert kube.execs == [("client", "netexec", 90.0)]
+
+
+def test_pod_names_are_what_a_dial_answers_with():
+    refs = [PodRef(f"netserver-{i}", f"10.0.0.{i}", (), "win1", "", "windows", "netexec") for i in range(2)]
+    assert pods.pod_names(refs) == {"netserver-0", "netserver-1"}

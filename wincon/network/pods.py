@@ -71,6 +71,11 @@ def pod_ref(pod: Any, os_name: str, container_name: str, tools: str | None = Non
     )
 
 
+def pod_names(pods: Any) -> set[str]:
+    """The names of PodRefs (or of anything with a ``name``): what a dial or a Service answered with."""
+    return {p.name for p in pods}
+
+
 # ----------------------------------------------------------------------------- nodes
 
 
