@@ -14,8 +14,9 @@ pytestmark = [pytest.mark.dns]
 
 
 @pytest.fixture(scope="module")
-def external_host(request):
-    return conn.check_host(request.config.getoption("wincon_external_host"))
+def external_host(wincon):
+    """``--external-host``, else the local cluster's simulated external host, else the public default."""
+    return conn.check_host(wincon.external_host)
 
 
 def resolver_config(checks, pod):
@@ -44,9 +45,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.test_id("96fb9c5b-5f65-40c8-ab2a-5078c688f372")
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
-def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
-    checks, net, windows_nodes, cluster_dns, external_host
-):
+def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(checks, net, windows_nodes, cluster_dns, external_host):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
     pod = net.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")
     config = resolver_config(checks, pod)

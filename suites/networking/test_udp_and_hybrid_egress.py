@@ -15,8 +15,9 @@ pytestmark = [pytest.mark.networking]
 
 
 @pytest.fixture(scope="module")
-def external_host(request):
-    return conn.check_host(request.config.getoption("wincon_external_host"))
+def external_host(wincon):
+    """``--external-host``, else the local cluster's simulated external host, else the public default."""
+    return conn.check_host(wincon.external_host)
 
 
 def node_reaches_pod_over_udp(checks, host, target):
