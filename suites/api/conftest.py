@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.workloads import windows_pod
+from wincon.checks.pods import windows_pod
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
-from wincon.checks.workloads import run_windows_pod
+from wincon.checks.pods import run_windows_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
-from wincon.checks.workloads import Rejected, create_or_reject
+from wincon.checks.pods import Rejected, create_or_reject
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import DeviationObserved, expect_deviation
 from wincon.profile import WINDOWS_BUILD_LABEL, parse_build

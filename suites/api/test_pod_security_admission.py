@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.workloads import run_windows_pod
+from wincon.checks.pods import run_windows_pod
 from wincon.workloads.pinning import pin_linux
 
 pytestmark = [pytest.mark.api]

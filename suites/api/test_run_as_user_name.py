@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, submit_pod, with_run_as_user_name
-from wincon.checks.workloads import run_windows_pod
+from wincon.checks.pods import run_windows_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]

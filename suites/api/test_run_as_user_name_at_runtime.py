@@ -10,7 +10,7 @@ import pytest
 
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
-from wincon.checks.workloads import events_for, eventually, windows_pod
+from wincon.checks.pods import events_for, eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded, wait_for_pod
 from wincon.errors import expect_deviation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import run_windows_pod
+from wincon.checks.pods import run_windows_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]

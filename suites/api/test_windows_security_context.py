@@ -15,7 +15,7 @@ from wincon.checks.api_rules import (
     forbidden_fields,
     submit_pod,
 )
-from wincon.checks.workloads import slug
+from wincon.checks.pods import slug
 from wincon.cluster.client import call
 from wincon.kube import ApiException
 from wincon.workloads.deploy import container, pod_manifest

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.workloads import pin_template
+from wincon.checks.pods import pin_template
 from wincon.workloads.render import render
 
 

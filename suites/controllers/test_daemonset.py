@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from wincon.checks.controllers import daemonset_rolled_out
-from wincon.checks.workloads import assert_all_ran_on, pods_with, schedulable_windows_nodes
+from wincon.checks.pods import assert_all_ran_on, pods_with, schedulable_windows_nodes
 from wincon.cluster.waits import wait_for
 
 pytestmark = [pytest.mark.controllers]

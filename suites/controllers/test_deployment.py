@@ -14,7 +14,7 @@ from wincon.checks.controllers import (
     set_image,
     undo,
 )
-from wincon.checks.workloads import assert_all_ran_on, pods_with
+from wincon.checks.pods import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import assert_all_ran_on, pods_with
+from wincon.checks.pods import assert_all_ran_on, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for, wait_for_deployment
 from wincon.errors import expect_deviation

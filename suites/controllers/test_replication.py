@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import replicas_ready, scale
-from wincon.checks.workloads import assert_all_ran_on, eventually, pods_with
+from wincon.checks.pods import assert_all_ran_on, eventually, pods_with
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
 

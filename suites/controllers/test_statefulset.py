@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import Invariant, replicas_ready
-from wincon.checks.workloads import assert_all_ran_on, pod_events_since, pods_with, resource_version_now
+from wincon.checks.pods import assert_all_ran_on, pod_events_since, pods_with, resource_version_now
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for, wait_for_pod
 from wincon.errors import expect_deviation

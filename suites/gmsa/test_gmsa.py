@@ -21,7 +21,7 @@ import pytest
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import powershell
-from wincon.checks.workloads import windows_pod
+from wincon.checks.pods import windows_pod
 from wincon.cluster.client import call
 from wincon.kube import ApiException
 

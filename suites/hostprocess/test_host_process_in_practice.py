@@ -24,7 +24,7 @@ from wincon.checks.node import (
     powershell,
     summary_pods,
 )
-from wincon.checks.workloads import eventually, windows_pod
+from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 

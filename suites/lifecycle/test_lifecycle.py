@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import eventually, run_windows_pod, windows_pod
+from wincon.checks.pods import eventually, run_windows_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import expect_deviation

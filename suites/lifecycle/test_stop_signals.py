@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.workloads import windows_pod
+from wincon.checks.pods import windows_pod
 from wincon.workloads.deploy import container, pod_manifest
 
 pytestmark = [pytest.mark.lifecycle]

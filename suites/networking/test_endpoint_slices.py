@@ -14,7 +14,7 @@ from typing import NamedTuple
 import pytest
 
 from wincon import connectivity as conn
-from wincon.checks.workloads import eventually
+from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 from wincon.network.pods import pod_names
 

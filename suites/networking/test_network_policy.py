@@ -16,7 +16,7 @@ import dataclasses
 import pytest
 
 from wincon import connectivity as conn
-from wincon.checks.workloads import eventually
+from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.kube import Kube

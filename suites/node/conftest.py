@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.workloads import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.cluster.waits import pod_running_ready, pod_scheduled, wait_for_pod
 from wincon.profile import NodeProfile
 from wincon.workloads.deploy import apply

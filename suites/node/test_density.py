@@ -14,7 +14,7 @@ import pytest
 from kubernetes import watch
 
 from wincon.checks.node import percentile
-from wincon.checks.workloads import windows_pod
+from wincon.checks.pods import windows_pod
 from wincon.cluster.waits import pod_scheduled, wait_for_pod
 
 pytestmark = [pytest.mark.scheduling]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.node import extended_resources, video_controller_command
-from wincon.checks.workloads import windows_pod
+from wincon.checks.pods import windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod

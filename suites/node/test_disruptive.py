@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.node import kubelet_config, kubelet_json, reboot_command, shutdown_command
-from wincon.checks.workloads import eventually, windows_pod
+from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
+from wincon.checks.pods import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready, wait_for_pod
 from wincon.workloads.deploy import container

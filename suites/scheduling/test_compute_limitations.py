@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes.utils import parse_quantity
 
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     eventually,
     run_windows_pod,
     windows_nodes_of_build,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import assert_all_ran_on, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation

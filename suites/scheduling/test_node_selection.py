@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     assert_all_ran_on,
     pin_template,
     pod_unschedulable,

@@ -10,8 +10,7 @@ from decimal import Decimal
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.scheduling import allocatable, millicores, requested
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     eventually,
     run_windows_pod,
     schedulable_windows_nodes,
@@ -19,6 +18,7 @@ from wincon.checks.workloads import (
     windows_nodes_of_build,
     windows_pod,
 )
+from wincon.checks.scheduling import allocatable, millicores, requested
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
 

@@ -6,8 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from wincon.checks.scheduling import allocatable, millicores, requested
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     pod_running_failure,
     pod_unschedulable,
     run_windows_pod,
@@ -15,6 +14,7 @@ from wincon.checks.workloads import (
     windows_nodes_of_build,
     windows_pod,
 )
+from wincon.checks.scheduling import allocatable, millicores, requested
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.scheduling import (
-    TAINT_VALUES,
-    node_has_taint,
-)
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     pod_unschedulable,
     run_windows_pod,
     wait_for_event,
     windows_nodes_of_build,
     windows_pod,
+)
+from wincon.checks.scheduling import (
+    TAINT_VALUES,
+    node_has_taint,
 )
 from wincon.cluster.waits import wait_for_pod
 

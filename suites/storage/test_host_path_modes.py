@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from wincon.checks.node import path_exists_command, read_file_command, write_file_command
-from wincon.checks.workloads import run_windows_pod, windows_pod
+from wincon.checks.pods import run_windows_pod, windows_pod
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import eventually, windows_pod
+from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.workloads import (
+from wincon.checks.pods import (
     events_for,
     run_or_refused,
     run_windows_pod,
@@ -405,7 +405,7 @@ def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, bui
         namespace,
         {"spec": {"resources": {"requests": {"storage": "3Gi"}}}},
     )
-    from wincon.checks.workloads import eventually
+    from wincon.checks.pods import eventually
 
     def grown():
         after = kube.exec(pod.metadata.name, command)

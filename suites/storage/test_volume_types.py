@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.workloads import run_windows_pod, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import run_windows_pod, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
 from wincon.kube import ApiException

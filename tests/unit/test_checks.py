@@ -7,7 +7,7 @@ from kubernetes import client
 
 from wincon.checks import controllers
 from wincon.checks.controllers import REVISION, Invariant, RolloutError, undo
-from wincon.checks.workloads import _tolerated, slug
+from wincon.checks.pods import _tolerated, slug
 from wincon.fixtures import build_for
 
 

@@ -48,7 +48,7 @@ HEAD = """
 import pytest
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed
-from wincon.checks.workloads import Rejected
+from wincon.checks.pods import Rejected
 from wincon.workloads.pinning import WrongNode
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from wincon.checks.workloads import label_selector
+from wincon.checks.pods import label_selector
 from wincon.cluster.client import call
 from wincon.errors import FrameworkFailure
 

@@ -1,4 +1,5 @@
-"""Small helpers the storage, probe, lifecycle, controller, scheduling and API suites share.
+"""Pod helpers the suites share (``wincon.checks.pods``; not to be confused with ``wincon.workloads``, which
+renders and deploys manifests): pinned Windows pods, controller templates, the pods a controller owns.
 
 They build pinned manifests, list the pods a controller owns, check where they ran, and wait for
 the few observations the framework's waits do not cover (events). Waiting itself goes through
