@@ -16,11 +16,12 @@ from wincon.verdicts import INFRASTRUCTURE_ERROR, INFRASTRUCTURE_PREFIX, LIFTED,
 
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
     """Turn one phase report into the suite's verdict (DESIGN.md): see the branches below."""
-    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError) and report.when == "call":
+    cause = infrastructure_cause(call.excinfo) if call.excinfo is not None else None
+    if cause is not None and report.when == "call":
         # The cluster could not run the check: an error (pytest's word for failures outside the test body).
         report.outcome = "failed"
         report.when = "setup"
-        report.longrepr = f"{INFRASTRUCTURE_PREFIX}: {call.excinfo.value.render()}"
+        report.longrepr = f"{INFRASTRUCTURE_PREFIX}: {cause}"
         item.user_properties.append((INFRASTRUCTURE_ERROR, "true"))
         return
     if report.when != "call":
@@ -43,6 +44,26 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         return
     if report.failed:
         attach_diagnostics(item, report)
+
+
+def infrastructure_cause(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """The rendered cause when an exception means the cluster could not run the check, else None.
+
+    An InfrastructureError says so itself. An API error that escaped the retry policy (the API server
+    refused or failed a call the check needed, or could not be reached) is not the node failing either.
+    """
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    exc = excinfo.value
+    if isinstance(exc, InfrastructureError):
+        return exc.render()
+    if isinstance(exc, ApiException):
+        body = (exc.body or "")[:300] if isinstance(exc.body, str) else ""
+        return f"wincon: error: the API server answered {exc.status} {exc.reason} to a call the check needed: {body}"
+    if isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError)):
+        return f"wincon: error: the API server could not be reached: {exc}"
+    return None
 
 
 def attach_diagnostics(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -248,3 +248,15 @@ def test_a_hyperv_test_gets_its_hyperv_limitation(pytester):
     plan = plan_of(pytester, [windows_node("w", 20348, "v1.34.4")])
     row = next(v for k, v in plan.items() if "test_hyperv" in k)
     assert row["outcome"] == "xfail" and "isolation hyperv" in row["reason"]
+
+
+def test_an_api_error_after_the_retries_is_an_infrastructure_error_not_a_failure(run_limited):
+    """It used to read as the behaviour not holding (exit 1)."""
+    body = (
+        "from kubernetes.client.exceptions import ApiException\n"
+        'raise ApiException(status=503, reason="Service Unavailable")'
+    )
+    result = run_limited(body)
+    result.assert_outcomes(errors=1)
+    assert result.ret == ExitCode.INFRASTRUCTURE
+    result.stdout.fnmatch_lines(["*the API server answered 503 Service Unavailable*"])
