@@ -16,9 +16,11 @@ def register(subparsers: Any) -> None:
     run = subparsers.add_parser(
         "run",
         help="run the suites (parallel, with results, Allure and a dashboard)",
-        description="Run the conformance suites: pytest suites/ -n 2 with a results directory and Allure "
-        "results, then build the dashboard and the Allure report of the run and print where they are. "
-        "Arguments after -- go to pytest unchanged. Exits with pytest's exit code.",
+        description="Run the conformance suites: pytest suites/ -n 2 without the serial and disruptive "
+        "tests, then those one at a time in a phase of their own, into one results directory with Allure "
+        "results; then build the dashboard and the Allure report of the run and print where they are. "
+        "Arguments after -- go to pytest (a -m is combined with each phase's selection). Exits with the "
+        "phases' combined exit code.",
     )
     run.add_argument(
         "--local", action="store_true", help="run against the local simulated cluster, starting it if needed"
