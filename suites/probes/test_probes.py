@@ -30,8 +30,9 @@ def restarts(pod, name: str) -> int:
 
 
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
-def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, namespace, build):
-    """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with exec, httpGet and tcpSocket probes is stored as given and placed on Windows."""
+@pytest.mark.dataplane
+def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, namespace, build, data_plane):
+    """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
     body = windows_pod(
         wincon,
         "all-probes",
@@ -43,11 +44,23 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, name
             "startupProbe": probe("tcpSocket", True),
         },
     )
-    pod = run_windows_pod(wincon, namespace, body)
-    main = pod.spec.containers[0]
-    assert main.liveness_probe._exec.command == ["cmd", "/c", "exit 0"]
-    assert main.readiness_probe.http_get.path == "/healthz" and main.readiness_probe.http_get.port == 8080
-    assert main.startup_probe.tcp_socket.port == 8080
+    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    data_plane("wait for startup (tcpSocket) and readiness (httpGet) to pass; liveness (exec) must not restart")
+    # Positive evidence from the kubelet, not the stored spec: the probes ran and passed.
+    ready = wait_for_pod(
+        wincon.api_client,
+        namespace,
+        pod.metadata.name,
+        done=pod_running_ready,
+        timeout=120,
+        failure=None,
+        behaviour=True,
+        describe="started and ready through its probes",
+    )
+    status = ready.status.container_statuses[0]
+    assert status.started and status.ready and status.restart_count == 0, status
+    unhealthy = events_for(wincon.api_client, namespace, pod.metadata.name, "Unhealthy")
+    assert not unhealthy, [e.message for e in unhealthy]
 
 
 @pytest.mark.test_id("42dd3323-fd33-4a32-bfce-3dc12f12acc7")
@@ -73,9 +86,11 @@ def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
         done=lambda p: restarts(p, "failing") >= 1,
         timeout=180,
         failure=None,
+        behaviour=True,
+        describe="container failing restarted by its liveness probe",
     )
     assert restarts(restarted, "main") == 0, "the container with a passing liveness probe was restarted"
-    unhealthy = wait_for_event(wincon.api_client, namespace, pod.metadata.name, "Unhealthy")
+    unhealthy = wait_for_event(wincon.api_client, namespace, pod.metadata.name, "Unhealthy", behaviour=True)
     assert any("Liveness probe failed" in e.message for e in unhealthy), [e.message for e in unhealthy]
 
 
@@ -119,20 +134,33 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is not None or None,
         60,
         "pod ready-toggle listed in the EndpointSlice of Service toggle",
+        behaviour=True,
     )
     assert listed
     create = ["cmd", "/c", f"echo ok> {READY_FILE}"]
     assert kube.exec(pod, create).ok
-    wait_for_pod(wincon.api_client, namespace, "ready-toggle", done=pod_running_ready, timeout=60, failure=None)
-    eventually(lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready")
+    wait_for_pod(
+        wincon.api_client, namespace, "ready-toggle", done=pod_running_ready, timeout=60, failure=None, behaviour=True
+    )
+    eventually(
+        lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready", behaviour=True
+    )
     assert kube.exec(pod, ["cmd", "/c", f"del {READY_FILE}"]).ok
     wait_for_pod(
-        wincon.api_client, namespace, "ready-toggle", done=lambda p: not pod_running_ready(p), timeout=60, failure=None
+        wincon.api_client,
+        namespace,
+        "ready-toggle",
+        done=lambda p: not pod_running_ready(p),
+        timeout=60,
+        failure=None,
+        behaviour=True,
+        describe="not ready once its readiness file is gone",
     )
     eventually(
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is False,
         60,
         "endpoint of ready-toggle marked not ready",
+        behaviour=True,
     )
 
 
@@ -162,8 +190,10 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, n
             timeout=wincon.pod_start_timeout,
         )
     data_plane(f"wait for the {kind} readiness probe of {app}-bad to fail", where=namespace)
-    wait_for_event(wincon.api_client, namespace, f"{app}-bad", "Unhealthy")
-    wait_for_pod(wincon.api_client, namespace, f"{app}-good", done=pod_running_ready, timeout=60, failure=None)
+    wait_for_event(wincon.api_client, namespace, f"{app}-bad", "Unhealthy", behaviour=True)
+    wait_for_pod(
+        wincon.api_client, namespace, f"{app}-good", done=pod_running_ready, timeout=60, failure=None, behaviour=True
+    )
 
     def both_listed():
         states = endpoint_readiness(kube, namespace, app)
@@ -173,6 +203,8 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, n
         both_listed,
         60,
         f"both pods of {app} in the EndpointSlice, the good one ready",
+        behaviour=True,
+        seen=lambda: endpoint_readiness(kube, namespace, app),
     )
     assert states == {f"{app}-good": True, f"{app}-bad": False}, states
 
@@ -205,14 +237,16 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
         failed = [e for e in events if "Startup probe failed" in (e.message or "")]
         return events if failed and max(e.count or 1 for e in failed) >= 5 else None
 
-    events = eventually(startup_failures, 90, "five failed startup probes of pod startup-gate")
+    events = eventually(startup_failures, 90, "five failed startup probes of pod startup-gate", behaviour=True)
     messages = [e.message for e in events]
     assert all("Startup probe failed" in m for m in messages), f"other probes ran before startup passed: {messages}"
     held = call(kube.core.read_namespaced_pod, "startup-gate", namespace)
     status = held.status.container_statuses[0]
     assert status.restart_count == 0 and not status.started and not status.ready, status
     assert kube.exec("startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
-    ready = wait_for_pod(wincon.api_client, namespace, "startup-gate", done=pod_running_ready, timeout=60, failure=None)
+    ready = wait_for_pod(
+        wincon.api_client, namespace, "startup-gate", done=pod_running_ready, timeout=60, failure=None, behaviour=True
+    )
     status = ready.status.container_statuses[0]
     assert status.started and status.ready and status.restart_count == 0, status
 
@@ -236,7 +270,13 @@ def test_startup_probe_delays_readiness_by_its_initial_delay(wincon, namespace, 
         f"compare the Ready time with the container start (startup {kind} after {delay} s)", where=pod.metadata.name
     )
     ready = wait_for_pod(
-        wincon.api_client, namespace, pod.metadata.name, done=pod_running_ready, timeout=120, failure=None
+        wincon.api_client,
+        namespace,
+        pod.metadata.name,
+        done=pod_running_ready,
+        timeout=120,
+        failure=None,
+        behaviour=True,
     )
     started_at = ready.status.container_statuses[0].state.running.started_at
     ready_at = next(c.last_transition_time for c in ready.status.conditions if c.type == "Ready")
