@@ -237,10 +237,11 @@ class Kube:
     def read_pod(self, name: str) -> Any:
         return call(self.core.read_namespaced_pod, name, self.namespace)
 
-    def pods(self, labels: dict[str, str] | None = None) -> list[Any]:
-        """The namespace's pods, optionally only those with all of ``labels``."""
-        selector = ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
-        return list(call(self.core.list_namespaced_pod, self.namespace, label_selector=selector).items)
+    def pods(self, labels: dict[str, str]) -> list[Any]:
+        """The live (not terminating) pods of the namespace with all of ``labels``, sorted by name."""
+        from wincon.checks.pods import pods_with
+
+        return list(pods_with(self.api_client, self.namespace, labels))
 
     # ------------------------------------------------------------------ factories that own what they create
 

@@ -6,7 +6,9 @@ import pytest
 
 from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
 from wincon.checks.pods import run_windows_pod
+from wincon.cluster.waits import pod_failure, pod_scheduled, wait_for_pod
 from wincon.errors import expect_deviation
+from wincon.workloads.pinning import assert_ran_on
 
 pytestmark = [pytest.mark.api]
 
@@ -43,7 +45,10 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, nam
     if rejection is not None and DISALLOWED in rejection.describe():
         pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
     assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
-    pod = run_windows_pod(wincon, namespace, body)
+    # Admitted above; placed by the scheduler on a Windows node, and stored as a HostProcess pod (the runtime
+    # effect is test_host_process_container_runs_on_the_host's).
+    pod = wait_for_pod(wincon.api_client, namespace, "hp-valid", done=pod_scheduled, timeout=60, failure=pod_failure)
+    assert_ran_on(pod, wincon.profile, os_name="windows")
     assert pod.spec.host_network is True
     assert pod.spec.security_context.windows_options.host_process is True
 

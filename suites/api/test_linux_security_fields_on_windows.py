@@ -17,7 +17,7 @@ import pytest
 
 from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
 from wincon.checks.pods import Rejected, create_or_reject
-from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.cluster.waits import pod_failure
 from wincon.errors import DeviationObserved, expect_deviation
 from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
 from wincon.workloads.deploy import await_pod, container
@@ -289,9 +289,7 @@ def test_run_as_non_root_keeps_container_administrator_from_starting(kube, winco
     create_or_reject(wincon.api_client, namespace, body)
     name = body["metadata"]["name"]
     kube.gate(f"wait for container main of pod {name} to be refused with CreateContainerConfigError", where=name)
-    pod = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    pod = kube.wait_pod(
         name,
         done=lambda p: refused_by_kubelet(p) or started_despite_non_root(p) is not None,
         timeout=wincon.pod_start_timeout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, submit_pod, with_run_as_user_name
-from wincon.checks.pods import run_windows_pod
+from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
@@ -43,9 +43,9 @@ def test_run_as_user_name_format_rules_are_enforced(wincon, namespace, make_pod,
 
 @pytest.mark.test_id("9b74f825-4c77-4ba9-9880-cb82dd5ec941")
 def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, namespace, make_pod):
-    """RunAsUserName (002_8a7e76f95009f44f.txt, Security): a pod naming ContainerUser is stored with the name and runs on a Windows node."""
+    """RunAsUserName (002_8a7e76f95009f44f.txt, Security): a pod naming ContainerUser is admitted, stored with the name and placed on a Windows node (API and scheduler; the runtime effect: test_container_runs_as_the_user_named_by_run_as_user_name)."""
     body = with_run_as_user_name(make_pod("run-as-containeruser"), "ContainerUser")
-    pod = run_windows_pod(wincon, namespace, body)
+    pod = admitted_and_scheduled(wincon, namespace, body)
     assert pod.spec.security_context.windows_options.run_as_user_name == "ContainerUser"
 
 

@@ -12,7 +12,7 @@ from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
 from wincon.checks.pods import events_for, eventually, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded
 from wincon.errors import expect_deviation
 from wincon.workloads.deploy import container
 
@@ -56,14 +56,12 @@ def start_outcome(kube, name: str) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize("scope", ["pod", "container"])
-def test_unknown_run_as_user_name_is_refused_when_the_container_starts(
-    kube, wincon, namespace, build, scope, data_plane
-):
+def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, wincon, build, scope, data_plane):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
     pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
     name = f"unknown-user-{scope}"
     kube.create(user_pod(wincon, name, build, pod_user, container_user))
-    wait_for_pod(wincon.api_client, namespace, name, done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod(name, done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"watch pod {name} for FailedCreatePodSandBox or a StartError", where="the pod's Windows node")
     outcome = eventually(
         lambda: start_outcome(kube, name),
@@ -85,11 +83,9 @@ def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, 
     image = body["spec"]["containers"][0]["image"]
     body["spec"]["containers"].append(container("inherits", image, command=user_name_command("windows")))
     kube.create(body)
-    wait_for_pod(wincon.api_client, namespace, "override", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("override", done=pod_scheduled, timeout=60, failure=None)
     data_plane(user_name_command("windows"), where="containers main and inherits of pod override")
-    wait_for_pod(
-        wincon.api_client,
-        namespace,
+    kube.wait_pod(
         "override",
         done=pod_succeeded,
         timeout=wincon.pod_start_timeout,

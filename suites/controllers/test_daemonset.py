@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from wincon.checks.controllers import daemonset_rolled_out
-from wincon.checks.pods import assert_all_ran_on, pods_with, schedulable_windows_nodes
+from wincon.checks.pods import assert_all_ran_on, schedulable_windows_nodes
 from wincon.cluster.waits import wait_for
 
 pytestmark = [pytest.mark.controllers]
@@ -38,7 +38,7 @@ def test_windows_daemonset_lands_on_every_windows_node_and_no_other(kube, wincon
     assert ds.status.desired_number_scheduled == len(expected), (
         f"the DaemonSet wants {ds.status.desired_number_scheduled} pods; Windows nodes: {expected}"
     )
-    pods = pods_with(wincon.api_client, namespace, {"app": "win-ds"})
+    pods = kube.pods({"app": "win-ds"})
     nodes = assert_all_ran_on(pods, profile, "windows")
     per_node = Counter(n.name for n in nodes)
     assert sorted(per_node) == expected, f"pods on {sorted(per_node)}, Windows nodes {expected}"

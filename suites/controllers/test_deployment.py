@@ -14,7 +14,7 @@ from wincon.checks.controllers import (
     set_image,
     undo,
 )
-from wincon.checks.pods import assert_all_ran_on, pods_with
+from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
 
@@ -37,19 +37,19 @@ def wait_rolled_out(kube, name, done=deployment_available):
     )
 
 
-def running_images(wincon, namespace, name):
-    return {c.image for p in pods_with(wincon.api_client, namespace, {"app": name}) for c in p.spec.containers}
+def running_images(kube, name):
+    return {c.image for p in kube.pods({"app": name}) for c in p.spec.containers}
 
 
 @pytest.mark.test_id("2181ad08-4842-438e-8308-400e8a6d5544")
-def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, namespace, pinned, build, profile):
+def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, pinned, build, profile):
     """Deployments are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): every replica runs on a Windows node."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("deployment", name="web", replicas=3, container="main", image=image, port=8080)
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["netexec", "--http-port=8080"]
     kube.create(manifest)
     dep = wait_rolled_out(kube, "web")
-    pods = pods_with(wincon.api_client, namespace, {"app": "web"})
+    pods = kube.pods({"app": "web"})
     assert len(pods) == 3 and dep.status.available_replicas == 3
     assert_all_ran_on(pods, profile, "windows", build)
 
@@ -66,7 +66,7 @@ def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, p
         scale(wincon.api_client, namespace, "Deployment", "scaled", replicas)
         dep = wait_rolled_out(kube, "scaled")
         assert dep.spec.replicas == replicas and dep.status.available_replicas == replicas
-        pods = pods_with(wincon.api_client, namespace, {"app": "scaled"})
+        pods = kube.pods({"app": "scaled"})
         assert len(pods) == replicas, [p.metadata.name for p in pods]
         assert_all_ran_on(pods, profile, "windows", build)
 
@@ -79,7 +79,7 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     (manifest,) = pinned("deployment", name="iisn", replicas=2, container="iis-container", image=v1, port=IIS_PORT)
     kube.create(manifest)
     wait_rolled_out(kube, "iisn")
-    assert running_images(wincon, namespace, "iisn") == {v1}
+    assert running_images(kube, "iisn") == {v1}
 
     # Upgrade: set image with --record; rollout status; at no point fewer than 2 available (maxUnavailable 0).
     cause = f"kubectl set image deployment.v1.apps/iisn iis-container={v2} --record=true"
@@ -95,8 +95,8 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     dep = wait_rolled_out(kube, "iisn", done=availability)
     assert dep.metadata.annotations[REVISION] == "2"
     assert not availability.violations, availability.violations
-    assert running_images(wincon, namespace, "iisn") == {v2}
-    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "iisn"}), profile, "windows", build)
+    assert running_images(kube, "iisn") == {v2}
+    assert_all_ran_on(kube.pods({"app": "iisn"}), profile, "windows", build)
 
     # Rollout history: revision 1 (v1, no cause) and 2 (v2, the recorded command); the old ReplicaSet is kept at 0.
     revisions = history(wincon.api_client, namespace, "iisn")
@@ -107,7 +107,7 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     restored = undo(wincon.api_client, namespace, "iisn")
     assert restored == 1
     dep = wait_rolled_out(kube, "iisn")
-    assert running_images(wincon, namespace, "iisn") == {v1}
+    assert running_images(kube, "iisn") == {v1}
     assert dep.spec.template.spec.containers[0].image == v1
     assert CHANGE_CAUSE not in (dep.metadata.annotations or {}), "undo copies the v1 ReplicaSet's annotations"
     after = history(wincon.api_client, namespace, "iisn")
@@ -116,4 +116,4 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     apps = kube.apps
     reused = call(apps.read_namespaced_replica_set, after[1].replicaset, namespace)
     assert (reused.metadata.annotations or {}).get(REVISION_HISTORY) == "1"
-    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "iisn"}), profile, "windows", build)
+    assert_all_ran_on(kube.pods({"app": "iisn"}), profile, "windows", build)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import assert_all_ran_on, pods_with
+from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for, wait_for_deployment
 from wincon.errors import expect_deviation
@@ -56,10 +56,10 @@ def create_hpa(kube, name, target, max_replicas=3):
 
 
 @pytest.mark.test_id("f6b9e10b-af3a-437e-9f5d-26aeb20055d6")
-def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, wincon, namespace, pinned, build, profile):
+def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, pinned, build, profile):
     """ "Horizontal Pod Autoscaling using all metrics" works for Windows (003_414b2f1c5dd978a2.txt, What works today): the HPA controller takes up an HPA on a Windows Deployment."""
     deploy_consumer(kube, pinned, "consumer", build)
-    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "consumer"}), profile, "windows", build)
+    assert_all_ran_on(kube.pods({"app": "consumer"}), profile, "windows", build)
     create_hpa(kube, "consumer", "consumer")
     autoscaling = kube.autoscaling
     hpa = wait_for(
@@ -81,7 +81,7 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, wincon, nam
 @pytest.mark.dataplane
 @pytest.mark.slow
 @pytest.mark.limitation("hpa-unsupported-pre-1-14")
-def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, wincon, namespace, pinned, build, profile, data_plane):
+def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     missing = metrics_api_available(kube)
     if missing:
@@ -113,4 +113,4 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, wincon, namespace,
             namespace=namespace,
         )
     assert hpa.status.desired_replicas > 1
-    assert_all_ran_on(pods_with(wincon.api_client, namespace, {"app": "loaded"}), profile, "windows", build)
+    assert_all_ran_on(kube.pods({"app": "loaded"}), profile, "windows", build)

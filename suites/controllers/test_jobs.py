@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import Invariant, cronjob_succeeded, job_complete, job_failure
-from wincon.checks.pods import assert_all_ran_on, pods_with
+from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
 
@@ -69,8 +69,6 @@ def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace
         if any(o.kind == "CronJob" and o.name == "every-minute" for o in j.metadata.owner_references or [])
     ]
     assert any(job_complete(j) for j in jobs), [j.metadata.name for j in jobs]
-    pods = [
-        p for p in pods_with(wincon.api_client, namespace, {"app": "every-minute"}) if p.status.phase == "Succeeded"
-    ]
+    pods = [p for p in kube.pods({"app": "every-minute"}) if p.status.phase == "Succeeded"]
     assert pods, "no succeeded pod of the CronJob's Job"
     assert_all_ran_on(pods, profile, "windows", build)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import replicas_ready, scale
-from wincon.checks.pods import assert_all_ran_on, eventually, pods_with
+from wincon.checks.pods import assert_all_ran_on, eventually
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
 
@@ -45,7 +45,7 @@ def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     (manifest,) = pinned(template, name=name, replicas=3, image=image)
     kube.create(manifest)
     wait_replicas(kube, kind, name, 3)
-    pods = pods_with(wincon.api_client, namespace, {"app": name})
+    pods = kube.pods({"app": name})
     assert len(pods) == 3
     assert_all_ran_on(pods, profile, "windows", build)
 
@@ -54,17 +54,17 @@ def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     call(core.delete_namespaced_pod, victim.metadata.name, namespace, grace_period_seconds=0)
 
     def replaced():
-        pods = pods_with(wincon.api_client, namespace, {"app": name})
+        pods = kube.pods({"app": name})
         fresh = [p for p in pods if p.metadata.uid != victim.metadata.uid]
         return pods if len(fresh) == 3 and all(p.status.phase == "Running" for p in fresh) else None
 
     eventually(replaced, wincon.pod_start_timeout, f"{kind} {name} replacing pod {victim.metadata.name}")
     wait_replicas(kube, kind, name, 3)
-    after = pods_with(wincon.api_client, namespace, {"app": name})
+    after = kube.pods({"app": name})
     uids = {p.metadata.uid for p in after}
     assert len(after) == 3 and victim.metadata.uid not in uids, "the deleted pod must be replaced by a new one"
     assert_all_ran_on(after, profile, "windows", build)
 
     scale(wincon.api_client, namespace, kind, name, 1)
     wait_replicas(kube, kind, name, 1)
-    assert len(pods_with(wincon.api_client, namespace, {"app": name})) == 1
+    assert len(kube.pods({"app": name})) == 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import Invariant, replicas_ready
-from wincon.checks.pods import assert_all_ran_on, pod_events_since, pods_with, resource_version_now
+from wincon.checks.pods import assert_all_ran_on, pod_events_since, resource_version_now
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.controllers]
@@ -65,7 +65,7 @@ def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namesp
     )
     with expect_deviation("statefulset-unsupported-pre-1-14"):
         assert not ordered.violations, f"pods were not started one by one: {ordered.violations}"
-        pods = pods_with(wincon.api_client, namespace, {"app": "web"})
+        pods = kube.pods({"app": "web"})
         assert [p.metadata.name for p in pods] == [f"web-{i}" for i in range(REPLICAS)]
         assert_all_ran_on(pods, profile, "windows", build)
         created = [p.metadata.creation_timestamp for p in pods]
@@ -96,9 +96,7 @@ def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, n
     core = kube.core
     old = call(core.read_namespaced_pod, "db-1", namespace)
     call(core.delete_namespaced_pod, "db-1", namespace, grace_period_seconds=0)
-    new = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    new = kube.wait_pod(
         "db-1",
         done=lambda p: p.metadata.uid != old.metadata.uid and pod_running_ready(p),
         timeout=wincon.pod_start_timeout,

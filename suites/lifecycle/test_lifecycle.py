@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import eventually, run_windows_pod, windows_pod
+from wincon.checks.pods import admitted_and_scheduled, eventually, run_windows_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import expect_deviation
@@ -65,7 +65,7 @@ def gone(kube, name):
 
 @pytest.mark.test_id("0b36cdfa-ac54-4477-b710-5167b84227d4")
 def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon, namespace, build, recorder):
-    """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is stored and placed."""
+    """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is admitted, stored and placed (API and scheduler; the hooks' effects are the dataplane tests below)."""
     body = windows_pod(
         wincon,
         "all-settings",
@@ -76,7 +76,7 @@ def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon
             "terminationMessagePolicy": "FallbackToLogsOnError",
         },
     )
-    pod = run_windows_pod(wincon, namespace, body)
+    pod = admitted_and_scheduled(wincon, namespace, body)
     main = pod.spec.containers[0]
     assert main.lifecycle.post_start._exec.command[0] == "cmd"
     assert main.lifecycle.pre_stop.http_get.host == recorder.status.pod_ip
@@ -187,7 +187,7 @@ def run_to_exit(kube, data_plane, body, what, failure=None):
 
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
-def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, namespace, build, data_plane):
+def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, build, data_plane):
     """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
     body = windows_pod(
         wincon,
@@ -211,7 +211,7 @@ def test_termination_message_written_to_the_default_path_is_reported(kube, winco
 @pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-message-path")
-def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, namespace, build, data_plane):
+def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane):
     """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
     body = windows_pod(
         wincon,
@@ -228,7 +228,7 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
 
 @pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
 @pytest.mark.dataplane
-def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, namespace, build, data_plane):
+def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane):
     """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
     body = windows_pod(
         wincon,
@@ -267,7 +267,7 @@ def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
 @pytest.mark.test_id("5bc4f8cd-c943-4eaf-a0ec-f5b2cdf530ca")
 @pytest.mark.dataplane
 @pytest.mark.limitation("no-oom-killer")
-def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, namespace, build, data_plane):
+def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data_plane):
     """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
     allocate = "$b = [byte[]]::new(400MB); for ($i = 0; $i -lt $b.Length; $i += 4096) { $b[$i] = 1 }; Start-Sleep 120"
     body = windows_pod(
@@ -294,7 +294,9 @@ def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, namespace, 
 @pytest.mark.test_id("890a662e-f47f-4f65-af94-8111853b8419")
 @pytest.mark.dataplane
 @pytest.mark.limitation("exit-codes-differ")
-def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(wincon, namespace, build, data_plane):
+def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
+    kube, wincon, namespace, build, data_plane
+):
     """ "Exit Codes follow the same convention ... The specific error codes may differ across Windows and Linux" (000_4130a90def37a825.txt, API Signals): a container the kubelet kills should report 137 as on Linux."""
     failing = {"exec": {"command": ["cmd", "/c", "exit 1"]}, "periodSeconds": 2, "failureThreshold": 1}
     body = windows_pod(wincon, "killed", build, args=NETEXEC, container_extra={"livenessProbe": failing})
@@ -308,9 +310,7 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(win
         status = (p.status.container_statuses or [None])[0]
         return bool(status and status.restart_count >= 1 and status.last_state and status.last_state.terminated)
 
-    restarted = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    restarted = kube.wait_pod(
         "killed",
         done=killed_once,
         timeout=180,

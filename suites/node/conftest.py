@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
-from wincon.cluster.waits import pod_running_ready, pod_scheduled, wait_for_pod
+from wincon.cluster.waits import pod_running_ready, pod_scheduled
 from wincon.profile import NodeProfile
-from wincon.workloads.deploy import apply
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def windows_node(wincon: Any, build: int | None) -> NodeProfile:
 
 
 @pytest.fixture
-def start_pods(wincon: Any, namespace: str, build: int | None) -> Callable[..., list[Any]]:
+def start_pods(kube, wincon: Any, namespace: str, build: int | None) -> Callable[..., list[Any]]:
     """``start_pods(prefix, count, node, ready=True, **spec)``: create ``count`` agnhost pause pods pinned to
     ``node`` at once, then wait for each (Ready, or only scheduled with ``ready=False``)."""
 
@@ -34,11 +33,8 @@ def start_pods(wincon: Any, namespace: str, build: int | None) -> Callable[..., 
         names = [f"{prefix}-{i}" for i in range(count)]
         for name in names:
             body = windows_pod(wincon, name, build, node=node, labels={"app": prefix}, **spec)
-            apply(wincon.api_client, namespace, body)
+            kube.create(body)
         done = pod_running_ready if ready else pod_scheduled
-        return [
-            wait_for_pod(wincon.api_client, namespace, name, done=done, timeout=wincon.pod_start_timeout)
-            for name in names
-        ]
+        return [kube.wait_pod(name, done=done, timeout=wincon.pod_start_timeout) for name in names]
 
     return start

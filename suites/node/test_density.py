@@ -15,7 +15,7 @@ from kubernetes import watch
 
 from wincon.checks.node import percentile
 from wincon.checks.pods import windows_pod
-from wincon.cluster.waits import pod_scheduled, wait_for_pod
+from wincon.cluster.waits import pod_scheduled
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -64,7 +64,7 @@ def test_ten_pods_on_one_windows_node_start_within_the_latency_limits(
         created[name] = time.monotonic()
         kube.create(body)
     for name in created:
-        wait_for_pod(wincon.api_client, namespace, name, done=pod_scheduled, timeout=60, failure=None)
+        kube.wait_pod(name, done=pod_scheduled, timeout=60, failure=None)
     data_plane("watch pods app=density until Running", where=f"{PODS} pods on {windows_node.name}")
     seen = running_times(kube, namespace, set(created), BATCH_LIMIT)
     missing = sorted(set(created) - set(seen))

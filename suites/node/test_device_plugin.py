@@ -10,7 +10,7 @@ from wincon.checks.node import extended_resources, video_controller_command
 from wincon.checks.pods import windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.exec import exec_in_pod
-from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -39,13 +39,11 @@ def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(k
     body = windows_pod(wincon, "device", build, node=node)
     body["spec"]["containers"][0]["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
     kube.create(body)
-    pod = wait_for_pod(wincon.api_client, namespace, "device", done=pod_scheduled, timeout=60, failure=None)
+    pod = kube.wait_pod("device", done=pod_scheduled, timeout=60, failure=None)
     assert pod.spec.node_name == node, f"pod requesting {resource} went to {pod.spec.node_name}, not {node}"
     command = video_controller_command("windows")
     data_plane(command, where=f"pod device ({resource}) on {node}")
-    running = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    running = kube.wait_pod(
         "device",
         done=pod_running_ready,
         timeout=wincon.pod_start_timeout,

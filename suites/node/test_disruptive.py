@@ -12,7 +12,7 @@ import pytest
 from wincon.checks.node import kubelet_config, kubelet_json, reboot_command, shutdown_command
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_running_ready
 
 pytestmark = [
     pytest.mark.lifecycle,
@@ -50,13 +50,11 @@ def started_at(pod) -> object:
 
 
 @pytest.mark.test_id("8e52f520-d7ea-4287-9ab1-7d7f2bb34ccc")
-def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(
-    kube, wincon, namespace, windows_node, data_plane
-):
+def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(kube, wincon, windows_node, data_plane):
     """ "Ability for nodes to continue participating in a K8s cluster after rebooting (requires hostProcess pods for testing)" (windows-operational-readiness Extend.HostProcess; upstream reboot_node.go): after a reboot started by a HostProcess pod the node is Ready again with a new boot id, and its pod runs again."""
     witness = windows_pod(wincon, "witness", windows_node.windows_build, node=windows_node.name)
     kube.create(witness)
-    before = wait_for_pod(wincon.api_client, namespace, "witness", timeout=wincon.pod_start_timeout)
+    before = kube.wait_pod("witness", timeout=wincon.pod_start_timeout)
     command = reboot_command("windows")
     data_plane(command, where=f"a HostProcess pod on {windows_node.name}")
     first_boot, first_start = boot_id(kube, windows_node.name), started_at(before)
@@ -69,9 +67,7 @@ def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(
     )
     assert new_boot != first_boot
     assert eventually(lambda: node_ready(kube, windows_node.name), NODE_RETURN_SECONDS, "node Ready again", 10)
-    after = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    after = kube.wait_pod(
         "witness",
         done=lambda p: pod_running_ready(p) and started_at(p) != first_start,
         timeout=NODE_RETURN_SECONDS,
@@ -101,7 +97,7 @@ def test_graceful_node_shutdown_gives_pods_their_grace_periods(kube, wincon, nam
         )
         kube.create(body)
     for name in ("grace-short", "grace-long"):
-        wait_for_pod(wincon.api_client, namespace, name, timeout=wincon.pod_start_timeout)
+        kube.wait_pod(name, timeout=wincon.pod_start_timeout)
     command = shutdown_command("windows", delay_seconds=10)
     data_plane(f"GET /api/v1/nodes/{windows_node.name}/proxy/configz; {' '.join(command)}", where=windows_node.name)
     total, critical = shutdown_grace(wincon, windows_node.name)

@@ -6,7 +6,7 @@ import pytest
 
 from wincon.checks.pods import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_running_ready, wait_for_pod
+from wincon.cluster.waits import pod_running_ready
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.probes]
@@ -31,7 +31,7 @@ def restarts(pod, name: str) -> int:
 
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
 @pytest.mark.dataplane
-def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, namespace, build, data_plane):
+def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(kube, wincon, namespace, build, data_plane):
     """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
     body = windows_pod(
         wincon,
@@ -47,9 +47,7 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, name
     pod = run_windows_pod(wincon, namespace, body, ready=False)
     data_plane("wait for startup (tcpSocket) and readiness (httpGet) to pass; liveness (exec) must not restart")
     # Positive evidence from the kubelet, not the stored spec: the probes ran and passed.
-    ready = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    ready = kube.wait_pod(
         pod.metadata.name,
         done=pod_running_ready,
         timeout=120,
@@ -67,7 +65,7 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(wincon, name
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
-    wincon, namespace, build, data_plane, kind
+    kube, wincon, namespace, build, data_plane, kind
 ):
     """ "Readiness and Liveness probes" work on Windows (003_414b2f1c5dd978a2.txt, What works today): a failing liveness probe restarts its container; a passing one leaves its neighbour alone."""
     body = windows_pod(
@@ -79,9 +77,7 @@ def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     )
     pod = run_windows_pod(wincon, namespace, body, ready=False)
     data_plane(f"wait for the {kind} liveness probe of container failing to restart it", where=pod.metadata.name)
-    restarted = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    restarted = kube.wait_pod(
         pod.metadata.name,
         done=lambda p: restarts(p, "failing") >= 1,
         timeout=180,
@@ -139,16 +135,12 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
     assert listed
     create = ["cmd", "/c", f"echo ok> {READY_FILE}"]
     assert kube.exec(pod, create).ok
-    wait_for_pod(
-        wincon.api_client, namespace, "ready-toggle", done=pod_running_ready, timeout=60, failure=None, behaviour=True
-    )
+    kube.wait_pod("ready-toggle", done=pod_running_ready, timeout=60, failure=None, behaviour=True)
     eventually(
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready", behaviour=True
     )
     assert kube.exec(pod, ["cmd", "/c", f"del {READY_FILE}"]).ok
-    wait_for_pod(
-        wincon.api_client,
-        namespace,
+    kube.wait_pod(
         "ready-toggle",
         done=lambda p: not pod_running_ready(p),
         timeout=60,
@@ -182,18 +174,14 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, n
         kube.create(body)
     kube.create(service(app, {"app": app}))
     for name in (f"{app}-good", f"{app}-bad"):
-        wait_for_pod(
-            wincon.api_client,
-            namespace,
+        kube.wait_pod(
             name,
             done=lambda p: bool(p.status and p.status.phase == "Running"),
             timeout=wincon.pod_start_timeout,
         )
     data_plane(f"wait for the {kind} readiness probe of {app}-bad to fail", where=namespace)
     wait_for_event(wincon.api_client, namespace, f"{app}-bad", "Unhealthy", behaviour=True)
-    wait_for_pod(
-        wincon.api_client, namespace, f"{app}-good", done=pod_running_ready, timeout=60, failure=None, behaviour=True
-    )
+    kube.wait_pod(f"{app}-good", done=pod_running_ready, timeout=60, failure=None, behaviour=True)
 
     def both_listed():
         states = endpoint_readiness(kube, namespace, app)
@@ -244,9 +232,7 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
     status = held.status.container_statuses[0]
     assert status.restart_count == 0 and not status.started and not status.ready, status
     assert kube.exec("startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
-    ready = wait_for_pod(
-        wincon.api_client, namespace, "startup-gate", done=pod_running_ready, timeout=60, failure=None, behaviour=True
-    )
+    ready = kube.wait_pod("startup-gate", done=pod_running_ready, timeout=60, failure=None, behaviour=True)
     status = ready.status.container_statuses[0]
     assert status.started and status.ready and status.restart_count == 0, status
 
@@ -254,7 +240,7 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
 @pytest.mark.test_id("667d1b7e-ac4a-479e-b1f1-8da9a30540f6")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
-def test_startup_probe_delays_readiness_by_its_initial_delay(wincon, namespace, build, data_plane, kind):
+def test_startup_probe_delays_readiness_by_its_initial_delay(kube, wincon, namespace, build, data_plane, kind):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
     delay = 15
     startup = {**probe(kind, True), "initialDelaySeconds": delay, "failureThreshold": 3}
@@ -269,9 +255,7 @@ def test_startup_probe_delays_readiness_by_its_initial_delay(wincon, namespace, 
     data_plane(
         f"compare the Ready time with the container start (startup {kind} after {delay} s)", where=pod.metadata.name
     )
-    ready = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    ready = kube.wait_pod(
         pod.metadata.name,
         done=pod_running_ready,
         timeout=120,

@@ -19,7 +19,7 @@ from wincon.checks.pods import (
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_scheduled, wait_for_pod
+from wincon.cluster.waits import pod_scheduled
 from wincon.errors import expect_deviation
 from wincon.kube import ApiException
 from wincon.workloads.deploy import apply
@@ -187,15 +187,13 @@ def node_condition(kube, node: str, kind: str):
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("memory-pressure-not-reported")
-def test_node_reports_memory_pressure_when_its_memory_runs_out(
-    kube, wincon, namespace, build, data_plane, cleanup_pods
-):
+def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, build, data_plane, cleanup_pods):
     """ "MemoryPressure Condition is not implemented ... There are no OOM eviction actions taken by the kubelet" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
     mib = node_memory(kube, node, "allocatable") // MIB
     cleanup_pods.append("pressure")
     kube.create(memory_pod(wincon, "pressure", build, node, mib))
-    wait_for_pod(wincon.api_client, namespace, "pressure", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("pressure", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB on {node} and wait for MemoryPressure=True or an eviction", where=node)
 
     def pressure():
@@ -222,13 +220,13 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("enforce-node-allocatable-not-implemented")
-def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, namespace, build, data_plane, cleanup_pods):
+def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_plane, cleanup_pods):
     """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
     node = target_node(wincon.profile, build)
     mib = node_memory(kube, node, "allocatable") // MIB + 512
     cleanup_pods.append("beyond")
     kube.create(memory_pod(wincon, "beyond", build, node, mib))
-    wait_for_pod(wincon.api_client, namespace, "beyond", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("beyond", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB (allocatable + 512) on {node}; expect the pod evicted", where=node)
     with expect_deviation("enforce-node-allocatable-not-implemented"):
         result = eventually(
@@ -248,9 +246,7 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, namespace, bui
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
-def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
-    kube, wincon, namespace, build, data_plane, cleanup_pods
-):
+def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, wincon, build, data_plane, cleanup_pods):
     """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
     mib = node_memory(kube, node, "capacity") // MIB
@@ -258,7 +254,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
     body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
     cleanup_pods.append("host-hog")
     kube.create(body)
-    wait_for_pod(wincon.api_client, namespace, "host-hog", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("host-hog", done=pod_scheduled, timeout=60, failure=None)
     data_plane(
         f"commit {mib} MiB (the node's capacity) from a HostProcess pod; the kubelet must keep reporting", where=node
     )
@@ -287,7 +283,7 @@ def test_requested_memory_is_granted_on_an_overprovisioned_node(
     hog_mib = node_memory(kube, node, "allocatable") // MIB
     cleanup_pods.extend(["hog", "entitled"])
     kube.create(memory_pod(wincon, "hog", build, node, hog_mib))
-    wait_for_pod(wincon.api_client, namespace, "hog", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("hog", done=pod_scheduled, timeout=60, failure=None)
     data_plane(
         f"overprovision {node} with a {hog_mib} MiB hog, then commit 1 GiB in a pod that requested it", where=node
     )

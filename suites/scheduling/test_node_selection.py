@@ -12,7 +12,7 @@ from wincon.checks.pods import (
     wait_for_event,
     windows_pod,
 )
-from wincon.cluster.waits import pod_failure, wait_for_deployment, wait_for_pod
+from wincon.cluster.waits import pod_failure, wait_for_deployment
 from wincon.workloads.render import render
 
 pytestmark = [pytest.mark.scheduling]
@@ -32,7 +32,7 @@ def deploy(kube, name, build, replicas, image_build):
 
 
 @pytest.mark.test_id("7675e72b-3837-438e-8a27-0f831775c65c")
-def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, namespace, profile):
+def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, profile):
     """ "Windows containers have to be scheduled on Windows nodes ... The best practice is to use a nodeSelector" (002_8a7e76f95009f44f.txt, Taints and Tolerations): no replica lands on Linux."""
     for build in profile.windows_builds:  # the one image must have a variant for every Windows build it may meet
         wincon.catalog.image("agnhost", "windows", build)
@@ -43,7 +43,7 @@ def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, names
 
 
 @pytest.mark.test_id("7d5f5b2c-7df8-491b-a248-08ebc56eb81d")
-def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, wincon, namespace, profile):
+def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, profile):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): windows-build pins each pod to its build."""
     if not profile.windows_builds:
         pytest.skip("no Windows node reports node.kubernetes.io/windows-build")
@@ -60,7 +60,7 @@ def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, 
     body = windows_pod(wincon, "no-such-build", None)
     body["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"] = f"10.0.{NO_SUCH_BUILD}"
     kube.create(body)
-    pod = wait_for_pod(wincon.api_client, namespace, "no-such-build", done=pod_unschedulable, timeout=60, failure=None)
+    pod = kube.wait_pod("no-such-build", done=pod_unschedulable, timeout=60, failure=None)
     assert pod.spec.node_name is None and pod.status.phase == "Pending"
     events = wait_for_event(wincon.api_client, namespace, "no-such-build", "FailedScheduling")
     message = events[-1].message

@@ -16,7 +16,7 @@ from wincon.checks.pods import (
 )
 from wincon.checks.scheduling import allocatable, millicores, requested
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_running_ready, wait_for_pod
+from wincon.cluster.waits import pod_running_ready
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
 
 pytestmark = [pytest.mark.scheduling]
@@ -46,7 +46,7 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, 
     assert filler.spec.node_name == node
 
     kube.create(with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
-    pending = wait_for_pod(wincon.api_client, namespace, "overflow", done=pod_unschedulable, timeout=60, failure=None)
+    pending = kube.wait_pod("overflow", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
     message = wait_for_event(wincon.api_client, namespace, "overflow", "FailedScheduling")[-1].message
     assert "Insufficient cpu" in message, message
@@ -54,9 +54,7 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, 
     # Releasing the filler's request makes room: the pending pod is scheduled onto the node.
     core = kube.core
     call(core.delete_namespaced_pod, "filler", namespace, grace_period_seconds=0)
-    placed = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    placed = kube.wait_pod(
         "overflow",
         done=pod_running_ready,
         timeout=wincon.pod_start_timeout,
@@ -83,7 +81,7 @@ def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, 
     main["volumeMounts"] = [{"name": "huge", "mountPath": "C:\\hugepages"}]
     body["spec"]["volumes"] = [{"name": "huge", "emptyDir": {"medium": "HugePages"}}]
     kube.create(body)
-    pod = wait_for_pod(wincon.api_client, namespace, "hugepages", done=scheduled_or_refused, timeout=60, failure=None)
+    pod = kube.wait_pod("hugepages", done=scheduled_or_refused, timeout=60, failure=None)
     command = ["cmd", "/c", "dir C:\\hugepages"]
     # Simulated nodes advertise no hugepages either: the gate comes before any conclusion about them.
     where = f"pod hugepages on {pod.spec.node_name or 'no node (the scheduler refused it)'}"
@@ -96,9 +94,7 @@ def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, 
                 "make a Windows node of the build schedulable for the suite's pods",
             )
         raise DeviationObserved(f"hugepages-unsupported: no Windows node can take hugepages-2Mi: {message}")
-    wait_for_pod(
-        wincon.api_client,
-        namespace,
+    kube.wait_pod(
         "hugepages",
         done=pod_running_ready,
         timeout=wincon.pod_start_timeout,

@@ -16,7 +16,6 @@ from wincon.checks.scheduling import (
     TAINT_VALUES,
     node_has_taint,
 )
-from wincon.cluster.waits import wait_for_pod
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -39,9 +38,7 @@ def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(kube,
 
     untolerated = windows_pod(wincon, "no-toleration", build, node=node)
     kube.create(untolerated)
-    pending = wait_for_pod(
-        wincon.api_client, namespace, "no-toleration", done=pod_unschedulable, timeout=60, failure=None
-    )
+    pending = kube.wait_pod("no-toleration", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
     message = wait_for_event(wincon.api_client, namespace, "no-toleration", "FailedScheduling")[-1].message
     assert "untolerated taint" in message, message

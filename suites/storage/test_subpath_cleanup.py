@@ -9,7 +9,7 @@ import pytest
 
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled, wait_for_pod
+from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
 pytestmark = [pytest.mark.storage]
 
@@ -77,11 +77,9 @@ def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespac
         wincon, "subpaths", build, container_extra={"volumeMounts": mounts}, volumes=volumes, restartPolicy="Never"
     )
     kube.create(body)
-    wait_for_pod(wincon.api_client, namespace, "subpaths", done=pod_scheduled, timeout=60, failure=None)
+    kube.wait_pod("subpaths", done=pod_scheduled, timeout=60, failure=None)
     data_plane("delete pod subpaths --grace-period=30; wait until it is gone", where="the pod's Windows node")
-    wait_for_pod(
-        wincon.api_client,
-        namespace,
+    kube.wait_pod(
         "subpaths",
         timeout=wincon.pod_start_timeout,
         done=pod_running_ready,

@@ -16,7 +16,7 @@ from wincon.checks.pods import (
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.waits import WaitTimeout, pod_failure, pod_running, wait_for_pod
+from wincon.cluster.waits import WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.kube import ApiException
 from wincon.workloads.deploy import container
@@ -356,9 +356,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
         },
     }
     kube.create(server)
-    nfs = wait_for_pod(
-        wincon.api_client,
-        namespace,
+    nfs = kube.wait_pod(
         "nfs-server",
         done=pod_running,
         timeout=wincon.pod_start_timeout,
