@@ -209,6 +209,26 @@ def run_or_refused(wincon: Any, namespace: str, body: dict[str, Any], limitation
     return await_pod(wincon, namespace, body, ready, os_name="windows")
 
 
+def admitted_and_scheduled(wincon: Any, namespace: str, body: dict[str, Any]) -> Any:
+    """Create ``body`` (refusal: ``Rejected``), wait until the scheduler binds it, check the node is a Windows
+    node of its pinned build, and return the pod as the API server stores it.
+
+    For API-level checks (admitted, stored, placed): the API server and the scheduler decide all of it, on
+    simulated nodes too. No container status is read, so a simulated node's fake Running proves nothing here.
+    """
+    from wincon.cluster.waits import pod_failure, pod_scheduled, wait_for_pod
+    from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+
+    create_or_reject(wincon.api_client, namespace, body)
+    name = body["metadata"]["name"]
+    pod = wait_for_pod(
+        wincon.api_client, namespace, name, done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=pod_failure
+    )
+    build = parse_build((body["spec"].get("nodeSelector") or {}).get(WINDOWS_BUILD_LABEL))
+    assert_ran_on(pod, wincon.profile, os_name="windows", build=build)
+    return call(client.CoreV1Api(wincon.api_client).read_namespaced_pod, name, namespace)
+
+
 def run_windows_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = True) -> Any:
     """Create ``body`` (refusal: ``Rejected``), wait until it runs, and check it is on a Windows node of its build."""
     create_or_reject(wincon.api_client, namespace, body)
