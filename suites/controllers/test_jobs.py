@@ -14,12 +14,26 @@ pytestmark = [pytest.mark.controllers]
 CRON_WAIT_SECONDS = 80  # the next minute boundary, plus the Job's run
 
 
+def ran_to_completion(kube, namespace: str, pods, output: str) -> None:
+    """Positive evidence that each pod's container ran: exit code 0 and the command's own output in its log
+    (a simulated node marks pods Succeeded without running anything)."""
+    for pod in pods:
+        state = pod.status.container_statuses[0].state.terminated if pod.status.container_statuses else None
+        assert state is not None and state.exit_code == 0, f"pod {pod.metadata.name}: {state}"
+        log = call(kube.core.read_namespaced_pod_log, pod.metadata.name, namespace)
+        assert output in log, f"pod {pod.metadata.name} logged {log!r}, not the command's output"
+
+
 @pytest.mark.test_id("985aef18-bc96-4be0-8e59-164dd3177606")
-def test_job_runs_to_its_completions_with_bounded_parallelism(kube, wincon, namespace, pinned, build, profile):
+@pytest.mark.dataplane
+def test_job_runs_to_its_completions_with_bounded_parallelism(
+    kube, wincon, namespace, pinned, build, profile, data_plane
+):
     """Job is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): 4 completions, never more than 2 pods at once."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("job", name="batch", completions=4, parallelism=2, image=image)
     kube.create(manifest)
+    data_plane("wait for 4 completions of job batch; read each pod's exit code and log ('job done')")
     batch = kube.batch
     bounded = Invariant(
         job_complete,
@@ -41,15 +55,18 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(kube, wincon, name
     succeeded = [p for p in pods if p.status.phase == "Succeeded"]
     assert len(succeeded) == 4, [(p.metadata.name, p.status.phase) for p in pods]
     assert_all_ran_on(succeeded, profile, "windows", build)
+    ran_to_completion(kube, namespace, succeeded, "job done")
 
 
 @pytest.mark.test_id("90c460b0-2325-4ec1-a64c-1e02193b6e00")
 @pytest.mark.slow
-def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace, pinned, build, profile):
+@pytest.mark.dataplane
+def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace, pinned, build, profile, data_plane):
     """CronJob is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): a `*/1 * * * *` CronJob fires within a minute."""
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned("cronjob", name="every-minute", image=image)
     kube.create(manifest)
+    data_plane("wait for the CronJob to fire and its Job to complete; read the pod's exit code and log ('cron fired')")
     batch = kube.batch
     cron = wait_for(
         batch.list_namespaced_cron_job,
@@ -72,3 +89,4 @@ def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace
     pods = [p for p in kube.pods({"app": "every-minute"}) if p.status.phase == "Succeeded"]
     assert pods, "no succeeded pod of the CronJob's Job"
     assert_all_ran_on(pods, profile, "windows", build)
+    ran_to_completion(kube, namespace, pods, "cron fired")
