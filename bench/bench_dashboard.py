@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from wincon.results import browser as chromium
-from wincon.results import synthetic
 from wincon.results.dashboard import build
+
+# The synthetic history and the headless browser are the project's test support code, not wincon's.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support import browser as chromium  # noqa: E402
+from tests.support import synthetic  # noqa: E402
 
 
 def main() -> None:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import browser as chromium
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode
-from wincon.results import artifacts, synthetic
-from wincon.results import browser as chromium
+from wincon.results import artifacts
 from wincon.results.model import Verdict
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "e2e"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon.results import synthetic
+from tests.support import synthetic
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 

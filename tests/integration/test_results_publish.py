@@ -18,9 +18,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode
-from wincon.results import artifacts, synthetic
+from wincon.results import artifacts
 from wincon.results.model import Verdict
 
 SECRET = "s3cr3t-Pa55word-for-the-test"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode
-from wincon.results import synthetic
 from wincon.results.report import REPO
 
 pytest_plugins = ["pytester"]

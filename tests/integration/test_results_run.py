@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode
-from wincon.results import synthetic
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.report import REPO

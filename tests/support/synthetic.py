@@ -1,6 +1,6 @@
 """Synthetic run histories, for the dashboard's benchmark, its browser tests and a look at the page.
 
-``python -m wincon.results.synthetic OUT --runs 100 --tests 300`` writes that many results directories
+``python -m tests.support.synthetic OUT --runs 100 --tests 300`` writes that many results directories
 under OUT (each through :func:`wincon.results.artifacts.write_run`, the same layout as a real run), with
 clusters that differ by CNI, Windows build and Kubernetes version, so every view has something to show.
 """

@@ -8,8 +8,9 @@ import stat
 
 import pytest
 
+from tests.support import synthetic
 from wincon.errors import ExitCode, ResultsError
-from wincon.results import artifacts, synthetic
+from wincon.results import artifacts
 from wincon.results.model import Verdict
 
 

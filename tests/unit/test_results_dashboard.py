@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode
-from wincon.results import artifacts, synthetic
+from wincon.results import artifacts
 from wincon.results.dashboard import build_data, load_runs
 from wincon.results.model import Verdict
 

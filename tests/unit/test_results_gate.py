@@ -6,9 +6,10 @@ import textwrap
 
 import pytest
 
+from tests.support import synthetic
 from wincon.cli import main
 from wincon.errors import ExitCode, UsageError
-from wincon.results import artifacts, synthetic
+from wincon.results import artifacts
 from wincon.results.gate import DEFAULT_REQUIRED, judge, load_required, minor_of
 from wincon.results.model import Verdict
 
