@@ -206,3 +206,72 @@ def test_a_failed_exec_counts_as_a_dial_try(monkeypatch):
 def test_pod_names_are_what_a_dial_answers_with():
     refs = [PodRef(f"netserver-{i}", f"10.0.0.{i}", (), "win1", "", "windows", "netexec") for i in range(2)]
     assert pods.pod_names(refs) == {"netserver-0", "netserver-1"}
+
+
+# --- skips only for what is not applicable; broken support fails or errors (issue 12)
+
+
+class HostProcessKube:
+    """A Kube whose pod create answers with ``refusal`` (an ApiException) or whose wait raises ``wait_error``."""
+
+    def __init__(self, refusal=None, wait_error=None):
+        self.refusal, self.wait_error = refusal, wait_error
+
+    def create_pod(self, manifest):
+        if self.refusal is not None:
+            raise self.refusal
+        options = NS(host_process=True)
+        return NS(spec=NS(security_context=NS(windows_options=options)))
+
+    def wait_pod(self, name):
+        raise self.wait_error
+
+
+def api_error(status, message):
+    from kubernetes.client.exceptions import ApiException
+
+    exc = ApiException(status=status, reason="Refused")
+    exc.body = json.dumps({"message": message})
+    return exc
+
+
+def test_hostprocess_is_skipped_only_where_the_clusters_policy_forbids_it():
+    manifest = {"metadata": {"name": "hp"}, "spec": {}}
+    policy = HostProcessKube(api_error(403, 'pods "hp" is forbidden: violates PodSecurity "baseline:latest"'))
+    with pytest.raises(pytest.skip.Exception, match="not allowed here"):
+        pods.start_hostprocess(policy, manifest)
+    broken = HostProcessKube(api_error(422, "spec.containers[0].securityContext: Invalid value"))
+    with pytest.raises(pods.Rejected, match="422"):
+        pods.start_hostprocess(broken, manifest)
+
+
+def test_a_hostprocess_container_that_does_not_start_is_a_failure_not_a_skip():
+    from wincon.cluster.waits import WorkloadFailed
+
+    crashed = HostProcessKube(wait_error=WorkloadFailed("pod hp: CrashLoopBackOff in container main"))
+    with pytest.raises(WorkloadFailed):
+        pods.start_hostprocess(crashed, {"metadata": {"name": "hp"}, "spec": {}})
+
+
+class LoadBalancerKube:
+    namespace = "ns"
+    profile = NS(cloud="azure")
+
+    def __init__(self, events):
+        self.core = NS(
+            list_namespaced_event=lambda namespace, field_selector="": NS(items=events),
+            list_namespaced_service=None,
+        )
+
+    def wait_for(self, *args, **kwargs):
+        from wincon.cluster.waits import WaitTimeout
+
+        raise WaitTimeout("LoadBalancer ns/lb did not become ready within 300s")
+
+
+def test_a_load_balancer_that_never_comes_is_a_skip_only_without_a_provider():
+    with pytest.raises(pytest.skip.Exception, match="no LoadBalancer provider"):
+        services.wait_for_load_balancer(LoadBalancerKube([]), "lb")
+    failed = NS(reason="SyncLoadBalancerFailed", message="quota exceeded for public IPs")
+    with pytest.raises(InfrastructureError, match="quota exceeded"):
+        services.wait_for_load_balancer(LoadBalancerKube([NS(reason="EnsuringLoadBalancer", message=""), failed]), "lb")

@@ -16,7 +16,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from wincon import connectivity as conn
-from wincon.cluster.waits import WorkloadFailed
+from wincon.checks.pods import Rejected
 from wincon.errors import InfrastructureError
 from wincon.profile import NodeProfile
 from wincon.workloads.deploy import check_placement, container, pod_manifest
@@ -212,24 +212,32 @@ def linux_netexec_manifest(
 # ----------------------------------------------------------------------------- starting pods
 
 
+# What the API server says when a cluster's policy forbids HostProcess pods (not a defect: a choice).
+HOST_PROCESS_POLICY = ("disallowed by cluster policy", "violates PodSecurity", "forbidden")
+
+
 def start_hostprocess(kube: Any, manifest: dict[str, Any]) -> PodRef:
-    """Run a HostProcess pod; skip with the reason where the cluster does not allow or support it."""
+    """Run a HostProcess pod; skip with the reason where the cluster's policy does not allow it.
+
+    A refusal for any other reason (a validation error) and a HostProcess container that does not start
+    are not skips: they are HostProcess support being broken, and the test fails with them.
+    """
     name = manifest["metadata"]["name"]
     try:
         created = kube.create_pod(manifest)
     except ApiException as exc:
-        if exc.status in (400, 403, 422):
-            pytest.skip(f"HostProcess pods are not allowed here (API answered {exc.status}: {api_message(exc)})")
+        message = api_message(exc)
+        if exc.status in (400, 403, 422) and any(p in message for p in HOST_PROCESS_POLICY):
+            pytest.skip(f"HostProcess pods are not allowed here (API answered {exc.status}: {message})")
+        if exc.status in (400, 422):
+            raise Rejected(f"the API server refused HostProcess pod {name}: {exc.status} {message}") from exc
         raise
     options = created.spec.security_context.windows_options if created.spec.security_context else None
     if not (options and options.host_process):
         pytest.skip(
             "HostProcess pods are not enabled on this cluster (the API server dropped windowsOptions.hostProcess)"
         )
-    try:
-        pod = kube.wait_pod(name)
-    except WorkloadFailed as exc:
-        pytest.skip(f"HostProcess containers do not start on this cluster: {exc}")
+    pod = kube.wait_pod(name)  # a HostProcess container that crashes is WorkloadFailed: a failure, not a skip
     check_placement(pod, manifest, kube.profile)
     return pod_ref(pod, "windows", "host", tools="host")
 

@@ -17,6 +17,7 @@ from packaging.version import Version
 from wincon import connectivity as conn
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout
+from wincon.errors import InfrastructureError
 from wincon.workloads.render import render
 
 ENDPOINTS_TIMEOUT = 120.0
@@ -141,6 +142,12 @@ def create_service(
     return ref
 
 
+# The service controller's events about a LoadBalancer it works on: present only where a provider exists.
+LOADBALANCER_EVENTS = frozenset(
+    {"EnsuringLoadBalancer", "EnsuredLoadBalancer", "SyncLoadBalancerFailed", "CreatingLoadBalancerFailed"}
+)
+
+
 def wait_for_load_balancer(kube: Any, name: str) -> str:
     """The LoadBalancer's ingress IP or host name; skips where the cluster provisions none in time."""
     timeout = LOADBALANCER_WAIT.get(kube.profile.cloud, LOADBALANCER_WAIT_DEFAULT)
@@ -152,9 +159,22 @@ def wait_for_load_balancer(kube: Any, name: str) -> str:
             timeout=timeout,
             describe=f"LoadBalancer {kube.namespace}/{name}",
         )
-    except WaitTimeout:
+    except WaitTimeout as exc:
+        # No provider at all leaves no trace on the Service; a provider that tried and failed does (the
+        # service controller's events): that is the cluster failing to run the check, not "not applicable".
+        events = call(
+            kube.core.list_namespaced_event, kube.namespace, field_selector=f"involvedObject.name={name}"
+        ).items
+        tried = [e for e in events if e.reason in LOADBALANCER_EVENTS]
+        if tried:
+            raise InfrastructureError(
+                f"the LoadBalancer provider did not provision Service {name} within {timeout:.0f}s: "
+                f"{tried[-1].reason}: {tried[-1].message}",
+                "see the cloud provider's service controller (quota, permissions, subnet)",
+            ) from exc
         pytest.skip(
             f"the cluster has no LoadBalancer provider: Service {name} got no ingress address within {timeout:.0f}s"
+            " and no service controller event"
         )
     ingress = svc.status.load_balancer.ingress[0]
     return str(ingress.ip or ingress.hostname)
