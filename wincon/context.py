@@ -125,7 +125,27 @@ def load_profile(config: pytest.Config) -> ClusterProfile:
             "the cluster has no Windows nodes" + (f" of build {build}" if build else ""),
             "add a Windows node pool (or drop --windows-build); wincon checks Windows nodes only",
         )
+    if not collect_only(config):
+        require_a_schedulable_windows_node(profile)
     return profile
+
+
+def require_a_schedulable_windows_node(profile: ClusterProfile) -> None:
+    """Stop the run with one infrastructure error when no Windows node can take a suite pod at all (every
+    one NotReady, or tainted beyond the usual Windows taints), instead of every test waiting its timeout."""
+    from wincon.checks.pods import schedulable_windows_nodes
+    from wincon.workloads.pinning import WINDOWS_TOLERATIONS
+
+    if schedulable_windows_nodes(profile):
+        return
+    why = "; ".join(
+        f"{n.name}: " + ("NotReady" if not n.ready else "taints " + ", ".join(n.taints)) for n in profile.windows_nodes
+    )
+    tolerated = ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in WINDOWS_TOLERATIONS)
+    raise InfrastructureError(
+        f"no Windows node can take the suite's pods ({why})",
+        f"make a Windows node Ready and untaint it; the suite tolerates only {tolerated}",
+    )
 
 
 def worker_input(config: pytest.Config) -> dict[str, str]:

@@ -260,3 +260,22 @@ def test_an_api_error_after_the_retries_is_an_infrastructure_error_not_a_failure
     result.assert_outcomes(errors=1)
     assert result.ret == ExitCode.INFRASTRUCTURE
     result.stdout.fnmatch_lines(["*the API server answered 503 Service Unavailable*"])
+
+
+def test_a_run_where_no_windows_node_can_take_a_pod_stops_at_once_with_one_infrastructure_error(pytester):
+    """It used to let every test wait its pod start timeout, then blame image pulls."""
+    pytester.makefile(".yaml", limitations=LIMITS)
+    pytester.mkdir("suites")
+    (pytester.path / "suites" / "test_s.py").write_text(
+        'import pytest\n\n@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0301")\ndef test_x():\n    pass\n'
+    )
+    tainted = dict(PROFILE["nodes"][0], taints=["gpu=true:NoSchedule"])
+    not_ready = dict(PROFILE["nodes"][0], name="win2", ready=False)
+    (pytester.path / "profile.json").write_text(json.dumps(dict(PROFILE, nodes=[tainted, not_ready])))
+    args = ["suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml"]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == ExitCode.INFRASTRUCTURE
+    result.stderr.fnmatch_lines(
+        ["*no Windows node can take the suite's pods (win1: taints gpu=true:NoSchedule; win2: NotReady)*"]
+    )
+    assert pytester.runpytest_subprocess(*args, "--collect-only").ret == ExitCode.OK  # the plan still shows
