@@ -11,8 +11,8 @@ import pytest
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import (
+    admitted_and_scheduled,
     eventually,
-    run_windows_pod,
     schedulable_windows_nodes,
     wait_for_event,
     windows_nodes_of_build,
@@ -48,7 +48,7 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace
         pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and preempt")
     big = free - MARGIN
     low = with_cpu(windows_pod(wincon, "low", build, node=node, priorityClassName=priority_classes["low"]), big)
-    placed = run_windows_pod(wincon, namespace, low)
+    placed = admitted_and_scheduled(wincon, namespace, low)
     assert placed.spec.node_name == node and placed.spec.priority == 10, placed.spec
 
     high = with_cpu(windows_pod(wincon, "high", build, node=node, priorityClassName=priority_classes["high"]), big)
@@ -86,7 +86,7 @@ def test_resource_quota_counts_windows_pods_and_refuses_the_one_over_it(kube, wi
         "the quota controller computing windows-quota",
     )
     first = with_cpu(windows_pod(wincon, "counted", build), Decimal("0.3"))
-    run_windows_pod(wincon, namespace, first)
+    admitted_and_scheduled(wincon, namespace, first)
 
     def used() -> dict | None:
         status = call(core.read_namespaced_resource_quota, "windows-quota", namespace).status
