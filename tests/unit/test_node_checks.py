@@ -1,0 +1,138 @@
+"""wincon/checks/node.py: the per-OS command lines, the kubelet answers' parsing, NodeAllocatable arithmetic."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from wincon.checks import node
+
+METRICS = """# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node
+# TYPE node_cpu_usage_seconds_total counter
+node_cpu_usage_seconds_total 1234.5 1700000000000
+node_memory_working_set_bytes 2.5e+09 1700000000000
+container_memory_working_set_bytes{container="main",namespace="ns",pod="p-0"} 1.2e+07 1700000000000
+container_cpu_usage_seconds_total{container="main",namespace="ns",pod="p-0"} 0.25 1700000000000
+scrape_error 0
+not a sample line
+"""
+
+
+def test_parse_metrics_reads_names_labels_and_values_and_skips_the_rest():
+    samples = node.parse_metrics(METRICS)
+    assert [s.name for s in samples] == [
+        "node_cpu_usage_seconds_total",
+        "node_memory_working_set_bytes",
+        "container_memory_working_set_bytes",
+        "container_cpu_usage_seconds_total",
+        "scrape_error",
+    ]
+    working_set = samples[2]
+    assert working_set.labels == {"container": "main", "namespace": "ns", "pod": "p-0"}
+    assert working_set.value == 1.2e7
+
+
+def test_parse_metrics_unescapes_label_values():
+    (sample,) = node.parse_metrics('m{path="C:\\\\data",q="say \\"hi\\""} 1\n')
+    assert sample.labels == {"path": "C:\\data", "q": 'say "hi"'}
+
+
+CONFIG = {
+    "kubeReserved": {"cpu": "500m", "memory": "1Gi"},
+    "systemReserved": {"memory": "2Gi"},
+    "evictionHard": {"memory.available": "500Mi", "nodefs.available": "10%"},
+}
+
+
+def test_allocatable_memory_is_capacity_minus_both_reservations_and_the_hard_eviction_threshold():
+    res = node.reservations(CONFIG, "memory", "16Gi")
+    assert res.expected_allocatable == Decimal(16 * 2**30 - 2**30 - 2 * 2**30 - 500 * 2**20)
+    assert "evictionHard" in res.describe()
+
+
+def test_cpu_has_no_eviction_threshold_and_a_percentage_threshold_is_of_capacity():
+    cpu = node.reservations(CONFIG, "cpu", "4")
+    assert cpu.expected_allocatable == Decimal("3.5") and cpu.hard_eviction == 0
+    memory = node.reservations({"evictionHard": {"memory.available": "5%"}}, "memory", "10Gi")
+    assert memory.hard_eviction == Decimal(10 * 2**30) * 5 / 100
+
+
+def test_kubelet_config_unwraps_configz_and_refuses_anything_else():
+    assert node.kubelet_config({"kubeletconfig": {"a": 1}}) == {"a": 1}
+    with pytest.raises(ValueError):
+        node.kubelet_config({"componentconfig": {}})
+
+
+def test_extended_resources_are_what_allocatable_has_beyond_the_standard_ones():
+    allocatable = {
+        "cpu": "4",
+        "memory": "8Gi",
+        "pods": "110",
+        "ephemeral-storage": "100Gi",
+        "hugepages-2Mi": "0",
+        "microsoft.com/directx": "1",
+        "example.com/none": "0",
+    }
+    assert node.extended_resources(allocatable) == {"microsoft.com/directx": "1"}
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 11)]
+    assert (node.percentile(values, 0.5), node.percentile(values, 0.9), node.percentile(values, 0.99)) == (5, 9, 10)
+    with pytest.raises(ValueError):
+        node.percentile([], 0.5)
+
+
+def test_pod_stats_problems_name_what_is_missing_and_nothing_for_live_stats():
+    live = {
+        "podRef": {"name": "p"},
+        "cpu": {"usageCoreNanoSeconds": 10},
+        "memory": {"workingSetBytes": 10},
+        "containers": [{"name": "c", "logs": {"availableBytes": 5}}],
+    }
+    assert node.pod_stats_problems(live) == []
+    dead = {"podRef": {"name": "p"}, "cpu": {"usageCoreNanoSeconds": 0}, "containers": [{"name": "c"}]}
+    problems = node.pod_stats_problems(dead)
+    assert any("cpu" in p for p in problems) and any("workingSetBytes" in p for p in problems)
+    assert any("log stats" in p for p in problems)
+
+
+def test_summary_pods_keeps_the_namespace_only():
+    summary = {"pods": [{"podRef": {"namespace": "a", "name": "x"}}, {"podRef": {"namespace": "b", "name": "y"}}]}
+    assert [p["podRef"]["name"] for p in node.summary_pods(summary, "a")] == ["x"]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda os_name: node.write_file_command(os_name, "p", "t"),
+        lambda os_name: node.read_file_command(os_name, "p"),
+        node.user_name_command,
+        node.group_membership_command,
+        lambda os_name: node.path_exists_command(os_name, "p"),
+        lambda os_name: node.udp_send_command(os_name, "10.0.0.1", 8081),
+        node.reboot_command,
+        node.shutdown_command,
+        node.idle_command,
+        lambda os_name: node.api_query_command(os_name, "/version"),
+        node.video_controller_command,
+    ],
+)
+def test_every_command_has_a_windows_and_a_linux_form(build):
+    windows, linux = build("windows"), build("linux")
+    assert windows and linux and windows != linux
+    assert all(isinstance(part, str) for part in windows + linux)
+    with pytest.raises(ValueError):
+        build("darwin")
+
+
+def test_udp_command_names_the_target_and_quotes_it_for_powershell():
+    script = node.udp_send_command("windows", "fd00::5", 8081)[-1]
+    assert "'fd00::5', 8081" in script
+    assert node.udp_send_command("linux", "10.0.0.1", 8081) == ["sh", "-c", "echo hostname | nc -w 3 -u 10.0.0.1 8081"]
+
+
+def test_api_query_reads_the_token_under_the_sandbox_mount_point_only_when_asked():
+    assert "CONTAINER_SANDBOX_MOUNT_POINT" in node.api_query_command("windows", "/version", sandbox=True)[-1]
+    assert "CONTAINER_SANDBOX_MOUNT_POINT" not in node.api_query_command("windows", "/version")[-1]
