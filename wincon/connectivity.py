@@ -383,9 +383,6 @@ def ping_succeeded(os_name: str, exit_code: int, output: str) -> bool:
 # ----------------------------------------------------------------------------- DNS
 
 
-DnsTool = Literal["resolve-dnsname", "nslookup"]
-
-
 def default_dns_tool(os_name: str, powershell: bool) -> str:
     """Resolve-DnsName on Windows where the image has Windows PowerShell (recommended by the docs), else nslookup."""
     return "resolve-dnsname" if _check_os(os_name) == "windows" and powershell else "nslookup"

@@ -28,7 +28,6 @@ FORBIDDEN_FOR_WINDOWS = "cannot be set for a windows pod"
 WINDOWS_OPTIONS_ON_LINUX = "windows options cannot be set for a linux pod"
 
 # Where a field lives in a v1 Pod, by scope.
-SCOPES = ("podSecurityContext", "podSpec", "container", "initContainer")
 
 
 @dataclass(frozen=True)

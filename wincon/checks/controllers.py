@@ -205,12 +205,6 @@ def cronjob_succeeded(cronjob: Any) -> bool:
     return bool(cronjob.status and cronjob.status.last_successful_time)
 
 
-def deployment_failure_or_none(dep: Any) -> str | None:
-    from wincon.cluster.waits import deployment_failure
-
-    return deployment_failure(dep)
-
-
 # --------------------------------------------------------------------------- invariants
 
 

@@ -25,12 +25,6 @@ from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_win
 APP_LABEL = "app"
 
 
-def target_build(profile: ClusterProfile) -> int | None:
-    """The newest Windows build among the Ready Windows nodes (None when no node reports one)."""
-    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
-    return builds[-1] if builds else None
-
-
 def windows_nodes_of_build(profile: ClusterProfile, build: int | None) -> list[NodeProfile]:
     return [n for n in profile.ready_windows_nodes if build is None or n.windows_build == build]
 

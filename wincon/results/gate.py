@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-from wincon.errors import ExitCode, UsageError
+from wincon.errors import UsageError
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict
 
@@ -218,6 +218,3 @@ def validate_against_suite(required: Required, suite_ids: dict[str, str]) -> lis
             if test_id not in suite_ids:
                 problems.append(f"kubernetes/{minor}: {test_id} ({name}) is not the test_id of any suite test")
     return problems
-
-
-EXIT_GATE = int(ExitCode.GATE)
