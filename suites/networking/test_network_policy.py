@@ -1,7 +1,8 @@
 """NetworkPolicy over Windows pods (operational readiness Extend.NetworkPolicy: "should deny ingress from pods on
 other namespaces"): a policy that admits only the namespace's own pods stops a client in another namespace
 from reaching a Windows pod while a client in the same namespace still does, and a policy naming the other
-namespace lets it in again.
+namespace lets it in again; and a policy on one Windows pod admits only the clients carrying the label it names
+(the spec's commented-out "block specific pod connectivity" case).
 
 The policies are validated by the real API server on any cluster. Enforcement is the CNI's: the check skips
 with the reason where the detected CNI enforces no policy on Windows nodes (Flannel, win-bridge, win-overlay
@@ -21,11 +22,13 @@ from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.kube import Kube
 from wincon.network.flows import FlowChecks
+from wincon.network.pods import NETSERVER_LABEL
 from wincon.workloads.deploy import apply, pod_manifest
 
 pytestmark = [pytest.mark.networking]
 
 # CNIs that enforce NetworkPolicy on Windows nodes (their Windows agents program HNS ACLs).
+ROLE_LABEL = "wincon.io/role"
 POLICY_CNIS = frozenset({"calico", "antrea", "cilium", "ovn-kubernetes"})
 
 DENY_OTHER_NAMESPACES = {
@@ -74,6 +77,13 @@ def outside_client(wincon, fresh_namespace, windows_client):
     )
 
 
+def create_policy(kube, body: dict) -> None:
+    """Create the policy in the module's namespace and register its deletion: the next test starts without it."""
+    name = body["metadata"]["name"]
+    kube.cleanup(call, kube.networking.delete_namespaced_network_policy, name, kube.namespace, what=f"delete {name}")
+    call(kube.networking.create_namespaced_network_policy, kube.namespace, body)
+
+
 def enforcing_cni(profile) -> None:
     if profile.cni not in POLICY_CNIS:
         pytest.skip(
@@ -100,7 +110,7 @@ def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     before = other.dial(outside_client, target, port, "http", {local_netserver.name})
     assert before.reached_all, f"before any policy, outside -> {local_netserver.name}: {before.describe()}"
 
-    call(networking.create_namespaced_network_policy, namespace, DENY_OTHER_NAMESPACES)
+    create_policy(kube, DENY_OTHER_NAMESPACES)
     blocked = eventually(
         lambda: not any(other.dial_each(outside_client, target, port, "http", times=3)),
         60,
@@ -112,6 +122,57 @@ def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     inside = checks.dial(windows_client, target, port, "http", {local_netserver.name})
     assert inside.reached_all, f"same-namespace client blocked by the policy too: {inside.describe()}"
 
-    call(networking.create_namespaced_network_policy, namespace, allow_namespace(fresh_namespace))
+    create_policy(kube, allow_namespace(fresh_namespace))
     after = other.dial(outside_client, target, port, "http", {local_netserver.name})
     assert after.reached_all, f"allowed again, outside -> {local_netserver.name}: {after.describe()}"
+
+
+def allow_only_role(target: str) -> dict:
+    return {
+        "metadata": {"name": "allow-only-role"},
+        "spec": {
+            "podSelector": {"matchLabels": {NETSERVER_LABEL: target}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {ROLE_LABEL: "allowed"}}}]}],
+        },
+    }
+
+
+@pytest.mark.test_id("20c2b405-2dfa-45b0-aad5-92d162049351")
+@pytest.mark.dataplane
+def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, checks, windows_client, local_netserver):
+    """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy, "block specific pod connectivity"): a policy on one Windows pod admits only clients with the label it names, and the same client is let in once it carries the label."""
+    body = allow_only_role(local_netserver.name)
+    stored = call(kube.networking.create_namespaced_network_policy, kube.namespace, body, dry_run="All")
+    assert stored.spec.pod_selector.match_labels == {NETSERVER_LABEL: local_netserver.name}, stored.spec
+    enforcing_cni(wincon.profile)
+    target, port = local_netserver.ip, conn.NETSERVER_HTTP_PORT
+    before = checks.dial(windows_client, target, port, "http", {local_netserver.name})
+    assert before.reached_all, (
+        f"before any policy, {windows_client.name} -> {local_netserver.name}: {before.describe()}"
+    )
+
+    create_policy(kube, body)
+    blocked = eventually(
+        lambda: not any(checks.dial_each(windows_client, target, port, "http", times=3)),
+        60,
+        f"the policy stopping {windows_client.name} (no {ROLE_LABEL} label) -> {local_netserver.name}",
+        interval=3,
+        behaviour=True,
+    )
+    assert blocked
+
+    patch = {"metadata": {"labels": {ROLE_LABEL: "allowed"}}}
+    kube.cleanup(
+        call,
+        kube.core.patch_namespaced_pod,
+        windows_client.name,
+        kube.namespace,
+        {"metadata": {"labels": {ROLE_LABEL: None}}},
+        what=f"unlabel {windows_client.name}",
+    )
+    call(kube.core.patch_namespaced_pod, windows_client.name, kube.namespace, patch)
+    after = checks.dial(windows_client, target, port, "http", {local_netserver.name})
+    assert after.reached_all, (
+        f"labelled {ROLE_LABEL}=allowed, {windows_client.name} -> {local_netserver.name}: {after.describe()}"
+    )
