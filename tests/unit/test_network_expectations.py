@@ -73,7 +73,10 @@ IPV6_OVERLAY = dict.fromkeys(IPV6_TESTS, "ipv6-overlay-unsupported")
 IPV6_L2BRIDGE = dict.fromkeys(IPV6_TESTS, "ipv6-l2bridge-l2tunnel-unsupported")
 # Statements of the v1.14 era, lifted in the releases limitations.yaml records (lifted_in).
 OVERLAY_ALPHA = {"test_pod_reaches_service_by_cluster_ip": "overlay-kube-proxy-alpha"}  # beta, on by default: v1.20
-DNS_CONFIG = {"test_dns_policy_none_applies_dns_config": "dns-config-via-cni"}  # re-enabled: v1.15
+DNS_CONFIG = {  # re-enabled: v1.15
+    "test_dns_policy_none_applies_dns_config": "dns-config-via-cni",
+    "test_dns_policy_default_gives_the_pod_the_nodes_resolvers": "dns-config-via-cni",
+}
 
 DOCUMENTED_ERA: dict[str, dict[str, str]] = {
     "flannel-vxlan": {
@@ -227,7 +230,6 @@ def test_every_traffic_check_is_gated_and_setup_checks_are_not(pytester):
     """Traffic checks carry `dataplane` (they skip on simulated nodes); the setup checks do not (they run there)."""
     items = collect(pytester, make_profile("flannel-vxlan", "v1.30.4", 20348))
     setup = {
-        "test_netserver_pods_run_on_every_windows_node_with_their_own_ip",
         "test_every_service_type_is_created_over_windows_pods",
         "test_pods_of_both_operating_systems_back_their_services",
     }
@@ -252,6 +254,6 @@ def test_on_simulated_nodes_the_plan_says_skip_and_names_the_limitation(pytester
     assert ping["outcome"] == "skip"
     assert ping["reason"].startswith(SIMULATED_REASON) and "icmp-egress-through-vfp" in ping["reason"]
     setup = next(
-        r for n, r in rows.items() if n.endswith("test_netserver_pods_run_on_every_windows_node_with_their_own_ip")
+        r for n, r in rows.items() if n.endswith("test_every_service_type_is_created_over_windows_pods[ClusterIP]")
     )
     assert setup["outcome"] == "run"
