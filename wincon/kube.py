@@ -318,10 +318,23 @@ class Kube:
         done: Callable[[Any], bool] = pod_running_ready,
         failure: Callable[[Any], str | None] | None = pod_failure,
         timeout: float | None = None,
+        behaviour: bool = False,
+        describe: str = "",
     ) -> Any:
-        """Watch the pod until ``done(pod)``; ``failure(pod)`` returning a reason ends the wait at once."""
+        """Watch the pod until ``done(pod)``; ``failure(pod)`` returning a reason ends the wait at once.
+
+        A setup wait by default (out of time: an infrastructure error); ``behaviour=True`` for a wait on the
+        behaviour checked (out of time: a failure saying what was observed), see wincon/cluster/waits.py.
+        """
         return wait_for_pod(
-            self.api_client, self.namespace, name, done=done, timeout=timeout or self.pod_start_timeout, failure=failure
+            self.api_client,
+            self.namespace,
+            name,
+            done=done,
+            timeout=timeout or self.pod_start_timeout,
+            failure=failure,
+            behaviour=behaviour,
+            describe=describe,
         )
 
     def wait_for(
@@ -332,9 +345,13 @@ class Kube:
         failure: Callable[[Any], str | None] | None = None,
         timeout: float = 300.0,
         describe: str = "",
+        behaviour: bool = False,
     ) -> Any:
-        """Watch ``list_fn(namespace=...)`` for ``name`` until ``done(obj)``; returns the object."""
-        return wait_for(list_fn, name, done, failure, timeout, describe=describe, namespace=self.namespace)
+        """Watch ``list_fn(namespace=...)`` for ``name`` until ``done(obj)``; returns the object (``behaviour``:
+        as in ``wait_pod``)."""
+        return wait_for(
+            list_fn, name, done, failure, timeout, describe=describe, behaviour=behaviour, namespace=self.namespace
+        )
 
     # ------------------------------------------------------------------ exec through the gate, logs
 
