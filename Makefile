@@ -7,7 +7,7 @@ PIP := $(PYTHON) -m pip
 WORKERS ?= 2
 CLUSTER ?= wincon
 
-.PHONY: setup setup-dataplane setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main test test-unit test-integration lint bench
+.PHONY: setup setup-dataplane setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main test test-unit test-integration lint typecheck bench
 
 setup: setup-python setup-node setup-browser setup-tools setup-dataplane
 
@@ -51,10 +51,18 @@ test: setup binaries lint
 test-unit: setup-python
 	$(PYTHON) -m pytest tests/unit -q
 
-lint: setup-python
+# Integration tests alone, against the local cluster (they start one if none runs).
+test-integration: setup binaries
+	$(PYTHON) -m pytest tests/integration -p no:randomly -n $(WORKERS) -q -rfEs
+
+lint: setup-python typecheck
 	ruff check .
 	ruff format --check .
 	$(PYTHON) -m wincon lint
+
+# mypy on wincon/ (configuration in pyproject.toml).
+typecheck: setup-python
+	$(PYTHON) -m mypy
 
 bench: binaries
 	for b in bench/bench_*.py; do $(PYTHON) $$b; done

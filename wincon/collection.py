@@ -61,7 +61,8 @@ def record_identity(item: pytest.Item) -> None:
         parts = Path(str(item.path)).parts[:-1]
         area = parts[parts.index("suites") + 1] if "suites" in parts[:-1] else "other"
     item.user_properties.append((AREA, area))
-    doc = (getattr(item, "function", None) and item.function.__doc__) or ""
+    function = getattr(item, "function", None)
+    doc = (function.__doc__ if function else "") or ""
     for seed in sorted({w.strip("().,;:") for w in doc.split() if w.strip("().,;:").endswith(".txt")}):
         item.user_properties.append((DOC, seed))
 

@@ -118,7 +118,7 @@ def cmd_limitations(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
     for row in rows:
-        flag = {True: "APPLIES", False: "-", None: "?"}[row["applies"]]
+        flag = {True: "APPLIES", False: "-", None: "?"}[row["applies"]]  # type: ignore[index]
         print(f"{flag:8} {row['id']:44} {row['area']:11} {row['title']}")
         if row["why"]:
             print(f"{'':8} {'':44} {row['why']}")
@@ -259,7 +259,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"{t['outcome']:5}  {t['nodeid']}")
             if t["reason"]:
                 print(f"       {t['reason']}")
-        counts = defaultdict(int)
+        counts: defaultdict[str, int] = defaultdict(int)
         for t in tests:
             counts[t["outcome"]] += 1
         print(f"\nplan: {len(tests)} tests: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))

@@ -25,7 +25,7 @@ PROFILE_KEY = pytest.StashKey[ClusterProfile]()
 RUN_ID_KEY = pytest.StashKey[str]()
 CONTEXT_KEY = pytest.StashKey["WinconContext"]()
 LIMITATIONS_KEY = pytest.StashKey[dict]()
-NAMESPACES_KEY = pytest.StashKey[list]()  # per item (and module): namespaces its fixtures created
+NAMESPACES_KEY = pytest.StashKey[list[str]]()  # per item (and module): namespaces its fixtures created
 
 
 # ----------------------------------------------------------------------------- accessors

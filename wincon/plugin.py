@@ -64,7 +64,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    outcome = yield
+    outcome: Any = yield
     cluster = context.get_profile(item.config)
     if cluster is not None:
         reports.rewrite(item, call, outcome.get_result(), cluster)

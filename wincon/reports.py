@@ -69,10 +69,12 @@ def infrastructure_cause(excinfo: pytest.ExceptionInfo[BaseException]) -> str | 
 def attach_diagnostics(item: pytest.Item, report: pytest.TestReport) -> None:
     """The pods, events and logs of the test's namespaces, as a report section and Allure attachments."""
     context = get_context(item.config)
-    namespaces = list(item.stash.get(NAMESPACES_KEY, []))
+    own: list[str] = item.stash.get(NAMESPACES_KEY, [])
+    namespaces = list(own)
     module = item.getparent(pytest.Module)
     if module is not None:
-        namespaces += module.stash.get(NAMESPACES_KEY, [])
+        shared: list[str] = module.stash.get(NAMESPACES_KEY, [])
+        namespaces += shared
     if context is None or not namespaces:
         return
     from wincon.cluster.diagnostics import collect

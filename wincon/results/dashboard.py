@@ -120,10 +120,11 @@ def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dic
     for t_index, test in enumerate(ordered):
         row = []
         for r_index in range(len(runs)):
-            case = cells[test["id"]].get(r_index)
-            if case is None:
+            cell = cells[test["id"]].get(r_index)
+            if cell is None:
                 row.append(MISSING)
                 continue
+            case = cell
             row.append(CODES[case.verdict])
             if case.verdict is not Verdict.PASSED and case.message:
                 notes[f"{t_index}:{r_index}"] = case.message[:500]

@@ -170,7 +170,7 @@ def _allure_status_message(item: pytest.Item, message: str) -> None:
 
     listener = item.config.pluginmanager.get_plugin("allure_listener")
     try:
-        result = listener.allure_logger.get_test(listener._cache.get(item.nodeid))
+        result = listener.allure_logger.get_test(listener._cache.get(item.nodeid))  # type: ignore[union-attr]
     except AttributeError:  # another allure-pytest layout: the report keeps its default message
         return
     if result is not None and result.statusDetails is None:
