@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("lint", help="check test ids, markers and limitations.yaml against the suites")
     p.add_argument("paths", nargs="*", default=[str(SUITES)], help="suite paths (default: suites/)")
     p.add_argument("--file", help="limitations file (default: limitations.yaml)")
+    p.add_argument("--fix", action="store_true", help="add a new test_id to every test function that has none")
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("cleanup", help="delete namespaces left behind by dead wincon runs")
@@ -194,6 +195,15 @@ def cmd_lint(args: argparse.Namespace) -> int:
     tests = dump["tests"]
     if not tests:
         raise UsageError(f"no suite tests were collected from {' '.join(args.paths)}", "point lint at suites/")
+    if getattr(args, "fix", False):
+        from wincon.testids import add_missing_test_ids
+
+        fixed = add_missing_test_ids(tests)
+        for function in fixed:
+            print(f"lint: added a test_id to {function}")
+        if fixed:
+            dump, _ = collect(args.paths, [], "--wincon-lint-out")
+            tests = dump["tests"] if dump else tests
     problems = lint_problems(tests, entries)
     for line in problems:
         print(f"lint: {line}")

@@ -84,3 +84,55 @@ def test_lint_command_fails_on_an_invalid_limitations_file(tmp_path):
 def test_the_projects_suites_pass_lint():
     proc = subprocess.run([sys.executable, "-m", "wincon", "lint"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_insert_test_id_goes_above_the_other_decorators_at_the_functions_indentation():
+    from wincon.testids import insert_test_id
+
+    source = textwrap.dedent(
+        """
+        import pytest
+
+        @pytest.mark.networking
+        @pytest.mark.parametrize("x", [1, 2])
+        def test_a(x):
+            assert x
+
+        class TestB:
+            def test_b(self):
+                assert True
+        """
+    )
+    fixed = insert_test_id(insert_test_id(source, "test_a", U1), "test_b", U2)
+    assert f'\n@pytest.mark.test_id("{U1}")\n@pytest.mark.networking\n' in fixed
+    assert f'\n    @pytest.mark.test_id("{U2}")\n    def test_b(self):\n' in fixed
+    compile(fixed, "fixed.py", "exec")
+
+
+def test_lint_fix_gives_each_function_without_one_a_new_test_id(tmp_path):
+    body = """
+    import pytest
+
+    @pytest.mark.parametrize("x", [1, 2])
+    def test_without(x):
+        assert x
+
+    @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0009")
+    def test_with():
+        assert True
+    """
+    proc = run_lint(tmp_path, body)
+    assert "test_without[1]: no test_id" in proc.stdout
+    suites = tmp_path / "suites"
+    fixed = subprocess.run(
+        [sys.executable, "-m", "wincon", "lint", "--fix", str(suites)], capture_output=True, text=True, cwd=REPO
+    )
+    assert "added a test_id to" in fixed.stdout and "test_without" in fixed.stdout
+    assert "no test_id" not in fixed.stdout, fixed.stdout
+    text = (suites / "test_s.py").read_text()
+    assert text.count("@pytest.mark.test_id(") == 2, "one id per function, parametrized or not"
+    again = subprocess.run(
+        [sys.executable, "-m", "wincon", "lint", "--fix", str(suites)], capture_output=True, text=True, cwd=REPO
+    )
+    assert "added a test_id" not in again.stdout
+    assert (suites / "test_s.py").read_text() == text
