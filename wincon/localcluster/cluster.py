@@ -323,7 +323,11 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    group_api = {"v1": client.CoreV1Api, "apps/v1": client.AppsV1Api}[obj["apiVersion"]](api)
+    group_api = {
+        "v1": client.CoreV1Api,
+        "apps/v1": client.AppsV1Api,
+        "rbac.authorization.k8s.io/v1": client.RbacAuthorizationV1Api,
+    }[obj["apiVersion"]](api)
     kind = re.sub(r"(?<!^)(?=[A-Z])", "_", obj["kind"]).lower()  # DaemonSet -> daemon_set
     name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
     scope, args = ("namespaced_", (namespace,)) if namespace else ("", ())
@@ -420,28 +424,38 @@ def _provision(
 
 
 def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
-    """Every component on 127.0.0.1 only; the API server's cert also names the nodes' gateway and Service IP."""
+    """kwokctl's configuration: every component on 127.0.0.1 only; kwok manages the simulated nodes only;
+    with real nodes, the API server's cert also names the nodes' gateway and the Service IP, it advertises
+    the gateway and reaches the kubelets by InternalIP (not by a host name resolved off the machine).
+
+    Component flags go in ``componentsPatches`` (kwokctl v0.8.0's ``--extra-args`` mis-indexes a second
+    component that has several flags); later flags win over kwokctl's own.
+    """
     options: dict[str, Any] = {"bindAddress": "127.0.0.1"}
+    patches: dict[str, dict[str, str]] = {
+        "kwok-controller": {
+            "manage-all-nodes": "false",
+            "manage-nodes-with-annotation-selector": f"{SIMULATED_ANNOTATION}=fake",
+        }
+    }
     if plan:
         options["kubeApiserverCertSANs"] = [plan.gateway, "10.0.0.1"]
+        patches["kube-apiserver"] = {
+            "advertise-address": plan.gateway,
+            "kubelet-preferred-address-types": "InternalIP",
+        }
+    doc = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokctlConfiguration",
+        "options": options,
+        "componentsPatches": [
+            {"name": name, "extraArgs": [{"key": k, "value": v} for k, v in flags.items()]}
+            for name, flags in patches.items()
+        ],
+    }
     path = sdir / KWOKCTL_CONFIG
-    doc = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def _component_args(plan: dataplane.Plan | None) -> list[str]:
-    """kwokctl extras: kwok manages the simulated nodes only; the API server reaches real kubelets by IP."""
-    args = [
-        "kwok-controller=manage-all-nodes=false",
-        f"kwok-controller=manage-nodes-with-annotation-selector={SIMULATED_ANNOTATION}=fake",
-    ]
-    if plan:
-        args += [
-            f"kube-apiserver=advertise-address={plan.gateway}",
-            "kube-apiserver=kubelet-preferred-address-types=InternalIP",
-        ]
-    return args
 
 
 def _start(
@@ -474,7 +488,7 @@ def _start(
     ]
     if port:
         args.append(f"--kube-apiserver-port={port}")
-    args += [f"--extra-args={arg}" for arg in [*_component_args(plan), *extra_args]]
+    args += [f"--extra-args={arg}" for arg in extra_args]
     env = dict(os.environ)
     # kwokctl runs `kubectl get --raw /healthz` to tell the cluster is served: give it ours.
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"

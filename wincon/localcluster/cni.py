@@ -473,8 +473,29 @@ def cluster_dns(real: RealDns | None = None) -> list[Obj]:
         {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
         {"name": "metrics", "containerPort": 9153, "protocol": "TCP"},
     ]
+    rbac = "rbac.authorization.k8s.io/v1"
     return [
         _service_account("coredns", ns),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:coredns"},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["endpoints", "services", "pods", "namespaces"],
+                    "verbs": ["list", "watch"],
+                },
+                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+            ],
+        },  # fmt: skip
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system:coredns"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+            "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": ns}],
+        },
         _config_map("coredns", ns, {"Corefile": corefile}),
         {
             "apiVersion": "apps/v1",

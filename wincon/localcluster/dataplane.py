@@ -59,6 +59,8 @@ DEBIAN_PACKAGES = {
     "nsenter": "util-linux",
     "ip": "iproute2",
     "busybox": "busybox-static",
+    "curl": "curl",
+    "ldd": "libc-bin",
 }
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
 DIRNAME = "dataplane"
@@ -248,11 +250,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 """
 
 
-def _cni_config(node: RealNode, ndir: Path) -> str:
+def cni_network(cluster: str) -> str:
+    """The CNI network's name: libcni caches each attachment's result under it in /var/lib/cni/results."""
+    return f"wincon-{netns.cluster_hash(cluster)}"
+
+
+def _cni_config(plan: Plan, node: RealNode, ndir: Path) -> str:
     return json.dumps(
         {
             "cniVersion": "1.0.0",
-            "name": "wincon",
+            "name": cni_network(plan.cluster),
             "plugins": [
                 {
                     "type": "bridge",
@@ -409,8 +416,11 @@ def _node_network(plan: Plan, node: RealNode) -> str:
     for other in plan.nodes:
         if other is not node:
             netns.run(["ip", "route", "add", other.pod_cidr, "via", other.address], netns=ns)
-    # No default route: anything outside the cluster's /24 and the pod subnets is rejected here.
-    netns.prohibit_in_netns(ns, [POD_RANGE, SERVICE_RANGE, "10.224.0.0/16"])
+    # No default route: anything outside the cluster's /24, the pod subnets and the Service range is
+    # rejected here. The Service range goes to the host, which does not forward (and rejects it): the node's
+    # own connections need a route before kube-proxy's OUTPUT rules translate them.
+    netns.prohibit_in_netns(ns, [POD_RANGE, "10.224.0.0/16"])
+    netns.run(["ip", "route", "add", SERVICE_RANGE, "via", plan.gateway], netns=ns)
     netns.sysctl_in_netns(ns, {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"})
     masquerade = ["-s", POD_RANGE, "!", "-d", POD_RANGE, "-m", "comment", "--comment", "wincon: pod egress"]
     netns.run(["iptables", "-w", "-t", "nat", "-A", "POSTROUTING", *masquerade, "-j", "MASQUERADE"], netns=ns)
@@ -441,7 +451,7 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
     ns = _node_network(plan, node)
     cgroup_root = netns.make_cgroup(cluster, node.name)
     (ndir / "containerd.toml").write_text(_containerd_config(ndir))
-    (ndir / "cni/net.d/10-wincon.conflist").write_text(_cni_config(node, ndir))
+    (ndir / "cni/net.d/10-wincon.conflist").write_text(_cni_config(plan, node, ndir))
     (ndir / "kubeconfig").write_text(_kubeconfig(plan, api_port, pki))
     (ndir / "kubeconfig").chmod(0o600)
     (ndir / "kubelet.yaml").write_text(_kubelet_config(plan, node, ndir, cgroup_root))
@@ -578,6 +588,55 @@ def _remove_log_links(cluster: str) -> None:
                 link.unlink()
 
 
+CNI_CACHE = Path("/var/lib/cni/results")
+# Paths a kubelet or containerd shim writes outside its configured directories (device-plugin socket,
+# shim socket directory); removed by `down` once no kubelet or shim of any cluster runs and they are empty.
+HOST_PATHS = (
+    Path("/var/lib/kubelet/device-plugins/kubelet.sock"),
+    Path("/var/lib/kubelet/device-plugins"),
+    Path("/var/lib/kubelet"),
+    Path("/run/containerd/s"),
+    Path("/run/containerd"),
+    CNI_CACHE,
+    CNI_CACHE.parent,
+)
+
+
+def _cni_cache_files(cluster: str) -> list[Path]:
+    """libcni's cached results of this cluster's pods: ``<network>-<id>-eth0`` and the same id's loopback."""
+    prefix = cni_network(cluster) + "-"
+    if not CNI_CACHE.is_dir():
+        return []
+    ours = [p for p in CNI_CACHE.iterdir() if p.name.startswith(prefix)]
+    ids = {p.name[len(prefix) :].rsplit("-", 1)[0] for p in ours}
+    return ours + [
+        p for p in CNI_CACHE.iterdir() if p.name.startswith("cni-loopback-") and p.name[13:].rsplit("-", 1)[0] in ids
+    ]
+
+
+def _runs(binary: str) -> bool:
+    """Whether any process on this host runs ``binary`` (by the last part of its argv[0])."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            cmdline = _cmdline(int(entry.name))
+            if cmdline and cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] == binary:
+                return True
+    return False
+
+
+def _remove_host_files(cluster: str) -> None:
+    for path in _cni_cache_files(cluster):
+        path.unlink(missing_ok=True)
+    if _runs("kubelet") or _runs("containerd-shim-runc-v2"):
+        return  # another cluster (or a real kubelet) still uses them
+    for path in HOST_PATHS:
+        with contextlib.suppress(OSError):
+            if path.is_socket():
+                path.unlink()
+            elif path.is_dir() and not path.is_symlink():
+                path.rmdir()  # only if empty: a real kubelet's files stay
+
+
 def teardown(cluster: str) -> None:
     """Remove everything of cluster ``cluster``'s data plane; raise naming what could not be removed."""
     if os.geteuid() != 0:
@@ -588,6 +647,7 @@ def teardown(cluster: str) -> None:
     netns.delete_network(cluster)
     left_cgroups = netns.remove_cgroups(cluster)
     _remove_log_links(cluster)
+    _remove_host_files(cluster)
     if still_mounted or left_cgroups:
         raise LocalClusterError(
             f"cluster {cluster}: could not remove {', '.join(still_mounted + left_cgroups)}",
@@ -600,4 +660,5 @@ def leftovers(cluster: str) -> dict[str, list[str]]:
     """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups."""
     found = netns.leftovers(cluster, root(cluster))
     found["processes"] = [f"{pid} {_cmdline(pid) or ''}".strip() for pid in pids(cluster)]
+    found["cni_cache"] = [str(p) for p in _cni_cache_files(cluster)]
     return found

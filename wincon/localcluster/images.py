@@ -2,7 +2,8 @@
 
 Each image is an OCI image (a layer tarball, a config JSON and a manifest) built from files this machine
 already has: agnhost and CoreDNS from ``wincon cluster build`` (static binaries), busybox from Debian's
-``busybox-static``. All of them go into one OCI image-layout archive whose index names every image with the
+``busybox-static`` (a shell and the usual tools) and Debian's curl with the shared libraries it loads (the
+checks' HTTP client, as curl.exe is on Windows). All of them go into one OCI image-layout archive whose index names every image with the
 ``io.containerd.image.name`` annotation, so that ``ctr -n k8s.io images import`` loads them into a node's
 containerd under the references the suite deploys. Pods use them with ``imagePullPolicy: IfNotPresent``:
 nothing is ever pulled.
@@ -35,7 +36,9 @@ REPO_LIST = {
     "gcRegistry": f"{LOCAL_REGISTRY}/k8s",
 }
 BUSYBOX = "/bin/busybox"
-ARCHIVE = "images.oci.tar"
+# Raise REVISION whenever what goes into the images changes: the archive is rebuilt under the new name.
+REVISION = 2
+ARCHIVE = f"images-r{REVISION}.oci.tar"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _LAYER = "application/vnd.oci.image.layer.v1.tar"
 _CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -81,8 +84,8 @@ def _images(versions: dict[str, Any] | None = None) -> list[Image]:
     coredns = v["coredns"]["version"]
     return [
         # upstream's agnhost image: /agnhost as the entrypoint, plus a shell and the usual tools (busybox).
-        Image("agnhost", _catalog_reference("agnhost"), ("busybox", "agnhost"), ("/agnhost",)),
-        Image("busybox", _catalog_reference("busybox"), ("busybox",), (), ("sh",)),
+        Image("agnhost", _catalog_reference("agnhost"), ("busybox", "curl", "agnhost"), ("/agnhost",)),
+        Image("busybox", _catalog_reference("busybox"), ("busybox", "curl"), (), ("sh",)),
         Image("pause", _catalog_reference("pause"), ("agnhost",), ("/agnhost", "pause")),
         Image("coredns", f"{LOCAL_REGISTRY}/k8s/coredns/coredns:{coredns}", ("coredns",), ("/coredns",)),
     ]
@@ -137,11 +140,43 @@ def _layer_busybox() -> bytes:
         _add_dirs(tar, "tmp", mode=0o1777)
         _add_file(tar, "bin/busybox", Path(busybox).read_bytes(), 0o755)
         for applet in _busybox_applets(busybox):
-            if applet != "bin/busybox":
+            # Debian's static busybox wget crashes (SIGSEGV) on every request: the images carry curl instead.
+            if applet not in ("bin/busybox", "usr/bin/wget"):
                 depth = applet.count("/")
                 tar.addfile(_tarinfo(applet, tarfile.SYMTYPE, 0o777, link="../" * depth + "bin/busybox"))
         for name, text in sorted(_ETC.items()):
             _add_file(tar, name, text.encode(), 0o644)
+    return buf.getvalue()
+
+
+def _shared_objects(binary: str) -> list[str]:
+    """The binary's loader and shared libraries, as ``ldd`` lists them (absolute paths)."""
+    result = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        raise LocalClusterError(f"`ldd {binary}` failed: {result.stderr.strip()[:200]}", "reinstall it")
+    found = []
+    for line in result.stdout.splitlines():
+        for word in line.split():
+            if word.startswith("/"):
+                found.append(word)
+    return sorted(set(found))
+
+
+def _layer_curl() -> bytes:
+    """curl (the suites' HTTP client on both OSes) with the shared libraries it loads, at their own paths."""
+    curl = shutil.which("curl")
+    if not curl:
+        raise LocalClusterError(
+            "curl is not installed: the Linux test images carry it (the checks' HTTP client on both OSes)",
+            "install Debian's curl (`apt-get install curl`); `make setup` does",
+        )
+    files = [curl, *_shared_objects(curl)]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        dirs = sorted({str(Path(f).parent).lstrip("/") for f in files} - {"bin", "usr/bin"})
+        _add_dirs(tar, *dirs)
+        for path in files:
+            _add_file(tar, path.lstrip("/"), Path(path).resolve().read_bytes(), 0o755)
     return buf.getvalue()
 
 
@@ -178,6 +213,7 @@ def build_archive(bindir: Path | None = None) -> Path:
         return target
     layers = {
         "busybox": _layer_busybox(),
+        "curl": _layer_curl(),
         "agnhost": _layer_binary(bindir / "agnhost", "agnhost"),
         "coredns": _layer_binary(bindir / "coredns", "coredns"),
     }
