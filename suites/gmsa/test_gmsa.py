@@ -23,13 +23,11 @@ from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import powershell
 from wincon.checks.pods import windows_pod
 from wincon.cluster.client import call
-from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.api]
 
 GROUP = "windows.k8s.io"
 PLURAL = "gmsacredentialspecs"
-CRD = f"{PLURAL}.{GROUP}"
 SPEC_ENV, SHARE_ENV = "WINCON_GMSA_CREDSPEC", "WINCON_GMSA_SMB_SHARE"
 
 
@@ -50,29 +48,6 @@ def credspec(domain: str, account: str) -> dict:
             "GroupManagedServiceAccounts": [{"Name": account, "Scope": domain}, {"Name": account, "Scope": short}]
         },
     }
-
-
-@pytest.fixture
-def gmsa_version(kube) -> str:
-    """The served version of the GMSACredentialSpec CRD, once the CRD and a GMSA webhook are both present."""
-    extensions = kube.apiextensions
-    try:
-        crd = call(extensions.read_custom_resource_definition, CRD)
-    except ApiException as exc:
-        if exc.status == 404:
-            pytest.skip(f"no GMSACredentialSpec CRD ({CRD}): GMSA support (CRD and webhook) is not installed")
-        raise
-    admission = kube.admissionregistration
-    hooks = [
-        hook.name
-        for config in call(admission.list_mutating_webhook_configuration).items
-        for hook in config.webhooks or []
-        if "gmsa" in hook.name.lower() or "gmsa" in config.metadata.name.lower()
-    ]
-    if not hooks:
-        pytest.skip(f"the {CRD} CRD exists but no GMSA mutating webhook is registered: specs are never resolved")
-    served = [v.name for v in crd.spec.versions if v.served]
-    return "v1" if "v1" in served else served[0]
 
 
 def make_spec(kube, version: str, account: str) -> tuple[str, dict]:
