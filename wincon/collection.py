@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from wincon import limitations as limitations_mod
+from wincon import sources
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
 from wincon.options import AREAS, MARKERS
@@ -61,9 +62,7 @@ def record_identity(item: pytest.Item) -> None:
         parts = Path(str(item.path)).parts[:-1]
         area = parts[parts.index("suites") + 1] if "suites" in parts[:-1] else "other"
     item.user_properties.append((AREA, area))
-    function = getattr(item, "function", None)
-    doc = (function.__doc__ if function else "") or ""
-    for seed in sorted({w.strip("().,;:") for w in doc.split() if w.strip("().,;:").endswith(".txt")}):
+    for seed in sources.cited_seeds(item):  # the documents markers' seed files
         item.user_properties.append((DOC, seed))
 
 
@@ -183,6 +182,7 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         "nodeid": item.nodeid,
         "function": f"{item.path}::{getattr(item, 'originalname', item.name)}",
         "doc": (function.__doc__ or "").strip() if function else "",
+        "documents": [list(cited) for cited in sources.citations(item)],
         "markers": marker_names,
         "referenced_limitations": referenced,
         "outcome": outcome,

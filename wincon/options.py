@@ -25,6 +25,7 @@ MARKERS = {
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
     "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",
+    "documents(source, section)": "a documented statement the test checks: a source id of docs/sources.md, its section",
 }
 
 DEFAULT_EXTERNAL_IP = "8.8.8.8"

@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
-from wincon.checks.pods import run_windows_pod
-from wincon.cluster.waits import pod_failure, pod_scheduled, wait_for_pod
+from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
-from wincon.workloads.pinning import assert_ran_on
 
 pytestmark = [pytest.mark.api]
 
@@ -25,6 +23,7 @@ def host_process_body(make_pod, name: str) -> dict:
 
 @pytest.mark.test_id("c38c1fac-4423-4c49-b979-f93057a4d29d")
 @pytest.mark.parametrize("case", HOST_PROCESS_CASES, ids=lambda case: case.label)
+@pytest.mark.documents("k8s-windows-guide", "Compute")
 def test_host_process_needs_host_network_and_every_container_host_process(wincon, namespace, make_pod, case):
     """ "There is no way to run a Windows container without the namespace filtering in place" (002_8a7e76f95009f44f.txt, Compute): HostProcess is all-or-nothing per pod and needs hostNetwork."""
     body = host_process_pod(make_pod(f"hp-{case.label}"), case)
@@ -38,6 +37,7 @@ def test_host_process_needs_host_network_and_every_container_host_process(wincon
 
 
 @pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
+@pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, namespace, make_pod):
     """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
     body = host_process_body(make_pod, "hp-valid")
@@ -47,8 +47,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, nam
     assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
     # Admitted above; placed by the scheduler on a Windows node, and stored as a HostProcess pod (the runtime
     # effect is test_host_process_container_runs_on_the_host's).
-    pod = wait_for_pod(wincon.api_client, namespace, "hp-valid", done=pod_scheduled, timeout=60, failure=pod_failure)
-    assert_ran_on(pod, wincon.profile, os_name="windows")
+    pod = admitted_and_scheduled(wincon, namespace, body)
     assert pod.spec.host_network is True
     assert pod.spec.security_context.windows_options.host_process is True
 
@@ -56,6 +55,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, nam
 @pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
 @pytest.mark.dataplane
 @pytest.mark.limitation("host-privileges-unavailable")
+@pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_host_process_container_runs_on_the_host(kube, wincon, namespace, make_pod):
     """ "Containers cannot assume an identity from the host ... System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute): a HostProcess container sees the host's name and its kubelet service."""
     body = host_process_body(make_pod, "hp-on-host")

@@ -242,6 +242,7 @@ EFFECTS = [
 @pytest.mark.test_id("fa224c1c-1386-4ea8-b482-4295032a4c81")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("effect", EFFECTS)
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namespace, make_pod, effect):
     """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities (POSIX Capabilities), and others are not supported" (000_4130a90def37a825.txt, Security): each should take effect."""
     body = effect.apply(make_pod(f"effect-{effect.label}"), wincon)
@@ -282,6 +283,7 @@ def refused_by_kubelet(pod: Any) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-non-root-no-root-user")
 @pytest.mark.parametrize("user", ["ContainerAdministrator", "containeradministrator"])
+@pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
 def test_run_as_non_root_keeps_container_administrator_from_starting(kube, wincon, namespace, make_pod, user):
     """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): runAsNonRoot must refuse it, in any letter case."""
     body = make_pod(f"nonroot-{user.lower()}-{'upper' if user[0].isupper() else 'lower'}")

@@ -40,6 +40,7 @@ def compliant_windows_pod(make_pod, name: str) -> dict:
 
 
 @pytest.mark.test_id("9b0b640b-3ed0-4187-b6f9-1616c408d134")
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_restricted_level_admits_a_compliant_windows_pod(wincon, restricted_namespace, make_pod):
     """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities ... are not supported" (000_4130a90def37a825.txt, Security): restricted exempts Windows pods from them and admits a compliant one."""
     pod = run_windows_pod(wincon, restricted_namespace, compliant_windows_pod(make_pod, "psa-compliant"))
@@ -48,6 +49,7 @@ def test_restricted_level_admits_a_compliant_windows_pod(wincon, restricted_name
 
 
 @pytest.mark.test_id("2ab5acb5-929d-4b36-836e-2c651b8afa36")
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_restricted_level_refuses_the_same_pod_as_a_linux_pod(wincon, restricted_namespace, make_pod):
     """The exemption is the pod OS field's doing (000_4130a90def37a825.txt, Security): the same pod as Linux lacks seccomp, capability drops and allowPrivilegeEscalation=false and is refused."""
     body = compliant_windows_pod(make_pod, "psa-as-linux")
@@ -72,6 +74,7 @@ def test_restricted_level_refuses_the_same_pod_as_a_linux_pod(wincon, restricted
         ("no-run-as-non-root", "runAsNonRoot"),
     ],
 )
+@pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_restricted_level_refuses_a_non_compliant_windows_pod(wincon, restricted_namespace, make_pod, change, control):
     """ "Privileged containers are not available on Windows" (000_4130a90def37a825.txt, Compute): restricted still refuses HostProcess pods and pods that may run as an administrator."""
     body = compliant_windows_pod(make_pod, f"psa-{change}")

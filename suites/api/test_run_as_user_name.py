@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.api]
 @pytest.mark.test_id("2e6229a2-5330-4acf-9468-748ceee6f04a")
 @pytest.mark.parametrize("scope", ["podSecurityContext", "container"])
 @pytest.mark.parametrize("case", RUN_AS_USER_NAMES, ids=lambda case: case.label)
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_run_as_user_name_format_rules_are_enforced(wincon, namespace, make_pod, case, scope):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): the API server validates the name's format."""
     body = with_run_as_user_name(
@@ -42,6 +43,7 @@ def test_run_as_user_name_format_rules_are_enforced(wincon, namespace, make_pod,
 
 
 @pytest.mark.test_id("9b74f825-4c77-4ba9-9880-cb82dd5ec941")
+@pytest.mark.documents("k8s-windows-guide", "Security")
 def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, namespace, make_pod):
     """RunAsUserName (002_8a7e76f95009f44f.txt, Security): a pod naming ContainerUser is admitted, stored with the name and placed on a Windows node (API and scheduler; the runtime effect: test_container_runs_as_the_user_named_by_run_as_user_name)."""
     body = with_run_as_user_name(make_pod("run-as-containeruser"), "ContainerUser")
@@ -52,6 +54,7 @@ def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, n
 @pytest.mark.test_id("ac1188e6-15a5-402d-b0cb-035e21f44509")
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_container_runs_as_the_user_named_by_run_as_user_name(kube, wincon, namespace, make_pod):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned for future release" (000_4130a90def37a825.txt, Security): the container's process runs as ContainerUser."""
     body = with_run_as_user_name(make_pod("whoami-containeruser"), "ContainerUser")

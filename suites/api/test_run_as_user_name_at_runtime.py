@@ -56,6 +56,7 @@ def start_outcome(kube, name: str) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize("scope", ["pod", "container"])
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, wincon, build, scope, data_plane):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
     pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
@@ -77,6 +78,7 @@ def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, win
 @pytest.mark.test_id("91b499e1-f938-447b-97d8-aa0bddde8122")
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
+@pytest.mark.documents("k8s-windows-intro", "Security")
 def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, build, data_plane):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): a container's runAsUserName (ContainerUser) overrides the pod's (ContainerAdministrator); a container without one runs as the pod's (upstream security_context.go)."""
     body = user_pod(wincon, "override", build, "ContainerAdministrator", "ContainerUser")

@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.api]
 @pytest.mark.test_id("769516df-c829-4e82-8f4c-9d9fafa81618")
 @pytest.mark.dataplane
 @pytest.mark.limitation("env-var-name-colon")
+@pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
 def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon, namespace, make_pod):
     """ "For .NET containers that need to use `:` as an environment variable, you can replace `:` ... with `__`" (001_feb1108140134f87.txt, Other Known Issues): a name with ':' should be accepted and visible."""
     body = make_pod("env-colon", container_extra={"env": [{"name": "Logging:LogLevel", "value": "Debug"}]})
@@ -27,6 +28,7 @@ def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon
 @pytest.mark.test_id("cab6c720-3f1c-4273-bf5f-fae10fae6034")
 @pytest.mark.dataplane
 @pytest.mark.limitation("backslash-paths-in-commands")
+@pytest.mark.documents("k8s-windows-intro", "API File paths")
 def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace, make_pod):
     """ "The Go IO libraries typically accept both ... but when you're setting a path or command line that's interpreted inside a container, \\ may be needed in windows" (000_4130a90def37a825.txt, API File paths)."""
     body = make_pod(

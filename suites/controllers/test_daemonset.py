@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.controllers]
 
 
 @pytest.mark.test_id("08ec511b-0051-4004-a7ee-b42ce1f286af")
+@pytest.mark.documents("k8s-handbook-windows", "Running Windows Containers")
 def test_windows_daemonset_lands_on_every_windows_node_and_no_other(kube, wincon, namespace, pinned, profile):
     """ "Running a DaemonSet: ... nodeSelector: beta.kubernetes.io/os: windows" (001_feb1108140134f87.txt, Running Windows Containers): one pod per Windows node, none on Linux."""
     expected = schedulable_windows_nodes(profile)

@@ -42,6 +42,7 @@ def running_images(kube, name):
 
 
 @pytest.mark.test_id("2181ad08-4842-438e-8308-400e8a6d5544")
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, pinned, build, profile):
     """Deployments are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): every replica runs on a Windows node."""
     image = wincon.catalog.image("agnhost", "windows", build)
@@ -55,6 +56,7 @@ def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, pinned, bui
 
 
 @pytest.mark.test_id("5214dfb7-002d-4cf0-88dc-5e98f2ff9e65")
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, profile):
     """ "Kubernetes controllers handle the desired state of Pods" (002_8a7e76f95009f44f.txt, Controllers): scaling a Windows Deployment to 4 and back to 1 is followed."""
     image = wincon.catalog.image("agnhost", "windows", build)
@@ -72,6 +74,7 @@ def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, p
 
 
 @pytest.mark.test_id("825b1a7e-229a-4a25-a93c-4ab3a40ebdbb")
+@pytest.mark.documents("k8s-windows-intro", "IIS Upgrade/Rollback")
 def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, build, profile):
     """ "kubectl --record ... set image deployment.v1.apps/iisn iis-container=...", "kubectl rollout history", "kubectl rollout undo" (000_4130a90def37a825.txt, IIS Upgrade/Rollback): each step holds for Windows pods."""
     v1 = wincon.catalog.image("iis", "windows", build)

@@ -56,6 +56,7 @@ def create_hpa(kube, name, target, max_replicas=3):
 
 
 @pytest.mark.test_id("f6b9e10b-af3a-437e-9f5d-26aeb20055d6")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, pinned, build, profile):
     """ "Horizontal Pod Autoscaling using all metrics" works for Windows (003_414b2f1c5dd978a2.txt, What works today): the HPA controller takes up an HPA on a Windows Deployment."""
     deploy_consumer(kube, pinned, "consumer", build)
@@ -81,6 +82,7 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, 
 @pytest.mark.dataplane
 @pytest.mark.slow
 @pytest.mark.limitation("hpa-unsupported-pre-1-14")
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     missing = metrics_api_available(kube)

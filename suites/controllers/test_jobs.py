@@ -26,6 +26,7 @@ def ran_to_completion(kube, namespace: str, pods, output: str) -> None:
 
 @pytest.mark.test_id("985aef18-bc96-4be0-8e59-164dd3177606")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_job_runs_to_its_completions_with_bounded_parallelism(
     kube, wincon, namespace, pinned, build, profile, data_plane
 ):
@@ -61,6 +62,7 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(
 @pytest.mark.test_id("90c460b0-2325-4ec1-a64c-1e02193b6e00")
 @pytest.mark.slow
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace, pinned, build, profile, data_plane):
     """CronJob is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): a `*/1 * * * *` CronJob fires within a minute."""
     image = wincon.catalog.image("agnhost", "windows", build)

@@ -35,6 +35,7 @@ def wait_replicas(kube, kind, name, want):
 
 @pytest.mark.test_id("ab93f2ee-cbff-4682-82bd-e07178161891")
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     kube, wincon, namespace, pinned, build, profile, kind
 ):

@@ -46,6 +46,7 @@ def started_out_of_order(timeline, name, replicas):
 
 @pytest.mark.test_id("701f7fc9-962d-4303-8b0f-64097b5cb221")
 @pytest.mark.limitation("statefulset-unsupported-pre-1-14")
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namespace, pinned, build, profile):
     """StatefulSets are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): web-0, web-1, web-2 start one after another."""
     image = wincon.catalog.image("agnhost", "windows", build)
@@ -78,6 +79,7 @@ def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namesp
 
 
 @pytest.mark.test_id("d55b27f3-8a81-470b-b31a-48c1a18fd398")
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, namespace, pinned, build, profile):
     """A StatefulSet gives Windows pods a stable identity (002_8a7e76f95009f44f.txt, Controllers): a deleted member comes back with the same name and hostname."""
     image = wincon.catalog.image("agnhost", "windows", build)

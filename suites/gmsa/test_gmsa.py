@@ -86,6 +86,7 @@ def naming_spec(wincon, name: str, build, spec: str) -> dict:
 
 
 @pytest.mark.test_id("1338dfc6-6fdc-461d-ac00-1ccd76e52976")
+@pytest.mark.documents("k8s-windows-guide", "Configure an Active Directory Identity")
 def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, build, gmsa_version):
     """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt, Configure an Active Directory Identity): a pod naming a GMSACredentialSpec its service account may use is admitted and the webhook fills in the spec's JSON (the path upstream gmsa_full.go sets up with its webhook)."""
     spec, content = make_spec(kube, gmsa_version, "WebApplication1")
@@ -101,6 +102,7 @@ def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, bui
 
 
 @pytest.mark.test_id("631806d5-f68a-4d6d-98de-f502df3a880a")
+@pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
 def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, build, gmsa_version):
     """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt): only service accounts granted `use` of a spec may carry it; a pod naming a spec its account may not use is refused, while the same pod naming an allowed one is admitted."""
     allowed, _ = make_spec(kube, gmsa_version, "WebApplication2")
@@ -118,6 +120,7 @@ def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, bu
 @pytest.mark.test_id("6a32bb2f-b4d4-4b2c-90cf-5fb6bb16063b")
 @pytest.mark.dataplane
 @pytest.mark.slow
+@pytest.mark.documents("k8s-windows-guide", "GMSA")
 def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube, build, gmsa_version):
     """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt, GMSA): the container reaches its domain controller and writes and reads a file on an SMB share (upstream gmsa_full.go: works end to end, can read and write file to remote SMB folder)."""
     spec, share = os.environ.get(SPEC_ENV), os.environ.get(SHARE_ENV)
@@ -141,6 +144,7 @@ def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube,
 
 @pytest.mark.test_id("f7a30cba-0f69-4e6f-bbf7-b4697a05cfc0")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
 def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube, build):
     """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt): the kubelet hands each container its credential spec, pod-level or its own, and `nltest /PARENTDOMAIN` in it names that spec's domain even without a reachable domain (upstream gmsa_kubelet.go)."""
     body = windows_pod(wincon, "gmsa-kubelet", build)

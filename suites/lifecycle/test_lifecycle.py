@@ -64,6 +64,7 @@ def gone(kube, name):
 
 
 @pytest.mark.test_id("0b36cdfa-ac54-4477-b710-5167b84227d4")
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon, namespace, build, recorder):
     """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is admitted, stored and placed (API and scheduler; the hooks' effects are the dataplane tests below)."""
     body = windows_pod(
@@ -87,6 +88,7 @@ def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon
 
 @pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build):
     """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads."""
     mounts = [{"name": "shared", "mountPath": "C:\\shared"}]
@@ -108,6 +110,7 @@ def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, winc
 
 @pytest.mark.test_id("1e89770b-1e55-4e62-90ab-1fdfaad07a1f")
 @pytest.mark.dataplane
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, build, recorder, data_plane):
     """ "postStart & preStop container lifecycle events" (003_414b2f1c5dd978a2.txt, What works today): an httpGet postStart hook calls the recorder pod."""
     body = windows_pod(
@@ -124,6 +127,7 @@ def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, buil
 @pytest.mark.test_id("d3018cb5-8026-4a27-b6d2-f65d229f4bcb")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet"])
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_pre_stop_hook_runs_when_the_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane, kind):
     """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
     message = f"prestop-{kind.lower()}"
@@ -141,6 +145,7 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(kube, wincon, namespace, bui
 @pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-grace-period")
+@pytest.mark.documents("k8s-windows-intro", "V1.Pod.terminationGracePeriodSeconds")
 def test_pre_stop_hook_may_use_the_termination_grace_period(kube, wincon, namespace, build, recorder, data_plane):
     """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
     ip = recorder.status.pod_ip
@@ -187,6 +192,7 @@ def run_to_exit(kube, data_plane, body, what, failure=None):
 
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "V1.Container.terminationMessagePath")
 def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, build, data_plane):
     """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
     body = windows_pod(
@@ -211,6 +217,7 @@ def test_termination_message_written_to_the_default_path_is_reported(kube, winco
 @pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-message-path")
+@pytest.mark.documents("k8s-windows-intro", "Feature Restrictions")
 def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane):
     """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
     body = windows_pod(
@@ -228,6 +235,7 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
 
 @pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "API")
 def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane):
     """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
     body = windows_pod(
@@ -252,6 +260,7 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
 @pytest.mark.test_id("a08e313d-3ad8-4b73-a8d7-64ebd26a1cfe")
 @pytest.mark.dataplane
 @pytest.mark.limitation("multi-container-pods-pre-1709")
+@pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
 def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
     body = windows_pod(wincon, "two-in-one", build, args=NETEXEC)
@@ -267,6 +276,7 @@ def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
 @pytest.mark.test_id("5bc4f8cd-c943-4eaf-a0ec-f5b2cdf530ca")
 @pytest.mark.dataplane
 @pytest.mark.limitation("no-oom-killer")
+@pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data_plane):
     """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
     allocate = "$b = [byte[]]::new(400MB); for ($i = 0; $i -lt $b.Length; $i += 4096) { $b[$i] = 1 }; Start-Sleep 120"
@@ -294,6 +304,7 @@ def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data
 @pytest.mark.test_id("890a662e-f47f-4f65-af94-8111853b8419")
 @pytest.mark.dataplane
 @pytest.mark.limitation("exit-codes-differ")
+@pytest.mark.documents("k8s-windows-intro", "API Signals")
 def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
     kube, wincon, namespace, build, data_plane
 ):
@@ -326,6 +337,7 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
 @pytest.mark.test_id("74bb818c-146a-44d5-8c78-47585f954947")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-signals-differ")
+@pytest.mark.documents("k8s-windows-intro", "API")
 def test_container_receives_sigterm_when_its_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane):
     """ "Signals - Windows interactive apps handle termination differently ... Console apps handle ctrl-c or ctrl-break using a Control Handler" (000_4130a90def37a825.txt, API): a SIGTERM trap should fire on deletion."""
     report = f"curl -s http://{recorder.status.pod_ip}:8080/echo?msg=sigterm-trapped"

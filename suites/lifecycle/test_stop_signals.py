@@ -40,6 +40,7 @@ def require_stop_signals(wincon, namespace: str, build) -> None:
 
 @pytest.mark.test_id("7bc04f23-9f14-4571-9359-e48268d1d237")
 @pytest.mark.parametrize(("signal", "accepted"), CASES, ids=[f"{s}-{'accepted' if a else 'refused'}" for s, a in CASES])
+@pytest.mark.documents("k8s-windows-guide", "Limitations > Compute")
 def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build, signal, accepted):
     """ "Signals - Windows interactive apps handle termination differently" (002_8a7e76f95009f44f.txt, Limitations > Compute): a Windows container can only be stopped with SIGTERM or SIGKILL, so API validation accepts those two stop signals and refuses the others (upstream container_stop_signals.go)."""
     require_stop_signals(wincon, namespace, build)
@@ -56,6 +57,7 @@ def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build,
 
 @pytest.mark.test_id("16554e3b-006c-41de-84c9-30df3389fa67")
 @pytest.mark.parametrize("signal", ["SIGQUIT", "SIGUSR1"])
+@pytest.mark.documents("k8s-windows-guide", "Limitations > Compute, Signals")
 def test_linux_pod_may_stop_with_other_signals(wincon, namespace, build, signal):
     """The Linux control of the stop-signal rule: the signals refused for Windows pods are accepted for a Linux pod, so the refusal is the Windows rule (002_8a7e76f95009f44f.txt, Limitations > Compute, Signals)."""
     require_stop_signals(wincon, namespace, build)

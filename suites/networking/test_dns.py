@@ -35,6 +35,7 @@ def service_name(svc, form, cluster_dns):
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
+@pytest.mark.documents("k8s-windows-intro", "DNS")
 def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, windows_client, cluster_dns):
     """ "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local and kubernetes" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(service, form, cluster_dns)
@@ -48,6 +49,8 @@ def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, w
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-dotted-pqdn-unresolved")
 @pytest.mark.parametrize("form", DOTTED_FORMS)
+@pytest.mark.documents("k8s-windows-intro", "DNS")
+@pytest.mark.documents("k8s-windows-guide", "DNS limitations")
 def test_service_name_resolves_with_namespace_and_svc(form, service, checks, windows_client, cluster_dns):
     """ "... but not the in-betweens, like kubernetes.default or kubernetes.default.svc" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, DNS limitations)."""
     name = service_name(service, form, cluster_dns)
@@ -64,6 +67,7 @@ def test_service_name_resolves_with_namespace_and_svc(form, service, checks, win
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
+@pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_pod_reaches_service_by_single_label_name_and_fqdn(
     form, protocol, checks, windows_client, netserver_service, netservers, cluster_dns
 ):
@@ -79,6 +83,8 @@ def test_pod_reaches_service_by_single_label_name_and_fqdn(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-dotted-pqdn-unresolved")
 @pytest.mark.parametrize("form", DOTTED_FORMS)
+@pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.documents("k8s-windows-intro", "DNS")
 def test_pod_reaches_service_by_name_with_namespace(
     form, checks, windows_client, netserver_service, netservers, cluster_dns
 ):
@@ -92,6 +98,8 @@ def test_pod_reaches_service_by_name_with_namespace(
 @pytest.mark.test_id("d8f919c4-6dfa-4dfc-ab75-e9ecaab10f04")
 @pytest.mark.dns
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_headless_service_name_resolves_to_every_pod_ip(
     checks, windows_client, headless_service, netservers, cluster_dns
 ):
@@ -106,6 +114,7 @@ def test_headless_service_name_resolves_to_every_pod_ip(
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_pod_by_hostname_and_subdomain(
     protocol, checks, windows_client, headless_service, remote_or_local_netserver, cluster_dns
 ):
@@ -126,6 +135,8 @@ def remote_or_local_netserver(netservers, windows_client):
 @pytest.mark.test_id("66a42eda-b18e-4e5c-8fd7-43d2f6fcfe70")
 @pytest.mark.dns
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_externalname_service_resolves_to_its_target(checks, windows_client, alias_service, netserver_service):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt, What works today)."""
     lookup = checks.lookup(windows_client, alias_service.fqdn)
@@ -138,6 +149,7 @@ def test_externalname_service_resolves_to_its_target(checks, windows_client, ali
 @pytest.mark.test_id("11319d0b-9245-4183-a4e1-d247a600dc64")
 @pytest.mark.dns
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_pod_reaches_service_through_externalname(checks, windows_client, alias_service, netservers):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(windows_client, alias_service.fqdn, conn.SERVICE_HTTP_PORT, "http", pod_names(netservers))
@@ -148,6 +160,7 @@ def test_pod_reaches_service_through_externalname(checks, windows_client, alias_
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
+@pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
 def test_dns_policy_none_applies_dns_config(checks, net, windows_nodes, netserver_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:
@@ -175,6 +188,8 @@ def test_dns_policy_none_applies_dns_config(checks, net, windows_nodes, netserve
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-cluster-first-with-host-net")
+@pytest.mark.documents("k8s-windows-intro", "DNS")
+@pytest.mark.documents("k8s-windows-guide", "V1.Pod.dnsPolicy")
 def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
     checks, net, windows_nodes, netserver_service
 ):
@@ -190,6 +205,7 @@ def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-resolvers-differ")
+@pytest.mark.documents("k8s-windows-intro", "DNS")
 def test_nslookup_and_resolve_dnsname_give_the_same_answer(
     checks, windows_client, netserver_service, kubernetes_service, cluster_dns
 ):

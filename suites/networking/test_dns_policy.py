@@ -27,6 +27,7 @@ def resolver_config(checks, pod):
 
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
 @pytest.mark.dataplane
+@pytest.mark.documents("kep-windows-node-support", "Test Approach")
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     checks, net, windows_nodes, cluster_dns, kubernetes_service
 ):
@@ -45,6 +46,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.test_id("96fb9c5b-5f65-40c8-ab2a-5078c688f372")
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
+@pytest.mark.documents("kep-windows-node-support", "Test Approach")
 def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(checks, net, windows_nodes, cluster_dns, external_host):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
     pod = net.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")

@@ -34,6 +34,8 @@ def reach_over_tcp(checks, pod, target):
 
 @pytest.mark.test_id("f468f578-38d5-4b53-8c74-2fb1fc49f16d")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_pod_reaches_external_ip_over_tcp(checks, windows_client, external_ip):
     """ "Pod -> External (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Networking); "TCP/UDP packets work as expected" (000_4130a90def37a825.txt, Networking)."""
     ok, result = reach_over_tcp(checks, windows_client, external_ip)
@@ -45,6 +47,7 @@ def test_pod_reaches_external_ip_over_tcp(checks, windows_client, external_ip):
 @pytest.mark.test_id("eea4227a-1a48-48b9-82cc-dfaf108f4972")
 @pytest.mark.dns
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_external_host_by_name_over_tcp(checks, windows_client, external_host):
     """ "Pod -> External (DNS)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     ok, result = reach_over_tcp(checks, windows_client, external_host)
@@ -56,6 +59,8 @@ def test_pod_reaches_external_host_by_name_over_tcp(checks, windows_client, exte
 @pytest.mark.test_id("b21c692b-c67a-44af-935c-d6df3807efa9")
 @pytest.mark.dataplane
 @pytest.mark.limitation("icmp-egress-through-vfp")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_pod_pings_external_ip(checks, windows_client, external_ip):
     """ "ICMP packets directed to pass through a remote network (e.g. pod to external internet communication via ping) cannot be transposed and thus will not be routed back to their source" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     reachable, result = reach_over_tcp(checks, windows_client, external_ip)

@@ -60,6 +60,7 @@ def slices_of(kube, service: str) -> list:
 
 @pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
     kube, wincon, namespace, net, backends, checks, windows_client
 ):
@@ -87,6 +88,8 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 
 @pytest.mark.test_id("708f0ce2-6851-4192-8400-ebd6fb0a9682")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("windows-operational-readiness", "Core.Network")
 def test_service_deleted_and_created_again_serves_its_windows_pods(
     kube, wincon, namespace, net, backends, checks, windows_client
 ):
@@ -108,6 +111,8 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 
 @pytest.mark.test_id("f324b6ed-bbb3-4055-a990-bfcd8d22dad8")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("windows-operational-readiness", "Core.Network")
 def test_endpoints_follow_windows_pods_going_down_and_up(
     kube, wincon, namespace, net, backends, checks, windows_client
 ):

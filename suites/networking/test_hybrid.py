@@ -19,6 +19,8 @@ SERVICE_PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
 
 
 @pytest.mark.test_id("c557bca0-8037-45f0-9fe3-ad720f01232d")
+@pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_pods_of_both_operating_systems_back_their_services(
     netserver_service, linux_service, netservers, linux_netservers, linux_node, windows_nodes
 ):
@@ -33,6 +35,7 @@ def test_pods_of_both_operating_systems_back_their_services(
 @pytest.mark.test_id("14113dc4-6441-485e-ab61-b36765a7930c")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, netservers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
     target = netservers[0]
@@ -43,6 +46,7 @@ def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, net
 @pytest.mark.test_id("2aceda24-75a6-4481-a540-b775b199dae1")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, windows_client, linux_netservers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
     target = linux_netservers[0]
@@ -52,6 +56,7 @@ def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, windows_client, l
 
 @pytest.mark.test_id("077a2b8e-bc7a-4ff1-ba19-244b9779f19c")
 @pytest.mark.dataplane
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_netservers):
     """Upstream's hybrid check `curl.exe <ip> --connect-timeout 10 --fail` from a Windows pod to a Linux pod ("Cross operating system service connectivity", 003_414b2f1c5dd978a2.txt)."""
     target = linux_netservers[0]
@@ -63,6 +68,8 @@ def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_n
 @pytest.mark.test_id("cc2f5783-9aa0-46d3-a040-8404e81954c7")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_client, linux_service, linux_netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
@@ -74,6 +81,8 @@ def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_cli
 @pytest.mark.test_id("79a5ddf7-1041-459e-ac40-e31c20aa793d")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, netserver_service, netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(

@@ -39,6 +39,7 @@ def dual_stack_service(net):
 @pytest.mark.dataplane
 @pytest.mark.limitation("ipv6-overlay-unsupported")
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_service, windows_client, netservers):
     """ "Windows containers connected to l2bridge, l2tunnel, or overlay networks do not support communicating over the IPv6 stack" (000_4130a90def37a825.txt, Networking)."""
     target = next((p for p in netservers if p.node != windows_client.node), netservers[0])
@@ -55,6 +56,7 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
 @pytest.mark.dataplane
 @pytest.mark.limitation("ipv6-overlay-unsupported")
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "IPv6")
 def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
     checks, dual_stack_service, net, windows_client, netservers
 ):
@@ -72,6 +74,7 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
 @pytest.mark.test_id("f17cbdfe-fce4-404b-97fe-9d583e54c15d")
 @pytest.mark.dataplane
 @pytest.mark.limitation("ipv6-single-stack-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "IPv6")
 def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, net, kubernetes_service, windows_nodes):
     """ "Kubernetes on Windows does not support single-stack "IPv6-only" networking" (000_4130a90def37a825.txt, IPv6)."""
     families = list(kubernetes_service.raw.spec.ip_families or [])

@@ -94,6 +94,7 @@ def enforcing_cni(profile) -> None:
 
 @pytest.mark.test_id("97bab085-189e-42e4-aa68-c54a0c0895c0")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     kube, wincon, namespace, fresh_namespace, checks, windows_client, local_netserver, outside_client, data_plane
 ):
@@ -140,6 +141,7 @@ def allow_only_role(target: str) -> dict:
 
 @pytest.mark.test_id("20c2b405-2dfa-45b0-aad5-92d162049351")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, checks, windows_client, local_netserver):
     """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy, "block specific pod connectivity"): a policy on one Windows pod admits only clients with the label it names, and the same client is let in once it carries the label."""
     body = allow_only_role(local_netserver.name)

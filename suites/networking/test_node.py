@@ -28,6 +28,8 @@ def failed(result):
 
 @pytest.mark.test_id("1c9faffe-a696-4ab2-b640-808df83afdc1")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
 def test_windows_node_reaches_pod_on_itself(checks, windows_host, netservers):
     """ "Node -> Pod" is a supported flow; with Flannel VXLAN "it's only possible for local pods" (002_8a7e76f95009f44f.txt, Networking; 000_4130a90def37a825.txt, CNI Plugins)."""
     target = next(p for p in netservers if p.node == windows_host.node)
@@ -38,6 +40,8 @@ def test_windows_node_reaches_pod_on_itself(checks, windows_host, netservers):
 @pytest.mark.test_id("f1478d35-1466-479c-bfc2-a0e439bd50e5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("flannel-vxlan-node-to-remote-pod")
+@pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
+@pytest.mark.documents("k8s-windows-guide", "CNI Plugins")
 def test_windows_node_reaches_pod_on_another_node(checks, windows_host, netservers):
     """ "Node-pod connectivity isn't possible by design. It's only possible for local pods with Flannel v0.12.0 (or higher)" (000_4130a90def37a825.txt, CNI Plugins; 002_8a7e76f95009f44f.txt)."""
     target = next((p for p in netservers if p.node != windows_host.node), None)
@@ -51,6 +55,7 @@ def test_windows_node_reaches_pod_on_another_node(checks, windows_host, netserve
 @pytest.mark.test_id("ad1bf749-7c86-4b10-aa7a-996bfe140e9b")
 @pytest.mark.dataplane
 @pytest.mark.hybrid
+@pytest.mark.documents("k8s-windows-guide", "Getting Started")
 def test_linux_node_reaches_windows_pod(checks, linux_host, netservers):
     """ "Node-to-pod communication across the network, curl port 80 of your pod IPs from the Linux master" (002_8a7e76f95009f44f.txt, Getting Started)."""
     target = netservers[0]
@@ -60,6 +65,7 @@ def test_linux_node_reaches_windows_pod(checks, linux_host, netservers):
 
 @pytest.mark.test_id("7864ab4f-b0e6-4d84-b0d2-8bbe2fb3826e")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_its_windows_node(checks, windows_client):
     """ "Pod -> Node" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the kubelet's port answers."""
     url = f"https://{conn.host_port(windows_client.host_ip, conn.KUBELET_PORT)}/healthz"
@@ -76,6 +82,8 @@ def test_pod_reaches_its_windows_node(checks, windows_client):
 @pytest.mark.test_id("e5d703cd-b3c2-4526-a232-fb8d0e9f38f0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("nodeport-from-own-node")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_service, netservers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     url = f"http://{conn.host_port(windows_host.host_ip, nodeport_service.node_ports['http'])}/hostname"
@@ -87,6 +95,9 @@ def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_serv
 @pytest.mark.test_id("155b9efe-ae4a-4678-9854-178e60045b87")
 @pytest.mark.dataplane
 @pytest.mark.limitation("service-vip-from-node")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
 def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver_service, netservers):
     """ "Accessing service VIPs from nodes will be available with a future release of Windows Server" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt; 001_feb1108140134f87.txt)."""
     url = f"http://{conn.host_port(netserver_service.cluster_ip, conn.SERVICE_HTTP_PORT)}/hostname"
@@ -98,6 +109,8 @@ def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver
 @pytest.mark.test_id("5ae144d8-aac0-4c6b-ae38-06788819cc5e")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hostnetwork-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("k8s-windows-guide", "V1.Pod.hostNetwork")
 def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, windows_client, windows_nodes):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
     node = windows_nodes[0]

@@ -19,6 +19,7 @@ PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 
 @pytest.mark.test_id("5dad21e1-a81f-474d-9436-5c29d3978d2b")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
 def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, netservers, windows_client, windows_nodes):
     """ "Windows containers have to be scheduled on Windows nodes" (000_4130a90def37a825.txt, Supported Functionality)."""
     assert {p.node for p in netservers} == {n.name for n in windows_nodes}, "a Windows node got no netserver pod"
@@ -34,6 +35,7 @@ def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, nets
 @pytest.mark.test_id("2722c3d6-1d46-407f-b195-151bab1315b8")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, windows_client, local_netserver):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(windows_client, local_netserver.ip, PORTS[protocol], protocol, {local_netserver.name})
@@ -43,6 +45,7 @@ def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, windows_client
 @pytest.mark.test_id("f4138c2c-d7e3-4e2f-af67-ec3c007a8994")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, windows_client, remote_netserver):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(windows_client, remote_netserver.ip, PORTS[protocol], protocol, {remote_netserver.name})
@@ -52,6 +55,7 @@ def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, windows_client,
 @pytest.mark.test_id("f8634bf2-fa0e-4fb5-8229-59a80d5317fc")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("where", ["same-node", "other-node"])
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_pod_pings_pod_in_the_cluster_network(where, request, checks, windows_client):
     """ "ICMP packets directed to destinations within the same network (e.g. pod to pod communication via ping) work as expected and without any limitations" (000_4130a90def37a825.txt, Networking)."""
     target = request.getfixturevalue("local_netserver" if where == "same-node" else "remote_netserver")
@@ -62,6 +66,8 @@ def test_pod_pings_pod_in_the_cluster_network(where, request, checks, windows_cl
 @pytest.mark.test_id("fbbfd967-7a60-4a08-b03a-f8613093f178")
 @pytest.mark.dataplane
 @pytest.mark.limitation("port-forward-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_port_forward_reaches_a_windows_pod(checks, local_netserver):
     """ "Features were added in Kubernetes v1.15: kubectl port-forward" (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt: not implemented before)."""
     body = checks.port_forward_get(local_netserver, conn.NETSERVER_HTTP_PORT, "/hostname")

@@ -33,6 +33,7 @@ def loadbalancer_service(net, netservers):
 
 @pytest.mark.test_id("08767122-34df-4a8b-b5f1-7b2d7de7e3c1")
 @pytest.mark.parametrize("kind", ["ClusterIP", "NodePort", "LoadBalancer", "headless", "ExternalName"])
+@pytest.mark.documents("k8s-windows-guide", "Services")
 def test_every_service_type_is_created_over_windows_pods(kube, kind, request, namespace, netservers):
     """ "In Windows, services can utilize the following types ... NodePort, ClusterIP, LoadBalancer, ExternalName, Headless services" (002_8a7e76f95009f44f.txt, Services)."""
     fixture = {
@@ -63,6 +64,7 @@ def test_every_service_type_is_created_over_windows_pods(kube, kind, request, na
 @pytest.mark.limitation("overlay-kube-proxy-alpha")
 @pytest.mark.limitation("win-overlay-1803-service-ip")
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, netserver_service, netservers):
     """ "Pod -> Service (Cluster IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(
@@ -74,6 +76,8 @@ def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, net
 
 @pytest.mark.test_id("9c88600f-326f-4693-8dd5-a9a5fad4c94f")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_windows_pod_gets_environment_variables_of_services(checks, net, netserver_service, windows_nodes):
     """Windows "services can utilize ... Service Environment variables" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Service environment variables ... work")."""
     # Created after the Service: the kubelet sets variables of the Services that exist when a container starts.
@@ -90,6 +94,7 @@ def test_windows_pod_gets_environment_variables_of_services(checks, net, netserv
 @pytest.mark.test_id("8cba0953-9180-454d-b99f-b188df6755cd")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, windows_client, nodeport_service, netservers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking): from a pod it works."""
     node_ip = windows_client.host_ip
@@ -101,6 +106,7 @@ def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, windows_client
 
 @pytest.mark.test_id("221bf4ab-4d7b-4c07-a992-54ed513cf4a8")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "My Windows node cannot access NodePort service")
 def test_nodeport_of_a_windows_node_answers_another_node(
     checks, remote_node, windows_client, nodeport_service, netservers
 ):
@@ -114,6 +120,8 @@ def test_nodeport_of_a_windows_node_answers_another_node(
 
 @pytest.mark.test_id("e1e9d9e4-a208-43e1-ade2-cf64f7b1cb9c")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_loadbalancer_service_reaches_windows_pods(checks, net, windows_client, loadbalancer_service, netservers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
     address = net.load_balancer_address(loadbalancer_service.name)
@@ -130,6 +138,7 @@ def affinity_service(net, netservers):
 
 @pytest.mark.test_id("8832d05a-2e50-46aa-8055-f0d89abd9c69")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "Session affinity")
 def test_session_affinity_client_ip_keeps_one_backend(checks, windows_client, affinity_service):
     """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
     answers = checks.dial_each(
@@ -143,6 +152,7 @@ def test_session_affinity_client_ip_keeps_one_backend(checks, windows_client, af
 @pytest.mark.dataplane
 @pytest.mark.slow
 @pytest.mark.limitation("session-affinity-timeout")
+@pytest.mark.documents("k8s-windows-intro", "Session affinity")
 def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinity_service):
     """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
     assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
@@ -171,6 +181,8 @@ def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinit
 @pytest.mark.test_id("77eec314-1842-4e8d-abef-173570f42edf")
 @pytest.mark.dataplane
 @pytest.mark.limitation("external-traffic-policy-local")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.documents("kep-windows-node-support", "roadmap")
 def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, remote_node, local_netserver, windows_nodes):
     """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
     svc = net.service(

@@ -35,6 +35,7 @@ def node_reaches_pod_over_udp(checks, host, target):
 
 @pytest.mark.test_id("3d9a6ddb-a7d2-4291-b5d9-7da66f9eabcd")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_windows_node_reaches_pod_on_itself_over_udp(checks, windows_host, netservers):
     """ "Node -> Pod" is a supported flow "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the node sends a UDP datagram to a pod on it and the pod answers."""
     target = next(p for p in netservers if p.node == windows_host.node)
@@ -47,6 +48,7 @@ def test_windows_node_reaches_pod_on_itself_over_udp(checks, windows_host, netse
 @pytest.mark.test_id("15852278-2a94-42f3-8899-468a56499da5")
 @pytest.mark.dataplane
 @pytest.mark.hybrid
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, netservers):
     """The Linux control of node -> pod over UDP, "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Linux node's datagram to a Windows pod is answered."""
     target = netservers[0]
@@ -58,6 +60,7 @@ def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, netservers)
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.hybrid
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
 def test_linux_pod_beside_windows_reaches_external_host_by_name(checks, linux_client, external_host):
     """ "Pod -> External (DNS)" is a supported flow (002_8a7e76f95009f44f.txt, Supported Functionality > Networking), for the Linux pods of a hybrid cluster too (upstream hybrid_network.go, Internet connection for Linux containers using DNS)."""
     url = f"http://{conn.host_port(external_host, 80)}/"

@@ -53,6 +53,7 @@ def running_times(kube, namespace: str, names: set[str], timeout: float) -> dict
 @pytest.mark.dataplane
 @pytest.mark.serial
 @pytest.mark.slow
+@pytest.mark.documents("kep-windows-node-support", "Test Plan")
 def test_ten_pods_on_one_windows_node_start_within_the_latency_limits(
     kube, request, wincon, namespace, build, windows_node, data_plane
 ):

@@ -51,6 +51,7 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int)
 @pytest.mark.test_id("e7e41373-d1be-4fe2-9fab-d44b000944e5")
 @pytest.mark.dataplane
 @pytest.mark.serial
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_stats_summary_answers_within_10_seconds_with_10_pods(
     request, wincon, namespace, windows_node, start_pods, data_plane
 ):
@@ -64,6 +65,7 @@ def test_stats_summary_answers_within_10_seconds_with_10_pods(
 
 @pytest.mark.test_id("d945b8d9-66a4-4758-ad3f-420e37432ff9")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_stats_summary_answers_within_10_seconds_with_3_pods(
     request, wincon, namespace, windows_node, start_pods, data_plane
 ):
@@ -77,6 +79,7 @@ def test_stats_summary_answers_within_10_seconds_with_3_pods(
 
 @pytest.mark.test_id("f49ab528-0715-4aaa-8a87-16d3506438ee")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_node_reports_its_boot_id(kube, wincon, windows_node, data_plane):
     """ "Pod status fields" and node status work on Windows (002_8a7e76f95009f44f.txt, Pods): the kubelet reports the node's bootID in nodeInfo, and /stats/summary answers for that node within 10 s (upstream kubelet_stats.go, "when windows is booted")."""
     data_plane(proxy_command(windows_node.name, "stats/summary"), where="node status and the node proxy")
@@ -91,6 +94,7 @@ def test_node_reports_its_boot_id(kube, wincon, windows_node, data_plane):
 
 @pytest.mark.test_id("24373c80-bda0-4f46-b504-2d63f325949f")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_metrics_resource_has_node_and_container_series(wincon, namespace, windows_node, start_pods, data_plane):
     """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /metrics/resource has the node's CPU and memory series and each Windows container's (upstream metrics.go)."""
     pods = start_pods("metrics", 2, windows_node.name)
@@ -133,6 +137,7 @@ def node_figures(kube, node_name: str, resource: str):
 
 @pytest.mark.test_id("fed82b24-b001-4f27-8283-a823a04d0d02")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 def test_allocatable_memory_is_capacity_minus_reservations_from_configz(kube, wincon, windows_node, data_plane):
     """ "--kubelet-reserve, --system-reserve , and --eviction-hard flags update Node Allocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): allocatable memory equals capacity minus kubeReserved, systemReserved and evictionHard memory.available from /configz (upstream memory_limits.go)."""
     data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
@@ -142,6 +147,7 @@ def test_allocatable_memory_is_capacity_minus_reservations_from_configz(kube, wi
 
 @pytest.mark.test_id("a4f015b8-9c88-4755-be4b-998c054c0155")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, windows_node, data_plane):
     """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
     data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")

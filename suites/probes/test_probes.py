@@ -31,6 +31,7 @@ def restarts(pod, name: str) -> int:
 
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(kube, wincon, namespace, build, data_plane):
     """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
     body = windows_pod(
@@ -64,6 +65,7 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(kube, wincon
 @pytest.mark.test_id("42dd3323-fd33-4a32-bfce-3dc12f12acc7")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     kube, wincon, namespace, build, data_plane, kind
 ):
@@ -118,6 +120,7 @@ READY_FILE = "C:\\ready.txt"
 
 @pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
     gate = {"exec": {"command": ["cmd", "/c", f"type {READY_FILE}"]}, **FAST}
@@ -159,6 +162,7 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
 @pytest.mark.test_id("b130ff0d-f21e-4483-be4c-76cef745b53f")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, namespace, build, data_plane, kind):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
     app = f"rd-{kind.lower()}"
@@ -202,6 +206,7 @@ STARTED_FILE = "C:\\started.txt"
 
 @pytest.mark.test_id("180e296a-8aad-4370-99d4-2079be405940")
 @pytest.mark.dataplane
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube, wincon, namespace, build, data_plane):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): until the startup probe passes, a failing liveness probe restarts nothing and a passing readiness probe readies nothing."""
     started = {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, "periodSeconds": 2, "failureThreshold": 60}
@@ -240,6 +245,7 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
 @pytest.mark.test_id("667d1b7e-ac4a-479e-b1f1-8da9a30540f6")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_startup_probe_delays_readiness_by_its_initial_delay(kube, wincon, namespace, build, data_plane, kind):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
     delay = 15

@@ -93,6 +93,7 @@ def node_memory(kube, node: str, field: str) -> int:
 @pytest.mark.test_id("7dca91f9-118c-44eb-9a3e-29872845dc0e")
 @pytest.mark.dataplane
 @pytest.mark.limitation("resource-limits-pre-1-10")
+@pytest.mark.documents("k8s-handbook-windows", "Setting CPU and Memory")
 def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namespace, build, data_plane):
     """ "Starting from v1.10, Kubernetes supports setting CPU and memory for Windows containers" (001_feb1108140134f87.txt, Setting CPU and Memory): a 200Mi container cannot commit 400 MiB."""
     node = target_node(wincon.profile, build)
@@ -110,6 +111,7 @@ def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namesp
 @pytest.mark.test_id("8427af37-a459-4c09-b48e-f45b0cb569fb")
 @pytest.mark.dataplane
 @pytest.mark.limitation("cpu-limits-not-hard")
+@pytest.mark.documents("k8s-windows-intro", "V1.Container")
 def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most ~0.6 core."""
     node = target_node(wincon.profile, build)
@@ -146,6 +148,8 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("cadvisor-unsupported")
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
+@pytest.mark.documents("kep-windows-node-support", "Windows specific tests")
 def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
     pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "metered", build))
@@ -187,6 +191,7 @@ def node_condition(kube, node: str, kind: str):
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("memory-pressure-not-reported")
+@pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
 def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, build, data_plane, cleanup_pods):
     """ "MemoryPressure Condition is not implemented ... There are no OOM eviction actions taken by the kubelet" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
@@ -220,6 +225,7 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, bui
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("enforce-node-allocatable-not-implemented")
+@pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
 def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_plane, cleanup_pods):
     """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
     node = target_node(wincon.profile, build)
@@ -246,6 +252,7 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_pl
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
+@pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
 def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, wincon, build, data_plane, cleanup_pods):
     """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
@@ -275,6 +282,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, winco
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("resource-requests-not-guaranteed")
+@pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
 def test_requested_memory_is_granted_on_an_overprovisioned_node(
     kube, wincon, namespace, build, data_plane, cleanup_pods
 ):

@@ -78,6 +78,7 @@ def windows_answers(kube, name) -> None:
 @pytest.mark.test_id("27170933-0bd8-4fb8-b35e-b3ce6a37af9b")
 @pytest.mark.dataplane
 @pytest.mark.limitation("image-os-version-match")
+@pytest.mark.documents("k8s-windows-intro", "OS version match")
 def test_container_from_another_windows_version_starts(kube, wincon, profile, data_plane):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): an ltsc2019 image on an ltsc2022 host should start."""
     pairing = incompatible_pairing(wincon, profile)
@@ -114,6 +115,7 @@ def hyperv_runtime_class(kube) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-isolation-unsupported")
 @pytest.mark.isolation("hyperv")
+@pytest.mark.documents("k8s-windows-guide", "Operating System Restrictions")
 def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, profile, data_plane):
     """ "Hyper-V isolation of containers, enabling backward compatibility of Windows container image versions, is planned for a future release" (002_8a7e76f95009f44f.txt, Operating System Restrictions)."""
     pairing = incompatible_pairing(wincon, profile)
@@ -146,6 +148,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, pro
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-single-container-per-pod")
 @pytest.mark.isolation("hyperv")
+@pytest.mark.documents("kep-windows-node-support", "Roadmap")
 def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, data_plane):
     """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
     if profile.runtime != "docker":
@@ -173,6 +176,7 @@ def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, d
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
 @pytest.mark.isolation("hyperv")
+@pytest.mark.documents("kep-windows-node-support", "V1.Container")
 def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profile, build, data_plane):
     """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
     runtime_class = hyperv_runtime_class(kube)
@@ -202,6 +206,7 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profi
 @pytest.mark.test_id("0455ce29-06ed-4b65-a2d0-dde127aca5fe")
 @pytest.mark.dataplane
 @pytest.mark.limitation("linux-containers-on-windows-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
 def test_linux_only_image_runs_on_a_windows_node(kube, wincon, profile, build, data_plane):
     """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality): a Linux-only image pinned to a Windows node should run."""
     image = f"{wincon.catalog.registries['dockerLibraryRegistry'].rstrip('/')}/busybox:1.36"
@@ -225,6 +230,7 @@ def test_linux_only_image_runs_on_a_windows_node(kube, wincon, profile, build, d
 @pytest.mark.test_id("1766ed43-3b3f-49e4-afe7-48d9bfbf4cbe")
 @pytest.mark.hybrid
 @pytest.mark.limitation("pod-os-unconstrained-scheduling")
+@pytest.mark.documents("k8s-windows-guide", "Taints and Tolerations")
 def test_windows_pod_is_never_placed_on_a_linux_node(kube, wincon, profile):
     """ "If a Pod specification does not specify a nodeSelector ... it is possible the Pod can be scheduled on any host, Windows or Linux" (002_8a7e76f95009f44f.txt, Taints and Tolerations): spec.os.name windows alone should keep it off Linux."""
     linux = [n.name for n in profile.linux_nodes if n.ready and not n.taints]

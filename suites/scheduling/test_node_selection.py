@@ -32,6 +32,7 @@ def deploy(kube, name, build, replicas, image_build):
 
 
 @pytest.mark.test_id("7675e72b-3837-438e-8a27-0f831775c65c")
+@pytest.mark.documents("k8s-windows-guide", "Taints and Tolerations")
 def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, profile):
     """ "Windows containers have to be scheduled on Windows nodes ... The best practice is to use a nodeSelector" (002_8a7e76f95009f44f.txt, Taints and Tolerations): no replica lands on Linux."""
     for build in profile.windows_builds:  # the one image must have a variant for every Windows build it may meet
@@ -43,6 +44,7 @@ def test_os_node_selector_places_every_pod_on_a_windows_node(kube, wincon, profi
 
 
 @pytest.mark.test_id("7d5f5b2c-7df8-491b-a248-08ebc56eb81d")
+@pytest.mark.documents("k8s-windows-intro", "OS version match")
 def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, profile):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): windows-build pins each pod to its build."""
     if not profile.windows_builds:
@@ -54,6 +56,7 @@ def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, pr
 
 
 @pytest.mark.test_id("b965821d-0785-4346-80ea-3c50259fc19c")
+@pytest.mark.documents("k8s-windows-guide", "Operating System Restrictions")
 def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, wincon, namespace, profile):
     """Pods must land on a host whose OS version matches (002_8a7e76f95009f44f.txt, Operating System Restrictions): a build no node runs leaves the pod Pending with FailedScheduling."""
     assert NO_SUCH_BUILD not in profile.windows_builds

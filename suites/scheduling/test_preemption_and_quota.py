@@ -35,6 +35,8 @@ def with_cpu(body: dict, cores: Decimal) -> dict:
 
 @pytest.mark.test_id("2f151ef2-7d01-4ffa-833f-66c359dedb6f")
 @pytest.mark.serial
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace, build, make_priority_class):
     """ "Scheduler preemption" is supported with Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality; 003_414b2f1c5dd978a2.txt, What works today): a higher-priority Windows pod that does not fit evicts a lower-priority one from the node and takes its place."""
     priority_classes = {"low": make_priority_class(10), "high": make_priority_class(1_000_000)}
@@ -75,6 +77,8 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace
 
 
 @pytest.mark.test_id("516cd41d-5a71-4c34-90f6-db9e38035e48")
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_resource_quota_counts_windows_pods_and_refuses_the_one_over_it(kube, wincon, namespace, build):
     """ "Resource Quotas" are supported with Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality; 003_414b2f1c5dd978a2.txt, What works today): a Windows pod's CPU request is counted in the namespace's quota, and a pod that would exceed it is refused."""
     core = kube.core

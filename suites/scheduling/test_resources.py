@@ -32,6 +32,7 @@ def with_cpu(body, cores: Decimal):
 
 @pytest.mark.test_id("d4007b5e-e560-4901-8e0a-0a5044c45e60")
 @pytest.mark.serial
+@pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
 def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, wincon, namespace, build):
     """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -70,6 +71,7 @@ def scheduled_or_refused(pod) -> bool:
 @pytest.mark.test_id("6c63212c-8051-4e9a-9c9a-0e0005a4e793")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hugepages-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "V1.Container")
 def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, namespace, build):
     """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
     body = windows_pod(wincon, "hugepages", build)

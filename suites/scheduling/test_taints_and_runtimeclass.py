@@ -26,6 +26,7 @@ WINDOWS_HANDLER = "runhcs-wcow-process"  # containerd's process-isolated Windows
 @pytest.mark.test_id("a953a9a7-259d-4c0f-b24d-7f10a965e8ac")
 @pytest.mark.serial
 @pytest.mark.disruptive
+@pytest.mark.documents("k8s-windows-guide", "Taints and Tolerations")
 def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(kube, wincon, namespace, build, taint_node):
     """ "In order for a Windows Pod to be scheduled on a Windows node, it would need both the nodeSelector to choose Windows, and the appropriate matching toleration" (002_8a7e76f95009f44f.txt, Taints and Tolerations)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -71,6 +72,7 @@ def unpinned_pod(wincon, name, build, runtime_class_name):
 
 
 @pytest.mark.test_id("d2adf8a7-436d-40e9-b1ee-be1a4be450d3")
+@pytest.mark.documents("kep-windows-node-support", "Roadmap")
 def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(kube, wincon, namespace, build, runtime_class):
     """ "It is unclear if the RuntimeClass proposal from sig-node will simplify scheduled Windows containers" (003_414b2f1c5dd978a2.txt, Roadmap): a RuntimeClass's scheduling section is merged into the pod and places it."""
     name, selector, tolerations = runtime_class
@@ -83,6 +85,8 @@ def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(kube, wincon,
 
 
 @pytest.mark.test_id("bcf8e032-f3e5-4718-8a4e-ba3744414959")
+@pytest.mark.documents("kep-windows-node-support", "Roadmap")
+@pytest.mark.documents("k8s-windows-intro", "OS version match")
 def test_runtime_class_refuses_a_pod_whose_node_selector_conflicts(wincon, namespace, build, runtime_class):
     """A RuntimeClass pins Windows pods to matching hosts (003_414b2f1c5dd978a2.txt, Roadmap; 000_4130a90def37a825.txt, OS version match): a pod selecting another build is refused at admission."""
     name, selector, _ = runtime_class

@@ -23,6 +23,7 @@ RUNTIME_PIPE = "\\\\.\\pipe\\containerd-containerd"
 
 @pytest.mark.test_id("e1df6cac-0ebc-44a2-815d-533617352a02")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrote(wincon, namespace, build, kube):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage), hostPath included ("V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work", 002_8a7e76f95009f44f.txt): a readOnly hostPath mount refuses writes and reads what a read-write mount of it wrote."""
     volume = {"name": "host", "hostPath": {"path": HOST_DIR, "type": "DirectoryOrCreate"}}
@@ -50,6 +51,8 @@ def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrot
 
 @pytest.mark.test_id("79fc640f-ca2c-4105-9a55-9560f0f538af")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_named_pipe_host_mount_reaches_the_hosts_pipe(wincon, namespace, build, kube):
     """ "Named pipe host mounts" are supported for Windows pods (002_8a7e76f95009f44f.txt, Pods; 003_414b2f1c5dd978a2.txt, What works today): the runtime's named pipe, mounted by hostPath, exists in the container."""
     body = windows_pod(

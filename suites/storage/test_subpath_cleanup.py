@@ -65,6 +65,7 @@ def mounts_and_volumes() -> tuple[list[dict], list[dict]]:
 
 @pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "API")
 def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
     core = kube.core

@@ -57,6 +57,7 @@ def host_process_pod(wincon, namespace, name, build, node, command):
 @pytest.mark.test_id("e04dae75-7c50-4a32-82f6-bf7172b94151")
 @pytest.mark.dataplane
 @pytest.mark.limitation("emptydir-medium-memory")
+@pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
 def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube):
     """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
     body = mounted_pod(
@@ -97,6 +98,7 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
 @pytest.mark.test_id("29aa9b27-9c9b-4ae6-b316-696cb12de18f")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-volume-mounts")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube):
     """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
     mounts = [{"name": "data", "mountPath": "C:\\data"}, {"name": "data", "mountPath": "C:\\sub", "subPath": "sub"}]
@@ -115,6 +117,7 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ku
 @pytest.mark.test_id("83f6e438-d85a-42a4-ae30-f9d2f75378de")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-secret-volume")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube):
     """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
     ensure_secret(kube)
@@ -129,6 +132,7 @@ def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, 
 @pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
 @pytest.mark.dataplane
 @pytest.mark.limitation("single-file-volume-mount")
+@pytest.mark.documents("k8s-windows-intro", "Storage")
 def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube):
     """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
     cm = {
@@ -149,6 +153,7 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kub
 @pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-defaultmode")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube):
     """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
     ensure_secret(kube)
@@ -174,6 +179,7 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
 @pytest.mark.test_id("12b219f8-1986-4fe2-8af8-8284f3892a90")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-ownership-permissions")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube):
     """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
     body = mounted_pod(
@@ -192,6 +198,7 @@ def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube)
 @pytest.mark.test_id("b08d526f-64bc-4357-b3bd-7cab1b9bd4f5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("readonly-root-filesystem")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube):
     """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
     body = windows_pod(wincon, "ro-root", build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}})
@@ -207,6 +214,7 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
+@pytest.mark.documents("k8s-windows-intro", "Storage/API")
 def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, kube):
     """ "Volume mounts cannot project files or directories back to the host filesystem" and "mount propagation is not supported on Windows" (000_4130a90def37a825.txt, Storage/API)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -234,6 +242,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
 @pytest.mark.test_id("323ed5dd-11c4-4481-a786-faa043a12531")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
+@pytest.mark.documents("k8s-windows-intro", "V1.VolumeMount.mountPropagation")
 def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(wincon, namespace, build, kube):
     """ "V1.VolumeMount.mountPropagation - mount propagation is not supported on Windows" (000_4130a90def37a825.txt): Bidirectional needs a privileged container, which a Windows pod cannot have."""
     mounts = [{"name": "host", "mountPath": "C:\\host", "mountPropagation": "Bidirectional"}]
@@ -254,6 +263,7 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 @pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
 @pytest.mark.dataplane
 @pytest.mark.limitation("secrets-clear-text-on-node")
+@pytest.mark.documents("k8s-windows-guide", "Security")
 def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
     """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -297,6 +307,7 @@ def storage_class_where(kube, predicate):
 @pytest.mark.test_id("6a4681a0-95c1-4fe8-90fa-6ea4efdcb8ee")
 @pytest.mark.dataplane
 @pytest.mark.limitation("block-device-mapping")
+@pytest.mark.documents("k8s-windows-intro", "V1.Pod.volumeDevices")
 def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
     storage_class = storage_class_where(kube, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
@@ -334,6 +345,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.limitation("nfs-volumes-unsupported")
+@pytest.mark.documents("k8s-windows-intro", "Storage")
 def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, kube):
     """ "NFS based storage/volume support" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     image = f"{wincon.catalog.registries['promoterE2eRegistry'].rstrip('/')}/volume/nfs:1.4"
@@ -374,6 +386,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
 @pytest.mark.test_id("1da1c09c-d199-44dc-8431-a5f6b3130da8")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-expansion-resizefs")
+@pytest.mark.documents("k8s-windows-intro", "Storage")
 def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube):
     """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     storage_class = storage_class_where(kube, lambda c: bool(c.allow_volume_expansion))

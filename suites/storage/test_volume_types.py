@@ -30,6 +30,7 @@ def write_and_read(path: str, text: str) -> list[str]:
 @pytest.mark.test_id("2c0a8f0f-5078-4881-a22b-15eeceaf31ac")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
+@pytest.mark.documents("k8s-handbook-windows", "Volume Support")
 def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path):
     r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way."""
     name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
@@ -50,6 +51,8 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ku
 @pytest.mark.parametrize(
     "host_path", ["C:\\wincon-tests\\{ns}-bs", "C:/wincon-tests/{ns}-fs"], ids=["backslash", "forward-slash"]
 )
+@pytest.mark.documents("k8s-windows-guide", "V1.Pod.volumes")
+@pytest.mark.documents("k8s-handbook-windows", "Volume Support")
 def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(wincon, namespace, build, kube, host_path):
     """ "HostPath" volumes work (002_8a7e76f95009f44f.txt, V1.Pod.volumes) with either path spelling (001_feb1108140134f87.txt, Volume Support): a file one pod writes, another pod on the node reads."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -118,6 +121,7 @@ SOURCES = {
         pytest.param("secret", marks=pytest.mark.limitation("configmap-secret-volumes-pre-1803")),
     ],
 )
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind):
     """ "ConfigMap, Secrets: as environment variables or volumes" (002_8a7e76f95009f44f.txt, Pods): the value is in the environment and in a file."""
     config_objects(kube)
@@ -145,6 +149,7 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
 @pytest.mark.test_id("0a6579e5-3092-4a45-9457-368cb3523bf5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("configmap-secret-volumes-pre-1803")
+@pytest.mark.documents("k8s-handbook-windows", "Note 2")
 def test_service_account_token_is_mounted(wincon, namespace, build, kube):
     """ "Windows Server 1803 ... fixes issues with Windows container symlinks, allowing ServiceAccount and ConfigMap to function normally" (001_feb1108140134f87.txt, Note 2)."""
     pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "sa-token", build))
@@ -159,6 +164,7 @@ def test_service_account_token_is_mounted(wincon, namespace, build, kube):
 @pytest.mark.test_id("4d86285e-c00f-4801-82f3-598b10e9d206")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
+@pytest.mark.documents("k8s-windows-guide", "ConfigMap, Secrets: as volumes")
 def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube):
     """Projected volumes of ConfigMap, Secret, downward API and token sources (002_8a7e76f95009f44f.txt, ConfigMap, Secrets: as volumes): every source shows in one directory."""
     config_objects(kube)
@@ -195,6 +201,7 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
 @pytest.mark.test_id("e7a25a77-1752-4fe1-a971-590e6773baf0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube):
     """ "Pod status fields" and metadata reach Windows containers (002_8a7e76f95009f44f.txt, Pods): a downwardAPI volume holds the pod's name and labels."""
     items = [
@@ -219,6 +226,7 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, k
 
 @pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube):
     """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
     body = mounted_pod(
@@ -241,6 +249,7 @@ def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, k
 
 @pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
     body = mounted_pod(
@@ -266,6 +275,8 @@ def default_storage_class(kube):
 @pytest.mark.test_id("f75f284e-9493-4750-b9d6-a2f8899d7e27")
 @pytest.mark.dataplane
 @pytest.mark.limitation("csi-plugins-need-privileged")
+@pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
 def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube):
     """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
     storage_class = default_storage_class(kube)
@@ -298,6 +309,7 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
 
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")
 @pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "V1.Pod")
 def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build, kube):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work and have tests in TestGrid" (000_4130a90def37a825.txt, V1.Pod): a Windows pod using them all (plus projected and downwardAPI) is admitted and placed."""
     config_objects(kube)
