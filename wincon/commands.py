@@ -148,8 +148,14 @@ def collect(paths: list[str], extra: list[str], out_option: str) -> tuple[dict[s
         return json.loads(out.read_text()), proc.stdout + proc.stderr
 
 
-def lint_problems(tests: list[dict[str, Any]], entries: dict[str, Any]) -> list[str]:
-    """Every problem `wincon lint` reports, as one line each."""
+def lint_problems(
+    tests: list[dict[str, Any]], entries: dict[str, Any], sources: dict[str, Any] | None = None
+) -> list[str]:
+    """Every problem `wincon lint` reports, as one line each. ``sources`` (default: docs/sources.md) are the
+    ids a ``documents`` marker may cite; rows without a ``documents`` key (older plan files) skip that check."""
+    from wincon import sources as sources_mod
+
+    known_sources = sources if sources is not None else sources_mod.load()
     problems = []
     ids_by_function: dict[str, set[str]] = defaultdict(set)
     functions_by_id: dict[str, set[str]] = defaultdict(set)
@@ -166,6 +172,17 @@ def lint_problems(tests: list[dict[str, Any]], entries: dict[str, Any]) -> list[
             functions_by_id[tid].add(test["function"])
         if len(test["test_ids"]) > 1:
             problems.append(f"{test['nodeid']}: more than one test_id")
+        documents = test.get("documents")
+        if documents is not None and not documents:
+            problems.append(
+                f"{test['nodeid']}: no documents marker (add @pytest.mark.documents('<source id of "
+                "docs/sources.md>', '<section>'))"
+            )
+        for source, section in documents or []:
+            if source not in known_sources:
+                problems.append(f"{test['nodeid']}: documents source {source!r} is not in docs/sources.md")
+            if not section.strip():
+                problems.append(f"{test['nodeid']}: documents({source!r}) names no section")
         for lim in test["referenced_limitations"]:
             referenced.add(lim)
             if lim not in entries:

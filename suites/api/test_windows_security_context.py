@@ -116,7 +116,7 @@ LINUX_WINDOWS_OPTIONS = {
 
 @pytest.mark.test_id("46c4365f-c6b0-4d74-936c-5bc484139ecb")
 @pytest.mark.parametrize("scope", list(LINUX_WINDOWS_OPTIONS))
-@pytest.mark.documents("k8s-windows-intro", "API \"Identity\"")
+@pytest.mark.documents("k8s-windows-intro", 'API "Identity"')
 def test_linux_pod_may_not_set_windows_options(wincon, namespace, scope):
     """Windows identity is a name in the SAM, not a UID (000_4130a90def37a825.txt, API "Identity"): a Linux pod with windowsOptions is refused."""
     image = wincon.catalog.image("agnhost", "linux")
