@@ -43,6 +43,12 @@ def register(sub: Any) -> None:
     p.add_argument("--fix", action="store_true", help="add a new test_id to every test function that has none")
     p.set_defaults(func=cmd_lint)
 
+    p = sub.add_parser("coverage", help="docs/coverage.md's documented sections -> tests, from the documents markers")
+    p.add_argument("paths", nargs="*", default=[str(SUITES)], help="suite paths (default: suites/)")
+    p.add_argument("--write", action="store_true", help="update docs/coverage.md")
+    p.add_argument("--check", action="store_true", help="exit 4 if docs/coverage.md is not in step")
+    p.set_defaults(func=cmd_coverage)
+
     p = sub.add_parser("cleanup", help="delete namespaces left behind by dead wincon runs")
     add_cluster_options(p)
     p.add_argument("--ttl", type=int, default=3600, help="reap namespaces older than this many seconds (default 3600)")
@@ -229,6 +235,29 @@ def cmd_lint(args: argparse.Namespace) -> int:
         f"lint: {len(tests)} tests ({len(functions)} functions), {len(entries)} limitations: {len(problems)} problems"
     )
     return ExitCode.USAGE if problems else ExitCode.OK
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from wincon import coverage, sources
+
+    dump, output = collect(args.paths, [], "--wincon-lint-out")
+    if not dump:
+        print(output.strip()[-3000:], file=sys.stderr)
+        raise UsageError("the suites could not be collected", "fix the collection error shown above")
+    part = coverage.render(dump["tests"], sources.load())
+    current = coverage.COVERAGE_MD.read_text() if coverage.COVERAGE_MD.exists() else "# Coverage\n"
+    wanted = coverage.update(current, part)
+    if args.check:
+        if wanted != current:
+            print("docs/coverage.md is not in step with the documents markers: run `wincon coverage --write`")
+            return ExitCode.USAGE
+        return ExitCode.OK
+    if args.write:
+        coverage.COVERAGE_MD.write_text(wanted)
+        print(f"wrote {coverage.COVERAGE_MD}")
+        return ExitCode.OK
+    print(part)
+    return ExitCode.OK
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
