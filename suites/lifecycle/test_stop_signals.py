@@ -2,8 +2,8 @@
 SIGTERM or SIGKILL, the two a Windows container can be stopped with; any other signal is refused by API
 validation at ``spec.containers[0].lifecycle.stopSignal``. The Linux control: the same signals on a Linux pod
 are accepted. Upstream: test/e2e/windows/container_stop_signals.go. Everything here runs against the real API
-server (server-side dry runs); where the feature gate is off the server drops the field, and the check skips
-with that reason."""
+server (server-side dry runs); where the feature gate is off the server drops the field, and the checks skip
+with that reason (the ``stop_signals`` fixture, decided at collection where a cluster is reachable)."""
 
 from __future__ import annotations
 
@@ -29,21 +29,11 @@ def stored_signal(created: dict | None) -> str | None:
     return (containers[0].get("lifecycle") or {}).get("stopSignal")
 
 
-def require_stop_signals(wincon, namespace: str, build) -> None:
-    """Skip unless the API server keeps lifecycle.stopSignal (the ContainerStopSignals gate is on)."""
-    probe = with_stop_signal(windows_pod(wincon, "stop-signal-probe", build), "SIGTERM")
-    created, rejection = submit_pod(wincon.api_client, namespace, probe)
-    assert rejection is None, f"a Windows pod stopping with SIGTERM was refused: {rejection.describe()}"
-    if stored_signal(created) is None:
-        pytest.skip("the API server dropped lifecycle.stopSignal: the ContainerStopSignals feature gate is off")
-
-
 @pytest.mark.test_id("7bc04f23-9f14-4571-9359-e48268d1d237")
 @pytest.mark.parametrize(("signal", "accepted"), CASES, ids=[f"{s}-{'accepted' if a else 'refused'}" for s, a in CASES])
 @pytest.mark.documents("k8s-windows-guide", "Limitations > Compute")
-def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build, signal, accepted):
+def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build, stop_signals, signal, accepted):
     """ "Signals - Windows interactive apps handle termination differently" (002_8a7e76f95009f44f.txt, Limitations > Compute): a Windows container can only be stopped with SIGTERM or SIGKILL, so API validation accepts those two stop signals and refuses the others (upstream container_stop_signals.go)."""
-    require_stop_signals(wincon, namespace, build)
     body = with_stop_signal(windows_pod(wincon, f"stop-{signal.lower()}", build), signal)
     created, rejection = submit_pod(wincon.api_client, namespace, body)
     if accepted:
@@ -58,9 +48,8 @@ def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build,
 @pytest.mark.test_id("16554e3b-006c-41de-84c9-30df3389fa67")
 @pytest.mark.parametrize("signal", ["SIGQUIT", "SIGUSR1"])
 @pytest.mark.documents("k8s-windows-guide", "Limitations > Compute, Signals")
-def test_linux_pod_may_stop_with_other_signals(wincon, namespace, build, signal):
+def test_linux_pod_may_stop_with_other_signals(wincon, namespace, build, stop_signals, signal):
     """The Linux control of the stop-signal rule: the signals refused for Windows pods are accepted for a Linux pod, so the refusal is the Windows rule (002_8a7e76f95009f44f.txt, Limitations > Compute, Signals)."""
-    require_stop_signals(wincon, namespace, build)
     image = wincon.catalog.image("agnhost", "linux")
     body = pod_manifest(f"linux-stop-{signal.lower()}", [container("main", image, args=["pause"])], os_name="linux")
     created, rejection = submit_pod(wincon.api_client, namespace, with_stop_signal(body, signal))
