@@ -110,8 +110,21 @@ def framework_overhead(kubeconfig: Path, tests: int) -> tuple[float, float]:
         (Path(tmp) / "conftest.py").write_text("")
         start = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", tmp, "-q", "-p", "no:randomly", "--kubeconfig", str(kubeconfig),
-             "-p", "no:cacheprovider", "--rootdir", tmp],  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                tmp,
+                "-q",
+                "-p",
+                "no:randomly",
+                "--kubeconfig",
+                str(kubeconfig),
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                tmp,
+            ],  # fmt: skip
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from wincon import controls, sources
 from wincon import limitations as limitations_mod
-from wincon import sources
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
 from wincon.options import AREAS, MARKERS
@@ -32,10 +32,11 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         reject_unknown_markers(items, config)
     for item in items:
         record_identity(item)
+        controls.mark(item, profile)
         if limitations is None:
             continue
         check_limitation_ids(item, limitations, config)
-        if profile is not None:
+        if profile is not None and not controls.is_control(item):  # a limitation is Windows's, never a control's
             apply_limitations(item, limitations, profile)
             skip_hybrid_without_linux(item, profile)
 
@@ -162,7 +163,7 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     xfail = next((m for m in item.iter_markers("xfail")), None)
     if skip is not None:
         outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
-    elif profile is not None and item.get_closest_marker("dataplane") and not profile.data_plane:
+    elif profile is not None and item.get_closest_marker("dataplane") and not controls.data_plane_for(item, profile):
         outcome, reason = "skip", SIMULATED_REASON
         if limitations:
             reason += "; on a real cluster with this profile: expected failure " + ", ".join(
@@ -189,4 +190,5 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         "reason": reason,
         "limitations": limitations,
         "unknown_facts": unknown,
+        **controls.plan_fields(item),
     }

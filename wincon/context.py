@@ -217,6 +217,9 @@ class WinconContext:
             if not repo_list and not os.environ.get("KUBE_TEST_REPO_LIST"):
                 repo_list = hints.repo_list_file(self.local_hints)
             self._catalog = Catalog.load(repo_list=repo_list)
+            carried = hints.images(self.local_hints)
+            if carried:
+                self._catalog.linux_available = set(carried.values())
         return self._catalog
 
     @property

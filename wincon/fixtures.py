@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from wincon import controls
 from wincon.cluster.client import call
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, WinconContext, get_context
@@ -83,7 +84,7 @@ def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[...,
         text = f"{where}: {text}" if where else text
         if (COMMAND, text) not in node.user_properties:  # a check that retries records its command once
             node.user_properties.append((COMMAND, text))
-        if not profile.data_plane:
+        if not controls.data_plane_for(node, profile):
             node.user_properties.append((SIMULATED_SKIP, "true"))
             would = [lim.id for lim, _ in node.stash.get(APPLIED_KEY, [])]
             suffix = f"; on a real cluster with this profile: expected to fail ({', '.join(would)})" if would else ""

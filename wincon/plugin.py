@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from wincon import collection, context, options, reports
+from wincon import collection, context, controls, options, reports
 from wincon.errors import WinconError
 from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,
@@ -38,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options.register_markers(config)
     if not context.is_suite_run(config):
         return
+    controls.configure_distribution(config)
     try:
         context.start_run(config)
     except WinconError as exc:
@@ -54,6 +55,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return context.header_lines(config)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    controls.parametrize(metafunc)
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     collection.modify_items(config, items)
 
@@ -67,7 +72,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     outcome: Any = yield
     cluster = context.get_profile(item.config)
     if cluster is not None:
-        reports.rewrite(item, call, outcome.get_result(), cluster)
+        report = outcome.get_result()
+        reports.rewrite(item, call, report, cluster)
+        if controls.is_control(item):
+            controls.record(item, report)
+        else:
+            controls.judge(item, report)
 
 
 @pytest.hookimpl(trylast=True)

@@ -7,11 +7,20 @@ from typing import Any
 
 import pytest
 
+from wincon import controls
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import ExitCode, InfrastructureError
 from wincon.profile import ClusterProfile
-from wincon.verdicts import INFRASTRUCTURE_ERROR, INFRASTRUCTURE_PREFIX, LIFTED, STRICT_XPASS, is_lifted, lifted_message
+from wincon.verdicts import (
+    INFRASTRUCTURE_ERROR,
+    INFRASTRUCTURE_PREFIX,
+    LIFTED,
+    STRICT_XPASS,
+    TARGET_OS,
+    is_lifted,
+    lifted_message,
+)
 
 
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
@@ -26,7 +35,7 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         return
     if report.when != "call":
         return
-    if report.passed and item.get_closest_marker("dataplane") and not profile.data_plane:
+    if report.passed and item.get_closest_marker("dataplane") and not controls.data_plane_for(item, profile):
         report.outcome = "failed"
         report.longrepr = (
             "a data-plane check passed on simulated nodes, where nothing really ran: the verdict would lie. "
@@ -107,9 +116,11 @@ def exit_status(session: pytest.Session, exitstatus: int) -> int:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or exitstatus != ExitCode.TESTS_FAILED:
         return exitstatus
-    failed = reporter.stats.get("failed", [])
+    # A failed Linux control says the cluster breaks the check for every pod: infrastructure, not Windows.
+    failed = [r for r in reporter.stats.get("failed", []) if (TARGET_OS, controls.LINUX) not in r.user_properties]
     errors = reporter.stats.get("error", [])
+    controls_failed = len(reporter.stats.get("failed", [])) - len(failed)
     # Errors are failures outside a test body: fixtures that could not deploy, infrastructure errors.
-    if not failed and errors:
+    if not failed and (errors or controls_failed):
         return int(ExitCode.INFRASTRUCTURE)
     return exitstatus

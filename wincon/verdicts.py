@@ -39,6 +39,9 @@ FLOW = "flow"
 SIMULATED_SKIP = "simulated_skip"
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 COMMAND = "command"
+TARGET_OS = "os"  # the OS whose pods the item checks: windows, or linux for a control
+CONTROL = "control"  # the key shared by a Windows check and its Linux control
+CONTROL_OUTCOME = "control_outcome"  # on a Windows check: its control's outcome in this run (or "none")
 
 # In the order they are shown.
 KNOWN_PROPERTIES = (
@@ -53,6 +56,9 @@ KNOWN_PROPERTIES = (
     SIMULATED_SKIP,
     INFRASTRUCTURE_ERROR,
     COMMAND,
+    TARGET_OS,
+    CONTROL,
+    CONTROL_OUTCOME,
 )
 # Properties that may appear more than once (a test can cite several documents or limitations).
 MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND})

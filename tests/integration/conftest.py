@@ -16,7 +16,6 @@ first time) that a test run must not start it behind the user's back.
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest

@@ -48,6 +48,9 @@ class Catalog:
         self.images = images
         self.registries = registries
         self.windows_builds = windows  # os version name -> build
+        # The Linux images a cluster without a registry carries (the local cluster's real nodes), or None
+        # where any reference can be pulled: a check needing another Linux image skips there, with that reason.
+        self.linux_available: set[str] | None = None
 
     @classmethod
     def load(cls, path: str | Path | None = None, repo_list: str | Path | None = None) -> Catalog:
@@ -96,7 +99,15 @@ class Catalog:
                     f"{host_build} (it has {', '.join(spec.windows_versions) or 'none'})",
                     "build and push the image for this Windows version (images/build.sh) or use --image-repo-list",
                 )
-        return spec.reference(self.registries)
+        reference = spec.reference(self.registries)
+        if os_name == "linux" and self.linux_available is not None and reference not in self.linux_available:
+            import pytest
+
+            pytest.skip(
+                f"image {key} ({reference}) is not on this cluster's Linux nodes, which pull nothing (they carry "
+                f"{', '.join(sorted(self.linux_available))})"
+            )
+        return reference
 
 
 def load_repo_list(path: str | Path) -> dict[str, str]:
