@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.pods import windows_pod
+from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 
 pytestmark = [pytest.mark.scheduling]
@@ -54,8 +54,23 @@ def test_limit_range_defaults_and_maximum_apply_to_windows_pods(kube, wincon, na
     assert rejection.status == 403 and "maximum cpu usage per Container is 1" in rejection.message, rejection.describe()
 
     call(kube.core.patch_namespaced_limit_range, "windows-limits", namespace, limit_range("750m", "1"))
-    created, rejection = submit_pod(
-        kube.api_client, namespace, windows_pod(wincon, "after-update", build), dry_run=False
+
+    # LimitRanger reads ranges from an informer: the update reaches admission a moment after it is stored.
+    def defaulted_after_update() -> str | None:
+        created, rejection = submit_pod(kube.api_client, namespace, windows_pod(wincon, "after-update", build))
+        assert rejection is None, (
+            f"a Windows pod without resources was refused after the update: {rejection.describe()}"
+        )
+        cpu = stored_resources(created).get("limits", {}).get("cpu")
+        seen.append(cpu)
+        return cpu if cpu == "750m" else None
+
+    seen: list[str | None] = []
+    cpu = eventually(
+        defaulted_after_update,
+        30,
+        "the updated LimitRange's default (750m) applied to the next Windows pod",
+        behaviour=True,
+        seen=lambda: f"default CPU limits {seen[-3:]}",
     )
-    assert rejection is None, f"a Windows pod without resources was refused after the update: {rejection.describe()}"
-    assert stored_resources(created).get("limits", {}).get("cpu") == "750m", stored_resources(created)
+    assert cpu == "750m"
