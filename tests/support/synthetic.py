@@ -15,6 +15,7 @@ from typing import Any
 
 from wincon.results.artifacts import write_run
 from wincon.results.model import CaseResult, Verdict
+from wincon.verdicts import CONTROL, CONTROL_OUTCOME, TARGET_OS
 
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 CLUSTERS = (
@@ -74,12 +75,24 @@ def case(
     message: str = "",
     markers: tuple[str, ...] = (),
     doc: str = "000_4130a90def37a825.txt",
+    target_os: str | None = None,
+    control: str | None = None,
+    control_outcome: str | None = None,
 ) -> CaseResult:
-    """One case as the plugin would record it (properties in the core plugin's names)."""
+    """One case as the plugin would record it (properties in the core plugin's names). ``target_os``,
+    ``control`` and ``control_outcome`` are the Linux-control properties (see :func:`twins`)."""
     properties = [("test_id", test_id or str(uuid.uuid5(uuid.NAMESPACE_URL, name))), ("area", area), ("doc", doc)]
     if limitation:
         properties += [("limitation", limitation), ("limitation_title", limitation_title or limitation)]
+    if target_os == "linux":
+        markers = (*markers, "control")
     properties.append(("markers", ",".join(sorted({area, *markers}))))
+    if target_os:
+        properties.append((TARGET_OS, target_os))
+    if control:
+        properties.append((CONTROL, control))
+    if control_outcome:
+        properties.append((CONTROL_OUTCOME, control_outcome))
     if not message:
         message = {
             Verdict.FAILED: "AssertionError: the documented behaviour did not hold",
@@ -89,6 +102,44 @@ def case(
             Verdict.ERROR: "infrastructure error (not a node failure): pod never scheduled",
         }.get(verdict, "")
     return CaseResult(name=name, verdict=verdict, message=message, classname=area, duration=1.5, properties=properties)
+
+
+def twins(
+    name: str, windows: Verdict | None, linux: Verdict | None, *, area: str = "networking", **kw: Any
+) -> list[CaseResult]:
+    """A check with a Linux control, as the core plugin records them: ``name[linux]`` (its own test id,
+    marker ``control``) and ``name[windows]`` (the function's test id, the control's outcome); ``None``
+    leaves that twin out of the run (``-m control`` / ``-m "not control"``)."""
+    test_id = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    key = f"/repo/{name}[]"
+    out = []
+    if linux is not None:
+        control_id = str(uuid.uuid5(uuid.NAMESPACE_URL, test_id + ":linux-control"))
+        message = "AssertionError: no reply" if linux is Verdict.FAILED else ""
+        out.append(
+            case(
+                f"{name}[linux]", linux, test_id=control_id, area=area, target_os="linux", control=key, message=message
+            )
+        )
+    if windows is not None:
+        outcome = linux.value if linux is not None else "none"
+        message = kw.pop("message", "")
+        if windows is Verdict.ERROR and linux is Verdict.FAILED and not message:
+            message = "infrastructure error (not a node failure): cluster-wide: Linux pods fail the same check"
+        out.append(
+            case(
+                f"{name}[windows]",
+                windows,
+                test_id=test_id,
+                area=area,
+                target_os="windows",
+                control=key,
+                control_outcome=outcome,
+                message=message,
+                **kw,
+            )
+        )
+    return out
 
 
 def history(root: Path, runs: int = 100, tests: int = 300, seed: int = 7) -> list[Path]:

@@ -35,12 +35,16 @@ def register(subparsers: Any) -> None:
 
     rep = subparsers.add_parser(
         "report",
-        help="generate a run's Allure HTML report (offline)",
-        description="Generate RESULTS/allure-report/index.html from RESULTS/allure-results with the Allure CLI "
-        "installed by `npm ci` (node_modules/.bin/allure; needs Java 17).",
+        help="print a run's checks (Windows and Linux control side by side); generate its Allure report",
+        description="Print one row per check of the run: its Windows verdict and its Linux control's verdict "
+        "in the same run ('no control' where it has none), then a summary line with the controls' figure "
+        "(controls: N passed / M run). Then generate RESULTS/allure-report/index.html from "
+        "RESULTS/allure-results with the Allure CLI installed by `npm ci` (node_modules/.bin/allure; needs "
+        "Java 17).",
     )
     rep.add_argument("results", type=Path, help="a run's results directory (or an allure-results directory)")
     rep.add_argument("-o", "--output", type=Path, help="report directory (default: RESULTS/allure-report)")
+    rep.add_argument("--no-html", action="store_true", help="print the table only; no Allure report")
     rep.set_defaults(func=cmd_report)
 
     pub = subparsers.add_parser(
@@ -99,9 +103,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wincon.results.report import generate
+    from wincon.results.artifacts import is_run_dir, load_run
+    from wincon.results.report import generate, table
 
-    print(f"allure report: {generate(args.results, args.output)}")
+    if is_run_dir(args.results) or args.no_html:
+        print(table(load_run(args.results).cases, width=0))
+    if not args.no_html:
+        print(f"allure report: {generate(args.results, args.output)}")
     return ExitCode.OK
 
 

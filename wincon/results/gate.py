@@ -9,6 +9,11 @@ results keyed by those ids. A required test must have run and behaved as documen
 * failed, error, skipped, or absent from the run: the gate says no (exit 11);
 * xpassed (a limitation appears lifted): the behaviour holds, so it does not block, but it is listed
   as a limitation to review, for every test of the run, required or not.
+
+Linux controls (``[linux]`` items) are never required and never block: the gate looks at them only to
+classify a required Windows check's error. Where its control failed too in the same run, the error is
+cluster-wide (Linux pods fail the same check): it still blocks (the check did not hold on this cluster),
+and the gate says so, so nobody blames the Windows node for it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from jsonschema import Draft202012Validator
 
 from wincon.errors import UsageError
 from wincon.results.artifacts import Run
-from wincon.results.model import CaseResult, Verdict
+from wincon.results.model import CaseResult, Verdict, control_counts, pair
 
 DEFAULT_REQUIRED = Path(__file__).resolve().parent.parent.parent / "gating" / "required.yaml"
 _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
@@ -137,15 +142,30 @@ class GateResult:
     accepted: list[tuple[str, str, CaseResult]] = field(default_factory=list)
     blocking: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, why)
     review: list[tuple[str, str]] = field(default_factory=list)  # (limitation ids, test)
+    cluster_wide: int = 0  # blocking errors whose Linux control failed too
+    controls: dict[str, int] = field(default_factory=dict)  # control_counts() of the run
 
     def render(self) -> str:
         lines = [
             f"release gate for Kubernetes {self.minor}: {'PASS' if self.ok else 'FAIL'} "
             f"({len(self.passed)} required passed, {len(self.accepted)} accepted expected failures, "
-            f"{len(self.blocking)} blocking)"
+            f"{len(self.blocking)} blocking"
+            + (f", {self.cluster_wide} of them cluster-wide" if self.cluster_wide else "")
+            + ")"
         ]
         for test_id, name, why in self.blocking:
             lines.append(f"  BLOCKING {test_id} {name}: {why}")
+        if self.cluster_wide:
+            lines.append(
+                f"  {self.cluster_wide} blocking error(s) are cluster-wide: their Linux controls failed the same check "
+                "in this run, so the cluster (network, DNS, external target) fails it for every pod, not the Windows "
+                "node"
+            )
+        if self.controls.get("total"):
+            lines.append(
+                f"  Linux controls ignored by the gate (never required, never blocking): {self.controls['passed']} "
+                f"passed / {self.controls['run']} run"
+            )
         for test_id, name, case in self.accepted:
             lines.append(f"  accepted {test_id} {name}: {case.message}")
         if self.review:
@@ -169,13 +189,21 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
             f'add a kubernetes/"{minor}" entry (include the previous minor), or pass --k8s-version',
         )
     by_id: dict[str, list[CaseResult]] = {}
+    control_ids: set[str] = set()
     for case in run.cases:
+        if case.is_control:  # never required, never blocking
+            control_ids.add(case.test_id)
+            continue
         by_id.setdefault(case.test_id, []).append(case)
-    result = GateResult(minor=minor, ok=True)
+    cluster_wide = {id(check.windows) for check in pair(run.cases) if check.cluster_wide}
+    result = GateResult(minor=minor, ok=True, controls=control_counts(run.cases))
     for test_id, name in required.versions[minor].items():
         cases = by_id.get(test_id)
         if not cases:
-            result.blocking.append((test_id, name, "missing: not in this run"))
+            why = "missing: not in this run"
+            if test_id in control_ids:
+                why += " (only a Linux control carries this id, and controls are never required: list its Windows twin)"
+            result.blocking.append((test_id, name, why))
             continue
         for case in cases:
             verdict = case.verdict
@@ -186,7 +214,11 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
             elif verdict is Verdict.XPASSED:
                 result.passed.append((test_id, name, case))
             else:
-                result.blocking.append((test_id, case.name, f"{verdict.value}: {case.message or 'no message'}"))
+                why = f"{verdict.value}: {case.message or 'no message'}"
+                if id(case) in cluster_wide:
+                    result.cluster_wide += 1
+                    why = f"cluster-wide (its Linux control failed too): {why}"
+                result.blocking.append((test_id, case.name, why))
     for case in run.cases:
         if case.verdict is Verdict.XPASSED:
             result.review.append((", ".join(case.limitations) or "(limitation not named)", case.name))

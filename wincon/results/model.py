@@ -14,20 +14,26 @@ from typing import Any
 
 from wincon.verdicts import (
     AREA,
+    CONTROL,
+    CONTROL_OUTCOME,
     INFRASTRUCTURE_ERROR,
     KNOWN_PROPERTIES,
     LIFTED,
     LIMITATION,
     LIMITATION_TITLE,
     MULTI_PROPERTIES,
+    TARGET_OS,
     TEST_ID,
     Verdict,
     is_lifted,
     lifted_message,
 )
 
+LINUX, WINDOWS = "linux", "windows"
+_CONTROL_SUFFIXES = ("[linux]", "-linux]")
+
 # The verdict names and property keys live in wincon.verdicts (the core plugin writes them); re-exported here.
-__all__ = ["KNOWN_PROPERTIES", "MULTI_PROPERTIES", "Verdict", "CaseResult", "classify"]
+__all__ = ["KNOWN_PROPERTIES", "MULTI_PROPERTIES", "Verdict", "CaseResult", "Check", "classify", "pair"]
 
 
 @dataclass
@@ -81,6 +87,40 @@ class CaseResult:
     @property
     def markers(self) -> list[str]:
         return [m for m in self.prop("markers").split(",") if m]
+
+    @property
+    def is_control(self) -> bool:
+        """A Linux control: its ``os`` property says linux, or (results without it) its name ends in
+        ``[linux]``/``-linux]`` and it carries the marker ``control``."""
+        target = self.prop(TARGET_OS)
+        if target:
+            return target == LINUX
+        return self.name.endswith(_CONTROL_SUFFIXES) and "control" in self.markers
+
+    @property
+    def os(self) -> str:
+        return LINUX if self.is_control else WINDOWS
+
+    @property
+    def control(self) -> str:
+        """The key shared by a Windows check and its Linux control ("" when the check has none)."""
+        return self.prop(CONTROL)
+
+    @property
+    def control_outcome(self) -> str:
+        """On a Windows check: its control's outcome as the plugin saw it in this run ("none", or "")."""
+        return self.prop(CONTROL_OUTCOME)
+
+    @property
+    def twin_name(self) -> str:
+        """The node id of the other OS's twin by name: ``x[linux]`` <-> ``x[windows]``, ``x[a-linux]`` <->
+        ``x[a-windows]`` ("" for a check whose name has no OS)."""
+        for mine, other in (("[linux]", "[windows]"), ("-linux]", "-windows]"), ("[windows]", "[linux]")):
+            if self.name.endswith(mine):
+                return self.name[: -len(mine)] + other
+        if self.name.endswith("-windows]"):
+            return self.name[: -len("-windows]")] + "-linux]"
+        return ""
 
 
 def _text(value: Any) -> str:
@@ -222,6 +262,91 @@ def classify(reports: Sequence[Any]) -> CaseResult:
         classname=classname,
         properties=properties,
     )
+
+
+@dataclass
+class Check:
+    """One check of a run, both OSes side by side: the Windows case and its Linux control's case.
+
+    ``windows`` is None where only the control ran in this run (``-m control``); ``control`` is None
+    where the check has no control or its control is not in the results.
+    """
+
+    windows: CaseResult | None
+    control: CaseResult | None = None
+
+    @property
+    def name(self) -> str:
+        if self.windows is not None:
+            return self.windows.name
+        assert self.control is not None
+        return self.control.twin_name or self.control.name
+
+    @property
+    def has_control(self) -> bool:
+        """Whether the check has a Linux control at all (in the results, or named by the Windows case)."""
+        return self.control is not None or bool(self.windows is not None and self.windows.control)
+
+    @property
+    def control_verdict(self) -> str:
+        """The control's verdict in this run: its own case's, else the outcome the Windows case recorded;
+        "no control" for a check without one, "not run" when the check has one that did not run here."""
+        if self.control is not None:
+            return self.control.verdict.value
+        if self.windows is None or not self.windows.control:
+            return NO_CONTROL
+        outcome = self.windows.control_outcome
+        return outcome if outcome and outcome != "none" else CONTROL_NOT_RUN
+
+    @property
+    def cluster_wide(self) -> bool:
+        """A Windows error that its control's failure explains: Linux pods fail the same check too."""
+        if self.windows is None or self.windows.verdict is not Verdict.ERROR:
+            return False
+        return self.control_verdict == Verdict.FAILED.value or "cluster-wide" in self.windows.message
+
+
+NO_CONTROL = "no control"
+CONTROL_NOT_RUN = "not run"
+
+
+def pair(cases: Iterable[CaseResult]) -> list[Check]:
+    """The checks of one run, each Windows case with its Linux control, in the order of the cases.
+
+    Twins are matched by their shared ``control`` property, else (results without it) by name. A
+    control whose twin is not in the run becomes a check of its own, without a Windows case.
+    """
+    cases = list(cases)
+    controls = [c for c in cases if c.is_control]
+    by_key = {c.control: c for c in controls if c.control}
+    by_name = {c.name: c for c in controls}
+    used: set[int] = set()
+    checks: list[Check] = []
+    for case in cases:
+        if case.is_control:
+            continue
+        control = by_key.get(case.control) if case.control else None
+        if control is None and case.twin_name:
+            control = by_name.get(case.twin_name)
+        if control is not None and id(control) in used:
+            control = None
+        if control is not None:
+            used.add(id(control))
+        checks.append(Check(case, control))
+    checks += [Check(None, c) for c in controls if id(c) not in used]
+    return checks
+
+
+def control_counts(cases: Iterable[CaseResult]) -> dict[str, int]:
+    """The Linux controls of a run: how many there are, ran (not skipped), passed."""
+    controls = [c for c in cases if c.is_control]
+    ran = [c for c in controls if c.verdict is not Verdict.SKIPPED]
+    return {
+        "total": len(controls),
+        "run": len(ran),
+        "passed": sum(c.verdict is Verdict.PASSED for c in ran),
+        "skipped": len(controls) - len(ran),
+    }
 
 
 def count(cases: Iterable[CaseResult]) -> dict[str, int]:

@@ -1,4 +1,7 @@
-"""`wincon report`: the Allure HTML report of a run, generated offline.
+"""`wincon report`: a run's checks as a table (a column per OS), and its Allure HTML report, generated offline.
+
+The table has one row per check: its Windows verdict beside its Linux control's verdict in the same run
+("no control" where the check has none), then the summary line with the controls' figure.
 
 The Allure CLI comes from the npm package ``allure-commandline``, pinned in the repository's
 package.json / package-lock.json and installed with ``npm ci`` (it runs on the machine's Java 17).
@@ -14,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from wincon.errors import ResultsError
+from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ALLURE_FIX = (
@@ -62,3 +66,75 @@ def generate(results_dir: Path, out: Path | None = None, timeout: float = 600.0)
             ALLURE_FIX,
         )
     return index
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def _short(name: str) -> str:
+    """``suites/networking/test_x.py::test_y[windows]`` -> ``networking/test_x.py::test_y``."""
+    name = name.removeprefix("suites/")
+    for suffix, keep in (("[windows]", ""), ("[linux]", ""), ("-windows]", "]"), ("-linux]", "]")):
+        if name.endswith(suffix):
+            return name[: -len(suffix)] + keep
+    return name
+
+
+def _area(check: Check) -> str:
+    case = check.windows or check.control
+    return case.area if case is not None else ""
+
+
+def _note(check: Check) -> str:
+    """Why the Windows verdict is what it is, in a few words, where it is not a plain pass."""
+    case = check.windows
+    if case is None:
+        return "only the Linux control ran"
+    if check.cluster_wide:
+        return "cluster-wide: its Linux control failed too"
+    if case.verdict is Verdict.FAILED and check.control_verdict == Verdict.PASSED.value:
+        return "Windows deviation: its Linux control passed"
+    if case.verdict is Verdict.PASSED:
+        return ""
+    return case.message.splitlines()[0] if case.message else ""
+
+
+def table(cases: list[CaseResult], width: int = 160) -> str:
+    """One row per check: the Windows verdict and the Linux control verdict side by side, then a summary."""
+    checks = sorted(pair(cases), key=lambda c: (_area(c), c.name))
+    rows = [("check", "windows", "linux control", "note")]
+    for check in checks:
+        rows.append(
+            (
+                _short(check.name),
+                check.windows.verdict.value if check.windows is not None else CONTROL_ABSENT,
+                check.control_verdict,
+                _note(check),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = []
+    for row in rows:
+        line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        lines.append(line.rstrip()[:width] if width else line.rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths) + "  ----")
+    lines.append(summary_line(cases))
+    return "\n".join(lines)
+
+
+CONTROL_ABSENT = "not run"
+
+
+def summary_line(cases: list[CaseResult]) -> str:
+    """``windows: N checks (3 passed, ...); controls: N passed / M run (K skipped)``, from the results."""
+    windows = [c for c in cases if not c.is_control]
+    counts = count(windows)
+    shown = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
+    controls = control_counts(cases)
+    text = f"windows: {len(windows)} checks ({shown or 'none'}); controls: {controls['passed']} passed / {controls['run']} run"
+    if controls["skipped"]:
+        text += f" ({controls['skipped']} skipped)"
+    cluster_wide = sum(check.cluster_wide for check in pair(cases))
+    if cluster_wide:
+        text += f"; {cluster_wide} cluster-wide errors (the Linux control failed too)"
+    return text

@@ -8,7 +8,9 @@
    directory, and ``finished.json`` says how both phases ended;
 4. build the history dashboard (every run next to this one) and this run's Allure report, inside the
    run's directory, and print where they are;
-5. exit with the phases' combined exit code (5, nothing collected in either phase, stays an error).
+5. end with one summary line computed from the results: the Windows checks' verdicts and the Linux
+   controls' figure (``controls: N passed / M run``);
+6. exit with the phases' combined exit code (5, nothing collected in either phase, stays an error).
 
 Ctrl-C and SIGTERM reach pytest once, as SIGINT, so it finishes in order: namespaces cleaned, the
 results marked ABORTED. If pytest dies without finishing (SIGKILL, OOM killer), this process marks the
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from wincon.errors import ExitCode, WinconError
-from wincon.results import dashboard, report
+from wincon.results import artifacts, dashboard, report
 from wincon.results.plugin import write_finished
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -202,7 +204,19 @@ def run(
         show_results(results_dir)
     elif not (results_dir / "started.json").exists():
         print(f"wincon: pytest wrote no results to {results_dir} (exit {returncode})", file=sys.stderr)
+    if (results_dir / "finished.json").exists():
+        print_summary(results_dir, exit_code)
     return exit_code
+
+
+def print_summary(results_dir: Path, exit_code: int) -> None:
+    """The run's last line, from its results (both phases): the Windows verdicts and the controls' figure."""
+    try:
+        cases = artifacts.load_run(results_dir).cases
+    except WinconError as exc:
+        print(exc.render().replace("error:", "warning: summary:", 1), file=sys.stderr)
+        return
+    print(f"wincon run: {report.summary_line(cases)}; exit {exit_code}", flush=True)
 
 
 def run_serial_phase(

@@ -1,0 +1,152 @@
+"""Results show each check's Windows and Linux-control outcomes side by side: pairing, `wincon report`'s
+table, the gate's classification of errors, `wincon run`'s summary line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tests.support import synthetic
+from wincon.cli import main
+from wincon.errors import ExitCode
+from wincon.results import artifacts, runner
+from wincon.results.gate import judge, load_required
+from wincon.results.model import NO_CONTROL, CaseResult, Verdict, control_counts, pair
+from wincon.results.report import summary_line, table
+
+P, F, E, S, X = Verdict.PASSED, Verdict.FAILED, Verdict.ERROR, Verdict.SKIPPED, Verdict.XFAILED
+DIAL = "suites/networking/test_dial.py::test_pod_to_pod"
+DNS = "suites/dns/test_names.py::test_fqdn"
+PING = "suites/networking/test_icmp.py::test_ping_external"
+RUN_AS = "suites/api/test_fields.py::test_run_as_user_name"
+
+
+def run_cases() -> list[CaseResult]:
+    return [
+        *synthetic.twins(DIAL, F, P),  # a Windows deviation
+        *synthetic.twins(DNS, E, F, area="dns"),  # cluster-wide
+        *synthetic.twins(PING, X, P, limitation="icmp-egress"),  # confirmed expected failure
+        synthetic.case(RUN_AS, P, area="api", target_os="windows"),  # no control
+    ]
+
+
+def test_pair_puts_each_control_beside_its_windows_twin_and_nothing_else():
+    checks = {c.name: c for c in pair(run_cases())}
+    assert sorted(checks) == sorted([f"{DIAL}[windows]", f"{DNS}[windows]", f"{PING}[windows]", RUN_AS])
+    assert checks[f"{DIAL}[windows]"].control.name == f"{DIAL}[linux]"
+    assert checks[f"{DIAL}[windows]"].control_verdict == "passed"
+    assert checks[f"{DNS}[windows]"].cluster_wide and not checks[f"{DIAL}[windows]"].cluster_wide
+    assert checks[RUN_AS].control is None and checks[RUN_AS].control_verdict == NO_CONTROL
+
+
+def test_pairing_by_name_where_the_results_carry_no_control_property():
+    """JUnit from before the properties existed: ``x[linux]`` with marker control pairs with ``x[windows]``."""
+    control = CaseResult(name="t.py::test_a[http-linux]", verdict=P, properties=[("markers", "control,networking")])
+    windows = CaseResult(name="t.py::test_a[http-windows]", verdict=F)
+    not_a_control = CaseResult(name="t.py::test_b[linux]", verdict=P)  # no marker control: a check of its own
+    checks = pair([control, windows, not_a_control])
+    assert [(c.windows.name if c.windows else None, c.control.name if c.control else None) for c in checks] == [
+        ("t.py::test_a[http-windows]", "t.py::test_a[http-linux]"),
+        ("t.py::test_b[linux]", None),
+    ]
+
+
+def test_a_control_whose_twin_did_not_run_is_a_check_of_its_own_and_a_twin_without_its_control_says_not_run():
+    checks = pair([*synthetic.twins(DIAL, None, P), *synthetic.twins(DNS, S, None, area="dns")])
+    only_control, only_windows = checks[1], checks[0]
+    assert only_control.windows is None and only_control.name == f"{DIAL}[windows]"
+    assert only_windows.control is None and only_windows.control_verdict == "not run"
+
+
+def test_report_table_has_a_column_per_os_and_the_controls_figure(tmp_path, capsys):
+    path = artifacts.write_run(tmp_path / "r", run_cases(), start=1_000, result="FAILURE", profile=synthetic.profile())
+    assert main(["report", str(path), "--no-html"]) == ExitCode.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["check", "windows", "linux", "control", "note"]
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[2:-1]}
+    assert rows == {
+        "networking/test_dial.py::test_pod_to_pod": ["failed", "passed"],
+        "dns/test_names.py::test_fqdn": ["error", "failed"],
+        "networking/test_icmp.py::test_ping_external": ["xfailed", "passed"],
+        "api/test_fields.py::test_run_as_user_name": ["passed", "no"],  # "no control"
+    }
+    assert "Windows deviation: its Linux control passed" in next(x for x in lines if "test_dial" in x)
+    assert "cluster-wide: its Linux control failed too" in next(x for x in lines if "test_fqdn" in x)
+    assert lines[-1] == (
+        "windows: 4 checks (1 passed, 1 failed, 1 xfailed, 1 error); controls: 2 passed / 3 run; "
+        "1 cluster-wide errors (the Linux control failed too)"
+    )
+
+
+def test_the_controls_figure_counts_what_ran_and_is_computed_from_the_results():
+    cases = [*synthetic.twins(DIAL, S, P), *synthetic.twins(DNS, S, S, area="dns"), *synthetic.twins(PING, S, F)]
+    assert control_counts(cases) == {"total": 3, "run": 2, "passed": 1, "skipped": 1}
+    assert "controls: 1 passed / 2 run (1 skipped)" in summary_line(cases)
+    assert "controls: 0 passed / 0 run" in summary_line([synthetic.case(RUN_AS, P)])
+    assert table([]).splitlines()[-1] == "windows: 0 checks (none); controls: 0 passed / 0 run"
+
+
+REQUIRED = textwrap.dedent(
+    """\
+    version: 1
+    kubernetes:
+      "1.34":
+        tests:
+          - {{id: {dial}, name: pod to pod}}
+          - {{id: {dns}, name: fqdn}}
+    """
+)
+
+
+def gate_run(tmp_path, cases):
+    path = artifacts.write_run(tmp_path / "r", cases, start=1_000, result="FAILURE", profile=synthetic.profile())
+    ids = {c.name.split("[")[0]: c.test_id for c in cases if not c.is_control}
+    required = tmp_path / "required.yaml"
+    required.write_text(REQUIRED.format(dial=ids[DIAL], dns=ids[DNS]))
+    return artifacts.load_run(path), load_required(required)
+
+
+def test_gate_ignores_controls_even_failed_ones(tmp_path):
+    run, required = gate_run(tmp_path, [*synthetic.twins(DIAL, P, F), *synthetic.twins(DNS, P, E, area="dns")])
+    result = judge(run, required)
+    assert result.ok and len(result.passed) == 2 and result.blocking == []
+    assert "Linux controls ignored by the gate (never required, never blocking): 0 passed / 2 run" in result.render()
+
+
+def test_gate_says_which_blocking_errors_are_cluster_wide(tmp_path):
+    run, required = gate_run(tmp_path, [*synthetic.twins(DIAL, E, P), *synthetic.twins(DNS, E, F, area="dns")])
+    result = judge(run, required)
+    assert not result.ok and result.cluster_wide == 1
+    why = {name: text for _, name, text in result.blocking}
+    assert why[f"{DNS}[windows]"].startswith("cluster-wide (its Linux control failed too): error: ")
+    assert not why[f"{DIAL}[windows]"].startswith("cluster-wide")
+    rendered = result.render()
+    assert "2 blocking, 1 of them cluster-wide" in rendered
+    assert "1 blocking error(s) are cluster-wide: their Linux controls failed the same check" in rendered
+
+
+def test_gate_never_requires_a_control(tmp_path):
+    cases = [*synthetic.twins(DIAL, None, P), *synthetic.twins(DNS, P, P, area="dns")]
+    path = artifacts.write_run(tmp_path / "r", cases, start=1_000, result="SUCCESS", profile=synthetic.profile())
+    control_id = cases[0].test_id
+    required = tmp_path / "required.yaml"
+    required.write_text(REQUIRED.format(dial=control_id, dns=cases[2].test_id))
+    result = judge(artifacts.load_run(path), load_required(required))
+    assert [why for *_, why in result.blocking] == [
+        "missing: not in this run (only a Linux control carries this id, and controls are never required: "
+        "list its Windows twin)"
+    ]
+
+
+def test_wincon_run_ends_with_the_summary_line_over_both_phases(tmp_path, monkeypatch, capsys):
+    def fake_pytest(command):
+        serial = "not" not in command[-1]
+        directory = Path(command[command.index("--results-dir") + 1])
+        cases = synthetic.twins(DNS if serial else DIAL, P, P if serial else F, area="dns" if serial else "networking")
+        artifacts.write_run(directory, cases, start=1_000, result="SUCCESS", profile=synthetic.profile())
+        return 0
+
+    monkeypatch.setattr(runner, "_run_pytest", fake_pytest)
+    assert runner.run(tmp_path / "results" / "r1", ["--", "suites"], reports=False) == ExitCode.OK
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "wincon run: windows: 2 checks (2 passed); controls: 1 passed / 2 run; exit 0"
