@@ -23,7 +23,7 @@ KINDS = {
 def wait_replicas(kube, kind, name, want):
     _, lister = KINDS[kind]
     return wait_for(
-        lister(kube.api_client),
+        lister(kube),
         name,
         replicas_ready(want),
         None,
