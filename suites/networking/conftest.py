@@ -12,7 +12,7 @@ Windows node (at least two), and a ``client`` pod that is asked to dial the targ
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from wincon.kube import Kube
 from wincon.network import pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.objects import NetworkObjects
-from wincon.network.pods import APP_LABEL, SUBDOMAIN, PodRef, pod_ref
+from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
 from wincon.profile import NodeProfile
 
@@ -70,6 +70,15 @@ def windows_nodes(profile: Any) -> list[NodeProfile]:
 def linux_node(profile: Any) -> NodeProfile:
     """A Ready, schedulable Linux worker; skips where the cluster has none."""
     return pods.schedulable_linux_node(profile)
+
+
+@pytest.fixture(scope="session")
+def linux_workers(profile: Any, linux_node: NodeProfile) -> list[NodeProfile]:
+    """The Ready, schedulable Linux workers (at most MAX_WINDOWS_NODES), ``linux_node`` first."""
+    others = sorted(
+        (n for n in profile.linux_nodes if pods.schedulable(n) and n.name != linux_node.name), key=lambda n: n.name
+    )
+    return [linux_node, *others][: pods.MAX_WINDOWS_NODES]
 
 
 # ----------------------------------------------------------------------------- pods
@@ -135,9 +144,19 @@ def remote_node(request: pytest.FixtureRequest, windows_nodes: list[NodeProfile]
 
 
 @pytest.fixture(scope="module")
-def linux_netservers(net: NetworkObjects, linux_node: NodeProfile) -> list[PodRef]:
-    """``lin-netserver-0`` and ``-1`` on a Linux worker: the Linux endpoints of the hybrid checks."""
-    manifests = [net.linux_netexec(f"lin-netserver-{i}", linux_node) for i in range(2)]
+def linux_netservers(net: NetworkObjects, linux_workers: list[NodeProfile]) -> list[PodRef]:
+    """``lin-netserver-N`` on every Linux worker in turn, at least two: the Linux endpoints of the hybrid
+    checks and of the Linux controls (hostname and subdomain set, as the Windows netservers')."""
+    count = max(2, len(linux_workers))
+    manifests = [
+        net.linux_netexec(
+            f"lin-netserver-{i}",
+            linux_workers[i % len(linux_workers)],
+            hostname=f"lin-netserver-{i}",
+            subdomain=LINUX_SUBDOMAIN,
+        )
+        for i in range(count)
+    ]
     started = net.start(manifests)
     return [pod_ref(started[m["metadata"]["name"]], "linux", "netexec") for m in manifests]
 
@@ -196,3 +215,139 @@ def cluster_dns(wincon: Any) -> ClusterDns:
 def kubernetes_service(wincon: Any) -> ServiceRef:
     """default/kubernetes, the Service every cluster has (the documentation's own example name)."""
     return services.kubernetes_service(Kube(wincon, "default").core)
+
+
+# ----------------------------------------------------------------------------- per OS: the Linux controls
+#
+# A check that takes ``target_os`` runs twice (wincon.controls): first as its Linux control between Linux pods
+# on the Linux workers, then on Windows. The fixtures below give it the pods, nodes and Services of the OS it
+# checks; on Windows they are the very fixtures above (shared with the module's Windows-only checks).
+
+
+@pytest.fixture(scope="module")
+def os_nodes(request: pytest.FixtureRequest, target_os: str) -> list[NodeProfile]:
+    """The nodes the item's pods run on: the Windows nodes, or the Linux workers for a control."""
+    return request.getfixturevalue("windows_nodes" if target_os == "windows" else "linux_workers")
+
+
+@pytest.fixture(scope="module")
+def servers(request: pytest.FixtureRequest, target_os: str) -> list[PodRef]:
+    """The netservers of the item's OS, at least two, spread over its nodes."""
+    return request.getfixturevalue("netservers" if target_os == "windows" else "linux_netservers")
+
+
+@pytest.fixture(scope="module")
+def client(request: pytest.FixtureRequest, target_os: str) -> PodRef:
+    """The client pod of the item's OS, on the first of its nodes (where ``servers[0]`` runs too)."""
+    return request.getfixturevalue("windows_client" if target_os == "windows" else "linux_client")
+
+
+@pytest.fixture(scope="module")
+def local_server(servers: list[PodRef], client: PodRef) -> PodRef:
+    """The netserver on the client's node."""
+    return next(p for p in servers if p.node == client.node)
+
+
+@pytest.fixture(scope="module")
+def remote_server(servers: list[PodRef], client: PodRef, target_os: str) -> PodRef:
+    """A netserver on another node of the item's OS than the client's; skips where there is one such node."""
+    other = next((p for p in servers if p.node != client.node), None)
+    if other is None:
+        pytest.skip(f"the check needs two Ready {target_os.capitalize()} nodes; the cluster has one")
+    return other
+
+
+@pytest.fixture(scope="module")
+def host(request: pytest.FixtureRequest, target_os: str) -> PodRef:
+    """The client's node itself: a HostProcess pod on Windows, a hostNetwork pod on Linux."""
+    return request.getfixturevalue("windows_host" if target_os == "windows" else "linux_host")
+
+
+@pytest.fixture(scope="module")
+def other_host(request: pytest.FixtureRequest, target_os: str, net: NetworkObjects) -> PodRef:
+    """A node other than the client's, seen from itself: for Windows ``remote_node``; for a control the
+    second Linux worker (skips where there is one)."""
+    if target_os == "windows":
+        return request.getfixturevalue("remote_node")
+    workers: list[NodeProfile] = request.getfixturevalue("linux_workers")
+    if len(workers) < 2:
+        pytest.skip("the check needs two Ready, schedulable Linux workers; the cluster has one")
+    return start_linux_host(net, "lin-node-1", workers[1])
+
+
+def start_linux_host(net: NetworkObjects, name: str, node: NodeProfile, **spec: Any) -> PodRef:
+    """A hostNetwork agnhost pod on a Linux node: its commands run in the node's network."""
+    spec = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", **spec}
+    manifest = pods.linux_agnhost_manifest(net.kube.catalog, name, node, ["pause"], **spec)
+    return pod_ref(net.start([manifest])[name], "linux", "agnhost")
+
+
+@pytest.fixture(scope="module")
+def make_client(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]) -> Callable[..., PodRef]:
+    """``make_client(name, **spec)``: a client pod of its own on the item's OS's first node, started."""
+
+    def make(name: str, **spec: Any) -> PodRef:
+        if target_os == "windows":
+            return net.windows_client(name, os_nodes[0], **spec)
+        manifest = net.linux_netexec(
+            name, os_nodes[0], http_port=conn.CLIENT_HTTP_PORT, udp_port=None, labels={APP_LABEL: name}, **spec
+        )
+        return pod_ref(net.start([manifest])[name], "linux", "netexec")
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def make_host(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]) -> Callable[..., PodRef]:
+    """``make_host(name, **spec)``: a node-side pod of its own (HostProcess / hostNetwork) on the first node."""
+
+    def make(name: str, **spec: Any) -> PodRef:
+        if target_os == "windows":
+            return net.hostprocess(name, os_nodes[0], **spec)
+        return start_linux_host(net, name, os_nodes[0], **spec)
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def server_service(request: pytest.FixtureRequest, target_os: str) -> ServiceRef:
+    """The ClusterIP Service over ``servers`` (TCP 80, UDP 90)."""
+    return request.getfixturevalue("netserver_service" if target_os == "windows" else "linux_service")
+
+
+@pytest.fixture(scope="module")
+def server_headless(request: pytest.FixtureRequest, target_os: str) -> ServiceRef:
+    """The headless Service over ``servers``: the subdomain of their own DNS names."""
+    return request.getfixturevalue("headless_service" if target_os == "windows" else "linux_headless_service")
+
+
+@pytest.fixture(scope="module")
+def server_nodeport(request: pytest.FixtureRequest, target_os: str) -> ServiceRef:
+    """The NodePort Service over ``servers`` (TCP and UDP node ports)."""
+    return request.getfixturevalue("nodeport_service" if target_os == "windows" else "linux_nodeport_service")
+
+
+@pytest.fixture(scope="module")
+def server_alias(request: pytest.FixtureRequest, target_os: str) -> ServiceRef:
+    """The ExternalName Service naming ``server_service``'s FQDN."""
+    return request.getfixturevalue("alias_service" if target_os == "windows" else "linux_alias_service")
+
+
+@pytest.fixture(scope="module")
+def linux_headless_service(net: NetworkObjects, linux_netservers: list[PodRef]) -> ServiceRef:
+    """Headless Service ``lin-netservers``: the subdomain of the Linux netserver pods' own DNS names."""
+    return net.service("service-headless.yaml", linux_netservers, name=LINUX_SUBDOMAIN, select=net.linux_netservers)
+
+
+@pytest.fixture(scope="module")
+def linux_nodeport_service(net: NetworkObjects, linux_netservers: list[PodRef]) -> ServiceRef:
+    """NodePort Service ``lin-netserver-np`` over the Linux netservers."""
+    return net.service(
+        "service.yaml", linux_netservers, name="lin-netserver-np", type="NodePort", select=net.linux_netservers
+    )
+
+
+@pytest.fixture(scope="module")
+def linux_alias_service(net: NetworkObjects, linux_service: ServiceRef) -> ServiceRef:
+    """ExternalName ``lin-netserver-alias`` naming the Linux ClusterIP Service's FQDN."""
+    return net.service("service-externalname.yaml", None, name="lin-netserver-alias", external_name=linux_service.fqdn)

@@ -20,15 +20,15 @@ PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 @pytest.mark.test_id("5dad21e1-a81f-474d-9436-5c29d3978d2b")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
-def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, netservers, windows_client, windows_nodes):
+def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, servers, client, os_nodes):
     """ "Windows containers have to be scheduled on Windows nodes" (000_4130a90def37a825.txt, Supported Functionality)."""
-    assert {p.node for p in netservers} == {n.name for n in windows_nodes}, "a Windows node got no netserver pod"
-    assert windows_client.node == windows_nodes[0].name
+    assert {p.node for p in servers} == {n.name for n in os_nodes}, f"a {client.os} node got no netserver pod"
+    assert client.node == os_nodes[0].name
     # Pod IPs come from the CNI on a real node; a simulated node makes them up, so they prove nothing there.
     checks.gate("compare each pod's status.podIP (from the CNI) with its node's IP", where="netserver pods")
-    ips = [p.ip for p in [*netservers, windows_client]]
+    ips = [p.ip for p in [*servers, client]]
     assert len(set(ips)) == len(ips), f"two pods share an IP: {ips}"
-    for pod in [*netservers, windows_client]:
+    for pod in [*servers, client]:
         assert pod.ip != pod.host_ip, f"pod {pod.name} got its node's IP {pod.host_ip}, not a pod IP"
 
 
@@ -36,9 +36,9 @@ def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, nets
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, windows_client, local_netserver):
+def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, client, local_server):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
-    outcome = checks.dial(windows_client, local_netserver.ip, PORTS[protocol], protocol, {local_netserver.name})
+    outcome = checks.dial(client, local_server.ip, PORTS[protocol], protocol, {local_server.name})
     assert outcome.reached_all, outcome.describe()
 
 
@@ -46,9 +46,9 @@ def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, windows_client
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, windows_client, remote_netserver):
+def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, client, remote_server):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
-    outcome = checks.dial(windows_client, remote_netserver.ip, PORTS[protocol], protocol, {remote_netserver.name})
+    outcome = checks.dial(client, remote_server.ip, PORTS[protocol], protocol, {remote_server.name})
     assert outcome.reached_all, outcome.describe()
 
 
@@ -56,10 +56,10 @@ def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, windows_client,
 @pytest.mark.dataplane
 @pytest.mark.parametrize("where", ["same-node", "other-node"])
 @pytest.mark.documents("k8s-windows-intro", "Networking")
-def test_pod_pings_pod_in_the_cluster_network(where, request, checks, windows_client):
+def test_pod_pings_pod_in_the_cluster_network(where, request, checks, client):
     """ "ICMP packets directed to destinations within the same network (e.g. pod to pod communication via ping) work as expected and without any limitations" (000_4130a90def37a825.txt, Networking)."""
-    target = request.getfixturevalue("local_netserver" if where == "same-node" else "remote_netserver")
-    ok, result = checks.ping(windows_client, target.ip)
+    target = request.getfixturevalue("local_server" if where == "same-node" else "remote_server")
+    ok, result = checks.ping(client, target.ip)
     assert ok, f"no ICMP echo reply from {target.name} ({target.ip}):\n{result.stdout}{result.stderr}"
 
 
@@ -68,8 +68,8 @@ def test_pod_pings_pod_in_the_cluster_network(where, request, checks, windows_cl
 @pytest.mark.limitation("port-forward-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_port_forward_reaches_a_windows_pod(checks, local_netserver):
+def test_port_forward_reaches_a_windows_pod(checks, local_server):
     """ "Features were added in Kubernetes v1.15: kubectl port-forward" (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt: not implemented before)."""
-    body = checks.port_forward_get(local_netserver, conn.NETSERVER_HTTP_PORT, "/hostname")
+    body = checks.port_forward_get(local_server, conn.NETSERVER_HTTP_PORT, "/hostname")
     with expect_deviation("port-forward-unsupported"):
-        assert body.lower() == local_netserver.name, f"port-forward to {local_netserver.name} answered {body!r}"
+        assert body.lower() == local_server.name, f"port-forward to {local_server.name} answered {body!r}"

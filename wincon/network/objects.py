@@ -76,5 +76,6 @@ class NetworkObjects:
         http_port: int = conn.NETSERVER_HTTP_PORT,
         udp_port: int | None = conn.NETSERVER_UDP_PORT,
         labels: dict[str, str] | None = None,
+        **spec: Any,
     ) -> dict[str, Any]:
-        return pods.linux_netexec_manifest(self.kube.catalog, name, node, http_port, udp_port, labels)
+        return pods.linux_netexec_manifest(self.kube.catalog, name, node, http_port, udp_port, labels, **spec)

@@ -26,6 +26,7 @@ APP_LABEL = "app"
 WINDOWS_NETSERVERS = "netserver"  # app label of the Windows netserver pods
 LINUX_NETSERVERS = "lin-netserver"  # app label of the Linux netserver pods (hybrid checks)
 SUBDOMAIN = "netservers"  # headless Service whose name is the netserver pods' subdomain
+LINUX_SUBDOMAIN = "lin-netservers"  # the same for the Linux netservers (hybrid checks, Linux controls)
 MAX_WINDOWS_NODES = 4  # netservers on at most this many Windows nodes: enough for every flow, bounded cost
 HOSTPROCESS_USER = "NT AUTHORITY\\Local service"
 IDLE_WINDOWS = ["powershell.exe", "-NoLogo", "-NoProfile", "-Command", "while ($true) { Start-Sleep -Seconds 3600 }"]
@@ -197,6 +198,7 @@ def linux_netexec_manifest(
     http_port: int = conn.NETSERVER_HTTP_PORT,
     udp_port: int | None = conn.NETSERVER_UDP_PORT,
     labels: dict[str, str] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
     """``agnhost netexec`` on a Linux node, labelled as a Linux netserver (or with ``labels``)."""
     image = catalog.image("agnhost", "linux")
@@ -206,6 +208,7 @@ def linux_netexec_manifest(
         os_name="linux",
         node=node.name,
         labels=labels or {APP_LABEL: LINUX_NETSERVERS, NETSERVER_LABEL: name},
+        **spec,
     )
 
 
