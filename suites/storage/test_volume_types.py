@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import run_windows_pod, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import nodes_for, os_pod, run_os_pod
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
 from wincon.kube import ApiException
@@ -16,34 +16,68 @@ pytestmark = [pytest.mark.storage]
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
 
-def mounted_pod(wincon, name, build, mounts, volumes, node=None, env=None, **spec):
+def mounted_pod(wincon, name, target_os, build, mounts, volumes, node=None, env=None, **spec):
     extra = {"volumeMounts": mounts}
     if env:
         extra["env"] = env
-    return windows_pod(wincon, name, build, node=node, container_extra=extra, volumes=volumes, **spec)
+    return os_pod(wincon, name, target_os, build, node=node, container_extra=extra, volumes=volumes, **spec)
 
 
-def write_and_read(path: str, text: str) -> list[str]:
-    return ["cmd", "/c", f"echo {text}> {path} && type {path}"]
+def path(target_os: str, *parts: str) -> str:
+    """A path in the container: C:\\a\\b on Windows, /a/b on Linux."""
+    return "C:\\" + "\\".join(parts) if target_os == "windows" else "/" + "/".join(parts)
+
+
+# agnhost mounttest on both operating systems (as upstream's volume tests use it): a new file is written with a
+# fixed content and read back; a file's content is printed as: content of file "PATH": CONTENT
+NEW_FILE = "mount-tester new file"
+
+
+def write_and_read(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--new-file-0644={file}", f"--file-content={file}"]
+
+
+def read(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--file-content={file}"]
+
+
+def content(result, file: str) -> str | None:
+    """The content mounttest printed for ``file``, stripped; None when it printed none."""
+    marker = f'content of file "{file}": '
+    text = result.stdout or ""
+    return text.rsplit(marker, 1)[1].strip() if result.ok and marker in text else None
+
+
+def echo_env(target_os: str, variable: str) -> list[str]:
+    return ["cmd", "/c", f"echo %{variable}%"] if target_os == "windows" else ["sh", "-c", f"echo ${variable}"]
 
 
 @pytest.mark.test_id("2c0a8f0f-5078-4881-a22b-15eeceaf31ac")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
-def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path):
-    r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way."""
+def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path, target_os):
+    r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way.
+
+    Linux control: the same emptyDir written and read at /cache (the spelling is Windows'; the volume is not)."""
     name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
-    pod = run_windows_pod(
+    if target_os == "linux":
+        mount_path = "/cache"
+    pod = run_os_pod(
         wincon,
         namespace,
         mounted_pod(
-            wincon, name, build, [{"name": "cache", "mountPath": mount_path}], [{"name": "cache", "emptyDir": {}}]
+            wincon,
+            name,
+            target_os,
+            build,
+            [{"name": "cache", "mountPath": mount_path}],
+            [{"name": "cache", "emptyDir": {}}],
         ),
     )
-    target = mount_path.replace("/", "\\") + "\\wincon.txt"
-    result = kube.exec(pod.metadata.name, write_and_read(target, "wincon-emptydir"))
-    assert result.ok and "wincon-emptydir" in result.stdout, f"{result.stdout} {result.stderr}"
+    target = mount_path.replace("/", "\\") + "\\wincon.txt" if target_os == "windows" else "/cache/wincon.txt"
+    result = kube.exec(pod.metadata.name, write_and_read(target))
+    assert content(result, target) == NEW_FILE, f"{result.stdout} {result.stderr}"
 
 
 @pytest.mark.test_id("b3a63dac-b08c-41e4-bbcc-427c24ee6916")
@@ -53,27 +87,35 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ku
 )
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.volumes")
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
-def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(wincon, namespace, build, kube, host_path):
-    """ "HostPath" volumes work (002_8a7e76f95009f44f.txt, V1.Pod.volumes) with either path spelling (001_feb1108140134f87.txt, Volume Support): a file one pod writes, another pod on the node reads."""
-    nodes = windows_nodes_of_build(wincon.profile, build)
+def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
+    wincon, namespace, build, kube, host_path, target_os
+):
+    """ "HostPath" volumes work (002_8a7e76f95009f44f.txt, V1.Pod.volumes) with either path spelling (001_feb1108140134f87.txt, Volume Support): a file one pod writes, another pod on the node reads.
+
+    Linux control: the same two pods share /tmp/wincon-tests/NAMESPACE-TAG on one Linux worker (the reader
+    removes the file afterwards; the host directory is the node's)."""
+    nodes = nodes_for(wincon.profile, target_os, build)
     if not nodes:
-        pytest.skip("no Ready Windows node")
+        pytest.skip(f"no Ready {target_os} node")
     node = nodes[0].name
-    path = host_path.format(ns=namespace)
     tag = "bs" if "\\" in host_path else "fs"
-    volumes = [{"name": "host", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}]
-    mounts = [{"name": "host", "mountPath": "C:\\host"}]
-    writer = run_windows_pod(
-        wincon, namespace, mounted_pod(wincon, f"hp-writer-{tag}", build, mounts, volumes, node=node)
+    host = host_path.format(ns=namespace) if target_os == "windows" else f"/tmp/wincon-tests/{namespace}-{tag}"
+    volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
+    mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
+    writer = run_os_pod(
+        wincon, namespace, mounted_pod(wincon, f"hp-writer-{tag}", target_os, build, mounts, volumes, node=node)
     )
-    reader = run_windows_pod(
-        wincon, namespace, mounted_pod(wincon, f"hp-reader-{tag}", build, mounts, volumes, node=node)
+    reader = run_os_pod(
+        wincon, namespace, mounted_pod(wincon, f"hp-reader-{tag}", target_os, build, mounts, volumes, node=node)
     )
     assert writer.spec.node_name == reader.spec.node_name == node
-    wrote = kube.exec(writer.metadata.name, ["cmd", "/c", "echo from-writer> C:\\host\\shared.txt"])
-    assert wrote.ok, wrote.stderr
-    read = kube.exec(reader.metadata.name, ["cmd", "/c", "type C:\\host\\shared.txt"])
-    assert read.ok and "from-writer" in read.stdout, f"{read.stdout} {read.stderr}"
+    shared = path(target_os, "host", "shared.txt")
+    wrote = kube.exec(writer.metadata.name, write_and_read(shared))
+    assert content(wrote, shared) == NEW_FILE, f"{wrote.stdout} {wrote.stderr}"
+    seen = kube.exec(reader.metadata.name, read(shared))
+    if target_os == "linux":
+        kube.exec(reader.metadata.name, ["rm", "-f", shared])
+    assert content(seen, shared) == NEW_FILE, f"{seen.stdout} {seen.stderr}"
 
 
 def config_objects(kube):
@@ -122,50 +164,53 @@ SOURCES = {
     ],
 )
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind):
+def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind, target_os):
     """ "ConfigMap, Secrets: as environment variables or volumes" (002_8a7e76f95009f44f.txt, Pods): the value is in the environment and in a file."""
     config_objects(kube)
     name, key, value, ref, source = SOURCES[kind]
     env = [{"name": "WINCON_VALUE", "valueFrom": {ref: {"name": name, "key": key}}}]
-    pod = run_windows_pod(
+    pod = run_os_pod(
         wincon,
         namespace,
         mounted_pod(
             wincon,
             f"{kind.lower()}-consumer",
+            target_os,
             build,
-            [{"name": "src", "mountPath": "C:\\src"}],
+            [{"name": "src", "mountPath": path(target_os, "src")}],
             [{"name": "src", **source}],
             env=env,
         ),
     )
-    from_env = kube.exec(pod.metadata.name, ["cmd", "/c", "echo %WINCON_VALUE%"])
-    from_file = kube.exec(pod.metadata.name, ["cmd", "/c", f"type C:\\src\\{key}"])
+    from_env = kube.exec(pod.metadata.name, echo_env(target_os, "WINCON_VALUE"))
+    file = path(target_os, "src", key)
+    from_file = kube.exec(pod.metadata.name, read(file))
     with expect_deviation("configmap-secret-volumes-pre-1803"):
         assert from_env.ok and from_env.stdout.strip() == value, f"environment: {from_env.stdout!r} {from_env.stderr}"
-        assert from_file.ok and from_file.stdout.strip() == value, f"volume: {from_file.stdout!r} {from_file.stderr}"
+        assert content(from_file, file) == value, f"volume: {from_file.stdout!r} {from_file.stderr}"
 
 
 @pytest.mark.test_id("0a6579e5-3092-4a45-9457-368cb3523bf5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("configmap-secret-volumes-pre-1803")
 @pytest.mark.documents("k8s-handbook-windows", "Note 2")
-def test_service_account_token_is_mounted(wincon, namespace, build, kube):
+def test_service_account_token_is_mounted(wincon, namespace, build, kube, target_os):
     """ "Windows Server 1803 ... fixes issues with Windows container symlinks, allowing ServiceAccount and ConfigMap to function normally" (001_feb1108140134f87.txt, Note 2)."""
-    pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "sa-token", build))
-    directory = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
-    result = kube.exec(pod.metadata.name, ["cmd", "/c", f"type {directory}\\namespace"])
-    token = kube.exec(pod.metadata.name, ["cmd", "/c", f"type {directory}\\token"])
+    pod = run_os_pod(wincon, namespace, os_pod(wincon, "sa-token", target_os, build))
+    directory = ("var", "run", "secrets", "kubernetes.io", "serviceaccount")
+    ns_file, token_file = path(target_os, *directory, "namespace"), path(target_os, *directory, "token")
+    result = kube.exec(pod.metadata.name, read(ns_file))
+    token = kube.exec(pod.metadata.name, read(token_file))
     with expect_deviation("configmap-secret-volumes-pre-1803"):
-        assert result.ok and result.stdout.strip() == namespace, f"{result.stdout!r} {result.stderr}"
-        assert token.ok and token.stdout.count(".") == 2, "the token must be a JWT"
+        assert content(result, ns_file) == namespace, f"{result.stdout!r} {result.stderr}"
+        assert (content(token, token_file) or "").count(".") == 2, f"the token must be a JWT: {token.stderr!r}"
 
 
 @pytest.mark.test_id("4d86285e-c00f-4801-82f3-598b10e9d206")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "ConfigMap, Secrets: as volumes")
-def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube):
+def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube, target_os):
     """Projected volumes of ConfigMap, Secret, downward API and token sources (002_8a7e76f95009f44f.txt, ConfigMap, Secrets: as volumes): every source shows in one directory."""
     config_objects(kube)
     projected = {
@@ -176,33 +221,39 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
             {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
         ]
     }
-    pod = run_windows_pod(
+    pod = run_os_pod(
         wincon,
         namespace,
         mounted_pod(
             wincon,
             "projected",
+            target_os,
             build,
-            [{"name": "all", "mountPath": "C:\\all"}],
+            [{"name": "all", "mountPath": path(target_os, "all")}],
             [{"name": "all", "projected": projected}],
         ),
     )
     results = {
-        file: (kube.exec(pod.metadata.name, ["cmd", "/c", f"type C:\\all\\{file}"]), expected)
-        for file, expected in (("how", "very"), ("user", "wincon-user"), ("podname", "projected"))
+        file: (kube.exec(pod.metadata.name, read(file)), expected)
+        for file, expected in (
+            (path(target_os, "all", "how"), "very"),
+            (path(target_os, "all", "user"), "wincon-user"),
+            (path(target_os, "all", "podname"), "projected"),
+        )
     }
-    token = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\all\\token"])
+    token_file = path(target_os, "all", "token")
+    token = kube.exec(pod.metadata.name, read(token_file))
     with expect_deviation("volume-types-limited"):
         for file, (result, expected) in results.items():
-            assert result.ok and result.stdout.strip() == expected, f"{file}: {result.stdout!r} {result.stderr}"
-        assert token.ok and token.stdout.count(".") == 2, "the projected token must be a JWT"
+            assert content(result, file) == expected, f"{file}: {result.stdout!r} {result.stderr}"
+        assert (content(token, token_file) or "").count(".") == 2, "the projected token must be a JWT"
 
 
 @pytest.mark.test_id("e7a25a77-1752-4fe1-a971-590e6773baf0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube):
+def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube, target_os):
     """ "Pod status fields" and metadata reach Windows containers (002_8a7e76f95009f44f.txt, Pods): a downwardAPI volume holds the pod's name and labels."""
     items = [
         {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
@@ -211,60 +262,68 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, k
     body = mounted_pod(
         wincon,
         "downward",
+        target_os,
         build,
-        [{"name": "info", "mountPath": "C:\\info"}],
+        [{"name": "info", "mountPath": path(target_os, "info")}],
         [{"name": "info", "downwardAPI": {"items": items}}],
     )
     body["metadata"]["labels"]["tier"] = "wincon"
-    pod = run_windows_pod(wincon, namespace, body)
-    name = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\info\\name"])
-    labels = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\info\\labels"])
+    pod = run_os_pod(wincon, namespace, body)
+    name_file, labels_file = path(target_os, "info", "name"), path(target_os, "info", "labels")
+    name = kube.exec(pod.metadata.name, read(name_file))
+    labels = kube.exec(pod.metadata.name, read(labels_file))
     with expect_deviation("volume-types-limited"):
-        assert name.ok and name.stdout.strip() == "downward", f"{name.stdout!r} {name.stderr}"
-        assert labels.ok and 'tier="wincon"' in labels.stdout, f"{labels.stdout!r} {labels.stderr}"
+        assert content(name, name_file) == "downward", f"{name.stdout!r} {name.stderr}"
+        assert 'tier="wincon"' in (content(labels, labels_file) or ""), f"{labels.stdout!r} {labels.stderr}"
 
 
 @pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube):
+def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube, target_os):
     """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
     body = mounted_pod(
         wincon,
         "two-containers",
+        target_os,
         build,
-        [{"name": "shared", "mountPath": "C:\\shared"}],
+        [{"name": "shared", "mountPath": path(target_os, "shared")}],
         [{"name": "shared", "emptyDir": {}}],
     )
     first = body["spec"]["containers"][0]
+    second = {"name": "shared", "mountPath": path(target_os, "other")}
+    pull = {"imagePullPolicy": first["imagePullPolicy"]} if "imagePullPolicy" in first else {}
     body["spec"]["containers"].append(
-        container("second", first["image"], args=["pause"], volumeMounts=[{"name": "shared", "mountPath": "C:\\other"}])
+        container("second", first["image"], args=["pause"], volumeMounts=[second], **pull)
     )
-    pod = run_windows_pod(wincon, namespace, body)
-    wrote = kube.exec(pod.metadata.name, ["cmd", "/c", "echo from-main> C:\\shared\\note.txt"], container="main")
-    assert wrote.ok, wrote.stderr
-    read = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\other\\note.txt"], container="second")
-    assert read.ok and "from-main" in read.stdout, f"{read.stdout!r} {read.stderr}"
+    pod = run_os_pod(wincon, namespace, body)
+    note = path(target_os, "shared", "note.txt")
+    wrote = kube.exec(pod.metadata.name, write_and_read(note), container="main")
+    assert content(wrote, note) == NEW_FILE, f"{wrote.stdout!r} {wrote.stderr}"
+    other = path(target_os, "other", "note.txt")
+    seen = kube.exec(pod.metadata.name, read(other), container="second")
+    assert content(seen, other) == NEW_FILE, f"{seen.stdout!r} {seen.stderr}"
 
 
 @pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube):
+def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube, target_os):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
-    body = mounted_pod(
-        wincon,
-        "read-only",
-        build,
-        [{"name": "data", "mountPath": "C:\\rw"}, {"name": "data", "mountPath": "C:\\ro", "readOnly": True}],
-        [{"name": "data", "emptyDir": {}}],
-    )
-    pod = run_windows_pod(wincon, namespace, body)
-    writable = kube.exec(pod.metadata.name, ["cmd", "/c", "echo ok> C:\\rw\\allowed.txt"])
-    assert writable.ok, f"the writable mount of the same volume refused a write: {writable.stderr}"
-    refused = kube.exec(pod.metadata.name, ["cmd", "/c", "echo x> C:\\ro\\denied.txt"])
+    mounts = [
+        {"name": "data", "mountPath": path(target_os, "rw")},
+        {"name": "data", "mountPath": path(target_os, "ro"), "readOnly": True},
+    ]
+    body = mounted_pod(wincon, "read-only", target_os, build, mounts, [{"name": "data", "emptyDir": {}}])
+    pod = run_os_pod(wincon, namespace, body)
+    allowed = path(target_os, "rw", "allowed.txt")
+    writable = kube.exec(pod.metadata.name, write_and_read(allowed))
+    assert content(writable, allowed) == NEW_FILE, f"the writable mount of the same volume refused a write: {writable}"
+    refused = kube.exec(pod.metadata.name, write_and_read(path(target_os, "ro", "denied.txt")))
     assert not refused.ok, "a write through the readOnly mount succeeded"
-    assert "Access is denied" in refused.stdout + refused.stderr, f"{refused.stdout!r} {refused.stderr!r}"
+    # The OS's own refusal, as Go reports it: ERROR_ACCESS_DENIED on Windows, EROFS on Linux.
+    refusal = "Access is denied" if target_os == "windows" else "read-only file system"
+    assert refusal in refused.stdout + refused.stderr, f"{refused.stdout!r} {refused.stderr!r}"
 
 
 def default_storage_class(kube):
@@ -277,7 +336,7 @@ def default_storage_class(kube):
 @pytest.mark.limitation("csi-plugins-need-privileged")
 @pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube):
+def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube, target_os):
     """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
     storage_class = default_storage_class(kube)
     if storage_class is None:
@@ -289,52 +348,59 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
     kube.create(claim)
-    pod = run_windows_pod(
+    pod = run_os_pod(
         wincon,
         namespace,
         mounted_pod(
             wincon,
             "pvc-user",
+            target_os,
             build,
-            [{"name": "data", "mountPath": "C:\\data"}],
+            [{"name": "data", "mountPath": path(target_os, "data")}],
             [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
         ),
     )
-    result = kube.exec(pod.metadata.name, write_and_read("C:\\data\\pvc.txt", f"class-{storage_class.metadata.name}"))
+    file = path(target_os, "data", f"class-{storage_class.metadata.name}.txt")
+    result = kube.exec(pod.metadata.name, write_and_read(file))
     with expect_deviation("csi-plugins-need-privileged"):
-        assert result.ok and f"class-{storage_class.metadata.name}" in result.stdout, (
-            f"{result.stdout!r} {result.stderr}"
-        )
+        assert content(result, file) == NEW_FILE, f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod")
-def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(wincon, namespace, build, kube):
+def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(
+    wincon, namespace, build, kube, target_os
+):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work and have tests in TestGrid" (000_4130a90def37a825.txt, V1.Pod): a Windows pod using them all (plus projected and downwardAPI) is admitted and placed."""
     config_objects(kube)
+    host = f"C:\\wincon-tests\\{namespace}-all" if target_os == "windows" else f"/tmp/wincon-tests/{namespace}-all"
     volumes = [
         {"name": "empty", "emptyDir": {}},
-        {"name": "host", "hostPath": {"path": f"C:\\wincon-tests\\{namespace}-all", "type": "DirectoryOrCreate"}},
+        {"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}},
         {"name": "cm", "configMap": {"name": "special-config"}},
         {"name": "secret", "secret": {"secretName": "creds"}},
         {"name": "info", "downwardAPI": {"items": [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}},
         {"name": "proj", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
     ]
-    mounts = [{"name": v["name"], "mountPath": f"C:\\vol\\{v['name']}"} for v in volumes]
-    mounts[1]["mountPath"] = "C:/vol/host"  # the forward-slash spelling the handbook also allows
-    pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "all-volumes", build, mounts, volumes))
+    mounts = [{"name": v["name"], "mountPath": path(target_os, "vol", v["name"])} for v in volumes]
+    if target_os == "windows":
+        mounts[1]["mountPath"] = "C:/vol/host"  # the forward-slash spelling the handbook also allows
+    pod = run_os_pod(wincon, namespace, mounted_pod(wincon, "all-volumes", target_os, build, mounts, volumes))
     # "All work": each volume answers from inside the container with what only it can hold (not the stored
     # spec, not a Ready flag, which a simulated node reports too).
     expected = {
-        "C:\\vol\\empty": (write_and_read("C:\\vol\\empty\\f.txt", "in-emptydir"), "in-emptydir"),
-        "C:/vol/host": (write_and_read("C:\\vol\\host\\f.txt", "in-hostpath"), "in-hostpath"),
-        "C:\\vol\\cm": (["cmd", "/c", "type C:\\vol\\cm\\special.how"], "very"),
-        "C:\\vol\\secret": (["cmd", "/c", "type C:\\vol\\secret\\username"], "wincon-user"),
-        "C:\\vol\\info": (["cmd", "/c", "type C:\\vol\\info\\name"], "all-volumes"),
+        path(target_os, "vol", "empty", "f.txt"): (write_and_read, NEW_FILE),
+        path(target_os, "vol", "host", "f.txt"): (write_and_read, NEW_FILE),
+        path(target_os, "vol", "cm", "special.how"): (read, "very"),
+        path(target_os, "vol", "secret", "username"): (read, "wincon-user"),
+        path(target_os, "vol", "info", "name"): (read, "all-volumes"),
     }
-    for where, (command, text) in expected.items():
-        result = kube.exec(pod.metadata.name, command)
-        assert result.ok and text in result.stdout, f"{where}: {result.stdout!r} {result.stderr!r}"
-    token = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\vol\\proj\\token"])
-    assert token.ok and token.stdout.strip().count(".") == 2, f"C:\\vol\\proj: no JWT: {token.stderr!r}"
+    for file, (command, text) in expected.items():
+        result = kube.exec(pod.metadata.name, command(file))
+        assert content(result, file) == text, f"{file}: {result.stdout!r} {result.stderr!r}"
+    if target_os == "linux":  # the node's own /tmp: leave no file behind
+        kube.exec(pod.metadata.name, ["rm", "-f", path(target_os, "vol", "host", "f.txt")])
+    token_file = path(target_os, "vol", "proj", "token")
+    token = kube.exec(pod.metadata.name, read(token_file))
+    assert (content(token, token_file) or "").count(".") == 2, f"{token_file}: no JWT: {token.stderr!r}"

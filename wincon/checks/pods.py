@@ -42,11 +42,38 @@ def windows_pod(
     **spec_extra: Any,
 ) -> dict[str, Any]:
     """A Pod pinned to Windows (and ``build``) running one container of the catalog image ``image_key``."""
-    image = wincon.catalog.image(image_key, "windows", build)
+    return os_pod(wincon, name, "windows", build, image_key, args, command, node, labels, container_extra, **spec_extra)
+
+
+def os_pod(
+    wincon: Any,
+    name: str,
+    target_os: str,
+    build: int | None,
+    image_key: str = "agnhost",
+    args: list[str] | None = None,
+    command: list[str] | None = None,
+    node: str | None = None,
+    labels: dict[str, str] | None = None,
+    container_extra: dict[str, Any] | None = None,
+    **spec_extra: Any,
+) -> dict[str, Any]:
+    """``windows_pod`` for the OS a check targets (``target_os``): a Linux control's pod is pinned to Linux
+    (``build`` applies to Windows only) and runs the catalog's Linux variant of ``image_key``."""
+    build = build if target_os == "windows" else None
+    image = wincon.catalog.image(image_key, target_os, build)
     if args is None and command is None and image_key == "agnhost":
         args = ["pause"]
-    main = container("main", image, command=command, args=args, **(container_extra or {}))
-    return pod_manifest(name, [main], os_name="windows", build=build, node=node, labels=labels, **spec_extra)
+    extra = {"imagePullPolicy": "IfNotPresent"} if target_os == "linux" else {}
+    main = container("main", image, command=command, args=args, **{**extra, **(container_extra or {})})
+    return pod_manifest(name, [main], os_name=target_os, build=build, node=node, labels=labels, **spec_extra)
+
+
+def nodes_for(profile: ClusterProfile, target_os: str, build: int | None) -> list[NodeProfile]:
+    """The Ready nodes a check's pods may use: Windows nodes of ``build``, or Linux nodes with a data plane."""
+    if target_os == "windows":
+        return windows_nodes_of_build(profile, build)
+    return [n for n in profile.linux_nodes if n.ready and n.data_plane]
 
 
 def pin_template(manifest: dict[str, Any], build: int | None) -> dict[str, Any]:
@@ -227,6 +254,12 @@ def run_windows_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bo
     """Create ``body`` (refusal: ``Rejected``), wait until it runs, and check it is on a Windows node of its build."""
     create_or_reject(wincon.api_client, namespace, body)
     return await_pod(wincon, namespace, body, ready, os_name="windows")
+
+
+def run_os_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = True) -> Any:
+    """``run_windows_pod`` for a pod of ``os_pod``: it must run on the OS (and build) its spec pins."""
+    create_or_reject(wincon.api_client, namespace, body)
+    return await_pod(wincon, namespace, body, ready)
 
 
 def slug(text: str, limit: int = 40) -> str:
