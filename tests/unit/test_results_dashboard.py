@@ -107,3 +107,50 @@ def test_test_names_and_messages_cannot_inject_markup_into_data_js(tmp_path):
     site = tmp_path / "site"
     assert main(["dashboard", str(root), "-o", str(site)]) == ExitCode.OK
     assert "</script>" not in (site / "data.js").read_text()
+
+
+FLOW = "suites/networking/test_flow.py::test_node_port"
+NAME_ONLY = "suites/api/test_fields.py::test_run_as_user_name"
+
+
+def control_history(tmp_path):
+    """Three runs of a check with a Linux control: both twins; only the control (-m control); only the
+    Windows check (-m "not control"). And a Windows-only check beside it."""
+    root = tmp_path / "results"
+    runs = [
+        ("old", 100, synthetic.twins(FLOW, Verdict.FAILED, Verdict.PASSED)),
+        ("mid", 200, synthetic.twins(FLOW, None, Verdict.FAILED)),
+        ("new", 300, synthetic.twins(FLOW, Verdict.ERROR, None)),
+    ]
+    for name, start, cases in runs:
+        cases.append(synthetic.case(NAME_ONLY, Verdict.PASSED, area="api", target_os="windows"))
+        artifacts.write_run(root / name, cases, start=start, result="FAILURE", build_id=str(start))
+    return root
+
+
+def test_a_check_and_its_linux_control_share_one_row_with_a_column_each(tmp_path):
+    data = build_data(load_runs([control_history(tmp_path)]).runs)
+    rows = {t["name"]: (data["grid"][i], data["controls"][i]) for i, t in enumerate(data["tests"])}
+    # newest first: new (Windows only, its control not run), mid (the control alone), old (both).
+    assert rows == {f"{FLOW}[windows]": ("E.F", "nFP"), NAME_ONLY: ("PPP", "---")}
+    flow = next(i for i, t in enumerate(data["tests"]) if t["name"] == f"{FLOW}[windows]")
+    assert data["tests"][flow]["control"] == f"{FLOW}[linux]"
+    assert data["control_notes"][f"{flow}:1"] == "AssertionError: no reply"
+    assert not any(t["name"].endswith("[linux]") for t in data["tests"])  # never a row of its own
+
+
+def test_counts_and_pass_rates_are_the_windows_checks_and_the_controls_are_counted_apart(tmp_path):
+    data = build_data(load_runs([control_history(tmp_path)]).runs)
+    old = data["runs"][2]
+    assert old["counts"]["failed"] == 1 and old["counts"]["passed"] == 1 and sum(old["counts"].values()) == 2
+    assert old["controls"] == {"total": 1, "run": 1, "passed": 1, "skipped": 0}
+    assert data["runs"][0]["controls"]["total"] == 0
+
+
+def test_a_control_whose_twin_never_ran_gets_a_row_named_after_the_twin(tmp_path):
+    root = tmp_path / "results"
+    artifacts.write_run(root / "r", synthetic.twins(FLOW, None, Verdict.PASSED), start=1, result="SUCCESS")
+    data = build_data(load_runs([root]).runs)
+    assert [(t["name"], g, c) for t, g, c in zip(data["tests"], data["grid"], data["controls"], strict=True)] == [
+        (f"{FLOW}[windows]", ".", "P")
+    ]

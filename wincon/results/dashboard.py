@@ -8,6 +8,11 @@ host, no server code and nothing fetched from the network. data.js holds one com
 * ``grid``: per test, one character per run: P passed, F failed, X xfailed, L xpassed (limitation
   appears lifted), S skipped, E error, ``.`` not in that run; ``notes`` hold the message of every
   cell that is not a pass, keyed ``"<test>:<run>"`` (the hover text, naming the limitation);
+* ``controls``: beside each grid row, the Linux control of that check per run, in the same codes, plus
+  ``-`` (the check has no control) and ``n`` (it has one, not in that run's results); ``control_notes``
+  the control's message where it did not pass. A row is a check: its Windows case and its control
+  (``[linux]``, marker ``control``) share it, never two unrelated rows. Counts and pass rates are the
+  Windows checks'; each run also carries ``controls`` (total, run, passed, skipped);
 * ``areas``: pass rates per area and run; ``limitations``: for each limitation, the clusters
   (CNI, Windows build, Kubernetes version) where it still shows, where it appears lifted, and where
   it does not apply;
@@ -27,7 +32,7 @@ from typing import Any
 from wincon import __version__
 from wincon.errors import ResultsError
 from wincon.results.artifacts import Run, atomic_write_bytes, find_run_dirs, load_run
-from wincon.results.model import Verdict
+from wincon.results.model import NO_CONTROL, Check, Verdict, control_counts, count, pair
 
 CODES = {
     Verdict.PASSED: "P",
@@ -38,6 +43,9 @@ CODES = {
     Verdict.ERROR: "E",
 }
 MISSING = "."
+NO_CONTROL_CODE = "-"  # the Linux-control cell of a check that has no control
+CONTROL_NOT_RUN_CODE = "n"  # the check has a control, but it is not in this run's results
+VERDICT_NAMES = frozenset(v.value for v in Verdict)
 STATIC_FILES = ("index.html", "app.js", "style.css")
 
 
@@ -91,54 +99,103 @@ def _rate(counts: dict[str, int]) -> float | None:
     return round((counts.get("passed", 0) + counts.get("xfailed", 0)) / ran, 4)
 
 
-def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dict[str, Any]:
-    runs = sorted(runs, key=_build_key, reverse=True)
+def _rows(runs: list[Run]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[int, Check]]]:
+    """One row per check (its Windows case's key), each run's Windows case and Linux control in it.
+
+    A control sits in its Windows twin's row: the twin of the same run (``pair``), else the row of a
+    Windows case with the same control key or the twin's name in any run; a control whose twin never ran
+    gets a row of its own, named after the twin, with no Windows cells.
+    """
     tests: dict[str, dict[str, Any]] = {}
-    cells: dict[str, dict[int, Any]] = {}
-    for index, run in enumerate(runs):
+    cells: dict[str, dict[int, Check]] = {}
+    by_control: dict[str, str] = {}
+    by_name: dict[str, str] = {}
+    for run in runs:
         for case in run.cases:
-            key = case.key
+            if not case.is_control:
+                by_name.setdefault(case.name, case.key)
+                if case.control:
+                    by_control.setdefault(case.control, case.key)
+    for index, run in enumerate(runs):
+        for check in pair(run.cases):
+            case = check.windows
+            if case is not None:
+                key = case.key
+            else:
+                assert check.control is not None
+                control = check.control
+                key = by_control.get(control.control) or by_name.get(check.name) or "linux-only:" + control.key
             entry = tests.get(key)
             if entry is None:
                 entry = tests[key] = {
                     "id": key,
-                    "name": case.name,
-                    "area": case.area,
+                    "name": check.name,
+                    "area": (case or check.control).area,  # type: ignore[union-attr]
                     "markers": set(),
                     "docs": set(),
                     "limitations": set(),
+                    "control": "",
                 }
-            entry["markers"].update(case.markers)
-            entry["docs"].update(case.props("doc"))
-            entry["limitations"].update(case.limitations)
-            cells.setdefault(key, {})[index] = case
+            if case is not None:
+                entry["markers"].update(case.markers)
+                entry["docs"].update(case.props("doc"))
+                entry["limitations"].update(case.limitations)
+            if check.control is not None:
+                entry["control"] = entry["control"] or check.control.name
+            cells.setdefault(key, {})[index] = check
+    return tests, cells
 
+
+def _control_code(check: Check | None) -> str:
+    """The Linux-control cell: its verdict's code, NO_CONTROL, CONTROL_NOT_RUN, or MISSING (no such check)."""
+    if check is None:
+        return MISSING
+    if check.control is not None:
+        return CODES[check.control.verdict]
+    verdict = check.control_verdict
+    if verdict in VERDICT_NAMES:
+        return CODES[Verdict(verdict)]
+    return NO_CONTROL_CODE if verdict == NO_CONTROL else CONTROL_NOT_RUN_CODE
+
+
+def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dict[str, Any]:
+    runs = sorted(runs, key=_build_key, reverse=True)
+    tests, cells = _rows(runs)
     ordered = sorted(tests.values(), key=lambda t: (t["area"], t["name"]))
     grid: list[str] = []
+    control_grid: list[str] = []
     notes: dict[str, str] = {}
+    control_notes: dict[str, str] = {}
     titles: dict[str, str] = {}
     for t_index, test in enumerate(ordered):
-        row = []
+        row, control_row = [], []
         for r_index in range(len(runs)):
-            cell = cells[test["id"]].get(r_index)
-            if cell is None:
+            check = cells[test["id"]].get(r_index)
+            control_row.append(_control_code(check))
+            if check is not None and check.control is not None and check.control.verdict is not Verdict.PASSED:
+                if check.control.message:
+                    control_notes[f"{t_index}:{r_index}"] = check.control.message[:500]
+            case = check.windows if check is not None else None
+            if case is None:
                 row.append(MISSING)
                 continue
-            case = cell
             row.append(CODES[case.verdict])
             if case.verdict is not Verdict.PASSED and case.message:
                 notes[f"{t_index}:{r_index}"] = case.message[:500]
             for lim_id, title in zip(case.props("limitation"), case.props("limitation_title"), strict=False):
                 titles.setdefault(lim_id, title)
         grid.append("".join(row))
+        control_grid.append("".join(control_row))
 
     area_rows = _areas(ordered, grid, len(runs))
-    limitations = _limitations(ordered, cells, runs, titles)
+    windows_cells = {
+        key: {r: check.windows for r, check in by_run.items() if check.windows is not None}
+        for key, by_run in cells.items()
+    }
+    limitations = _limitations(ordered, windows_cells, runs, titles)
     run_docs = []
     for run in runs:
-        counts = {v.value: 0 for v in Verdict}
-        for case in run.cases:
-            counts[case.verdict.value] += 1
+        counts = count(c for c in run.cases if not c.is_control)
         run_docs.append(
             {
                 "build": run.build_id,
@@ -151,6 +208,7 @@ def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dic
                 "profile": run.profile,
                 "cluster": cluster_of(run),
                 "counts": counts,
+                "controls": control_counts(run.cases),
                 "rate": _rate(counts),
             }
         )
@@ -167,12 +225,15 @@ def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dic
                 "markers": sorted(t["markers"] | {t["area"]}),
                 "docs": sorted(t["docs"]),
                 "limitations": sorted(t["limitations"]),
+                "control": t["control"],
             }
             for t in ordered
         ],
         "markers": markers,
         "grid": grid,
+        "controls": control_grid,
         "notes": notes,
+        "control_notes": control_notes,
         "areas": area_rows,
         "limitations": limitations,
         "errors": [{"message": e.message, "fix": e.fix} for e in (errors or [])],

@@ -3,7 +3,10 @@
   "use strict";
 
   var DATA = window.WINCON_DASHBOARD;
-  var VERDICTS = { P: "passed", F: "failed", X: "xfailed", L: "xpassed", S: "skipped", E: "error", ".": "missing" };
+  var VERDICTS = {
+    P: "passed", F: "failed", X: "xfailed", L: "xpassed", S: "skipped", E: "error", ".": "missing",
+    "-": "none", n: "notrun",
+  };
   var LABELS = {
     passed: "passed",
     failed: "failed",
@@ -12,7 +15,11 @@
     skipped: "skipped",
     error: "infrastructure error",
     missing: "not run",
+    none: "no Linux control",
+    notrun: "Linux control not in this run",
   };
+  var CONTROLS = DATA && DATA.controls ? DATA.controls : [];
+  var RESULT_VERDICTS = ["passed", "failed", "xfailed", "xpassed", "skipped", "error"];
 
   function esc(text) {
     return String(text == null ? "" : text)
@@ -63,22 +70,32 @@
 
   // ------------------------------------------------------------------ grid
   function renderLegend() {
-    document.getElementById("legend").innerHTML = Object.keys(LABELS).map(function (v) {
-      return '<span><i class="swatch v-' + v + '"></i>' + esc(LABELS[v]) + "</span>";
-    }).join("");
+    document.getElementById("legend").innerHTML =
+      '<span><i class="swatch v-passed"></i><i class="swatch l v-passed"></i>each run: Windows | Linux control</span>' +
+      Object.keys(LABELS).map(function (v) {
+        return '<span><i class="swatch v-' + v + '"></i>' + esc(LABELS[v]) + "</span>";
+      }).join("");
+  }
+
+  // The run and the OS of a grid cell: each run has two cells, Windows (td.c) then its Linux control (td.l).
+  function cellRun(cell) {
+    return (cell.cellIndex - 1) >> 1;
   }
 
   function renderGrid() {
     var runs = DATA.runs;
-    var head = ['<thead><tr><th class="test">test \u2193 / run \u2192 (newest first)</th>'];
+    var head = ['<thead><tr><th class="test">check \u2193 / run \u2192 (newest first; each run: Windows | Linux control)</th>'];
     runs.forEach(function (run, r) {
-      head.push('<th data-run="' + r + '" title="' + esc(runTitle(run)) + '">' + esc(when(run.started).slice(5)) + "</th>");
+      head.push('<th colspan="2" data-run="' + r + '" title="' + esc(runTitle(run)) + '">' +
+        esc(when(run.started).slice(5)) + "</th>");
     });
     head.push("</tr></thead>");
     var body = ["<tbody>"];
     DATA.tests.forEach(function (test, t) {
       var row = DATA.grid[t];
-      body.push('<tr data-t="' + t + '"><th class="test" title="' + esc(test.name + "\n" + test.id) + '">' +
+      var controls = CONTROLS[t] || "";
+      var title = test.name + "\n" + test.id + (test.control ? "\nLinux control: " + test.control : "\nno Linux control");
+      body.push('<tr data-t="' + t + '"><th class="test" title="' + esc(title) + '">' +
         '<span class="area-tag">' + esc(test.area) + "</span>" + esc(shortName(test.name)) + "</th>");
       for (var r = 0; r < row.length; r++) {
         var code = row.charAt(r);
@@ -90,6 +107,8 @@
           extra = ' data-limitation="' + esc(ids.join(",")) + '"';
         }
         body.push('<td class="c v-' + verdict + '" data-verdict="' + verdict + '"' + extra + "></td>");
+        var control = VERDICTS[controls.charAt(r) || "."];
+        body.push('<td class="l v-' + control + '" data-verdict="' + control + '"></td>');
       }
       body.push("</tr>");
     });
@@ -98,14 +117,17 @@
     table.innerHTML = head.join("") + body.join("");
     // Hover text is made on demand: 30 000 title attributes up front would slow the first paint.
     table.addEventListener("mouseover", function (event) {
-      var cell = event.target.closest("td.c");
+      var cell = event.target.closest("td.c, td.l");
       if (!cell || cell.title) return;
       var t = +cell.parentNode.dataset.t;
-      var r = cell.cellIndex - 1;
+      var r = cellRun(cell);
       var test = DATA.tests[t];
       var verdict = cell.dataset.verdict;
-      var text = test.name + "\n" + DATA.runs[r].label + ": " + LABELS[verdict];
-      var note = DATA.notes[t + ":" + r];
+      var linux = cell.classList.contains("l");
+      var text = linux
+        ? (test.control || test.name) + "\n" + DATA.runs[r].label + ": Linux control: " + LABELS[verdict]
+        : test.name + "\n" + DATA.runs[r].label + ": Windows: " + LABELS[verdict];
+      var note = (linux ? DATA.control_notes || {} : DATA.notes)[t + ":" + r];
       if (note) text += "\n" + note;
       if (cell.dataset.limitation) text += "\nlimitation: " + cell.dataset.limitation;
       cell.title = text;
@@ -127,6 +149,12 @@
     select.addEventListener("change", applyFilters);
     document.getElementById("text-filter").addEventListener("input", applyFilters);
     document.getElementById("problems-filter").addEventListener("change", applyFilters);
+    document.getElementById("controls-toggle").addEventListener("change", function (event) {
+      document.getElementById("grid").classList.toggle("no-controls", !event.target.checked);
+    });
+    // #q=TEXT (the Allure report links a check's twins this way) fills the name filter.
+    var match = /^#q=(.*)$/.exec(window.location.hash);
+    if (match) document.getElementById("text-filter").value = decodeURIComponent(match[1]);
   }
 
   function applyFilters() {
@@ -138,8 +166,9 @@
     for (var i = 0; i < rows.length; i++) {
       var test = DATA.tests[i];
       var visible = (!marker || test.markers.indexOf(marker) >= 0) &&
-        (!text || test.name.toLowerCase().indexOf(text) >= 0 || test.id.toLowerCase().indexOf(text) >= 0) &&
-        (!problems || /[FEL]/.test(DATA.grid[i]));
+        (!text || test.name.toLowerCase().indexOf(text) >= 0 || test.id.toLowerCase().indexOf(text) >= 0 ||
+          (test.control || "").toLowerCase().indexOf(text) >= 0) &&
+        (!problems || /[FEL]/.test(DATA.grid[i]) || /[FE]/.test(CONTROLS[i] || ""));
       rows[i].hidden = !visible;
       if (visible) shown++;
     }
@@ -151,7 +180,7 @@
   function renderAreas() {
     var runs = DATA.runs;
     var html = ["<thead><tr><th>area</th><th>tests</th><th>pass rate (all runs)</th>"];
-    Object.keys(LABELS).filter(function (v) { return v !== "missing"; }).forEach(function (v) {
+    RESULT_VERDICTS.forEach(function (v) {
       html.push("<th>" + esc(v) + "</th>");
     });
     runs.slice(0, 10).forEach(function (run) {
@@ -162,7 +191,7 @@
       html.push('<tr data-area="' + esc(area.area) + '"><td>' + esc(area.area) + "</td><td>" + area.tests + "</td>" +
         '<td class="rate">' + pct(area.rate) + ' <span class="rate-bar" style="width:' +
         Math.round((area.rate || 0) * 60) + 'px"></span></td>');
-      Object.keys(LABELS).filter(function (v) { return v !== "missing"; }).forEach(function (v) {
+      RESULT_VERDICTS.forEach(function (v) {
         html.push("<td>" + (area.total[v] || 0) + "</td>");
       });
       area.runs.slice(0, 10).forEach(function (cell) {
@@ -200,7 +229,8 @@
   // ------------------------------------------------------------------ runs and profiles
   function renderRuns() {
     var html = ["<thead><tr><th>run</th><th>build</th><th>started</th><th>result</th><th>pass rate</th>" +
-      "<th>kubernetes</th><th>windows builds</th><th>CNI</th><th>runtime</th><th>tests</th></tr></thead><tbody>"];
+      "<th>kubernetes</th><th>windows builds</th><th>CNI</th><th>runtime</th><th>tests</th>" +
+      "<th>Linux controls passed / run</th></tr></thead><tbody>"];
     DATA.runs.forEach(function (run, r) {
       var meta = run.metadata || {};
       html.push('<tr data-run="' + r + '"><td>' + esc(run.label) + "</td><td>" + esc(run.build) + "</td><td>" +
@@ -208,7 +238,8 @@
         '</td><td class="rate">' + pct(run.rate) + "</td><td>" + esc(run.cluster.k8s) + "</td><td>" +
         esc(run.cluster.windows_build) + "</td><td>" + esc(run.cluster.cni) + "</td><td>" +
         esc((meta["container-runtime"] || "") + " " + (meta["container-runtime-version"] || "")) + "</td><td>" +
-        Object.keys(run.counts).reduce(function (n, k) { return n + run.counts[k]; }, 0) + "</td></tr>");
+        Object.keys(run.counts).reduce(function (n, k) { return n + run.counts[k]; }, 0) + '</td><td class="controls">' +
+        (run.controls && run.controls.total ? run.controls.passed + " / " + run.controls.run : "none") + "</td></tr>");
     });
     html.push("</tbody>");
     var table = document.getElementById("runs");
