@@ -46,7 +46,7 @@ main: setup binaries
 
 # The project's own tests: lint, unit tests, then integration tests against the local cluster.
 test: setup binaries lint
-	$(PYTHON) -m pytest tests -p no:randomly -n $(WORKERS) -q -rfEs
+	$(PYTHON) -m pytest tests -p no:randomly -n $(WORKERS) --dist loadgroup -q -rfEs
 
 test-unit: setup-python
 	$(PYTHON) -m pytest tests/unit -q

@@ -43,6 +43,7 @@ KUBECONFIG_FILE = "kubeconfig"
 RECORD_FILE = "cluster.json"
 REPO_LIST_FILE = "image-repo-list.yaml"
 KWOKCTL_CONFIG = "kwokctl.yaml"
+NODE_GRACE_SECONDS = 60
 KWOKCTL_LOG = "kwokctl.log"
 POLL = 0.25
 T = TypeVar("T")
@@ -440,6 +441,11 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
     }
     if plan:
         options["kubeApiserverCertSANs"] = [plan.gateway, "10.0.0.1"]
+        # A real node whose kubelet stops posting becomes NotReady within a minute (kwokctl's default of an
+        # hour suits simulated nodes only; kwok renews their leases well within this).
+        # kwokctl multiplies its heartbeat periods by heartbeatFactor (5 by default): 1 keeps the figures as given.
+        options["heartbeatFactor"] = 1
+        options["kubeControllerManagerNodeMonitorGracePeriodMilliseconds"] = NODE_GRACE_SECONDS * 1000
         patches["kube-apiserver"] = {
             "advertise-address": plan.gateway,
             "kubelet-preferred-address-types": "InternalIP",

@@ -363,7 +363,25 @@ def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path) -> int:
     pid_dir = root(cluster) / "pids"
     pid_dir.mkdir(parents=True, exist_ok=True)
     (pid_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
+    (pid_dir / f"{name}.cmd").write_text(json.dumps({"ns": ns, "args": args, "log": str(log)}))
     return proc.pid
+
+
+def stop_process(cluster: str, name: str) -> None:
+    """SIGKILL one data-plane process (``worker-0-kubelet``, ``external-http``...): a fault, as a crash is."""
+    pid_file = root(cluster) / "pids" / f"{name}.pid"
+    pid = int(pid_file.read_text().strip())
+    if _alive(pid) and marker(cluster) in (_cmdline(pid) or ""):
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def restart_process(cluster: str, name: str) -> int:
+    """Start a stopped data-plane process again, as it was started by ``up``; return its pid."""
+    spec = json.loads((root(cluster) / "pids" / f"{name}.cmd").read_text())
+    return _spawn(cluster, spec["ns"], name, spec["args"], Path(spec["log"]))
 
 
 def _alive(pid: int) -> bool:
@@ -518,10 +536,7 @@ def watched(plan: Plan) -> _Watch:
     pid_dir = root(plan.cluster) / "pids"
     for pid_file in sorted(pid_dir.glob("*.pid")) if pid_dir.is_dir() else []:
         with contextlib.suppress(OSError, ValueError):
-            name = pid_file.stem
-            node, _, comp = name.partition("-k") if "-kube" in name else (name, "", "")
-            log = _log_of(plan, name)
-            watch.add(name, int(pid_file.read_text().strip()), log)
+            watch.add(pid_file.stem, int(pid_file.read_text().strip()), _log_of(plan, pid_file.stem))
     return watch
 
 
