@@ -150,3 +150,75 @@ def test_wincon_run_ends_with_the_summary_line_over_both_phases(tmp_path, monkey
     assert runner.run(tmp_path / "results" / "r1", ["--", "suites"], reports=False) == ExitCode.OK
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "wincon run: windows: 2 checks (2 passed); controls: 1 passed / 2 run; exit 0"
+
+
+# ----------------------------------------------------------------------------- a real run (pytester)
+
+SUITE = """
+import pytest
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0202")
+@pytest.mark.dataplane
+def test_flow(target_os, data_plane):
+    data_plane("dial")
+    assert {"windows": False, "linux": True}[target_os], "no reply"
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0203")
+def test_api_only():
+    assert True
+"""
+
+
+def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys):
+    import json
+
+    from tests.unit.test_controls import profile
+    from tests.unit.test_plugin import LIMITS
+    from wincon.results import junit
+    from wincon.verdicts import CONTROL, CONTROL_OUTCOME, TARGET_OS
+
+    pytester.makefile(".yaml", limitations=LIMITS)
+    pytester.mkdir("suites")
+    (pytester.path / "suites" / "test_s.py").write_text(SUITE)
+    (pytester.path / "profile.json").write_text(profile())
+    result = pytester.runpytest_subprocess(
+        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml",
+        "--results-dir", "out", "--alluredir", "allure", "-p", "no:randomly",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2, failed=1)
+    [xml] = (pytester.path / "out" / "artifacts").glob("junit*.xml")
+    cases = {c.name: c for c in junit.parse(xml)}
+    control, windows = cases["suites/test_s.py::test_flow[linux]"], cases["suites/test_s.py::test_flow[windows]"]
+    assert control.prop(TARGET_OS) == "linux" and windows.prop(TARGET_OS) == "windows"
+    assert control.prop(CONTROL) == windows.prop(CONTROL) != ""
+    assert windows.prop(CONTROL_OUTCOME) == "passed" and control.prop(CONTROL_OUTCOME) == ""
+    assert cases["suites/test_s.py::test_api_only"].prop(TARGET_OS) == "windows"
+    assert not cases["suites/test_s.py::test_api_only"].prop(CONTROL)
+
+    allure = {}
+    for path in (pytester.path / "allure").glob("*-result.json"):
+        doc = json.loads(path.read_text())
+        allure[doc["name"]] = doc
+    linux, win = allure["test_flow[linux]"], allure["test_flow[windows]"]
+    labels = {name: [(x["name"], x["value"]) for x in doc["labels"]] for name, doc in allure.items()}
+    assert ("os", "linux") in labels["test_flow[linux]"] and ("os", "windows") in labels["test_flow[windows]"]
+    assert ("tag", "os:linux") in labels["test_flow[linux]"]
+    assert ("story", "test_flow") in labels["test_flow[linux]"] and ("story", "test_flow") in labels[
+        "test_flow[windows]"
+    ]
+    assert [link["name"] for link in win["links"] if "dashboard" in link["url"]] == [
+        "Linux control: suites/test_s.py::test_flow[linux]"
+    ]
+    assert [link["url"] for link in linux["links"] if "dashboard" in link["url"]] == [
+        "../dashboard/index.html#q=test_flow%5Bwindows%5D"
+    ]
+    params = {p["name"]: p for p in win["parameters"]}
+    assert params["Linux control"]["value"] == "passed" and params["Linux control"].get("excluded") is True
+    assert "Linux control" not in {p["name"] for p in linux["parameters"]}
+    assert ("os", "windows") in labels["test_api_only"] and not [x for x in labels["test_api_only"] if x[0] == "story"]
+
+    capsys.readouterr()
+    assert main(["report", str(pytester.path / "out"), "--no-html"]) == ExitCode.OK
+    out = capsys.readouterr().out.splitlines()
+    assert next(x for x in out if "test_flow" in x).split()[:3] == ["test_s.py::test_flow", "failed", "passed"]
+    assert out[-1] == "windows: 2 checks (1 passed, 1 failed); controls: 1 passed / 1 run"

@@ -111,11 +111,11 @@ def _rows(runs: list[Run]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[in
     by_control: dict[str, str] = {}
     by_name: dict[str, str] = {}
     for run in runs:
-        for case in run.cases:
-            if not case.is_control:
-                by_name.setdefault(case.name, case.key)
-                if case.control:
-                    by_control.setdefault(case.control, case.key)
+        for windows in run.cases:
+            if not windows.is_control:
+                by_name.setdefault(windows.name, windows.key)
+                if windows.control:
+                    by_control.setdefault(windows.control, windows.key)
     for index, run in enumerate(runs):
         for check in pair(run.cases):
             case = check.windows

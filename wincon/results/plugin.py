@@ -27,7 +27,18 @@ import pytest
 from wincon import __version__
 from wincon.results import artifacts, junit
 from wincon.results.model import CaseResult, classify, count
-from wincon.verdicts import AREA, DOC, LIFTED, LIFTED_PHRASE, LIMITATION, TEST_ID, lifted_message
+from wincon.verdicts import (
+    AREA,
+    CONTROL,
+    CONTROL_OUTCOME,
+    DOC,
+    LIFTED,
+    LIFTED_PHRASE,
+    LIMITATION,
+    TARGET_OS,
+    TEST_ID,
+    lifted_message,
+)
 
 RECORDER_KEY = pytest.StashKey["RunRecorder"]()
 JUNIT_FLUSH_SECONDS = 1.0
@@ -161,6 +172,56 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         item.add_marker(link(_doc_url(item.config, doc), link_type="link", name=doc))
     if props.get(LIFTED):
         _allure_status_message(item, lifted_message(str(props[LIFTED])))
+    _allure_twins(item, props)
+
+
+# Where the run's dashboard is, seen from its Allure report (both inside the run's directory, `wincon run`).
+DASHBOARD_FROM_ALLURE = "../dashboard/index.html"
+
+
+def _twin(nodeid: str) -> tuple[str, str]:
+    """(the check's name without its OS, the other OS's node id) of a twinned item's node id."""
+    for mine, other, keep in (("[linux]", "[windows]", ""), ("[windows]", "[linux]", ""),
+                              ("-linux]", "-windows]", "]"), ("-windows]", "-linux]", "]")):  # fmt: skip
+        if nodeid.endswith(mine):
+            return nodeid[: -len(mine)] + keep, nodeid[: -len(mine)] + other
+    return nodeid, ""
+
+
+def _allure_twins(item: pytest.Item, props: dict[str, Any]) -> None:
+    """A check and its Linux control in Allure: an ``os`` label and tag on every item; on twins the same
+    story (side by side under Behaviors), a link to the other twin's row of the run's dashboard, and on
+    the Windows check a parameter with its control's outcome in this run."""
+    from urllib.parse import quote
+
+    target_os = str(props.get(TARGET_OS) or "windows")
+    label, link = pytest.mark.allure_label, pytest.mark.allure_link
+    item.add_marker(label(target_os, label_type="os"))
+    item.add_marker(label(f"os:{target_os}", label_type="tag"))
+    if not props.get(CONTROL):
+        return
+    check, twin = _twin(item.nodeid)
+    item.add_marker(label(check.rsplit("::", 1)[-1], label_type="story"))
+    if twin:
+        role = "Windows check" if target_os == "linux" else "Linux control"
+        url = f"{DASHBOARD_FROM_ALLURE}#q={quote(twin.rsplit('::', 1)[-1])}"
+        item.add_marker(link(url, link_type="link", name=f"{role}: {twin}"))
+    if target_os != "linux":
+        _allure_parameter(item, "Linux control", str(props.get(CONTROL_OUTCOME) or "none"))
+
+
+def _allure_parameter(item: pytest.Item, name: str, value: str) -> None:
+    """A parameter shown on the test's page, excluded from its history id (a pass and a failure of the
+    control must not split the check's history)."""
+    from allure_commons.model2 import Parameter
+
+    listener = item.config.pluginmanager.get_plugin("allure_listener")
+    try:
+        result = listener.allure_logger.get_test(listener._cache.get(item.nodeid))  # type: ignore[union-attr]
+    except AttributeError:  # another allure-pytest layout: the labels and links still say it
+        return
+    if result is not None and all(p.name != name for p in result.parameters):
+        result.parameters.append(Parameter(name=name, value=value, excluded=True))
 
 
 def _allure_status_message(item: pytest.Item, message: str) -> None:
