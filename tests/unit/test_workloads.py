@@ -201,3 +201,20 @@ def _pod(phase="Pending", waiting=None, unschedulable=False):
 def test_pod_failure_conditions_end_waits_early(pod, reason):
     result = pod_failure(pod)
     assert (result is None) if reason is None else (reason in result)
+
+
+def test_placement_is_checked_against_the_os_build_and_node_the_manifest_pins():
+    from types import SimpleNamespace as NS
+
+    from wincon.workloads.deploy import check_placement, pod_manifest
+
+    manifest = pod_manifest("p", [], os_name="windows", build=20348, node="w22")
+    ran = NS(metadata=NS(name="p"), spec=NS(node_name="w22"))
+    check_placement(ran, manifest, _profile())
+    with pytest.raises(WrongNode, match="not build 17763"):
+        check_placement(ran, pod_manifest("p", [], os_name="windows", build=17763), _profile())
+    elsewhere = {**manifest, "spec": {**manifest["spec"], "nodeSelector": {"kubernetes.io/hostname": "w19"}}}
+    with pytest.raises(WrongNode, match="not on w19"):
+        check_placement(ran, elsewhere, _profile())
+    with pytest.raises(WrongNode, match="not linux"):
+        check_placement(ran, manifest, _profile(), os_name="linux")

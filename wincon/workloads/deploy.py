@@ -95,18 +95,19 @@ def await_pod(
         )
     build = parse_build((manifest["spec"].get("nodeSelector") or {}).get(WINDOWS_BUILD_LABEL))
     with steps.check(f"pod {name} ran on a {os_name} node" + (f" of build {build}" if build else "")):
-        assert_ran_on(pod, wincon.profile, os_name=os_name, build=build)
+        check_placement(pod, manifest, wincon.profile, os_name)
     return pod
 
 
-def check_placement(pod: Any, manifest: dict[str, Any], profile: Any) -> None:
-    """The pod ran on the OS, build and node its manifest pins: otherwise nothing it reports is trusted."""
+def check_placement(pod: Any, manifest: dict[str, Any], profile: Any, os_name: str | None = None) -> None:
+    """The pod ran on the OS (default: the manifest's ``spec.os.name``), the Windows build and the node its
+    manifest pins: otherwise nothing it reports is trusted (WrongNode)."""
     spec = manifest["spec"]
     selector = spec.get("nodeSelector") or {}
     assert_ran_on(
         pod,
         profile,
-        os_name=(spec.get("os") or {}).get("name", "linux"),
+        os_name=os_name or (spec.get("os") or {}).get("name", "linux"),
         build=parse_build(selector.get(WINDOWS_BUILD_LABEL)),
     )
     wanted = selector.get("kubernetes.io/hostname")
