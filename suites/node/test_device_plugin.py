@@ -9,7 +9,6 @@ import pytest
 from wincon.checks.node import extended_resources, video_controller_command
 from wincon.checks.pods import windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.exec import exec_in_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
 pytestmark = [pytest.mark.scheduling]
@@ -31,7 +30,7 @@ def advertised(kube) -> list[tuple[str, str, int | None]]:
 @pytest.mark.test_id("d2496e1f-2621-4d59-93ca-7afbfba8b837")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(kube, wincon, namespace, data_plane):
+def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(kube, wincon, data_plane):
     """ "Resource limits" work for Windows pods (002_8a7e76f95009f44f.txt, Pods), extended resources of a device plugin included: the pod is scheduled onto the advertising node and the device is visible in the container (upstream device_plugin.go)."""
     offers = advertised(kube)
     if not offers:
@@ -54,5 +53,5 @@ def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(k
     assert running.status.phase == "Running" and running.spec.node_name == node, running.status
     if resource != DIRECTX:
         return
-    result = exec_in_pod(wincon.api_client, namespace, "device", command)
+    result = kube.exec("device", command, where=f"pod device ({resource}) on {node}")
     assert result.ok and result.stdout.strip(), f"no display device visible in the container: {result.stderr}"
