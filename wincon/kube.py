@@ -29,8 +29,10 @@ exec through the data-plane gate
     skips on simulated nodes (``data_plane`` gate), then runs it; ``kube.gate(command, where)`` for checks
     that are not an exec (waiting for a probe to restart a container). Without a gate (module-scoped setup)
     ``exec`` refuses: setup never runs commands in pods.
-logs and events
-    ``kube.logs(pod, container=None, previous=False, tail=None)``, ``kube.events(name, reason=None)``.
+logs, events, API rules
+    ``kube.logs(pod, container=None, previous=False, tail=None)``, ``kube.events(name, reason)``,
+    ``kube.wait_event(name, reason, timeout=60, behaviour=False)``; ``kube.submit(pod, dry_run=True)`` creates
+    (or dry-runs) a pod and returns (created, None) or (None, Rejection) for the API rules checks.
 
 ``Kube`` also carries ``profile``, ``catalog``, ``run_id`` and ``pod_start_timeout``, so it can be passed
 wherever a framework helper takes the run context (``wincon``).
@@ -383,8 +385,21 @@ class Kube:
             kwargs["tail_lines"] = tail
         return str(call(self.core.read_namespaced_pod_log, pod_name(pod), self.namespace, **kwargs))
 
-    def events(self, name: str, reason: str | None = None) -> list[Any]:
-        """Events about the object ``name`` in the namespace, oldest first, optionally of one ``reason``."""
-        selector = f"involvedObject.name={name}" + (f",reason={reason}" if reason else "")
-        items = call(self.core.list_namespaced_event, self.namespace, field_selector=selector).items
-        return sorted(items, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    def events(self, name: str, reason: str) -> list[Any]:
+        """The events of ``reason`` about the object ``name`` in the namespace."""
+        from wincon.checks.pods import events_for
+
+        return list(events_for(self.api_client, self.namespace, name, reason))
+
+    def wait_event(self, name: str, reason: str, timeout: float = 60.0, behaviour: bool = False) -> list[Any]:
+        """The events of ``reason`` about ``name`` once one exists; none within ``timeout`` is an error, or a
+        failure with ``behaviour=True`` (the event is the behaviour checked)."""
+        from wincon.checks.pods import wait_for_event
+
+        return list(wait_for_event(self.api_client, self.namespace, name, reason, timeout, behaviour))
+
+    def submit(self, body: dict[str, Any], dry_run: bool = True) -> tuple[dict[str, Any] | None, Any]:
+        """Create a pod (a server-side dry run unless ``dry_run=False``): (created, None) or (None, Rejection)."""
+        from wincon.checks.api_rules import submit_pod
+
+        return submit_pod(self.api_client, self.namespace, body, dry_run=dry_run)

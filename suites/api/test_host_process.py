@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod, submit_pod
+from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
 
@@ -24,11 +24,11 @@ def host_process_body(make_pod, name: str) -> dict:
 @pytest.mark.test_id("c38c1fac-4423-4c49-b979-f93057a4d29d")
 @pytest.mark.parametrize("case", HOST_PROCESS_CASES, ids=lambda case: case.label)
 @pytest.mark.documents("k8s-windows-guide", "Compute")
-def test_host_process_needs_host_network_and_every_container_host_process(wincon, namespace, make_pod, case):
+def test_host_process_needs_host_network_and_every_container_host_process(kube, make_pod, case):
     """ "There is no way to run a Windows container without the namespace filtering in place" (002_8a7e76f95009f44f.txt, Compute): HostProcess is all-or-nothing per pod and needs hostNetwork."""
     body = host_process_pod(make_pod(f"hp-{case.label}"), case)
     # The first layout goes through a real create; the others are server-side dry runs (same validation).
-    created, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=case != HOST_PROCESS_CASES[0])
+    created, rejection = kube.submit(body, dry_run=case != HOST_PROCESS_CASES[0])
     assert rejection is not None, f"the API server accepted the {case.label} layout; expected: {case.message}"
     assert rejection.status == 422, rejection.describe()
     cause = rejection.cause(case.path)
@@ -38,10 +38,10 @@ def test_host_process_needs_host_network_and_every_container_host_process(wincon
 
 @pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
-def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, namespace, make_pod):
+def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, wincon, namespace, make_pod):
     """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
     body = host_process_body(make_pod, "hp-valid")
-    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    created, rejection = kube.submit(body)
     if rejection is not None and DISALLOWED in rejection.describe():
         pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
     assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
@@ -59,7 +59,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(wincon, nam
 def test_host_process_container_runs_on_the_host(kube, wincon, namespace, make_pod):
     """ "Containers cannot assume an identity from the host ... System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute): a HostProcess container sees the host's name and its kubelet service."""
     body = host_process_body(make_pod, "hp-on-host")
-    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    created, rejection = kube.submit(body)
     if rejection is not None and DISALLOWED in rejection.describe():
         pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
     pod = run_windows_pod(wincon, namespace, body)

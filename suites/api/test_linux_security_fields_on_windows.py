@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
+from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS
 from wincon.checks.pods import Rejected, create_or_reject
 from wincon.cluster.waits import pod_failure
 from wincon.errors import DeviationObserved, expect_deviation
@@ -248,7 +248,7 @@ def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namesp
     body = effect.apply(make_pod(f"effect-{effect.label}"), wincon)
     # The gate first: on simulated nodes nothing below may decide the verdict (the plan says skip).
     kube.gate(effect.command, where=f"pod {body['metadata']['name']}")
-    created, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=False)
+    created, rejection = kube.submit(body, dry_run=False)
     if rejection is not None:
         refusal = rejection.describe()
         if FORBIDDEN_FOR_WINDOWS not in refusal:

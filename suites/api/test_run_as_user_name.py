@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, submit_pod, with_run_as_user_name
+from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, with_run_as_user_name
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
 
@@ -15,14 +15,14 @@ pytestmark = [pytest.mark.api]
 @pytest.mark.parametrize("scope", ["podSecurityContext", "container"])
 @pytest.mark.parametrize("case", RUN_AS_USER_NAMES, ids=lambda case: case.label)
 @pytest.mark.documents("k8s-windows-intro", "Security")
-def test_run_as_user_name_format_rules_are_enforced(wincon, namespace, make_pod, case, scope):
+def test_run_as_user_name_format_rules_are_enforced(kube, make_pod, case, scope):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): the API server validates the name's format."""
     body = with_run_as_user_name(
         make_pod(f"user-{case.label}-{'pod' if scope.startswith('pod') else 'ctr'}"), case.value, scope
     )
     # The pod-level control-character case goes through a real create; the rest are server-side dry runs.
     real = scope == "podSecurityContext" and case.label == "control-character"
-    created, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=not real)
+    created, rejection = kube.submit(body, dry_run=not real)
     path = run_as_user_name_path(scope)
     if case.valid:
         assert rejection is None, f"runAsUserName {case.value!r} was refused: {rejection.describe()}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import windows_pod
 from wincon.workloads.deploy import container, pod_manifest
 
@@ -32,10 +31,10 @@ def stored_signal(created: dict | None) -> str | None:
 @pytest.mark.test_id("7bc04f23-9f14-4571-9359-e48268d1d237")
 @pytest.mark.parametrize(("signal", "accepted"), CASES, ids=[f"{s}-{'accepted' if a else 'refused'}" for s, a in CASES])
 @pytest.mark.documents("k8s-windows-guide", "Limitations > Compute")
-def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build, stop_signals, signal, accepted):
+def test_windows_pod_stop_signal_is_sigterm_or_sigkill(kube, wincon, build, stop_signals, signal, accepted):
     """ "Signals - Windows interactive apps handle termination differently" (002_8a7e76f95009f44f.txt, Limitations > Compute): a Windows container can only be stopped with SIGTERM or SIGKILL, so API validation accepts those two stop signals and refuses the others (upstream container_stop_signals.go)."""
     body = with_stop_signal(windows_pod(wincon, f"stop-{signal.lower()}", build), signal)
-    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    created, rejection = kube.submit(body)
     if accepted:
         assert rejection is None, f"stopSignal {signal} was refused for a Windows pod: {rejection.describe()}"
         assert stored_signal(created) == signal, f"the server stored stopSignal {stored_signal(created)!r}"
@@ -48,10 +47,10 @@ def test_windows_pod_stop_signal_is_sigterm_or_sigkill(wincon, namespace, build,
 @pytest.mark.test_id("16554e3b-006c-41de-84c9-30df3389fa67")
 @pytest.mark.parametrize("signal", ["SIGQUIT", "SIGUSR1"])
 @pytest.mark.documents("k8s-windows-guide", "Limitations > Compute, Signals")
-def test_linux_pod_may_stop_with_other_signals(wincon, namespace, build, stop_signals, signal):
+def test_linux_pod_may_stop_with_other_signals(kube, wincon, build, stop_signals, signal):
     """The Linux control of the stop-signal rule: the signals refused for Windows pods are accepted for a Linux pod, so the refusal is the Windows rule (002_8a7e76f95009f44f.txt, Limitations > Compute, Signals)."""
     image = wincon.catalog.image("agnhost", "linux")
     body = pod_manifest(f"linux-stop-{signal.lower()}", [container("main", image, args=["pause"])], os_name="linux")
-    created, rejection = submit_pod(wincon.api_client, namespace, with_stop_signal(body, signal))
+    created, rejection = kube.submit(with_stop_signal(body, signal))
     assert rejection is None, f"stopSignal {signal} was refused for a Linux pod: {rejection.describe()}"
     assert stored_signal(created) == signal, f"the server stored stopSignal {stored_signal(created)!r}"

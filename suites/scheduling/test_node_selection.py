@@ -9,7 +9,6 @@ from wincon.checks.pods import (
     pin_template,
     pod_unschedulable,
     pods_with,
-    wait_for_event,
     windows_pod,
 )
 from wincon.cluster.waits import pod_failure, wait_for_deployment
@@ -57,7 +56,7 @@ def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, pr
 
 @pytest.mark.test_id("b965821d-0785-4346-80ea-3c50259fc19c")
 @pytest.mark.documents("k8s-windows-guide", "Operating System Restrictions")
-def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, wincon, namespace, profile):
+def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, wincon, profile):
     """Pods must land on a host whose OS version matches (002_8a7e76f95009f44f.txt, Operating System Restrictions): a build no node runs leaves the pod Pending with FailedScheduling."""
     assert NO_SUCH_BUILD not in profile.windows_builds
     body = windows_pod(wincon, "no-such-build", None)
@@ -65,7 +64,7 @@ def test_pod_for_a_build_no_node_has_stays_pending_with_failed_scheduling(kube, 
     kube.create(body)
     pod = kube.wait_pod("no-such-build", done=pod_unschedulable, timeout=60, failure=None)
     assert pod.spec.node_name is None and pod.status.phase == "Pending"
-    events = wait_for_event(wincon.api_client, namespace, "no-such-build", "FailedScheduling")
+    events = kube.wait_event("no-such-build", "FailedScheduling")
     message = events[-1].message
     assert "didn't match Pod's node affinity/selector" in message, message
     assert pod_failure(pod) and pod_failure(pod).startswith("Unschedulable")

@@ -9,12 +9,10 @@ from decimal import Decimal
 
 import pytest
 
-from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import (
     admitted_and_scheduled,
     eventually,
     schedulable_windows_nodes,
-    wait_for_event,
     windows_nodes_of_build,
     windows_pod,
 )
@@ -66,7 +64,7 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace
         namespace=namespace,
     )
     assert winner.spec.node_name == node
-    preempted = wait_for_event(wincon.api_client, namespace, "low", "Preempted", behaviour=True)
+    preempted = kube.wait_event("low", "Preempted", behaviour=True)
     assert node in (preempted[-1].message or ""), f"Preempted event does not name node {node}: {preempted[-1].message}"
 
     def low_gone_or_terminating() -> bool:
@@ -101,6 +99,6 @@ def test_resource_quota_counts_windows_pods_and_refuses_the_one_over_it(kube, wi
     assert figures["requests.cpu"] == "300m"
 
     over = with_cpu(windows_pod(wincon, "over-quota", build), Decimal("0.3"))
-    created, rejection = submit_pod(wincon.api_client, namespace, over, dry_run=False)
+    created, rejection = kube.submit(over, dry_run=False)
     assert rejection is not None, "a Windows pod exceeding requests.cpu 500m of the quota was admitted"
     assert rejection.status == 403 and "exceeded quota" in rejection.message, rejection.describe()

@@ -10,7 +10,6 @@ from wincon.checks.pods import (
     pod_running_failure,
     pod_unschedulable,
     run_windows_pod,
-    wait_for_event,
     windows_nodes_of_build,
     windows_pod,
 )
@@ -49,7 +48,7 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, 
     kube.create(with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
     pending = kube.wait_pod("overflow", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
-    message = wait_for_event(wincon.api_client, namespace, "overflow", "FailedScheduling")[-1].message
+    message = kube.wait_event("overflow", "FailedScheduling")[-1].message
     assert "Insufficient cpu" in message, message
 
     # Releasing the filler's request makes room: the pending pod is scheduled onto the node.
@@ -72,7 +71,7 @@ def scheduled_or_refused(pod) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hugepages-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
-def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, namespace, build):
+def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, build):
     """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
     body = windows_pod(wincon, "hugepages", build)
     main = body["spec"]["containers"][0]
@@ -89,7 +88,7 @@ def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, 
     where = f"pod hugepages on {pod.spec.node_name or 'no node (the scheduler refused it)'}"
     kube.gate(command, where=where)
     if not pod.spec.node_name:
-        message = wait_for_event(wincon.api_client, namespace, "hugepages", "FailedScheduling")[-1].message
+        message = kube.wait_event("hugepages", "FailedScheduling")[-1].message
         if "hugepages" not in message:
             raise InfrastructureError(
                 f"pod hugepages is unschedulable for another reason than hugepages: {message}",

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import (
     pod_unschedulable,
     run_windows_pod,
-    wait_for_event,
     windows_nodes_of_build,
     windows_pod,
 )
@@ -41,7 +39,7 @@ def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(kube,
     kube.create(untolerated)
     pending = kube.wait_pod("no-toleration", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
-    message = wait_for_event(wincon.api_client, namespace, "no-toleration", "FailedScheduling")[-1].message
+    message = kube.wait_event("no-toleration", "FailedScheduling")[-1].message
     assert "untolerated taint" in message, message
 
     tolerant = windows_pod(wincon, "with-toleration", build, node=node)
@@ -87,13 +85,13 @@ def test_runtime_class_scheduling_places_pods_on_its_windows_nodes(kube, wincon,
 @pytest.mark.test_id("bcf8e032-f3e5-4718-8a4e-ba3744414959")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 @pytest.mark.documents("k8s-windows-intro", "OS version match")
-def test_runtime_class_refuses_a_pod_whose_node_selector_conflicts(wincon, namespace, build, runtime_class):
+def test_runtime_class_refuses_a_pod_whose_node_selector_conflicts(kube, wincon, build, runtime_class):
     """A RuntimeClass pins Windows pods to matching hosts (003_414b2f1c5dd978a2.txt, Roadmap; 000_4130a90def37a825.txt, OS version match): a pod selecting another build is refused at admission."""
     name, selector, _ = runtime_class
     if "node.kubernetes.io/windows-build" not in selector:
         pytest.skip("no Windows node reports a build: the RuntimeClass has no build to conflict with")
     body = unpinned_pod(wincon, "conflicting", build, name)
     body["spec"]["nodeSelector"] = {"node.kubernetes.io/windows-build": "10.0.1"}
-    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    created, rejection = kube.submit(body)
     assert rejection is not None, "a pod whose nodeSelector contradicts its RuntimeClass was admitted"
     assert rejection.status in (400, 403, 422) and "conflict" in rejection.message, rejection.describe()

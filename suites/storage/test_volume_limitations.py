@@ -7,9 +7,7 @@ import re
 
 import pytest
 
-from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import (
-    events_for,
     run_or_refused,
     run_windows_pod,
     windows_nodes_of_build,
@@ -44,11 +42,11 @@ def ensure_secret(kube, name="creds", data=None):
         kube.create(body)
 
 
-def host_process_pod(wincon, namespace, name, build, node, command):
+def host_process_pod(kube, name, build, node, command):
     """A HostProcess pod on ``node`` (it sees the node's disk); skips where the cluster forbids HostProcess."""
-    body = windows_pod(wincon, name, build, node=node, command=command, hostNetwork=True)
+    body = windows_pod(kube, name, build, node=node, command=command, hostNetwork=True)
     body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
-    created, rejection = submit_pod(wincon.api_client, namespace, body)
+    created, rejection = kube.submit(body)
     if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
         pytest.skip(f"the check needs a HostProcess pod on the node: {HOST_PROCESS_DISALLOWED}")
     return body
@@ -71,7 +69,7 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
     try:
         pod = run_windows_pod(wincon, namespace, body)
     except WaitTimeout as exc:
-        mounts = [e.message for e in events_for(wincon.api_client, namespace, "memory-medium", "FailedMount")]
+        mounts = [e.message for e in kube.events("memory-medium", "FailedMount")]
         if mounts and "memory" in mounts[-1].lower():
             raise DeviationObserved(f"the node refused the Memory emptyDir: {mounts[-1]}") from exc
         raise
@@ -228,9 +226,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
     # After the container started, the host mounts another directory under the hostPath (a junction,
     # the Windows counterpart of a bind mount), from a HostProcess pod on the same node.
     mount_on_host = f"mkdir {base}-src & echo projected> {base}-src\\f.txt & mklink /J {base}\\mnt {base}-src"
-    helper = host_process_pod(
-        wincon, namespace, "host-mounter", build, node, ["cmd", "/c", mount_on_host + " & ping -t 127.0.0.1"]
-    )
+    helper = host_process_pod(kube, "host-mounter", build, node, ["cmd", "/c", mount_on_host + " & ping -t 127.0.0.1"])
     run_windows_pod(wincon, namespace, helper)
     result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\host\\mnt\\f.txt"])
     with expect_deviation("volume-host-projection"):
@@ -283,7 +279,7 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
             node=node,
         ),
     )
-    inspector = host_process_pod(wincon, namespace, "disk-inspector", build, node, ["cmd", "/c", "ping -t 127.0.0.1"])
+    inspector = host_process_pod(kube, "disk-inspector", build, node, ["cmd", "/c", "ping -t 127.0.0.1"])
     run_windows_pod(wincon, namespace, inspector)
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
     script = f"(Get-Content -Raw '{path}'); (Get-Volume -FilePath '{path}').FileSystemType"
