@@ -152,3 +152,24 @@ def test_the_data_plane_gate_records_the_command_and_skips_on_simulated_nodes():
     real = SimpleNamespace(user_properties=[], stash={})
     data_plane_gate(real, SimpleNamespace(data_plane=True))("ping 10.0.0.1")
     assert real.user_properties == [("command", "ping 10.0.0.1")]
+
+
+def test_submit_and_events_are_bound_to_the_namespace(monkeypatch):
+    from wincon.checks import api_rules
+    from wincon.checks import pods as pods_mod
+
+    seen = []
+    monkeypatch.setattr(
+        api_rules, "submit_pod", lambda api, ns, body, dry_run=True: seen.append((ns, dry_run)) or (body, None)
+    )
+    monkeypatch.setattr(pods_mod, "events_for", lambda api, ns, name, reason: seen.append((ns, name, reason)) or ["e"])
+    monkeypatch.setattr(
+        pods_mod,
+        "wait_for_event",
+        lambda api, ns, name, reason, timeout, behaviour: seen.append((ns, timeout, behaviour)) or ["e"],
+    )
+    k = Kube(context(), "ns1")
+    assert k.submit({"kind": "Pod"}, dry_run=False) == ({"kind": "Pod"}, None)
+    assert k.events("p", "Failed") == ["e"]
+    assert k.wait_event("p", "Unhealthy", timeout=5, behaviour=True) == ["e"]
+    assert seen == [("ns1", False), ("ns1", "p", "Failed"), ("ns1", 5, True)]
