@@ -198,3 +198,83 @@ def test_a_half_written_run_is_named_on_the_page_and_the_others_still_show(brows
     keep_screenshot(page, "dashboard-with-error.png", tmp_path)
     assert problems == []
     page.close()
+
+
+FLOW = "suites/networking/test_services.py::test_node_port"
+
+
+def write_control_history(root: Path) -> None:
+    """A check with a Linux control over three runs (both twins; the control alone; Windows alone) and a
+    Windows-only check beside it."""
+    runs = [
+        ("old", synthetic.twins(FLOW, Verdict.FAILED, Verdict.PASSED)),
+        ("mid", synthetic.twins(FLOW, None, Verdict.FAILED)),
+        ("new", synthetic.twins(FLOW, Verdict.ERROR, Verdict.FAILED)),
+    ]
+    for index, (name, cases) in enumerate(runs):
+        cases.append(synthetic.case(API, Verdict.PASSED, area="api", target_os="windows"))
+        artifacts.write_run(
+            root / name, cases, start=1_790_000_000 + index * 3600, result="FAILURE", profile=synthetic.profile()
+        )
+
+
+def test_each_check_is_one_row_with_a_windows_and_a_linux_control_column_per_run(browser, tmp_path):
+    root = tmp_path / "results"
+    write_control_history(root)
+    site = tmp_path / "site"
+    assert main(["dashboard", str(root), "-o", str(site)]) == ExitCode.OK
+    page, problems = open_page(browser, site)
+    names = page.eval_on_selector_all("#grid tbody th.test", "ths => ths.map(th => th.title.split('\\n')[0])")
+    assert names == [API, f"{FLOW}[windows]"]  # one row per check: no [linux] row
+    cells = page.eval_on_selector_all(
+        "#grid tbody tr",
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => [td.className.split(' ')[0], "
+        "getComputedStyle(td).backgroundColor]))",
+    )
+    flow = cells[1]
+    # newest first, each run: the Windows cell, then its Linux control's.
+    assert [kind for kind, _ in flow] == ["c", "l"] * 3
+    assert [colour for _, colour in flow] == [
+        COLOURS["error"], COLOURS["failed"],  # new: cluster-wide
+        COLOURS["missing"], COLOURS["failed"],  # mid: only the control ran
+        COLOURS["failed"], COLOURS["passed"],  # old: a Windows deviation
+    ]  # fmt: skip
+    api = cells[0]
+    assert [kind for kind, _ in api] == ["c", "l"] * 3 and all(c == COLOURS["passed"] for _, c in api[::2])
+    assert all(colour not in COLOURS.values() for _, colour in api[1::2])  # "no control": hatched, not a verdict
+    row = page.locator("#grid tbody tr", has=page.locator(f"th[title^='{FLOW}']"))
+    control = row.locator("td.l").nth(0)
+    control.hover()
+    assert f"{FLOW}[linux]" in control.get_attribute("title")
+    assert "Linux control: failed" in control.get_attribute("title")
+    assert "AssertionError: no reply" in control.get_attribute("title")
+    windows = row.locator("td.c").nth(0)
+    windows.hover()
+    assert "Windows: infrastructure error" in windows.get_attribute("title")
+    assert "cluster-wide" in windows.get_attribute("title")
+    keep_screenshot(page, "dashboard-controls.png", tmp_path)
+    page.uncheck("#controls-toggle")
+    assert not row.locator("td.l").first.is_visible() and row.locator("td.c").first.is_visible()
+    page.click("#tabs button[data-view=runs]")
+    assert page.eval_on_selector_all("#runs td.controls", "tds => tds.map(td => td.textContent)") == [
+        "0 / 1",
+        "0 / 1",
+        "1 / 1",
+    ]
+    assert problems == []
+    page.close()
+
+
+def test_a_link_to_a_twin_opens_the_grid_filtered_to_its_check(browser, tmp_path):
+    root = tmp_path / "results"
+    write_control_history(root)
+    site = tmp_path / "site"
+    assert main(["dashboard", str(root), "-o", str(site)]) == ExitCode.OK
+    page = browser.new_page()
+    page.goto((site / "index.html").as_uri() + "#q=test_node_port%5Blinux%5D")
+    page.wait_for_function("document.body.dataset.ready === '1'", timeout=15_000)
+    visible = page.eval_on_selector_all(
+        "#grid tbody tr:not([hidden]) th.test", "ths => ths.map(th => th.title.split('\\n')[0])"
+    )
+    assert visible == [f"{FLOW}[windows]"]
+    page.close()
