@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import events_for, eventually, run_windows_pod, wait_for_event, windows_pod
+from wincon.checks.pods import events_for, eventually, os_pod, run_os_pod, wait_for_event
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
 from wincon.workloads.deploy import container
@@ -16,12 +16,36 @@ SIDE_NETEXEC = ["netexec", "--http-port=8082", "--udp-port=8083"]
 FAST = {"periodSeconds": 2, "failureThreshold": 1, "timeoutSeconds": 1}
 
 
-def probe(kind: str, passing: bool, port: int = 8080) -> dict:
+def shell(target_os: str, line: str) -> list[str]:
+    """``line`` run by the OS's shell: cmd on Windows, sh on Linux."""
+    return ["cmd", "/c", line] if target_os == "windows" else ["sh", "-c", line]
+
+
+def marker_file(target_os: str, name: str) -> str:
+    return f"C:\\{name}" if target_os == "windows" else f"/{name}"
+
+
+# agnhost mounttest on both OSes: exit 0 when the file can be read (or written), 1 when not.
+def file_exists(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--file-content={file}"]
+
+
+def create_file(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--new-file-0644={file}"]
+
+
+def remove_file(target_os: str, file: str) -> list[str]:
+    return shell(target_os, f"del {file}" if target_os == "windows" else f"rm {file}")
+
+
+def probe(kind: str, passing: bool, port: int = 8080, target_os: str = "windows") -> dict:
     """A probe of ``kind`` that passes against netexec on ``port``, or fails."""
     if kind == "exec":
-        return {"exec": {"command": ["cmd", "/c", f"exit {0 if passing else 1}"]}, **FAST}
+        return {"exec": {"command": shell(target_os, f"exit {0 if passing else 1}")}, **FAST}
     if kind == "httpGet":
-        return {"httpGet": {"path": "/healthz" if passing else "/no-such-path", "port": port}, **FAST}
+        # netexec answers 200 to any path it does not know (its root handler), so a failing httpGet probe asks
+        # for /dial without parameters: 400 "request parameter not specified" (found by the Linux control).
+        return {"httpGet": {"path": "/healthz" if passing else "/dial", "port": port}, **FAST}
     return {"tcpSocket": {"port": port if passing else 9999}, **FAST}
 
 
@@ -32,20 +56,23 @@ def restarts(pod, name: str) -> int:
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(kube, wincon, namespace, build, data_plane):
+def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
+    kube, wincon, namespace, build, data_plane, target_os
+):
     """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
-    body = windows_pod(
+    body = os_pod(
         wincon,
         "all-probes",
+        target_os,
         build,
         args=NETEXEC,
         container_extra={
-            "livenessProbe": probe("exec", True),
+            "livenessProbe": probe("exec", True, target_os=target_os),
             "readinessProbe": probe("httpGet", True),
             "startupProbe": probe("tcpSocket", True),
         },
     )
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane("wait for startup (tcpSocket) and readiness (httpGet) to pass; liveness (exec) must not restart")
     # Positive evidence from the kubelet, not the stored spec: the probes ran and passed.
     ready = kube.wait_pod(
@@ -67,17 +94,25 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(kube, wincon
 @pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
-    kube, wincon, namespace, build, data_plane, kind
+    kube, wincon, namespace, build, data_plane, kind, target_os
 ):
     """ "Readiness and Liveness probes" work on Windows (003_414b2f1c5dd978a2.txt, What works today): a failing liveness probe restarts its container; a passing one leaves its neighbour alone."""
-    body = windows_pod(
-        wincon, f"liveness-{kind.lower()}", build, args=NETEXEC, container_extra={"livenessProbe": probe(kind, True)}
+    body = os_pod(
+        wincon,
+        f"liveness-{kind.lower()}",
+        target_os,
+        build,
+        args=NETEXEC,
+        container_extra={"livenessProbe": probe(kind, True, target_os=target_os)},
     )
-    image = body["spec"]["containers"][0]["image"]
+    first = body["spec"]["containers"][0]
+    pull = {"imagePullPolicy": first["imagePullPolicy"]} if "imagePullPolicy" in first else {}
     body["spec"]["containers"].append(
-        container("failing", image, args=SIDE_NETEXEC, livenessProbe=probe(kind, False, 8082))
+        container(
+            "failing", first["image"], args=SIDE_NETEXEC, livenessProbe=probe(kind, False, 8082, target_os), **pull
+        )
     )
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane(f"wait for the {kind} liveness probe of container failing to restart it", where=pod.metadata.name)
     restarted = kube.wait_pod(
         pod.metadata.name,
@@ -115,20 +150,24 @@ def service(name: str, selector: dict) -> dict:
     }
 
 
-READY_FILE = "C:\\ready.txt"
-
-
 @pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build):
+def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build, target_os):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
-    gate = {"exec": {"command": ["cmd", "/c", f"type {READY_FILE}"]}, **FAST}
-    body = windows_pod(
-        wincon, "ready-toggle", build, args=NETEXEC, labels={"app": "toggle"}, container_extra={"readinessProbe": gate}
+    ready_file = marker_file(target_os, "ready.txt")
+    gate = {"exec": {"command": file_exists(ready_file)}, **FAST}
+    body = os_pod(
+        wincon,
+        "ready-toggle",
+        target_os,
+        build,
+        args=NETEXEC,
+        labels={"app": "toggle"},
+        container_extra={"readinessProbe": gate},
     )
     kube.create(service("toggle", {"app": "toggle"}))
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    pod = run_os_pod(wincon, namespace, body, ready=False)
     listed = eventually(
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is not None or None,
         60,
@@ -136,13 +175,12 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
         behaviour=True,
     )
     assert listed
-    create = ["cmd", "/c", f"echo ok> {READY_FILE}"]
-    assert kube.exec(pod, create).ok
+    assert kube.exec(pod, create_file(ready_file)).ok
     kube.wait_pod("ready-toggle", done=pod_running_ready, timeout=60, failure=None, behaviour=True)
     eventually(
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle"), 60, "endpoint ready", behaviour=True
     )
-    assert kube.exec(pod, ["cmd", "/c", f"del {READY_FILE}"]).ok
+    assert kube.exec(pod, remove_file(target_os, ready_file)).ok
     kube.wait_pod(
         "ready-toggle",
         done=lambda p: not pod_running_ready(p),
@@ -163,17 +201,20 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, namespace, build, data_plane, kind):
+def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
+    kube, wincon, namespace, build, data_plane, kind, target_os
+):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
     app = f"rd-{kind.lower()}"
     for name, passing in ((f"{app}-good", True), (f"{app}-bad", False)):
-        body = windows_pod(
+        body = os_pod(
             wincon,
             name,
+            target_os,
             build,
             args=NETEXEC,
             labels={"app": app},
-            container_extra={"readinessProbe": probe(kind, passing)},
+            container_extra={"readinessProbe": probe(kind, passing, target_os=target_os)},
         )
         kube.create(body)
     kube.create(service(app, {"app": app}))
@@ -201,28 +242,29 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(kube, wincon, n
     assert states == {f"{app}-good": True, f"{app}-bad": False}, states
 
 
-STARTED_FILE = "C:\\started.txt"
-
-
 @pytest.mark.test_id("180e296a-8aad-4370-99d4-2079be405940")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube, wincon, namespace, build, data_plane):
+def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(
+    kube, wincon, namespace, build, data_plane, target_os
+):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): until the startup probe passes, a failing liveness probe restarts nothing and a passing readiness probe readies nothing."""
-    started = {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, "periodSeconds": 2, "failureThreshold": 60}
-    body = windows_pod(
+    started_file = marker_file(target_os, "started.txt")
+    started = {"exec": {"command": file_exists(started_file)}, "periodSeconds": 2, "failureThreshold": 60}
+    body = os_pod(
         wincon,
         "startup-gate",
+        target_os,
         build,
         args=NETEXEC,
         container_extra={
             "startupProbe": started,
-            "livenessProbe": {"exec": {"command": ["cmd", "/c", f"type {STARTED_FILE}"]}, **FAST},
-            "readinessProbe": probe("exec", True),
+            "livenessProbe": {"exec": {"command": file_exists(started_file)}, **FAST},
+            "readinessProbe": probe("exec", True, target_os=target_os),
         },
     )
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
-    data_plane(f"wait for five failed startup probes, then create {STARTED_FILE}", where=pod.metadata.name)
+    pod = run_os_pod(wincon, namespace, body, ready=False)
+    data_plane(f"wait for five failed startup probes, then create {started_file}", where=pod.metadata.name)
 
     # While the startup probe fails (five times, 10 s), the liveness probe (which would fail too) must not run.
     def startup_failures():
@@ -236,7 +278,7 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
     held = call(kube.core.read_namespaced_pod, "startup-gate", namespace)
     status = held.status.container_statuses[0]
     assert status.restart_count == 0 and not status.started and not status.ready, status
-    assert kube.exec("startup-gate", ["cmd", "/c", f"echo ok> {STARTED_FILE}"]).ok
+    assert kube.exec("startup-gate", create_file(started_file)).ok
     ready = kube.wait_pod("startup-gate", done=pod_running_ready, timeout=60, failure=None, behaviour=True)
     status = ready.status.container_statuses[0]
     assert status.started and status.ready and status.restart_count == 0, status
@@ -246,18 +288,21 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(kube,
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_startup_probe_delays_readiness_by_its_initial_delay(kube, wincon, namespace, build, data_plane, kind):
+def test_startup_probe_delays_readiness_by_its_initial_delay(
+    kube, wincon, namespace, build, data_plane, kind, target_os
+):
     """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
     delay = 15
     startup = {**probe(kind, True), "initialDelaySeconds": delay, "failureThreshold": 3}
-    body = windows_pod(
+    body = os_pod(
         wincon,
         f"startup-{kind.lower()}",
+        target_os,
         build,
         args=NETEXEC,
-        container_extra={"startupProbe": startup, "readinessProbe": probe("exec", True)},
+        container_extra={"startupProbe": startup, "readinessProbe": probe("exec", True, target_os=target_os)},
     )
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane(
         f"compare the Ready time with the container start (startup {kind} after {delay} s)", where=pod.metadata.name
     )
