@@ -16,6 +16,8 @@ from wincon.verdicts import (
     INFRASTRUCTURE_ERROR,
     INFRASTRUCTURE_PREFIX,
     LIFTED,
+    SIMULATED_REASON,
+    SIMULATED_SKIP,
     STRICT_XPASS,
     TARGET_OS,
     is_lifted,
@@ -26,6 +28,8 @@ from wincon.verdicts import (
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
     """Turn one phase report into the suite's verdict (DESIGN.md): see the branches below."""
     cause = infrastructure_cause(call.excinfo) if call.excinfo is not None else None
+    if no_data_plane_verdict(item, call, report, profile):
+        return
     if cause is not None and report.when == "call":
         # The cluster could not run the check: an error (pytest's word for failures outside the test body).
         report.outcome = "failed"
@@ -34,13 +38,6 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         item.user_properties.append((INFRASTRUCTURE_ERROR, "true"))
         return
     if report.when != "call":
-        return
-    if report.passed and item.get_closest_marker("dataplane") and not controls.data_plane_for(item, profile):
-        report.outcome = "failed"
-        report.longrepr = (
-            "a data-plane check passed on simulated nodes, where nothing really ran: the verdict would lie. "
-            "The test must call the data_plane(...) gate before its check."
-        )
         return
     if report.failed and STRICT_XPASS in str(report.longrepr):
         applied = item.stash.get(APPLIED_KEY, [])
@@ -53,6 +50,32 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         return
     if report.failed:
         attach_diagnostics(item, report)
+
+
+def no_data_plane_verdict(
+    item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile
+) -> bool:
+    """A data-plane item whose pods sit on nodes without a data plane gets no verdict but skipped, whatever it
+    raised or however it ended before reaching the gate: what it saw there is a simulator's, not a node's.
+    Returns whether the report was turned into that skip (the plan says skip for the same items)."""
+    if report.when not in ("setup", "call") or not item.get_closest_marker("dataplane"):
+        return False
+    if controls.data_plane_for(item, profile) or (report.skipped and not hasattr(report, "wasxfail")):
+        return False
+    if report.passed and report.when == "setup":
+        return False  # the check has not run yet
+    if report.passed:
+        ended = "passed without reaching the data-plane gate (a test bug: it must call data_plane(...) first)"
+    elif hasattr(report, "wasxfail"):
+        ended = "xfailed before reaching the data-plane gate"
+        del report.wasxfail
+    else:
+        raised = call.excinfo.exconly().splitlines()[0][:200] if call.excinfo is not None else str(report.longrepr)
+        ended = f"ended before reaching the data-plane gate ({report.when}): {raised}"
+    report.outcome = "skipped"
+    report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {SIMULATED_REASON}; the check {ended}")
+    item.user_properties.append((SIMULATED_SKIP, "true"))
+    return True
 
 
 def infrastructure_cause(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:

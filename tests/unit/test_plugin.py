@@ -127,21 +127,44 @@ def test_gated(data_plane):
 @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0003")
 def test_ungated():
     assert True
+
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0004")
+def test_fails_before_the_gate():
+    assert False, "the simulator's fake status"
+
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0005")
+def test_errors_before_the_gate():
+    from wincon.errors import InfrastructureError
+    raise InfrastructureError("pod never scheduled")
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup crashed")
+
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0006")
+def test_setup_fails_before_the_gate(broken):
+    pass
 """
 
 
-def test_data_plane_checks_skip_on_simulated_nodes_and_never_pass(suite):
+def test_data_plane_checks_skip_on_simulated_nodes_whatever_they_raise_and_never_pass(suite):
     result = suite(DATAPLANE)
-    result.assert_outcomes(skipped=1, failed=1)
+    result.assert_outcomes(skipped=5)
     result.stdout.fnmatch_lines(
         ["*simulated nodes have no data plane*would run: pod client: curl.exe --fail http://10.0.0.1*"]
     )
-    result.stdout.fnmatch_lines(["*a data-plane check passed on simulated nodes*"])
+    result.stdout.fnmatch_lines(["*passed without reaching the data-plane gate (a test bug*"])
+    result.stdout.fnmatch_lines(["*ended before reaching the data-plane gate (call)*simulator's fake status*"])
+    result.stdout.fnmatch_lines(["*ended before reaching the data-plane gate (setup)*setup crashed*"])
+    assert result.ret == ExitCode.OK
 
 
 def test_data_plane_checks_run_on_real_nodes(suite):
     result = suite(DATAPLANE, simulated=False)
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, failed=1, errors=2)
 
 
 def test_hybrid_tests_skip_without_linux_workers(suite):

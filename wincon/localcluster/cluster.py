@@ -44,6 +44,7 @@ RECORD_FILE = "cluster.json"
 REPO_LIST_FILE = "image-repo-list.yaml"
 KWOKCTL_CONFIG = "kwokctl.yaml"
 NODE_GRACE_SECONDS = 60
+FEATURE_GATE = dataplane.FEATURE_GATE
 KWOKCTL_LOG = "kwokctl.log"
 POLL = 0.25
 T = TypeVar("T")
@@ -434,10 +435,12 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
     """
     options: dict[str, Any] = {"bindAddress": "127.0.0.1"}
     patches: dict[str, dict[str, str]] = {
+        # Alpha in 1.34, on here so that the stop-signal checks run against the real API server.
+        "kube-apiserver": {"feature-gates": f"{FEATURE_GATE}=true"},
         "kwok-controller": {
             "manage-all-nodes": "false",
             "manage-nodes-with-annotation-selector": f"{SIMULATED_ANNOTATION}=fake",
-        }
+        },
     }
     if plan:
         options["kubeApiserverCertSANs"] = [plan.gateway, "10.0.0.1"]
@@ -446,7 +449,7 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
         # kwokctl multiplies its heartbeat periods by heartbeatFactor (5 by default): 1 keeps the figures as given.
         options["heartbeatFactor"] = 1
         options["kubeControllerManagerNodeMonitorGracePeriodMilliseconds"] = NODE_GRACE_SECONDS * 1000
-        patches["kube-apiserver"] = {
+        patches["kube-apiserver"] |= {
             "advertise-address": plan.gateway,
             "kubelet-preferred-address-types": "InternalIP",
         }

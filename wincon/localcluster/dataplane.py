@@ -66,6 +66,7 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
 DIRNAME = "dataplane"
 KUBELET_PORT = 10250
 PROXY_HEALTH_PORT = 10256
+FEATURE_GATE = "ContainerStopSignals"  # on in the API server and the kubelets (the stop-signal checks)
 
 
 @dataclass
@@ -317,6 +318,7 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         "podCIDR": node.pod_cidr,
         "nodeStatusReportFrequency": "10s",
         "shutdownGracePeriod": "0s",
+        "featureGates": {FEATURE_GATE: True},
     }
     return yaml.safe_dump(config, sort_keys=False)
 
