@@ -351,3 +351,15 @@ def linux_nodeport_service(net: NetworkObjects, linux_netservers: list[PodRef]) 
 def linux_alias_service(net: NetworkObjects, linux_service: ServiceRef) -> ServiceRef:
     """ExternalName ``lin-netserver-alias`` naming the Linux ClusterIP Service's FQDN."""
     return net.service("service-externalname.yaml", None, name="lin-netserver-alias", external_name=linux_service.fqdn)
+
+
+@pytest.fixture(scope="module")
+def server_selector(target_os: str, net: NetworkObjects) -> dict[str, str]:
+    """The label selector of ``servers`` (for a Service of a test's own over them)."""
+    return net.windows_netservers if target_os == "windows" else net.linux_netservers
+
+
+@pytest.fixture(scope="module")
+def os_prefix(target_os: str) -> str:
+    """A prefix for the names of a control's own objects ('lin-'), which share the module's namespace."""
+    return "" if target_os == "windows" else "lin-"

@@ -23,12 +23,23 @@ PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
 AFFINITY_CHECKS = 10  # upstream's SessionAffinityChecks
 AFFINITY_TIMEOUT_SECONDS = 10
 AFFINITY_IDLE_MARGIN_SECONDS = 5
+AFFINITY_WARM_UP_TRIES = 15  # 2 s apart: a new Service is programmed within seconds
 AFFINITY_IDLE_ROUNDS = 8  # n >= 2 backends: the same one after every idle period by chance at most 1/2^8
 
 
 @pytest.fixture(scope="module")
 def loadbalancer_service(net, netservers):
     return net.service("service-loadbalancer.yaml", netservers, name="netserver-lb", traffic_policy="Cluster")
+
+
+@pytest.fixture(scope="module")
+def server_loadbalancer(request, target_os, net, servers, server_selector):
+    """The LoadBalancer Service over ``servers``."""
+    if target_os == "windows":
+        return request.getfixturevalue("loadbalancer_service")
+    return net.service(
+        "service-loadbalancer.yaml", servers, name="lin-netserver-lb", traffic_policy="Cluster", select=server_selector
+    )
 
 
 @pytest.mark.test_id("08767122-34df-4a8b-b5f1-7b2d7de7e3c1")
@@ -65,11 +76,9 @@ def test_every_service_type_is_created_over_windows_pods(kube, kind, request, na
 @pytest.mark.limitation("win-overlay-1803-service-ip")
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, netserver_service, netservers):
+def test_pod_reaches_service_by_cluster_ip(protocol, checks, client, server_service, servers):
     """ "Pod -> Service (Cluster IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
-    outcome = checks.dial(
-        windows_client, netserver_service.cluster_ip, PORTS[protocol], protocol, pod_names(netservers)
-    )
+    outcome = checks.dial(client, server_service.cluster_ip, PORTS[protocol], protocol, pod_names(servers))
     with expect_deviation("overlay-kube-proxy-alpha, win-overlay-1803-service-ip"):
         assert outcome.reached_all, outcome.describe()
 
@@ -78,15 +87,15 @@ def test_pod_reaches_service_by_cluster_ip(protocol, checks, windows_client, net
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_windows_pod_gets_environment_variables_of_services(checks, net, netserver_service, windows_nodes):
+def test_windows_pod_gets_environment_variables_of_services(checks, make_client, os_prefix, server_service):
     """Windows "services can utilize ... Service Environment variables" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Service environment variables ... work")."""
     # Created after the Service: the kubelet sets variables of the Services that exist when a container starts.
-    pod = net.windows_client("env-check", windows_nodes[0])
+    pod = make_client(f"{os_prefix}env-check")
     result = checks.run(pod, conn.env_command(pod.os))
     assert result.ok, f"{conn.env_command(pod.os)} failed: {result.stderr}"
     env = conn.parse_env(result.stdout)
     for key, value in conn.service_env_expectation(
-        netserver_service.name, netserver_service.cluster_ip, conn.SERVICE_HTTP_PORT
+        server_service.name, server_service.cluster_ip, conn.SERVICE_HTTP_PORT
     ).items():
         assert env.get(key) == value, f"{key} is {env.get(key)!r} in pod {pod.name}, expected {value!r}"
 
@@ -95,26 +104,22 @@ def test_windows_pod_gets_environment_variables_of_services(checks, net, netserv
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-intro", "Networking")
-def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, windows_client, nodeport_service, netservers):
+def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, client, server_nodeport, servers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking): from a pod it works."""
-    node_ip = windows_client.host_ip
-    outcome = checks.dial(
-        windows_client, node_ip, nodeport_service.node_ports[protocol], protocol, pod_names(netservers)
-    )
+    node_ip = client.host_ip
+    outcome = checks.dial(client, node_ip, server_nodeport.node_ports[protocol], protocol, pod_names(servers))
     assert outcome.reached_all, outcome.describe()
 
 
 @pytest.mark.test_id("221bf4ab-4d7b-4c07-a992-54ed513cf4a8")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "My Windows node cannot access NodePort service")
-def test_nodeport_of_a_windows_node_answers_another_node(
-    checks, remote_node, windows_client, nodeport_service, netservers
-):
+def test_nodeport_of_a_windows_node_answers_another_node(checks, other_host, client, server_nodeport, servers):
     """ "NodePort access will work from other nodes or external clients" (002_8a7e76f95009f44f.txt, My Windows node cannot access NodePort service)."""
-    url = f"http://{conn.host_port(windows_client.host_ip, nodeport_service.node_ports['http'])}/hostname"
-    ok, result = checks.http_get(remote_node, url, pod_names(netservers))
+    url = f"http://{conn.host_port(client.host_ip, server_nodeport.node_ports['http'])}/hostname"
+    ok, result = checks.http_get(other_host, url, pod_names(servers))
     assert ok, (
-        f"{url} from {remote_node.os} node {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
+        f"{url} from {other_host.os} node {other_host.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
     )
 
 
@@ -122,28 +127,40 @@ def test_nodeport_of_a_windows_node_answers_another_node(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_loadbalancer_service_reaches_windows_pods(checks, net, windows_client, loadbalancer_service, netservers):
+def test_loadbalancer_service_reaches_windows_pods(checks, net, client, server_loadbalancer, servers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
-    address = net.load_balancer_address(loadbalancer_service.name)
-    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", pod_names(netservers))
+    address = net.load_balancer_address(server_loadbalancer.name)
+    outcome = checks.dial(client, address, conn.SERVICE_HTTP_PORT, "http", pod_names(servers))
     assert outcome.reached_all, outcome.describe()
 
 
 @pytest.fixture(scope="module")
-def affinity_service(net, netservers):
+def affinity_service(net, servers, server_selector, os_prefix):
     return net.service(
-        "service-affinity.yaml", netservers, name="netserver-sticky", timeout_seconds=AFFINITY_TIMEOUT_SECONDS
+        "service-affinity.yaml",
+        servers,
+        name=f"{os_prefix}netserver-sticky",
+        select=server_selector,
+        timeout_seconds=AFFINITY_TIMEOUT_SECONDS,
     )
+
+
+def dial_affinity_service(checks, client, service):
+    """AFFINITY_CHECKS single dials, once the new Service answers at all: the data plane programs a Service a
+    moment after its endpoints, and dials before that get no answer, which says nothing about affinity."""
+    command = conn.dial_command(client.os, client.ip, service.cluster_ip, conn.SERVICE_HTTP_PORT)
+    checks.gate(command, where=checks.where(client))
+    answering, tries = conn.attempts(lambda: checks.dial_once(client, command) != "", AFFINITY_WARM_UP_TRIES)
+    assert answering, f"{service.name} ({service.cluster_ip}) never answered {client.name} in {tries} dials"
+    return checks.dial_each(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS)
 
 
 @pytest.mark.test_id("8832d05a-2e50-46aa-8055-f0d89abd9c69")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
-def test_session_affinity_client_ip_keeps_one_backend(checks, windows_client, affinity_service):
+def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_service):
     """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
-    answers = checks.dial_each(
-        windows_client, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS
-    )
+    answers = dial_affinity_service(checks, client, affinity_service)
     assert all(answers), f"some dials got no answer: {answers}"
     assert len(set(answers)) == 1, f"sessionAffinity ClientIP, yet one client reached {sorted(set(answers))}"
 
@@ -153,21 +170,19 @@ def test_session_affinity_client_ip_keeps_one_backend(checks, windows_client, af
 @pytest.mark.slow
 @pytest.mark.limitation("session-affinity-timeout")
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
-def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinity_service):
+def test_session_affinity_ends_after_its_timeout(checks, client, affinity_service):
     """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
     assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
-    first = checks.dial_each(
-        windows_client, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS
-    )
+    first = dial_affinity_service(checks, client, affinity_service)
     if not all(first) or len(set(first)) != 1:
         pytest.skip(f"ClientIP affinity itself does not hold here ({first}), so its timeout cannot be observed")
     sticky = first[0]
-    command = conn.dial_command("windows", windows_client.ip, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT)
+    command = conn.dial_command(client.os, client.ip, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT)
     seen = []
 
     def moved_after_idle():
         time.sleep(AFFINITY_TIMEOUT_SECONDS + AFFINITY_IDLE_MARGIN_SECONDS)
-        seen.append(checks.dial_once(windows_client, command))
+        seen.append(checks.dial_once(client, command))
         return seen[-1] not in ("", sticky)
 
     moved, rounds = conn.attempts(moved_after_idle, AFFINITY_IDLE_ROUNDS, delay=0)
@@ -183,12 +198,13 @@ def test_session_affinity_ends_after_its_timeout(checks, windows_client, affinit
 @pytest.mark.limitation("external-traffic-policy-local")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("kep-windows-node-support", "roadmap")
-def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, remote_node, local_netserver, windows_nodes):
+def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, other_host, local_server, os_nodes, os_prefix):
     """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
+    remote_node = other_host
     svc = net.service(
-        "service-nodeport-local.yaml", [local_netserver], name="netserver-local", select=net.only(local_netserver)
+        "service-nodeport-local.yaml", [local_server], name=f"{os_prefix}netserver-local", select=net.only(local_server)
     )
-    url = f"http://{conn.host_port(local_netserver.host_ip, svc.node_ports['http'])}/clientip"
+    url = f"http://{conn.host_port(local_server.host_ip, svc.node_ports['http'])}/clientip"
     command = conn.http_get_command(remote_node.os, url)
     ok, result = checks.until(
         remote_node, command, lambda r: r.ok and r.stdout.strip() != "", container=remote_node.tool_container
@@ -197,10 +213,10 @@ def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, remote_n
     with expect_deviation("external-traffic-policy-local"):
         source = result.stdout.strip().rsplit(":", 1)[0].strip("[]")
         assert source in (remote_node.ip, remote_node.host_ip), (
-            f"the Windows backend saw the request come from {source}, not from the client node {remote_node.host_ip}: "
+            f"the {local_server.os} backend saw the request come from {source}, not from the client node {remote_node.host_ip}: "
             "the source IP was not preserved"
         )
-        idle = [n for n in windows_nodes if n.name not in (local_netserver.node, remote_node.node)]
+        idle = [n for n in os_nodes if n.name not in (local_server.node, remote_node.node)]
         if idle:  # a node with no local endpoint must not forward to another node's pod
             url = f"http://{conn.host_port(idle[0].internal_ip, svc.node_ports['http'])}/hostname"
             result = checks.exec(remote_node, conn.http_get_command(remote_node.os, url), remote_node.tool_container)
