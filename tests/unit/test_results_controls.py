@@ -41,14 +41,20 @@ def test_pair_puts_each_control_beside_its_windows_twin_and_nothing_else():
 
 def test_pairing_by_name_where_the_results_carry_no_control_property():
     """JUnit from before the properties existed: ``x[linux]`` with marker control pairs with ``x[windows]``."""
-    control = CaseResult(name="t.py::test_a[http-linux]", verdict=P, properties=[("markers", "control,networking")])
+    marker = [("markers", "control,networking")]
+    control = CaseResult(name="t.py::test_a[http-linux]", verdict=P, properties=marker)
     windows = CaseResult(name="t.py::test_a[http-windows]", verdict=F)
+    first = CaseResult(name="t.py::test_c[linux-forward-slash]", verdict=P, properties=marker)  # module scope
+    first_windows = CaseResult(name="t.py::test_c[windows-forward-slash]", verdict=S)
     not_a_control = CaseResult(name="t.py::test_b[linux]", verdict=P)  # no marker control: a check of its own
-    checks = pair([control, windows, not_a_control])
+    checks = pair([control, windows, first, first_windows, not_a_control])
     assert [(c.windows.name if c.windows else None, c.control.name if c.control else None) for c in checks] == [
         ("t.py::test_a[http-windows]", "t.py::test_a[http-linux]"),
+        ("t.py::test_c[windows-forward-slash]", "t.py::test_c[linux-forward-slash]"),
         ("t.py::test_b[linux]", None),
     ]
+    rows = [line.split()[:3] for line in table([control, windows, first, first_windows]).splitlines()[2:4]]
+    assert rows == [["t.py::test_a[http]", "failed", "passed"], ["t.py::test_c[forward-slash]", "skipped", "passed"]]
 
 
 def test_a_control_whose_twin_did_not_run_is_a_check_of_its_own_and_a_twin_without_its_control_says_not_run():
@@ -163,6 +169,13 @@ def test_flow(target_os, data_plane):
     data_plane("dial")
     assert {"windows": False, "linux": True}[target_os], "no reply"
 
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0204")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("path", ["back-slash"])
+def test_param(target_os, path, data_plane):
+    data_plane("mount")
+    assert True
+
 @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0203")
 def test_api_only():
     assert True
@@ -185,7 +198,7 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
         "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml",
         "--results-dir", "out", "--alluredir", "allure", "-p", "no:randomly",
     )  # fmt: skip
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     [xml] = (pytester.path / "out" / "artifacts").glob("junit*.xml")
     cases = {c.name: c for c in junit.parse(xml)}
     control, windows = cases["suites/test_s.py::test_flow[linux]"], cases["suites/test_s.py::test_flow[windows]"]
@@ -218,7 +231,17 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
     assert ("os", "windows") in labels["test_api_only"] and not [x for x in labels["test_api_only"] if x[0] == "story"]
 
     capsys.readouterr()
+    assert ("story", "test_param[back-slash]") in labels["test_param[linux-back-slash]"]
+    assert ("story", "test_param[back-slash]") in labels["test_param[windows-back-slash]"]
+    assert [
+        link["name"] for link in allure["test_param[windows-back-slash]"]["links"] if "dashboard" in link["url"]
+    ] == ["Linux control: suites/test_s.py::test_param[linux-back-slash]"]
     assert main(["report", str(pytester.path / "out"), "--no-html"]) == ExitCode.OK
     out = capsys.readouterr().out.splitlines()
     assert next(x for x in out if "test_flow" in x).split()[:3] == ["test_s.py::test_flow", "failed", "passed"]
-    assert out[-1] == "windows: 2 checks (1 passed, 1 failed); controls: 1 passed / 1 run"
+    assert next(x for x in out if "test_param" in x).split()[:3] == [
+        "test_s.py::test_param[back-slash]",
+        "passed",
+        "passed",
+    ]
+    assert out[-1] == "windows: 3 checks (2 passed, 1 failed); controls: 2 passed / 2 run"

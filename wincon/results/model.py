@@ -8,6 +8,7 @@ reason) and error (the cluster or the suite could not run the check).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,47 @@ from wincon.verdicts import (
 )
 
 LINUX, WINDOWS = "linux", "windows"
-_CONTROL_SUFFIXES = ("[linux]", "-linux]")
+# The OS in a node id's parameters: ``[linux]``, ``[linux-http]`` (module-scoped target_os comes first),
+# ``[http-linux]``; the first such token of the last bracket.
+_OS_TOKEN = re.compile(r"(?<=[\[-])(linux|windows)(?=[-\]])")
+
+
+def _os_match(name: str) -> re.Match[str] | None:
+    if not name.endswith("]") or "[" not in name:
+        return None
+    start = name.rindex("[")
+    return _OS_TOKEN.search(name, start)
+
+
+def os_in_name(name: str) -> str:
+    """The OS a node id names in its parameters (linux or windows), "" where it names none."""
+    match = _os_match(name)
+    return match.group(1) if match else ""
+
+
+def swap_os(name: str) -> str:
+    """The node id of the other OS's twin: ``x[linux-http]`` <-> ``x[windows-http]`` ("" without an OS)."""
+    match = _os_match(name)
+    if match is None:
+        return ""
+    other = WINDOWS if match.group(1) == LINUX else LINUX
+    return name[: match.start()] + other + name[match.end() :]
+
+
+def without_os(name: str) -> str:
+    """The check's name without its OS: ``x[linux]`` -> ``x``, ``x[linux-http]``/``x[http-linux]`` -> ``x[http]``."""
+    match = _os_match(name)
+    if match is None:
+        return name
+    start, end = match.start(), match.end()
+    if name[end] == "-":
+        end += 1
+    elif name[start - 1] == "-":
+        start -= 1
+    elif name[start - 1] == "[" and name[end] == "]":
+        start, end = start - 1, end + 1
+    return name[:start] + name[end:]
+
 
 # The verdict names and property keys live in wincon.verdicts (the core plugin writes them); re-exported here.
 __all__ = ["KNOWN_PROPERTIES", "MULTI_PROPERTIES", "Verdict", "CaseResult", "Check", "classify", "pair"]
@@ -90,12 +131,12 @@ class CaseResult:
 
     @property
     def is_control(self) -> bool:
-        """A Linux control: its ``os`` property says linux, or (results without it) its name ends in
-        ``[linux]``/``-linux]`` and it carries the marker ``control``."""
+        """A Linux control: its ``os`` property says linux, or (results without it) its parameters name
+        linux (``[linux]``, ``[http-linux]``, ``[linux-http]``) and it carries the marker ``control``."""
         target = self.prop(TARGET_OS)
         if target:
             return target == LINUX
-        return self.name.endswith(_CONTROL_SUFFIXES) and "control" in self.markers
+        return os_in_name(self.name) == LINUX and "control" in self.markers
 
     @property
     def os(self) -> str:
@@ -114,13 +155,8 @@ class CaseResult:
     @property
     def twin_name(self) -> str:
         """The node id of the other OS's twin by name: ``x[linux]`` <-> ``x[windows]``, ``x[a-linux]`` <->
-        ``x[a-windows]`` ("" for a check whose name has no OS)."""
-        for mine, other in (("[linux]", "[windows]"), ("-linux]", "-windows]"), ("[windows]", "[linux]")):
-            if self.name.endswith(mine):
-                return self.name[: -len(mine)] + other
-        if self.name.endswith("-windows]"):
-            return self.name[: -len("-windows]")] + "-linux]"
-        return ""
+        ``x[a-windows]``, ``x[linux-a]`` <-> ``x[windows-a]`` ("" for a check whose name has no OS)."""
+        return swap_os(self.name)
 
 
 def _text(value: Any) -> str:

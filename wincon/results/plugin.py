@@ -26,7 +26,7 @@ import pytest
 
 from wincon import __version__
 from wincon.results import artifacts, junit
-from wincon.results.model import CaseResult, classify, count
+from wincon.results.model import CaseResult, classify, count, swap_os, without_os
 from wincon.verdicts import (
     AREA,
     CONTROL,
@@ -179,15 +179,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 DASHBOARD_FROM_ALLURE = "../dashboard/index.html"
 
 
-def _twin(nodeid: str) -> tuple[str, str]:
-    """(the check's name without its OS, the other OS's node id) of a twinned item's node id."""
-    for mine, other, keep in (("[linux]", "[windows]", ""), ("[windows]", "[linux]", ""),
-                              ("-linux]", "-windows]", "]"), ("-windows]", "-linux]", "]")):  # fmt: skip
-        if nodeid.endswith(mine):
-            return nodeid[: -len(mine)] + keep, nodeid[: -len(mine)] + other
-    return nodeid, ""
-
-
 def _allure_twins(item: pytest.Item, props: dict[str, Any]) -> None:
     """A check and its Linux control in Allure: an ``os`` label and tag on every item; on twins the same
     story (side by side under Behaviors), a link to the other twin's row of the run's dashboard, and on
@@ -200,7 +191,7 @@ def _allure_twins(item: pytest.Item, props: dict[str, Any]) -> None:
     item.add_marker(label(f"os:{target_os}", label_type="tag"))
     if not props.get(CONTROL):
         return
-    check, twin = _twin(item.nodeid)
+    check, twin = without_os(item.nodeid), swap_os(item.nodeid)
     item.add_marker(label(check.rsplit("::", 1)[-1], label_type="story"))
     if twin:
         role = "Windows check" if target_os == "linux" else "Linux control"

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from wincon.errors import ResultsError
-from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair
+from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair, without_os
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ALLURE_FIX = (
@@ -72,12 +72,8 @@ def generate(results_dir: Path, out: Path | None = None, timeout: float = 600.0)
 
 
 def _short(name: str) -> str:
-    """``suites/networking/test_x.py::test_y[windows]`` -> ``networking/test_x.py::test_y``."""
-    name = name.removeprefix("suites/")
-    for suffix, keep in (("[windows]", ""), ("[linux]", ""), ("-windows]", "]"), ("-linux]", "]")):
-        if name.endswith(suffix):
-            return name[: -len(suffix)] + keep
-    return name
+    """``suites/networking/test_x.py::test_y[windows-http]`` -> ``networking/test_x.py::test_y[http]``."""
+    return without_os(name.removeprefix("suites/"))
 
 
 def _area(check: Check) -> str:
