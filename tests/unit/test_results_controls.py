@@ -165,6 +165,7 @@ import pytest
 
 @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0202")
 @pytest.mark.dataplane
+@pytest.mark.limitation("icmp-egress")
 def test_flow(target_os, data_plane):
     data_plane("dial")
     assert {"windows": False, "linux": True}[target_os], "no reply"
@@ -228,6 +229,8 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
     params = {p["name"]: p for p in win["parameters"]}
     assert params["Linux control"]["value"] == "passed" and params["Linux control"].get("excluded") is True
     assert "Linux control" not in {p["name"] for p in linux["parameters"]}
+    assert ("tag", "limitation:icmp-egress") in labels["test_flow[windows]"]
+    assert ("tag", "limitation:icmp-egress") not in labels["test_flow[linux]"]
     assert ("os", "windows") in labels["test_api_only"] and not [x for x in labels["test_api_only"] if x[0] == "story"]
 
     capsys.readouterr()

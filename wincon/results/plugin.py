@@ -166,6 +166,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         item.add_marker(label(str(props[TEST_ID]), label_type="as_id"))
     limitation_ids = [str(v) for k, v in properties if k == LIMITATION]
     referenced = [str(m.args[0]) for m in item.iter_markers("limitation") if m.args]
+    if props.get(TARGET_OS) == "linux":
+        referenced = []  # limitations never apply to a Linux control: no tag says they might
     for limitation in dict.fromkeys(limitation_ids + referenced):
         item.add_marker(label(f"limitation:{limitation}", label_type="tag"))
     for doc in dict.fromkeys(str(v) for k, v in properties if k == DOC):

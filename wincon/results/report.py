@@ -90,9 +90,13 @@ def _note(check: Check) -> str:
         return "cluster-wide: its Linux control failed too"
     if case.verdict is Verdict.FAILED and check.control_verdict == Verdict.PASSED.value:
         return "Windows deviation: its Linux control passed"
-    if case.verdict is Verdict.PASSED:
+    if case.verdict is Verdict.PASSED or not case.message:
         return ""
-    return case.message.splitlines()[0] if case.message else ""
+    line = case.message.splitlines()[0]
+    return line if len(line) <= NOTE_WIDTH else line[: NOTE_WIDTH - 3] + "..."
+
+
+NOTE_WIDTH = 100
 
 
 def table(cases: list[CaseResult], width: int = 160) -> str:
