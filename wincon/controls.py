@@ -95,7 +95,7 @@ def mark(item: pytest.Item, profile: ClusterProfile | None) -> None:
             item.user_properties.append((CONTROL, twin_key(item)))
         return
     item.user_properties[:] = [
-        (TEST_ID, control_test_id(v)) if k == TEST_ID else (k, v) for k, v in item.user_properties
+        (TEST_ID, control_test_id(str(v))) if k == TEST_ID else (k, v) for k, v in item.user_properties
     ]
     item.user_properties.append((CONTROL, twin_key(item)))
     if profile is not None and not data_plane_for(item, profile):

@@ -570,11 +570,11 @@ def up(
                 )
             topology = topology or recorded or Topology()
             plan = dataplane.Plan.from_dict(record["dataplane"]) if record.get("dataplane") else None
-            dead = [p for p in (dataplane.processes(plan) if plan else []) if not p["running"]]
-            if dead:
+            stopped = [p for p in (dataplane.processes(plan) if plan else []) if not p["running"]]
+            if stopped:
                 raise LocalClusterError(
-                    f"cluster {name} is only partly running: {', '.join(p['name'] for p in dead)} not running "
-                    f"(log: {dead[0]['log']})",
+                    f"cluster {name} is only partly running: {', '.join(p['name'] for p in stopped)} not running "
+                    f"(log: {stopped[0]['log']})",
                     f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
                 )
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)

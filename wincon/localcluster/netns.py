@@ -92,7 +92,7 @@ def used_subnets() -> set[str]:
 def pick_subnet(name: str) -> ipaddress.IPv4Network:
     """A free /24 for cluster ``name``: its hash's choice if free, else the first free one."""
     used = used_subnets()
-    subnets = list(ipaddress.ip_network(NODE_SUBNET_BASE).subnets(new_prefix=24))[1:]
+    subnets = list(ipaddress.IPv4Network(NODE_SUBNET_BASE).subnets(new_prefix=24))[1:]
     start = int(cluster_hash(name), 16) % len(subnets)
     for subnet in subnets[start:] + subnets[:start]:
         if str(subnet) not in used:

@@ -144,7 +144,7 @@ class Topology:
 
     def nodes(self, kubelet_version: str) -> list[dict[str, Any]]:
         """The Node objects (with status) of this topology."""
-        result = []
+        result: list[dict[str, Any]] = []
         per_release: dict[str, int] = {}
         for i in range(self.windows_nodes):
             release = self.windows_versions[i % len(self.windows_versions)]
