@@ -4,9 +4,11 @@ container: through a volume shared with a second container, or in the log of a r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from wincon.checks.pods import admitted_and_scheduled, eventually, run_windows_pod, windows_pod
+from wincon.checks.pods import admitted_and_scheduled, eventually, os_pod, run_os_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.errors import expect_deviation
@@ -19,9 +21,11 @@ NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
 
 
 @pytest.fixture
-def recorder(wincon, namespace, build):
-    """A Windows pod running agnhost netexec, which logs every request it gets ("GET /echo?msg=...")."""
-    return run_windows_pod(wincon, namespace, windows_pod(wincon, "recorder", build, args=NETEXEC))
+def recorder(wincon, namespace, build, request):
+    """A pod running agnhost netexec, which logs every request it gets ("GET /echo?msg=..."): a Windows pod, or
+    a Linux pod for a Linux control (a test taking ``target_os``)."""
+    target_os = request.getfixturevalue("target_os") if "target_os" in request.fixturenames else "windows"
+    return run_os_pod(wincon, namespace, os_pod(wincon, "recorder", target_os, build, args=NETEXEC))
 
 
 def recorded(kube) -> str:
@@ -48,8 +52,20 @@ def http_hook(recorder, message: str) -> dict:
     return {"httpGet": {"host": recorder.status.pod_ip, "port": 8080, "path": f"/echo?msg={message}"}}
 
 
-def curl_hook(recorder, message: str) -> dict:
-    return {"exec": {"command": ["cmd", "/c", f"curl.exe -s http://{recorder.status.pod_ip}:8080/echo?msg={message}"]}}
+def curl_hook(recorder, message: str, target_os: str = "windows") -> dict:
+    url = f"http://{recorder.status.pod_ip}:8080/echo?msg={message}"
+    command = ["cmd", "/c", f"curl.exe -s {url}"] if target_os == "windows" else ["curl", "-s", url]
+    return {"exec": {"command": command}}
+
+
+def shell(target_os: str, line: str) -> list[str]:
+    """``line`` run by the OS's shell: cmd on Windows, sh on Linux."""
+    return ["cmd", "/c", line] if target_os == "windows" else ["sh", "-c", line]
+
+
+def with_pull_policy(first: dict, extra: dict) -> dict:
+    """A second container's settings, with the first one's imagePullPolicy (Linux controls pull nothing)."""
+    return {**({"imagePullPolicy": first["imagePullPolicy"]} if "imagePullPolicy" in first else {}), **extra}
 
 
 def gone(kube, name):
@@ -89,37 +105,44 @@ def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon
 @pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build):
-    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads."""
-    mounts = [{"name": "shared", "mountPath": "C:\\shared"}]
-    hook = {"exec": {"command": ["cmd", "/c", "echo poststart-exec> C:\\shared\\poststart.txt"]}}
-    body = windows_pod(
+def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build, target_os):
+    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads (agnhost mounttest writes and reads it on both OSes)."""
+    shared = "C:\\shared" if target_os == "windows" else "/shared"
+    file = f"{shared}\\poststart.txt" if target_os == "windows" else f"{shared}/poststart.txt"
+    mounts = [{"name": "shared", "mountPath": shared}]
+    hook = {"exec": {"command": ["/agnhost", "mounttest", f"--new-file-0644={file}"]}}
+    body = os_pod(
         wincon,
         "poststart-exec",
+        target_os,
         build,
         container_extra={"volumeMounts": mounts, "lifecycle": {"postStart": hook}},
         volumes=[{"name": "shared", "emptyDir": {}}],
     )
-    image = body["spec"]["containers"][0]["image"]
-    body["spec"]["containers"].append(container("observer", image, args=["pause"], volumeMounts=mounts))
-    pod = run_windows_pod(wincon, namespace, body)
-    command = ["cmd", "/c", "type C:\\shared\\poststart.txt"]
-    result = kube.exec(pod, command, container="observer")
-    assert result.ok and "poststart-exec" in result.stdout, f"{result.stdout!r} {result.stderr}"
+    first = body["spec"]["containers"][0]
+    body["spec"]["containers"].append(
+        container("observer", first["image"], args=["pause"], **with_pull_policy(first, {"volumeMounts": mounts}))
+    )
+    pod = run_os_pod(wincon, namespace, body)
+    result = kube.exec(pod, ["/agnhost", "mounttest", f"--file-content={file}"], container="observer")
+    assert result.ok and f'content of file "{file}": mount-tester new file' in result.stdout, (
+        f"{result.stdout!r} {result.stderr}"
+    )
 
 
 @pytest.mark.test_id("1e89770b-1e55-4e62-90ab-1fdfaad07a1f")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, build, recorder, data_plane):
+def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, build, recorder, data_plane, target_os):
     """ "postStart & preStop container lifecycle events" (003_414b2f1c5dd978a2.txt, What works today): an httpGet postStart hook calls the recorder pod."""
-    body = windows_pod(
+    body = os_pod(
         wincon,
         "poststart-http",
+        target_os,
         build,
         container_extra={"lifecycle": {"postStart": http_hook(recorder, "poststart-http")}},
     )
-    pod = run_windows_pod(wincon, namespace, body)
+    pod = run_os_pod(wincon, namespace, body)
     data_plane("read the recorder's log for GET /echo?msg=poststart-http", where=f"pod {pod.metadata.name}")
     assert "GET /echo?msg=poststart-http" in wait_recorded(kube, "msg=poststart-http")
 
@@ -128,14 +151,21 @@ def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, buil
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet"])
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_pre_stop_hook_runs_when_the_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane, kind):
+def test_pre_stop_hook_runs_when_the_pod_is_deleted(
+    kube, wincon, namespace, build, recorder, data_plane, kind, target_os
+):
     """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
     message = f"prestop-{kind.lower()}"
-    hook = curl_hook(recorder, message) if kind == "exec" else http_hook(recorder, message)
-    body = windows_pod(
-        wincon, message, build, terminationGracePeriodSeconds=30, container_extra={"lifecycle": {"preStop": hook}}
+    hook = curl_hook(recorder, message, target_os) if kind == "exec" else http_hook(recorder, message)
+    body = os_pod(
+        wincon,
+        message,
+        target_os,
+        build,
+        terminationGracePeriodSeconds=30,
+        container_extra={"lifecycle": {"preStop": hook}},
     )
-    pod = run_windows_pod(wincon, namespace, body)
+    pod = run_os_pod(wincon, namespace, body)
     data_plane(f"delete pod {message}, then read the recorder's log for msg={message}", where=pod.spec.node_name)
     call(kube.core.delete_namespaced_pod, message, namespace)
     eventually(lambda: gone(kube, message), 90, f"pod {message} deleted")
@@ -146,26 +176,32 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(kube, wincon, namespace, bui
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-grace-period")
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod.terminationGracePeriodSeconds")
-def test_pre_stop_hook_may_use_the_termination_grace_period(kube, wincon, namespace, build, recorder, data_plane):
+def test_pre_stop_hook_may_use_the_termination_grace_period(
+    kube, wincon, namespace, build, recorder, data_plane, target_os
+):
     """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
     ip = recorder.status.pod_ip
-    steps = f"for /L %i in (1,1,20) do (curl.exe -s http://{ip}:8080/echo?msg=grace-step-%i & ping -n 2 127.0.0.1 >nul)"
-    body = windows_pod(
+    if target_os == "windows":
+        steps = (
+            f"for /L %i in (1,1,20) do (curl.exe -s http://{ip}:8080/echo?msg=grace-step-%i & ping -n 2 127.0.0.1 >nul)"
+        )
+    else:
+        steps = f"for i in $(seq 1 20); do curl -s http://{ip}:8080/echo?msg=grace-step-$i; sleep 1; done"
+    body = os_pod(
         wincon,
         "grace",
+        target_os,
         build,
         terminationGracePeriodSeconds=30,
-        container_extra={"lifecycle": {"preStop": {"exec": {"command": ["cmd", "/c", steps]}}}},
+        container_extra={"lifecycle": {"preStop": {"exec": {"command": shell(target_os, steps)}}}},
     )
-    pod = run_windows_pod(wincon, namespace, body)
+    pod = run_os_pod(wincon, namespace, body)
     data_plane(f"delete pod grace; its preStop hook reports 20 steps, one a second: {steps}", where=pod.spec.node_name)
     call(kube.core.delete_namespaced_pod, "grace", namespace)
     eventually(lambda: gone(kube, "grace"), 90, "pod grace deleted")
     log = recorded(kube)
-    last = max(
-        (int(line.rsplit("grace-step-", 1)[1].split()[0]) for line in log.splitlines() if "grace-step-" in line),
-        default=0,
-    )
+    # netexec logs the request's whole query (".../echo?msg=grace-step-7&..."): take the step's digits only.
+    last = max((int(step) for step in re.findall(r"grace-step-(\d+)", log)), default=0)
     with expect_deviation("termination-grace-period"):
         assert last == 20, f"the shutdown step was cut off after {last} of 20 seconds"
 
@@ -193,15 +229,12 @@ def run_to_exit(kube, data_plane, body, what, failure=None):
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.terminationMessagePath")
-def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, build, data_plane):
+def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, build, data_plane, target_os):
     """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
-    body = windows_pod(
-        wincon,
-        "message-default",
-        build,
-        command=["cmd", "/c", "echo all-done> C:\\dev\\termination-log"],
-        restartPolicy="Never",
+    write = (
+        "echo all-done> C:\\dev\\termination-log" if target_os == "windows" else "echo all-done > /dev/termination-log"
     )
+    body = os_pod(wincon, "message-default", target_os, build, command=shell(target_os, write), restartPolicy="Never")
     pod = run_to_exit(
         kube,
         data_plane,
@@ -218,15 +251,18 @@ def test_termination_message_written_to_the_default_path_is_reported(kube, winco
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-message-path")
 @pytest.mark.documents("k8s-windows-intro", "Feature Restrictions")
-def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane):
+def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane, target_os):
     """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
-    body = windows_pod(
+    message_path = "C:\\dev\\msg" if target_os == "windows" else "/dev/msg"
+    write = f"echo done> {message_path}" if target_os == "windows" else f"echo done > {message_path}"
+    body = os_pod(
         wincon,
         "message-custom",
+        target_os,
         build,
-        command=["cmd", "/c", "echo done> C:\\dev\\msg"],
+        command=shell(target_os, write),
         restartPolicy="Never",
-        container_extra={"terminationMessagePath": "C:\\dev\\msg"},
+        container_extra={"terminationMessagePath": message_path},
     )
     pod = run_to_exit(kube, data_plane, body, "wait for container main to exit, then read its termination message")
     with expect_deviation("termination-message-path"):
@@ -236,13 +272,15 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
 @pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "API")
-def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane):
+def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane, target_os):
     """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
-    body = windows_pod(
+    fail = "echo fatal: wincon-exit & exit 3" if target_os == "windows" else "echo fatal: wincon-exit; exit 3"
+    body = os_pod(
         wincon,
         "exit-three",
+        target_os,
         build,
-        command=["cmd", "/c", "echo fatal: wincon-exit & exit 3"],
+        command=shell(target_os, fail),
         restartPolicy="Never",
         container_extra={"terminationMessagePolicy": "FallbackToLogsOnError"},
     )
@@ -251,6 +289,10 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
         data_plane,
         body,
         "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message",
+    )
+    # The kubelet may store the container's exit a sync before the pod's phase (seen on the Linux control).
+    pod = kube.wait_pod(
+        "exit-three", done=lambda p: p.status.phase in ("Failed", "Succeeded"), timeout=60, failure=None
     )
     state = terminated(pod)
     assert state.exit_code == 3 and pod.status.phase == "Failed", f"exit {state.exit_code}, phase {pod.status.phase}"
@@ -261,13 +303,16 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
 @pytest.mark.dataplane
 @pytest.mark.limitation("multi-container-pods-pre-1709")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
-def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
+def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
-    body = windows_pod(wincon, "two-in-one", build, args=NETEXEC)
-    image = body["spec"]["containers"][0]["image"]
-    body["spec"]["containers"].append(container("client", image, args=["pause"]))
-    pod = run_windows_pod(wincon, namespace, body)
-    command = ["cmd", "/c", "curl.exe -s http://localhost:8080/hostname"]
+    body = os_pod(wincon, "two-in-one", target_os, build, args=NETEXEC)
+    first = body["spec"]["containers"][0]
+    body["spec"]["containers"].append(
+        container("client", first["image"], args=["pause"], **with_pull_policy(first, {}))
+    )
+    pod = run_os_pod(wincon, namespace, body)
+    url = "http://localhost:8080/hostname"
+    command = ["cmd", "/c", f"curl.exe -s {url}"] if target_os == "windows" else ["curl", "-s", url]
     result = kube.exec("two-in-one", command, container="client", where=f"pod {pod.metadata.name} container client")
     with expect_deviation("multi-container-pods-pre-1709"):
         assert result.ok and result.stdout.strip() == "two-in-one", f"{result.stdout!r} {result.stderr}"
@@ -277,18 +322,25 @@ def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build):
 @pytest.mark.dataplane
 @pytest.mark.limitation("no-oom-killer")
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
-def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data_plane):
+def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data_plane, target_os):
     """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
     allocate = "$b = [byte[]]::new(400MB); for ($i = 0; $i -lt $b.Length; $i += 4096) { $b[$i] = 1 }; Start-Sleep 120"
-    body = windows_pod(
-        wincon,
-        "memory-hog",
-        build,
-        image_key="nettools",
-        command=["powershell", "-NoProfile", "-Command", allocate],
-        restartPolicy="Never",
-        container_extra={"resources": {"limits": {"memory": "200Mi"}, "requests": {"memory": "200Mi"}}},
-    )
+    limits = {"resources": {"limits": {"memory": "200Mi"}, "requests": {"memory": "200Mi"}}}
+    if target_os == "windows":
+        body = windows_pod(
+            wincon,
+            "memory-hog",
+            build,
+            image_key="nettools",
+            command=["powershell", "-NoProfile", "-Command", allocate],
+            restartPolicy="Never",
+            container_extra=limits,
+        )
+    else:  # the Linux control: agnhost stress allocates (and touches) 400 MiB in 10 MiB steps
+        stress = ["stress", "--mem-total=400Mi", "--mem-alloc-size=10Mi", "--mem-alloc-sleep=20ms"]
+        body = os_pod(
+            wincon, "memory-hog", target_os, build, args=stress, restartPolicy="Never", container_extra=limits
+        )
     pod = run_to_exit(
         kube,
         data_plane,
@@ -306,12 +358,23 @@ def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data
 @pytest.mark.limitation("exit-codes-differ")
 @pytest.mark.documents("k8s-windows-intro", "API Signals")
 def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
-    kube, wincon, namespace, build, data_plane
+    kube, wincon, namespace, build, data_plane, target_os
 ):
     """ "Exit Codes follow the same convention ... The specific error codes may differ across Windows and Linux" (000_4130a90def37a825.txt, API Signals): a container the kubelet kills should report 137 as on Linux."""
-    failing = {"exec": {"command": ["cmd", "/c", "exit 1"]}, "periodSeconds": 2, "failureThreshold": 1}
-    body = windows_pod(wincon, "killed", build, args=NETEXEC, container_extra={"livenessProbe": failing})
-    pod = run_windows_pod(wincon, namespace, body, ready=False)
+    failing = {"exec": {"command": shell(target_os, "exit 1")}, "periodSeconds": 2, "failureThreshold": 1}
+    # A process that ignores the polite stop (netexec exits 0 on SIGTERM, as the Linux control showed), so the
+    # kubelet must kill it when the 3 s grace period ends: 137 (128 + SIGKILL) on Linux.
+    stubborn = "trap '' TERM; while true; do sleep 1; done"
+    body = os_pod(
+        wincon,
+        "killed",
+        target_os,
+        build,
+        command=["sh", "-c", stubborn],
+        terminationGracePeriodSeconds=3,
+        container_extra={"livenessProbe": failing},
+    )
+    pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane(
         "wait for the failing liveness probe to kill container main; read lastState.terminated.exitCode",
         where=pod.metadata.name,
@@ -338,12 +401,14 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-signals-differ")
 @pytest.mark.documents("k8s-windows-intro", "API")
-def test_container_receives_sigterm_when_its_pod_is_deleted(kube, wincon, namespace, build, recorder, data_plane):
+def test_container_receives_sigterm_when_its_pod_is_deleted(
+    kube, wincon, namespace, build, recorder, data_plane, target_os
+):
     """ "Signals - Windows interactive apps handle termination differently ... Console apps handle ctrl-c or ctrl-break using a Control Handler" (000_4130a90def37a825.txt, API): a SIGTERM trap should fire on deletion."""
     report = f"curl -s http://{recorder.status.pod_ip}:8080/echo?msg=sigterm-trapped"
     script = f"trap '{report}; exit 0' TERM; while true; do sleep 1; done"
-    body = windows_pod(wincon, "trap-term", build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
-    pod = run_windows_pod(wincon, namespace, body)
+    body = os_pod(wincon, "trap-term", target_os, build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
+    pod = run_os_pod(wincon, namespace, body)
     data_plane(f"delete pod trap-term; its shell trap reports to the recorder: {script}", where=pod.spec.node_name)
     call(kube.core.delete_namespaced_pod, "trap-term", namespace)
     eventually(lambda: gone(kube, "trap-term"), 90, "pod trap-term deleted")
