@@ -161,17 +161,17 @@ class GateResult:
                 "in this run, so the cluster (network, DNS, external target) fails it for every pod, not the Windows "
                 "node"
             )
-        if self.controls.get("total"):
-            lines.append(
-                f"  Linux controls ignored by the gate (never required, never blocking): {self.controls['passed']} "
-                f"passed / {self.controls['run']} run"
-            )
         for test_id, name, case in self.accepted:
             lines.append(f"  accepted {test_id} {name}: {case.message}")
         if self.review:
             lines.append("limitations to review (the behaviour held although the limitation applied):")
             for ids, name in self.review:
                 lines.append(f"  REVIEW {ids}: {name}")
+        if self.controls.get("total"):
+            lines.append(
+                f"Linux controls ignored by the gate (never required, never blocking): {self.controls['passed']} "
+                f"passed / {self.controls['run']} run"
+            )
         return "\n".join(lines)
 
 
