@@ -11,46 +11,56 @@ import uuid
 import pytest
 
 from wincon.checks.node import path_exists_command, read_file_command, write_file_command
-from wincon.checks.pods import run_windows_pod, windows_pod
+from wincon.checks.pods import os_pod, run_os_pod, run_windows_pod, windows_pod
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]
 
-HOST_DIR = "C:\\wincon\\readonly-hostpath"
-MOUNT = "C:\\data"
+HOST_DIR = {"windows": "C:\\wincon\\readonly-hostpath", "linux": "/tmp/wincon/readonly-hostpath"}
+MOUNT = {"windows": "C:\\data", "linux": "/data"}
+REFUSAL = {"windows": "Access is denied", "linux": "Read-only file system"}
 RUNTIME_PIPE = "\\\\.\\pipe\\containerd-containerd"
 
 
 @pytest.mark.test_id("e1df6cac-0ebc-44a2-815d-533617352a02")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrote(wincon, namespace, build, kube):
+def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrote(
+    wincon, namespace, build, kube, target_os
+):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage), hostPath included ("V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work", 002_8a7e76f95009f44f.txt): a readOnly hostPath mount refuses writes and reads what a read-write mount of it wrote."""
-    volume = {"name": "host", "hostPath": {"path": HOST_DIR, "type": "DirectoryOrCreate"}}
-    image = wincon.catalog.image("agnhost", "windows", build)
-    body = windows_pod(
+    volume = {"name": "host", "hostPath": {"path": HOST_DIR[target_os], "type": "DirectoryOrCreate"}}
+    mount = MOUNT[target_os]
+    body = os_pod(
         wincon,
         "ro-hostpath",
+        target_os,
         build,
-        container_extra={"volumeMounts": [{"name": "host", "mountPath": MOUNT, "readOnly": True}]},
+        container_extra={"volumeMounts": [{"name": "host", "mountPath": mount, "readOnly": True}]},
         volumes=[volume],
     )
+    main = body["spec"]["containers"][0]
+    pull = {"imagePullPolicy": main["imagePullPolicy"]} if "imagePullPolicy" in main else {}
     body["spec"]["containers"].append(
-        container("writer", image, args=["pause"], volumeMounts=[{"name": "host", "mountPath": MOUNT}])
+        container("writer", main["image"], args=["pause"], volumeMounts=[{"name": "host", "mountPath": mount}], **pull)
     )
-    pod = run_windows_pod(wincon, namespace, body)
-    path = f"{MOUNT}\\{uuid.uuid4().hex[:8]}.txt"
-    written = kube.exec(pod, write_file_command("windows", path, "wincon-hostpath"), container="writer")
+    pod = run_os_pod(wincon, namespace, body)
+    separator = "\\" if target_os == "windows" else "/"
+    path = f"{mount}{separator}{uuid.uuid4().hex[:8]}.txt"
+    written = kube.exec(pod, write_file_command(target_os, path, "wincon-hostpath"), container="writer")
     assert written.ok, f"the read-write hostPath mount refused a write: {written.stdout} {written.stderr}"
-    refused = kube.exec(pod, write_file_command("windows", path, "overwrite"), container="main")
+    refused = kube.exec(pod, write_file_command(target_os, path, "overwrite"), container="main")
+    read = kube.exec(pod, read_file_command(target_os, path), container="main")
+    if target_os == "linux":  # the Linux worker's hostPath is this machine's /tmp: leave no file behind
+        kube.exec(pod, ["rm", "-f", path], container="writer")
     assert not refused.ok, "a write through the readOnly hostPath mount succeeded"
-    assert "Access is denied" in refused.stdout + refused.stderr, f"{refused.stdout!r} {refused.stderr!r}"
-    read = kube.exec(pod, read_file_command("windows", path), container="main")
+    assert REFUSAL[target_os] in refused.stdout + refused.stderr, f"{refused.stdout!r} {refused.stderr!r}"
     assert read.ok and read.stdout.strip() == "wincon-hostpath", f"read back {read.stdout!r} {read.stderr!r}"
 
 
 @pytest.mark.test_id("79fc640f-ca2c-4105-9a55-9560f0f538af")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("named pipes (\\\\.\\pipe\\...) are Windows host objects")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 def test_named_pipe_host_mount_reaches_the_hosts_pipe(wincon, namespace, build, kube):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import eventually, windows_pod
+from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
@@ -16,7 +16,13 @@ pytestmark = [pytest.mark.storage]
 TERMINATION_LIMIT = 300.0  # upstream waits 5 minutes for the pod to be gone
 
 
-def mounts_and_volumes() -> tuple[list[dict], list[dict]]:
+def linux_form(path: str) -> str:
+    """A Windows path of this check in the Linux control's form: C:\\etc\\x -> /etc/x, C:\\wincon -> /tmp/wincon."""
+    path = path.removeprefix("C:").replace("\\", "/")
+    return "/tmp" + path if path.startswith("/wincon/") else path
+
+
+def mounts_and_volumes(target_os: str = "windows") -> tuple[list[dict], list[dict]]:
     mounts = [
         {"name": "config", "mountPath": f"C:\\etc\\config\\{k}", "subPath": k} for k in ("key1", "key2", "key3")
     ] + [
@@ -60,26 +66,38 @@ def mounts_and_volumes() -> tuple[list[dict], list[dict]]:
             },
         },
     ]
+    if target_os == "linux":
+        for mount in mounts:
+            mount["mountPath"] = linux_form(mount["mountPath"])
+        for volume in volumes:
+            if "hostPath" in volume:
+                volume["hostPath"]["path"] = linux_form(volume["hostPath"]["path"])
     return mounts, volumes
 
 
 @pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "API")
-def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane):
+def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane, target_os):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
     core = kube.core
     data = {"key1": "value1", "key2": "value2", "key3": "value3"}
     call(core.create_namespaced_config_map, namespace, {"metadata": {"name": "subpath-config"}, "data": data})
     secret = {"metadata": {"name": "subpath-secret"}, "stringData": {"s1": "secret-1", "s2": "secret-2"}}
     call(core.create_namespaced_secret, namespace, secret)
-    mounts, volumes = mounts_and_volumes()
-    body = windows_pod(
-        wincon, "subpaths", build, container_extra={"volumeMounts": mounts}, volumes=volumes, restartPolicy="Never"
+    mounts, volumes = mounts_and_volumes(target_os)
+    body = os_pod(
+        wincon,
+        "subpaths",
+        target_os,
+        build,
+        container_extra={"volumeMounts": mounts},
+        volumes=volumes,
+        restartPolicy="Never",
     )
     kube.create(body)
     kube.wait_pod("subpaths", done=pod_scheduled, timeout=60, failure=None)
-    data_plane("delete pod subpaths --grace-period=30; wait until it is gone", where="the pod's Windows node")
+    data_plane("delete pod subpaths --grace-period=30; wait until it is gone", where=f"the pod's {target_os} node")
     kube.wait_pod(
         "subpaths",
         timeout=wincon.pod_start_timeout,

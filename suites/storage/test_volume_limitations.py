@@ -8,7 +8,9 @@ import re
 import pytest
 
 from wincon.checks.pods import (
+    os_pod,
     run_or_refused,
+    run_os_pod,
     run_windows_pod,
     windows_nodes_of_build,
     windows_pod,
@@ -24,10 +26,20 @@ pytestmark = [pytest.mark.storage]
 HOST_PROCESS_DISALLOWED = "hostProcess containers are disallowed by cluster policy"
 
 
-def mounted_pod(wincon, name, build, mounts, volumes, node=None, **spec):
-    return windows_pod(
-        wincon, name, build, node=node, container_extra={"volumeMounts": mounts}, volumes=volumes, **spec
+def mounted_pod(wincon, name, build, mounts, volumes, node=None, target_os="windows", **spec):
+    return os_pod(
+        wincon, name, target_os, build, node=node, container_extra={"volumeMounts": mounts}, volumes=volumes, **spec
     )
+
+
+def shell(target_os: str, line: str) -> list[str]:
+    """``line`` run by the OS's shell: cmd on Windows, sh on Linux (a Linux control's command lines)."""
+    return ["cmd", "/c", line] if target_os == "windows" else ["sh", "-c", line]
+
+
+def at(target_os: str, path: str) -> str:
+    """A container path written as on Windows (C:\\a\\b) in the Linux control's form (/a/b)."""
+    return path if target_os == "windows" else path.removeprefix("C:").replace("\\", "/")
 
 
 def ensure_secret(kube, name="creds", data=None):
@@ -56,18 +68,25 @@ def host_process_pod(kube, name, build, node, command):
 @pytest.mark.dataplane
 @pytest.mark.limitation("emptydir-medium-memory")
 @pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
-def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube):
+def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube, target_os):
     """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
     body = mounted_pod(
         wincon,
         "memory-medium",
         build,
-        [{"name": "mem", "mountPath": "C:\\mem"}],
+        [{"name": "mem", "mountPath": at(target_os, "C:\\mem")}],
         [{"name": "mem", "emptyDir": {"medium": "Memory"}}],
+        target_os=target_os,
     )
     body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}}
+
+    def create(file: str, size: int) -> list[str]:
+        if target_os == "windows":
+            return ["cmd", "/c", f"fsutil file createnew C:\\mem\\{file} {size}"]
+        return ["dd", "if=/dev/zero", f"of=/mem/{file}", "bs=1048576", f"count={size // 1048576}"]
+
     try:
-        pod = run_windows_pod(wincon, namespace, body)
+        pod = run_os_pod(wincon, namespace, body)
     except WaitTimeout as exc:
         mounts = [e.message for e in kube.events("memory-medium", "FailedMount")]
         if mounts and "memory" in mounts[-1].lower():
@@ -75,14 +94,14 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
         raise
     restarts = sum(s.restart_count for s in pod.status.container_statuses or [])
     # The probe works: the same command writes 1 MiB into the volume.
-    small = kube.exec(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\small.bin 1048576"])
+    small = kube.exec(pod.metadata.name, create("small.bin", 1048576))
     assert small.ok, (
-        f"fsutil cannot write 1 MiB into the volume, so nothing can be judged: {small.stdout} {small.stderr}"
+        f"the command cannot write 1 MiB into the volume, so nothing can be judged: {small.stdout} {small.stderr}"
     )
     # 200 MiB into a RAM-backed volume of a container limited to 64 MiB: on Linux the write fails or the
     # container is OOM-killed, because tmpfs pages count against the container's memory.
     try:
-        result = kube.exec(pod.metadata.name, ["cmd", "/c", "fsutil file createnew C:\\mem\\big.bin 209715200"])
+        result = kube.exec(pod.metadata.name, create("big.bin", 209715200))
     except InfrastructureError:
         result = None  # the exec died with its container: the restart count below tells
     after = call(kube.core.read_namespaced_pod, "memory-medium", namespace)
@@ -97,14 +116,20 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-volume-mounts")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube):
+def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube, target_os):
     """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
-    mounts = [{"name": "data", "mountPath": "C:\\data"}, {"name": "data", "mountPath": "C:\\sub", "subPath": "sub"}]
-    pod = run_windows_pod(
-        wincon, namespace, mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}])
-    )
-    wrote = kube.exec(pod.metadata.name, ["cmd", "/c", "echo via-subpath> C:\\sub\\hello.txt"])
-    read = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\data\\sub\\hello.txt"])
+    mounts = [
+        {"name": "data", "mountPath": at(target_os, "C:\\data")},
+        {"name": "data", "mountPath": at(target_os, "C:\\sub"), "subPath": "sub"},
+    ]
+    body = mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
+    pod = run_os_pod(wincon, namespace, body)
+    if target_os == "windows":
+        write, show = "echo via-subpath> C:\\sub\\hello.txt", "type C:\\data\\sub\\hello.txt"
+    else:
+        write, show = "echo via-subpath > /sub/hello.txt", "cat /data/sub/hello.txt"
+    wrote = kube.exec(pod.metadata.name, shell(target_os, write))
+    read = kube.exec(pod.metadata.name, shell(target_os, show))
     with expect_deviation("subpath-volume-mounts"):
         assert wrote.ok, f"writing through the subPath mount failed: {wrote.stderr}"
         assert read.ok and "via-subpath" in read.stdout, (
@@ -116,13 +141,15 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ku
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-secret-volume")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube):
+def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube, target_os):
     """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
     ensure_secret(kube)
-    mounts = [{"name": "creds", "mountPath": "C:\\app\\username", "subPath": "username"}]
-    body = mounted_pod(wincon, "secret-subpath", build, mounts, [{"name": "creds", "secret": {"secretName": "creds"}}])
-    pod = run_windows_pod(wincon, namespace, body)
-    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\app\\username"])
+    mounts = [{"name": "creds", "mountPath": at(target_os, "C:\\app\\username"), "subPath": "username"}]
+    volumes = [{"name": "creds", "secret": {"secretName": "creds"}}]
+    body = mounted_pod(wincon, "secret-subpath", build, mounts, volumes, target_os=target_os)
+    pod = run_os_pod(wincon, namespace, body)
+    show = "type C:\\app\\username" if target_os == "windows" else "cat /app/username"
+    result = kube.exec(pod.metadata.name, shell(target_os, show))
     with expect_deviation("subpath-secret-volume"):
         assert result.ok and result.stdout.strip() == "wincon-user", f"{result.stdout!r} {result.stderr}"
 
@@ -131,7 +158,7 @@ def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, 
 @pytest.mark.dataplane
 @pytest.mark.limitation("single-file-volume-mount")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
-def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube):
+def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube, target_os):
     """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
     cm = {
         "apiVersion": "v1",
@@ -140,10 +167,12 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kub
         "data": {"settings.txt": "level=debug"},
     }
     kube.create(cm)
-    mounts = [{"name": "settings", "mountPath": "C:\\app\\settings.txt", "subPath": "settings.txt"}]
-    body = mounted_pod(wincon, "single-file", build, mounts, [{"name": "settings", "configMap": {"name": "settings"}}])
-    pod = run_windows_pod(wincon, namespace, body)
-    result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\app\\settings.txt"])
+    mounts = [{"name": "settings", "mountPath": at(target_os, "C:\\app\\settings.txt"), "subPath": "settings.txt"}]
+    volumes = [{"name": "settings", "configMap": {"name": "settings"}}]
+    body = mounted_pod(wincon, "single-file", build, mounts, volumes, target_os=target_os)
+    pod = run_os_pod(wincon, namespace, body)
+    show = "type C:\\app\\settings.txt" if target_os == "windows" else "cat /app/settings.txt"
+    result = kube.exec(pod.metadata.name, shell(target_os, show))
     with expect_deviation("single-file-volume-mount"):
         assert result.ok and result.stdout.strip() == "level=debug", f"{result.stdout!r} {result.stderr}"
 
@@ -152,7 +181,7 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kub
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-defaultmode")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube):
+def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube, target_os):
     """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
     ensure_secret(kube)
     volume = {
@@ -163,10 +192,10 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
             "items": [{"key": "username", "path": "username"}, {"key": "password", "path": "password", "mode": 0o440}],
         },
     }
-    pod = run_windows_pod(
-        wincon, namespace, mounted_pod(wincon, "modes", build, [{"name": "creds", "mountPath": "C:\\creds"}], [volume])
-    )
-    result = kube.exec(pod.metadata.name, ["sh", "-c", "stat -L -c %a C:/creds/username C:/creds/password"])
+    mounts = [{"name": "creds", "mountPath": at(target_os, "C:\\creds")}]
+    pod = run_os_pod(wincon, namespace, mounted_pod(wincon, "modes", build, mounts, [volume], target_os=target_os))
+    root = "C:" if target_os == "windows" else ""  # stat of the image's busybox on both OSes
+    result = kube.exec(pod.metadata.name, ["sh", "-c", f"stat -L -c %a {root}/creds/username {root}/creds/password"])
     assert result.ok and len(result.stdout.split()) == 2, (
         f"stat did not report two modes: {result.stdout!r} {result.stderr}"
     )
@@ -178,13 +207,13 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-ownership-permissions")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube):
+def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube, target_os):
     """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
-    body = mounted_pod(
-        wincon, "fsgroup", build, [{"name": "data", "mountPath": "C:\\data"}], [{"name": "data", "emptyDir": {}}]
-    )
+    mounts = [{"name": "data", "mountPath": at(target_os, "C:\\data")}]
+    body = mounted_pod(wincon, "fsgroup", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
     body["spec"]["securityContext"] = {"fsGroup": 2000}
-    command = ["sh", "-c", "touch C:/data/owned && stat -c %g C:/data/owned"]
+    root = "C:" if target_os == "windows" else ""
+    command = ["sh", "-c", f"touch {root}/data/owned && stat -c %g {root}/data/owned"]
     kube.gate(command, where="pod fsgroup")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "volume-ownership-permissions")
     result = kube.exec(pod.metadata.name, command)
@@ -197,21 +226,25 @@ def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube)
 @pytest.mark.dataplane
 @pytest.mark.limitation("readonly-root-filesystem")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
-def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube):
+def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube, target_os):
     """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
-    body = windows_pod(wincon, "ro-root", build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}})
-    command = ["cmd", "/c", "echo x> C:\\probe.txt"]
+    body = os_pod(
+        wincon, "ro-root", target_os, build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}}
+    )
+    command = shell(target_os, "echo x> C:\\probe.txt" if target_os == "windows" else "echo x > /probe.txt")
     kube.gate(command, where="pod ro-root")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "readonly-root-filesystem")
     result = kube.exec(pod.metadata.name, command)
     with expect_deviation("readonly-root-filesystem"):
         assert not result.ok, "a write to the root filesystem succeeded"
-    assert "Access is denied" in result.stdout + result.stderr, f"the write failed otherwise: {result.stderr}"
+    refusal = "Access is denied" if target_os == "windows" else "Read-only file system"
+    assert refusal in result.stdout + result.stderr, f"the write failed otherwise: {result.stderr}"
 
 
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
+@pytest.mark.windows_only("the host side is a HostProcess pod making an NTFS junction on the Windows node")
 @pytest.mark.documents("k8s-windows-intro", "Storage/API")
 def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, kube):
     """ "Volume mounts cannot project files or directories back to the host filesystem" and "mount propagation is not supported on Windows" (000_4130a90def37a825.txt, Storage/API)."""
@@ -259,6 +292,7 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 @pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
 @pytest.mark.dataplane
 @pytest.mark.limitation("secrets-clear-text-on-node")
+@pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")
 @pytest.mark.documents("k8s-windows-guide", "Security")
 def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
     """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""

@@ -227,7 +227,7 @@ def run_or_refused(wincon: Any, namespace: str, body: dict[str, Any], limitation
         if FORBIDDEN_FOR_WINDOWS in refusal:
             raise DeviationObserved(f"{limitation}: the API server refuses it for a Windows pod: {refusal}")
         raise Rejected(f"the API server refused pod {body['metadata']['name']}: {refusal}")
-    return await_pod(wincon, namespace, body, ready, os_name="windows")
+    return await_pod(wincon, namespace, body, ready)  # on the OS its spec pins (a Linux control's: Linux)
 
 
 def admitted_and_scheduled(wincon: Any, namespace: str, body: dict[str, Any]) -> Any:
