@@ -158,6 +158,24 @@ def test_wincon_run_ends_with_the_summary_line_over_both_phases(tmp_path, monkey
     assert last == "wincon run: windows: 2 checks (2 passed); controls: 1 passed / 2 run; exit 0"
 
 
+def test_finished_json_carries_the_controls_figure_of_both_phases(tmp_path):
+    import json
+
+    def phase(path, controls):
+        (path / "artifacts").mkdir(parents=True)
+        (path / "started.json").write_text(json.dumps({"timestamp": 1, "metadata": {}}))
+        metadata = {"verdicts": {"passed": "1"}, "controls": controls}
+        finished = {"timestamp": 2, "passed": True, "result": "SUCCESS", "metadata": metadata}
+        (path / "finished.json").write_text(json.dumps(finished))
+        return path
+
+    main_dir = phase(tmp_path / "r1", {"total": "3", "run": "2", "passed": "2", "skipped": "1"})
+    scratch = phase(tmp_path / ".r1-serial", {"total": "1", "run": "1", "passed": "0", "skipped": "0"})
+    runner.merge_phase(main_dir, scratch, ExitCode.OK, ExitCode.OK)
+    finished = json.loads((main_dir / "finished.json").read_text())
+    assert finished["metadata"]["controls"] == {"total": "4", "run": "3", "passed": "2", "skipped": "1"}
+
+
 # ----------------------------------------------------------------------------- a real run (pytester)
 
 SUITE = """
@@ -233,6 +251,8 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
     assert ("tag", "limitation:icmp-egress") not in labels["test_flow[linux]"]
     assert ("os", "windows") in labels["test_api_only"] and not [x for x in labels["test_api_only"] if x[0] == "story"]
 
+    finished = json.loads((pytester.path / "out" / "finished.json").read_text())
+    assert finished["metadata"]["controls"] == {"total": "2", "run": "2", "passed": "2", "skipped": "0"}
     capsys.readouterr()
     assert ("story", "test_param[back-slash]") in labels["test_param[linux-back-slash]"]
     assert ("story", "test_param[back-slash]") in labels["test_param[windows-back-slash]"]

@@ -26,7 +26,7 @@ import pytest
 
 from wincon import __version__
 from wincon.results import artifacts, junit
-from wincon.results.model import CaseResult, classify, count, swap_os, without_os
+from wincon.results.model import CaseResult, classify, control_counts, count, swap_os, without_os
 from wincon.verdicts import (
     AREA,
     CONTROL,
@@ -410,7 +410,8 @@ class RunRecorder:
 
     def finish(self, status: int, profile: dict[str, Any] | None) -> None:
         assert self.directory is not None
-        counts = count(self.cases())
+        cases = self.cases()
+        counts = count(cases)
         if status in ABORTED_STATUSES:
             result = "ABORTED"
         else:
@@ -421,6 +422,7 @@ class RunRecorder:
             "suite-version": __version__,
             "pytest-exit-code": str(status),
             "verdicts": {k: str(v) for k, v in counts.items()},
+            "controls": {k: str(v) for k, v in control_counts(cases).items()},
             **artifacts.profile_metadata(profile),
         }
         write_finished(self.directory, passed=result == "SUCCESS", result=result, metadata=metadata)

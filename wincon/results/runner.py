@@ -292,6 +292,12 @@ def merge_phase(results_dir: Path, scratch: Path, first: int, second: int) -> No
         for verdict, number in (f.get("metadata", {}).get("verdicts") or {}).items():
             verdicts[verdict] = verdicts.get(verdict, 0) + int(number)
     metadata["verdicts"] = {k: str(v) for k, v in verdicts.items()}
+    controls: dict[str, int] = {}
+    for f in finished:
+        for key, number in (f.get("metadata", {}).get("controls") or {}).items():
+            controls[key] = controls.get(key, 0) + int(number)
+    if controls:
+        metadata["controls"] = {k: str(v) for k, v in controls.items()}
     metadata["pytest-exit-code"] = f"parallel phase {first}, serial phase {second}"
     write_finished(results_dir, passed=result == "SUCCESS", result=result, metadata=metadata)
 
