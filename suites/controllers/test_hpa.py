@@ -37,9 +37,11 @@ def hpa_condition(hpa, kind):
     return next((c for c in (hpa.status.conditions if hpa.status else None) or [] if c.type == kind), None)
 
 
-def deploy_consumer(kube, pinned, name, build):
-    image = kube.catalog.image("resource-consumer", "windows", build)
-    (manifest,) = pinned("deployment", name=name, replicas=1, container="main", image=image, port=CONSUMER_PORT)
+def deploy_consumer(kube, pinned, name, build, target_os="windows"):
+    image = kube.catalog.image("resource-consumer", target_os, build if target_os == "windows" else None)
+    (manifest,) = pinned(
+        "deployment", name=name, replicas=1, container="main", image=image, port=CONSUMER_PORT, target_os=target_os
+    )
     manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "200m", "memory": "128Mi"},
         "limits": {"cpu": "200m", "memory": "128Mi"},
@@ -83,12 +85,12 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, 
 @pytest.mark.slow
 @pytest.mark.limitation("hpa-unsupported-pre-1-14")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
-def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane):
+def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane, target_os):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     missing = metrics_api_available(kube)
     if missing:
         pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
-    deploy_consumer(kube, pinned, "loaded", build)
+    deploy_consumer(kube, pinned, "loaded", build, target_os)
     core = kube.core
     service = {
         "apiVersion": "v1",
@@ -115,4 +117,4 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
             namespace=namespace,
         )
     assert hpa.status.desired_replicas > 1
-    assert_all_ran_on(kube.pods({"app": "loaded"}), profile, "windows", build)
+    assert_all_ran_on(kube.pods({"app": "loaded"}), profile, target_os, build if target_os == "windows" else None)

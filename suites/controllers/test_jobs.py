@@ -28,11 +28,12 @@ def ran_to_completion(kube, namespace: str, pods, output: str) -> None:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
 def test_job_runs_to_its_completions_with_bounded_parallelism(
-    kube, wincon, namespace, pinned, build, profile, data_plane
+    kube, wincon, namespace, pinned, build, profile, data_plane, target_os
 ):
     """Job is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): 4 completions, never more than 2 pods at once."""
-    image = wincon.catalog.image("agnhost", "windows", build)
-    (manifest,) = pinned("job", name="batch", completions=4, parallelism=2, image=image)
+    build = build if target_os == "windows" else None
+    image = wincon.catalog.image("agnhost", target_os, build)
+    (manifest,) = pinned("job", name="batch", completions=4, parallelism=2, image=image, target_os=target_os)
     kube.create(manifest)
     data_plane("wait for 4 completions of job batch; read each pod's exit code and log ('job done')")
     batch = kube.batch
@@ -55,7 +56,7 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(
     pods = call(core.list_namespaced_pod, namespace, label_selector="batch.kubernetes.io/job-name=batch").items
     succeeded = [p for p in pods if p.status.phase == "Succeeded"]
     assert len(succeeded) == 4, [(p.metadata.name, p.status.phase) for p in pods]
-    assert_all_ran_on(succeeded, profile, "windows", build)
+    assert_all_ran_on(succeeded, profile, target_os, build)
     ran_to_completion(kube, namespace, succeeded, "job done")
 
 
@@ -63,10 +64,13 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(
 @pytest.mark.slow
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace, pinned, build, profile, data_plane):
+def test_cronjob_fires_on_schedule_and_its_job_completes(
+    kube, wincon, namespace, pinned, build, profile, data_plane, target_os
+):
     """CronJob is among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): a `*/1 * * * *` CronJob fires within a minute."""
-    image = wincon.catalog.image("agnhost", "windows", build)
-    (manifest,) = pinned("cronjob", name="every-minute", image=image)
+    build = build if target_os == "windows" else None
+    image = wincon.catalog.image("agnhost", target_os, build)
+    (manifest,) = pinned("cronjob", name="every-minute", image=image, target_os=target_os)
     kube.create(manifest)
     data_plane("wait for the CronJob to fire and its Job to complete; read the pod's exit code and log ('cron fired')")
     batch = kube.batch
@@ -90,5 +94,5 @@ def test_cronjob_fires_on_schedule_and_its_job_completes(kube, wincon, namespace
     assert any(job_complete(j) for j in jobs), [j.metadata.name for j in jobs]
     pods = [p for p in kube.pods({"app": "every-minute"}) if p.status.phase == "Succeeded"]
     assert pods, "no succeeded pod of the CronJob's Job"
-    assert_all_ran_on(pods, profile, "windows", build)
+    assert_all_ran_on(pods, profile, target_os, build)
     ran_to_completion(kube, namespace, pods, "cron fired")

@@ -19,7 +19,7 @@ from wincon.cluster.client import call
 from wincon.errors import FrameworkFailure, InfrastructureError
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.deploy import await_pod, container, pod_manifest
-from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_windows
+from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_linux, pin_windows
 
 # A label every workload of the suites carries, so a controller's pods are found by selector.
 APP_LABEL = "app"
@@ -82,6 +82,19 @@ def pin_template(manifest: dict[str, Any], build: int | None) -> dict[str, Any]:
     spec = body["spec"]
     template = spec["jobTemplate"]["spec"]["template"] if body.get("kind") == "CronJob" else spec["template"]
     template["spec"] = pin_windows(template["spec"], build=build)
+    return body
+
+
+def pin_template_linux(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a controller manifest for a Linux control: its pod template pinned to Linux, a ``cmd /c``
+    command run by sh instead, and images never pulled (the local cluster's Linux nodes pull nothing)."""
+    body = copy.deepcopy(manifest)
+    spec = body["spec"]["jobTemplate"]["spec"] if body.get("kind") == "CronJob" else body["spec"]
+    spec["template"]["spec"] = pin_linux(spec["template"]["spec"])
+    for main in spec["template"]["spec"]["containers"]:
+        if (main.get("command") or [])[:2] == ["cmd", "/c"]:
+            main["command"] = ["sh", "-c", " ".join(main["command"][2:])]
+        main["imagePullPolicy"] = "IfNotPresent"
     return body
 
 
