@@ -13,9 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from wincon.controls import CLUSTER_WIDE
 from wincon.results.artifacts import write_run
 from wincon.results.model import CaseResult, Verdict
-from wincon.verdicts import CONTROL, CONTROL_OUTCOME, TARGET_OS
+from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, TARGET_OS
 
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 CLUSTERS = (
@@ -125,7 +126,7 @@ def twins(
         outcome = linux.value if linux is not None else "none"
         message = kw.pop("message", "")
         if windows is Verdict.ERROR and linux is Verdict.FAILED and not message:
-            message = "infrastructure error (not a node failure): cluster-wide: Linux pods fail the same check"
+            message = f"{INFRASTRUCTURE_PREFIX}: {CLUSTER_WIDE}"
         out.append(
             case(
                 f"{name}[windows]",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wincon.controls import CLUSTER_WIDE
 from wincon.verdicts import (
     AREA,
     CONTROL,
@@ -319,11 +320,6 @@ class Check:
         return self.control.twin_name or self.control.name
 
     @property
-    def has_control(self) -> bool:
-        """Whether the check has a Linux control at all (in the results, or named by the Windows case)."""
-        return self.control is not None or bool(self.windows is not None and self.windows.control)
-
-    @property
     def control_verdict(self) -> str:
         """The control's verdict in this run: its own case's, else the outcome the Windows case recorded;
         "no control" for a check without one, "not run" when the check has one that did not run here."""
@@ -339,7 +335,7 @@ class Check:
         """A Windows error that its control's failure explains: Linux pods fail the same check too."""
         if self.windows is None or self.windows.verdict is not Verdict.ERROR:
             return False
-        return self.control_verdict == Verdict.FAILED.value or "cluster-wide" in self.windows.message
+        return self.control_verdict == Verdict.FAILED.value or CLUSTER_WIDE in self.windows.message
 
 
 NO_CONTROL = "no control"
