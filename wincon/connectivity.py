@@ -9,7 +9,8 @@ for Windows and Linux without a cluster:
   ``responses`` are the hostnames of the pods that answered, which must equal the endpoint pod names;
 * per-OS command lines only where the operating system differs: ``curl.exe`` against ``curl``,
   ``ping -n 1 -w 5000`` against ``ping -c 1 -W 5``, PowerShell ``Resolve-DnsName`` (the resolver the
-  documentation recommends on Windows) against ``nslookup``, ``ipconfig /all`` against
+  documentation recommends on Windows) against the C library's resolver (through busybox ``ping``, which
+  applies the search list as applications do) or ``nslookup``, ``ipconfig /all`` against
   ``/etc/resolv.conf``, ``cmd /c set`` against ``env``.
 
 Every builder returns an argv list for an exec without a shell, so nothing is quoted twice. Retries
@@ -384,8 +385,21 @@ def ping_succeeded(os_name: str, exit_code: int, output: str) -> bool:
 
 
 def default_dns_tool(os_name: str, powershell: bool) -> str:
-    """Resolve-DnsName on Windows where the image has Windows PowerShell (recommended by the docs), else nslookup."""
-    return "resolve-dnsname" if _check_os(os_name) == "windows" and powershell else "nslookup"
+    """The pod's own resolver where a tool exposes it: Resolve-DnsName on Windows where the image has Windows
+    PowerShell (recommended by the docs), else nslookup; on Linux the C library's (see ``getaddrinfo_command``)."""
+    if _check_os(os_name) == "linux":
+        return "getaddrinfo"
+    return "resolve-dnsname" if powershell else "nslookup"
+
+
+def getaddrinfo_command(name: str) -> list[str]:
+    """Resolve ``name`` as a Linux application does: the C library's resolver, which applies resolv.conf's
+    search list and ndots (busybox nslookup does not: it tries the first search domain only, and none for a
+    name with a dot). The images' busybox ``ping`` resolves through it and prints ``PING name (address)``
+    before sending; one echo request with a 1 s wait (an unanswered echo does not matter: a cluster IP need
+    not answer ICMP). The first address only: use nslookup where every record counts (a headless FQDN)."""
+    check_host(name)
+    return ["ping", "-c", "1", "-W", "1", name]
 
 
 def resolve_dnsname_command(name: str) -> list[str]:
@@ -415,7 +429,11 @@ def dns_lookup_command(os_name: str, name: str, tool: str = "nslookup") -> list[
         return resolve_dnsname_command(name)
     if tool == "nslookup":
         return nslookup_command(name)
-    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname or nslookup")
+    if tool == "getaddrinfo":
+        if os_name != "linux":
+            raise ValueError("the getaddrinfo look-up runs busybox ping, a Linux command line")
+        return getaddrinfo_command(name)
+    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname, nslookup or getaddrinfo")
 
 
 @dataclass(frozen=True)
@@ -534,12 +552,27 @@ def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> 
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)))
 
 
+_PING_RESOLVED = re.compile(r"^PING (\S+) \(([0-9A-Fa-f.:]+)\)", re.MULTILINE)
+
+
+def parse_getaddrinfo(output: str, stderr: str = "") -> Lookup:
+    """The address ``ping`` resolved (``PING name (address): ...``), whatever became of the echo request."""
+    match = _PING_RESOLVED.search(output)
+    address = _ip(match.group(2)) if match else None
+    if match and address:
+        return Lookup(match.group(1).rstrip("."), (address,))
+    message = (stderr or output).strip().splitlines()
+    return Lookup(None, (), (), message[0][:300] if message else "the resolver printed nothing")
+
+
 def parse_lookup(tool: str, output: str, exit_code: int = 0, stderr: str = "") -> Lookup:
     if tool == "resolve-dnsname":
         return parse_resolve_dnsname(output, exit_code, stderr)
     if tool == "nslookup":
         return parse_nslookup(output + ("\n" + stderr if stderr else ""))
-    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname or nslookup")
+    if tool == "getaddrinfo":
+        return parse_getaddrinfo(output, stderr)
+    raise ValueError(f"unknown DNS tool {tool!r}: expected resolve-dnsname, nslookup or getaddrinfo")
 
 
 def service_fqdn(service: str, namespace: str, cluster_domain: str = "cluster.local") -> str:

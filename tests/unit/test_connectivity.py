@@ -286,7 +286,27 @@ def test_nslookup_command_is_the_same_on_both(os_name):
 def test_default_dns_tool():
     assert c.default_dns_tool("windows", powershell=True) == "resolve-dnsname"
     assert c.default_dns_tool("windows", powershell=False) == "nslookup"
-    assert c.default_dns_tool("linux", powershell=True) == "nslookup"
+    assert c.default_dns_tool("linux", powershell=True) == "getaddrinfo"
+    assert c.default_dns_tool("linux", powershell=False) == "getaddrinfo"
+
+
+def test_getaddrinfo_lookup_is_linux_only_and_reads_pings_resolution():
+    assert c.dns_lookup_command("linux", "kubernetes.default", "getaddrinfo") == [
+        "ping", "-c", "1", "-W", "1", "kubernetes.default",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="Linux"):
+        c.dns_lookup_command("windows", "kubernetes", "getaddrinfo")
+    with pytest.raises(ValueError):
+        c.getaddrinfo_command("x; rm -rf /")
+    # Resolved, and no echo reply (a cluster IP need not answer ICMP): still the resolver's answer.
+    unanswered = "PING kubernetes.default (10.0.0.1): 56 data bytes\n\n--- kubernetes.default ping statistics ---\n"
+    lookup = c.parse_lookup(
+        "getaddrinfo", unanswered + "1 packets transmitted, 0 packets received, 100% packet loss\n", 1
+    )
+    assert lookup.ok and lookup.addresses == ("10.0.0.1",) and lookup.name == "kubernetes.default"
+    lookup = c.parse_lookup("getaddrinfo", "", 1, "ping: bad address 'nosuch'\n")
+    assert not lookup.ok and lookup.error == "ping: bad address 'nosuch'"
+    assert c.parse_lookup("getaddrinfo", "", 1, "").error == "the resolver printed nothing"
 
 
 WIN_NSLOOKUP_OK = """Server:  kube-dns.kube-system.svc.cluster.local\r
