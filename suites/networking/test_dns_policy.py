@@ -29,12 +29,12 @@ def resolver_config(checks, pod):
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
-    checks, net, windows_nodes, cluster_dns, kubernetes_service
+    checks, make_client, os_prefix, cluster_dns, kubernetes_service
 ):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy ClusterFirst the pod's resolver is the cluster DNS and a Service's name resolves to its cluster IP."""
     if not cluster_dns.ip:
         pytest.skip("the cluster has no kube-system/kube-dns Service: no cluster DNS to point ClusterFirst at")
-    pod = net.windows_client("dns-cluster-first", windows_nodes[0], dnsPolicy="ClusterFirst")
+    pod = make_client(f"{os_prefix}dns-cluster-first", dnsPolicy="ClusterFirst")
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"cluster DNS {cluster_dns.ip} not among {config.nameservers}"
     name = kubernetes_service.fqdn
@@ -47,9 +47,11 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
-def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(checks, net, windows_nodes, cluster_dns, external_host):
+def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
+    checks, make_client, os_prefix, cluster_dns, external_host
+):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
-    pod = net.windows_client("dns-default", windows_nodes[0], dnsPolicy="Default")
+    pod = make_client(f"{os_prefix}dns-default", dnsPolicy="Default")
     config = resolver_config(checks, pod)
     lookup = checks.lookup(pod, external_host)
     with expect_deviation("dns-config-via-cni"):

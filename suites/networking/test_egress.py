@@ -36,24 +36,20 @@ def reach_over_tcp(checks, pod, target):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
-def test_pod_reaches_external_ip_over_tcp(checks, windows_client, external_ip):
+def test_pod_reaches_external_ip_over_tcp(checks, client, external_ip):
     """ "Pod -> External (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Networking); "TCP/UDP packets work as expected" (000_4130a90def37a825.txt, Networking)."""
-    ok, result = reach_over_tcp(checks, windows_client, external_ip)
-    assert ok, (
-        f"TCP to {external_ip}:80 from {windows_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
-    )
+    ok, result = reach_over_tcp(checks, client, external_ip)
+    assert ok, f"TCP to {external_ip}:80 from {client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
 
 
 @pytest.mark.test_id("eea4227a-1a48-48b9-82cc-dfaf108f4972")
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_pod_reaches_external_host_by_name_over_tcp(checks, windows_client, external_host):
+def test_pod_reaches_external_host_by_name_over_tcp(checks, client, external_host):
     """ "Pod -> External (DNS)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
-    ok, result = reach_over_tcp(checks, windows_client, external_host)
-    assert ok, (
-        f"TCP to {external_host}:80 from {windows_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
-    )
+    ok, result = reach_over_tcp(checks, client, external_host)
+    assert ok, f"TCP to {external_host}:80 from {client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
 
 
 @pytest.mark.test_id("b21c692b-c67a-44af-935c-d6df3807efa9")
@@ -61,14 +57,14 @@ def test_pod_reaches_external_host_by_name_over_tcp(checks, windows_client, exte
 @pytest.mark.limitation("icmp-egress-through-vfp")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
-def test_pod_pings_external_ip(checks, windows_client, external_ip):
+def test_pod_pings_external_ip(checks, client, external_ip):
     """ "ICMP packets directed to pass through a remote network (e.g. pod to external internet communication via ping) cannot be transposed and thus will not be routed back to their source" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
-    reachable, result = reach_over_tcp(checks, windows_client, external_ip)
+    reachable, result = reach_over_tcp(checks, client, external_ip)
     if not reachable:
         pytest.skip(
             f"{external_ip} is unreachable over TCP too ({conn.curl_failure(result.exit_code)}), so ICMP cannot be "
             "judged: set --external-ip to an address the cluster may reach"
         )
-    ok, result = checks.ping(windows_client, external_ip)
+    ok, result = checks.ping(client, external_ip)
     with expect_deviation("icmp-egress-through-vfp"):
         assert ok, f"no ICMP echo reply from {external_ip} although TCP reaches it:\n{result.stdout}{result.stderr}"
