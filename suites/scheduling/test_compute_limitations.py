@@ -6,15 +6,17 @@ limitations are ``mode: skip`` in limitations.yaml, so they run only where the e
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import pytest
 from kubernetes.utils import parse_quantity
 
+from wincon.checks.node import kubelet_json
 from wincon.checks.pods import (
     eventually,
-    run_windows_pod,
+    nodes_for,
+    os_pod,
+    run_os_pod,
     windows_nodes_of_build,
     windows_pod,
 )
@@ -57,6 +59,23 @@ def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec)
     )
 
 
+def linux_memory_pod(wincon, name, node, mib, limit, request):
+    """A Linux control's ``memory_pod``: agnhost stress commits ``mib`` MiB (it prints nothing like 'allocated'
+    unless it holds all of it, so only an ended container is an outcome under the limit)."""
+    stress = ["stress", f"--mem-total={mib}Mi", "--mem-alloc-size=10Mi", "--mem-alloc-sleep=20ms"]
+    resources = {"limits": {"memory": limit}, "requests": {"memory": request}}
+    return os_pod(
+        wincon,
+        name,
+        "linux",
+        None,
+        args=stress,
+        node=node,
+        restartPolicy="Never",
+        container_extra={"resources": resources},
+    )
+
+
 def log_of(kube, name) -> str:
     core = kube.core
     try:
@@ -78,10 +97,10 @@ def outcome(kube, name):
     return None
 
 
-def target_node(profile, build):
-    nodes = windows_nodes_of_build(profile, build)
+def target_node(profile, build, target_os="windows"):
+    nodes = windows_nodes_of_build(profile, build) if target_os == "windows" else nodes_for(profile, "linux", None)
     if not nodes:
-        pytest.skip("no Ready Windows node")
+        pytest.skip(f"no Ready {target_os} node")
     return nodes[0].name
 
 
@@ -94,12 +113,14 @@ def node_memory(kube, node: str, field: str) -> int:
 @pytest.mark.dataplane
 @pytest.mark.limitation("resource-limits-pre-1-10")
 @pytest.mark.documents("k8s-handbook-windows", "Setting CPU and Memory")
-def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namespace, build, data_plane):
+def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namespace, build, data_plane, target_os):
     """ "Starting from v1.10, Kubernetes supports setting CPU and memory for Windows containers" (001_feb1108140134f87.txt, Setting CPU and Memory): a 200Mi container cannot commit 400 MiB."""
-    node = target_node(wincon.profile, build)
-    apply(
-        wincon.api_client, namespace, memory_pod(wincon, "over-limit", build, node, 400, limit="200Mi", request="200Mi")
-    )
+    node = target_node(wincon.profile, build, target_os)
+    if target_os == "windows":
+        body = memory_pod(wincon, "over-limit", build, node, 400, limit="200Mi", request="200Mi")
+    else:
+        body = linux_memory_pod(wincon, "over-limit", node, 400, limit="200Mi", request="200Mi")
+    apply(wincon.api_client, namespace, body)
     data_plane("allocate 400 MiB in a container limited to 200Mi; expect the allocation to fail", where=node)
     result = eventually(lambda: outcome(kube, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome")
     with expect_deviation("resource-limits-pre-1-10"):
@@ -112,28 +133,32 @@ def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namesp
 @pytest.mark.dataplane
 @pytest.mark.limitation("cpu-limits-not-hard")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
-def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane):
+def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane, target_os):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most ~0.6 core."""
-    node = target_node(wincon.profile, build)
-    busy = "1..2 | ForEach-Object { Start-Job { while ($true) {} } } | Out-Null; Start-Sleep 600"
-    body = windows_pod(
-        wincon,
-        "busy",
-        build,
-        image_key="nettools",
-        command=["powershell", "-NoProfile", "-Command", busy],
-        node=node,
-        container_extra={"resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "500m"}}},
-    )
-    pod = run_windows_pod(wincon, namespace, body)
+    node = target_node(wincon.profile, build, target_os)
+    limits = {"resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "500m"}}}
+    if target_os == "windows":
+        busy = "1..2 | ForEach-Object { Start-Job { while ($true) {} } } | Out-Null; Start-Sleep 600"
+        body = windows_pod(
+            wincon,
+            "busy",
+            build,
+            image_key="nettools",
+            command=["powershell", "-NoProfile", "-Command", busy],
+            node=node,
+            container_extra=limits,
+        )
+    else:  # the Linux control: agnhost stress keeps two CPUs busy
+        body = os_pod(wincon, "busy", target_os, None, args=["stress", "--cpus=2"], node=node, container_extra=limits)
+    pod = run_os_pod(wincon, namespace, body)
     data_plane(f"read nodes/{node}/proxy/stats/summary for pod busy after 30 s of load", where=node)
-    core = kube.core
     started = pod.status.container_statuses[0].state.running.started_at
 
     def usage_after_warmup():
         if (datetime.now(UTC) - started).total_seconds() < 30:
             return None
-        summary = json.loads(call(core.connect_get_node_proxy_with_path, node, "stats/summary"))
+        # The client's str answer is a repr, not JSON (found by the Linux control): read the raw body.
+        summary, _ = kubelet_json(wincon.api_client, node, "stats/summary")
         entry = next((p for p in summary.get("pods", []) if p["podRef"]["name"] == "busy"), None)
         cores = sum(c.get("cpu", {}).get("usageNanoCores", 0) for c in (entry or {}).get("containers", [])) / 1e9
         return cores if entry else None
@@ -152,7 +177,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
 @pytest.mark.documents("kep-windows-node-support", "Windows specific tests")
 def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
-    pod = run_windows_pod(wincon, namespace, windows_pod(wincon, "metered", build))
+    pod = run_os_pod(wincon, namespace, windows_pod(wincon, "metered", build))
     node = pod.spec.node_name
     data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
     text = call(kube.core.connect_get_node_proxy_with_path, node, "metrics/cadvisor")
@@ -252,6 +277,7 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_pl
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
+@pytest.mark.windows_only("the memory is exhausted from a HostProcess pod on the Windows host")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
 def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, wincon, build, data_plane, cleanup_pods):
     """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
