@@ -78,6 +78,7 @@ def windows_answers(kube, name) -> None:
 @pytest.mark.test_id("27170933-0bd8-4fb8-b35e-b3ce6a37af9b")
 @pytest.mark.dataplane
 @pytest.mark.limitation("image-os-version-match")
+@pytest.mark.windows_only("a Windows image's OS version against the Windows host's (process isolation)")
 @pytest.mark.documents("k8s-windows-intro", "OS version match")
 def test_container_from_another_windows_version_starts(kube, wincon, profile, data_plane):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): an ltsc2019 image on an ltsc2022 host should start."""
@@ -114,6 +115,7 @@ def hyperv_runtime_class(kube) -> str | None:
 @pytest.mark.test_id("86146be2-7a71-43cd-aa1b-93a73f1f05ce")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-isolation-unsupported")
+@pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("k8s-windows-guide", "Operating System Restrictions")
 def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, profile, data_plane):
@@ -147,6 +149,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, pro
 @pytest.mark.test_id("796aa85b-1398-4bfb-89bc-f094c4b5426c")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-single-container-per-pod")
+@pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, data_plane):
@@ -175,6 +178,7 @@ def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, d
 @pytest.mark.test_id("33b67d77-243d-40b1-b4d2-b97ac752391d")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
+@pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "V1.Container")
 def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profile, build, data_plane):
@@ -206,6 +210,7 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profi
 @pytest.mark.test_id("0455ce29-06ed-4b65-a2d0-dde127aca5fe")
 @pytest.mark.dataplane
 @pytest.mark.limitation("linux-containers-on-windows-unsupported")
+@pytest.mark.windows_only("a Linux-only image on a Windows node (on a Linux node it is any pod)")
 @pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
 def test_linux_only_image_runs_on_a_windows_node(kube, wincon, profile, build, data_plane):
     """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality): a Linux-only image pinned to a Windows node should run."""
