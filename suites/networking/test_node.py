@@ -30,11 +30,11 @@ def failed(result):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
-def test_windows_node_reaches_pod_on_itself(checks, windows_host, netservers):
+def test_windows_node_reaches_pod_on_itself(checks, host, servers):
     """ "Node -> Pod" is a supported flow; with Flannel VXLAN "it's only possible for local pods" (002_8a7e76f95009f44f.txt, Networking; 000_4130a90def37a825.txt, CNI Plugins)."""
-    target = next(p for p in netservers if p.node == windows_host.node)
-    ok, result = checks.http_get(windows_host, hostname_url(target), {target.name})
-    assert ok, f"{windows_host.node} -> {target.name} ({target.ip}): {failed(result)}"
+    target = next(p for p in servers if p.node == host.node)
+    ok, result = checks.http_get(host, hostname_url(target), {target.name})
+    assert ok, f"{host.node} -> {target.name} ({target.ip}): {failed(result)}"
 
 
 @pytest.mark.test_id("f1478d35-1466-479c-bfc2-a0e439bd50e5")
@@ -42,23 +42,24 @@ def test_windows_node_reaches_pod_on_itself(checks, windows_host, netservers):
 @pytest.mark.limitation("flannel-vxlan-node-to-remote-pod")
 @pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
 @pytest.mark.documents("k8s-windows-guide", "CNI Plugins")
-def test_windows_node_reaches_pod_on_another_node(checks, windows_host, netservers):
+def test_windows_node_reaches_pod_on_another_node(checks, host, servers):
     """ "Node-pod connectivity isn't possible by design. It's only possible for local pods with Flannel v0.12.0 (or higher)" (000_4130a90def37a825.txt, CNI Plugins; 002_8a7e76f95009f44f.txt)."""
-    target = next((p for p in netservers if p.node != windows_host.node), None)
+    target = next((p for p in servers if p.node != host.node), None)
     if target is None:
-        pytest.skip("the check needs two Ready Windows nodes; the cluster has one")
-    ok, result = checks.http_get(windows_host, hostname_url(target), {target.name})
+        pytest.skip(f"the check needs two Ready {host.os.capitalize()} nodes; the cluster has one")
+    ok, result = checks.http_get(host, hostname_url(target), {target.name})
     with expect_deviation("flannel-vxlan-node-to-remote-pod"):
-        assert ok, f"{windows_host.node} -> {target.name} on {target.node} ({target.ip}): {failed(result)}"
+        assert ok, f"{host.node} -> {target.name} on {target.node} ({target.ip}): {failed(result)}"
 
 
 @pytest.mark.test_id("ad1bf749-7c86-4b10-aa7a-996bfe140e9b")
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.documents("k8s-windows-guide", "Getting Started")
-def test_linux_node_reaches_windows_pod(checks, linux_host, netservers):
+def test_linux_node_reaches_windows_pod(checks, linux_host, servers):
     """ "Node-to-pod communication across the network, curl port 80 of your pod IPs from the Linux master" (002_8a7e76f95009f44f.txt, Getting Started)."""
-    target = netservers[0]
+    # Across the network: the control's target is a Linux pod on another node than the Linux node's.
+    target = next((p for p in servers if p.node != linux_host.node), servers[0])
     ok, result = checks.http_get(linux_host, hostname_url(target), {target.name})
     assert ok, f"Linux node {linux_host.node} -> {target.name} ({target.ip}): {failed(result)}"
 
@@ -66,17 +67,13 @@ def test_linux_node_reaches_windows_pod(checks, linux_host, netservers):
 @pytest.mark.test_id("7864ab4f-b0e6-4d84-b0d2-8bbe2fb3826e")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_pod_reaches_its_windows_node(checks, windows_client):
+def test_pod_reaches_its_windows_node(checks, client):
     """ "Pod -> Node" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the kubelet's port answers."""
-    url = f"https://{conn.host_port(windows_client.host_ip, conn.KUBELET_PORT)}/healthz"
+    url = f"https://{conn.host_port(client.host_ip, conn.KUBELET_PORT)}/healthz"
     ok, result = checks.until(
-        windows_client,
-        conn.tcp_reach_command("windows", url),
-        lambda r: r.ok,
-        tries=3,
-        container=windows_client.tool_container,
+        client, conn.tcp_reach_command(client.os, url), lambda r: r.ok, tries=3, container=client.tool_container
     )
-    assert ok, f"{windows_client.name} -> its node {windows_client.host_ip}:{conn.KUBELET_PORT}: {failed(result)}"
+    assert ok, f"{client.name} -> its node {client.host_ip}:{conn.KUBELET_PORT}: {failed(result)}"
 
 
 @pytest.mark.test_id("e5d703cd-b3c2-4526-a232-fb8d0e9f38f0")
@@ -84,12 +81,12 @@ def test_pod_reaches_its_windows_node(checks, windows_client):
 @pytest.mark.limitation("nodeport-from-own-node")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
-def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_service, netservers):
+def test_nodeport_answers_on_the_node_itself(checks, host, server_nodeport, servers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
-    url = f"http://{conn.host_port(windows_host.host_ip, nodeport_service.node_ports['http'])}/hostname"
-    ok, result = checks.http_get(windows_host, url, pod_names(netservers))
+    url = f"http://{conn.host_port(host.host_ip, server_nodeport.node_ports['http'])}/hostname"
+    ok, result = checks.http_get(host, url, pod_names(servers))
     with expect_deviation("nodeport-from-own-node"):
-        assert ok, f"{url} from {windows_host.node} itself: {failed(result)}"
+        assert ok, f"{url} from {host.node} itself: {failed(result)}"
 
 
 @pytest.mark.test_id("155b9efe-ae4a-4678-9854-178e60045b87")
@@ -98,12 +95,12 @@ def test_nodeport_answers_on_the_node_itself(checks, windows_host, nodeport_serv
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
-def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver_service, netservers):
+def test_windows_node_reaches_service_cluster_ip(checks, host, server_service, servers):
     """ "Accessing service VIPs from nodes will be available with a future release of Windows Server" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt; 001_feb1108140134f87.txt)."""
-    url = f"http://{conn.host_port(netserver_service.cluster_ip, conn.SERVICE_HTTP_PORT)}/hostname"
-    ok, result = checks.http_get(windows_host, url, pod_names(netservers))
+    url = f"http://{conn.host_port(server_service.cluster_ip, conn.SERVICE_HTTP_PORT)}/hostname"
+    ok, result = checks.http_get(host, url, pod_names(servers))
     with expect_deviation("service-vip-from-node"):
-        assert ok, f"{url} from {windows_host.node}: {failed(result)}"
+        assert ok, f"{url} from {host.node}: {failed(result)}"
 
 
 @pytest.mark.test_id("5ae144d8-aac0-4c6b-ae38-06788819cc5e")
@@ -111,16 +108,15 @@ def test_windows_node_reaches_service_cluster_ip(checks, windows_host, netserver
 @pytest.mark.limitation("hostnetwork-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.hostNetwork")
-def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, windows_client, windows_nodes):
+def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, client, os_nodes, os_prefix):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
-    node = windows_nodes[0]
-    manifest = net.windows_netexec_manifest(
-        "hostnet", node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": "hostnet"}, hostNetwork=True
-    )
+    node, name = os_nodes[0], f"{os_prefix}hostnet"
+    make = net.windows_netexec_manifest if client.os == "windows" else net.linux_netexec
+    manifest = make(name, node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": name}, hostNetwork=True)
     # A refusal by the kubelet is the documented deviation, not an infrastructure error: wait for any end state.
-    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))["hostnet"]
-    command = conn.dial_command("windows", windows_client.ip, pod.status.host_ip, HOST_NETWORK_PORT)
-    checks.gate(command, where=f"windows pod {windows_client.name} on {windows_client.node}")
+    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))[name]
+    command = conn.dial_command(client.os, client.ip, pod.status.host_ip, HOST_NETWORK_PORT)
+    checks.gate(command, where=checks.where(client))
     with expect_deviation("hostnetwork-unsupported"):
         assert pod.status.phase == "Running", (
             f"hostNetwork pod ended {pod.status.phase}: {pod.status.reason} {pod.status.message}"
@@ -128,7 +124,7 @@ def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, 
         assert pod.status.pod_ip == pod.status.host_ip, (
             f"hostNetwork pod got IP {pod.status.pod_ip}, not its node's {pod.status.host_ip}: it does not share the host network"
         )
-        outcome = checks.dial(windows_client, pod.status.host_ip, HOST_NETWORK_PORT, "http", {node.name}, max_tries=5)
+        outcome = checks.dial(client, pod.status.host_ip, HOST_NETWORK_PORT, "http", {node.name}, max_tries=5)
         assert outcome.responses, (
             f"nothing answered on the node's {pod.status.host_ip}:{HOST_NETWORK_PORT}: {outcome.describe()}"
         )
