@@ -14,6 +14,8 @@ from wincon.workloads.deploy import container
 pytestmark = [pytest.mark.storage]
 
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+# The Linux controls' hostPath: one fixed directory, files named after the test's namespace and removed after.
+LINUX_HOST_DIR = "/tmp/wincon-tests"
 
 
 def mounted_pod(wincon, name, target_os, build, mounts, volumes, node=None, env=None, **spec):
@@ -92,14 +94,14 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
 ):
     """ "HostPath" volumes work (002_8a7e76f95009f44f.txt, V1.Pod.volumes) with either path spelling (001_feb1108140134f87.txt, Volume Support): a file one pod writes, another pod on the node reads.
 
-    Linux control: the same two pods share /tmp/wincon-tests/NAMESPACE-TAG on one Linux worker (the reader
-    removes the file afterwards; the host directory is the node's)."""
+    Linux control: the same two pods share the Linux worker's /tmp/wincon-tests, through a file named after the
+    namespace, which the reader removes afterwards (the local cluster's workers share this machine's /tmp)."""
     nodes = nodes_for(wincon.profile, target_os, build)
     if not nodes:
         pytest.skip(f"no Ready {target_os} node")
     node = nodes[0].name
     tag = "bs" if "\\" in host_path else "fs"
-    host = host_path.format(ns=namespace) if target_os == "windows" else f"/tmp/wincon-tests/{namespace}-{tag}"
+    host = host_path.format(ns=namespace) if target_os == "windows" else LINUX_HOST_DIR
     volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
     mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
     writer = run_os_pod(
@@ -109,7 +111,7 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
         wincon, namespace, mounted_pod(wincon, f"hp-reader-{tag}", target_os, build, mounts, volumes, node=node)
     )
     assert writer.spec.node_name == reader.spec.node_name == node
-    shared = path(target_os, "host", "shared.txt")
+    shared = path(target_os, "host", "shared.txt" if target_os == "windows" else f"{namespace}-{tag}.txt")
     wrote = kube.exec(writer.metadata.name, write_and_read(shared))
     assert content(wrote, shared) == NEW_FILE, f"{wrote.stdout} {wrote.stderr}"
     seen = kube.exec(reader.metadata.name, read(shared))
@@ -374,7 +376,8 @@ def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_wind
 ):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work and have tests in TestGrid" (000_4130a90def37a825.txt, V1.Pod): a Windows pod using them all (plus projected and downwardAPI) is admitted and placed."""
     config_objects(kube)
-    host = f"C:\\wincon-tests\\{namespace}-all" if target_os == "windows" else f"/tmp/wincon-tests/{namespace}-all"
+    host = f"C:\\wincon-tests\\{namespace}-all" if target_os == "windows" else LINUX_HOST_DIR
+    host_file = path(target_os, "vol", "host", "f.txt" if target_os == "windows" else f"{namespace}-all.txt")
     volumes = [
         {"name": "empty", "emptyDir": {}},
         {"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}},
@@ -391,7 +394,7 @@ def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_wind
     # spec, not a Ready flag, which a simulated node reports too).
     expected = {
         path(target_os, "vol", "empty", "f.txt"): (write_and_read, NEW_FILE),
-        path(target_os, "vol", "host", "f.txt"): (write_and_read, NEW_FILE),
+        host_file: (write_and_read, NEW_FILE),
         path(target_os, "vol", "cm", "special.how"): (read, "very"),
         path(target_os, "vol", "secret", "username"): (read, "wincon-user"),
         path(target_os, "vol", "info", "name"): (read, "all-volumes"),
@@ -400,7 +403,7 @@ def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_wind
         result = kube.exec(pod.metadata.name, command(file))
         assert content(result, file) == text, f"{file}: {result.stdout!r} {result.stderr!r}"
     if target_os == "linux":  # the node's own /tmp: leave no file behind
-        kube.exec(pod.metadata.name, ["rm", "-f", path(target_os, "vol", "host", "f.txt")])
+        kube.exec(pod.metadata.name, ["rm", "-f", host_file])
     token_file = path(target_os, "vol", "proj", "token")
     token = kube.exec(pod.metadata.name, read(token_file))
     assert (content(token, token_file) or "").count(".") == 2, f"{token_file}: no JWT: {token.stderr!r}"
