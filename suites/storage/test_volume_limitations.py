@@ -338,7 +338,7 @@ def storage_class_where(kube, predicate):
 @pytest.mark.dataplane
 @pytest.mark.limitation("block-device-mapping")
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod.volumeDevices")
-def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube):
+def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube, target_os):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
     storage_class = storage_class_where(kube, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
     if storage_class is None:
@@ -355,20 +355,25 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
         },
     }
     kube.create(claim)
-    body = windows_pod(
+    device = "\\\\.\\PhysicalDrive9" if target_os == "windows" else "/dev/xvdw"
+    body = os_pod(
         wincon,
         "block-user",
+        target_os,
         build,
-        container_extra={"volumeDevices": [{"name": "block", "devicePath": "\\\\.\\PhysicalDrive9"}]},
+        container_extra={"volumeDevices": [{"name": "block", "devicePath": device}]},
     )
     body["spec"]["volumes"] = [{"name": "block", "persistentVolumeClaim": {"claimName": "block"}}]
-    pod = run_windows_pod(wincon, namespace, body)
-    result = kube.exec(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
-    # A row of diskpart's table ("  Disk 1    Online  1024 MB ..."), not the banner's "DiskPart".
+    pod = run_os_pod(wincon, namespace, body)
+    if target_os == "windows":
+        result = kube.exec(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
+        # A row of diskpart's table ("  Disk 1    Online  1024 MB ..."), not the banner's "DiskPart".
+        attached = re.search(r"^\s*Disk \d+\s+Online", result.stdout, re.MULTILINE)
+    else:  # the Linux control: the claim is a block device node at its devicePath
+        result = kube.exec(pod.metadata.name, ["sh", "-c", f"test -b {device} && echo block-device"])
+        attached = "block-device" in result.stdout
     with expect_deviation("block-device-mapping"):
-        assert result.ok and re.search(r"^\s*Disk \d+\s+Online", result.stdout, re.MULTILINE), (
-            f"{result.stdout!r} {result.stderr}"
-        )
+        assert result.ok and attached, f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("b835961f-a127-4b5f-940b-1ba593b88651")
@@ -419,7 +424,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-expansion-resizefs")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
-def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube):
+def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube, target_os):
     """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     storage_class = storage_class_where(kube, lambda c: bool(c.allow_volume_expansion))
     if storage_class is None:
@@ -435,10 +440,13 @@ def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, bui
         },
     }
     kube.create(claim)
-    mounts = [{"name": "data", "mountPath": "C:\\data"}]
+    mounts = [{"name": "data", "mountPath": at(target_os, "C:\\data")}]
     volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "growing"}}]
-    pod = run_windows_pod(wincon, namespace, mounted_pod(wincon, "grower", build, mounts, volumes))
-    command = ["powershell", "-NoProfile", "-Command", "(Get-Volume -FilePath 'C:\\data').Size"]
+    pod = run_os_pod(wincon, namespace, mounted_pod(wincon, "grower", build, mounts, volumes, target_os=target_os))
+    if target_os == "windows":
+        command = ["powershell", "-NoProfile", "-Command", "(Get-Volume -FilePath 'C:\\data').Size"]
+    else:  # the Linux control: the file system's size in bytes, from df
+        command = ["sh", "-c", "df -kP /data | tail -1 | awk '{printf \"%.0f\", $2 * 1024}'"]
     before = kube.exec(pod.metadata.name, command)
     assert before.ok, before.stderr
     core = kube.core
