@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-from tenacity import RetryError, Retrying, retry_if_result, stop_after_attempt, wait_fixed
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, stop_any, wait_fixed
 
 OS = Literal["windows", "linux"]
 OPERATING_SYSTEMS: tuple[str, ...] = ("windows", "linux")
@@ -46,6 +46,9 @@ MAX_TIME_SECONDS = 30  # curl --max-time: no single request may hang an exec
 PING_TIMEOUT_SECONDS = 5  # one echo request, 5 s for its reply (ping -w 5000 / -W 5)
 DIAL_RETRY_DELAY_SECONDS = 2.0  # upstream's delay between dial attempts
 DIAL_BASE_TRIES = 30  # upstream: endpoints^2 + 30 attempts
+# When nothing at all has answered after this many tries, more tries cannot show more endpoints: the flow
+# does not work, and the check fails now instead of after endpoints^2 + 30 timeouts.
+DIAL_SILENT_TRIES = 10
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$")
 
@@ -219,8 +222,11 @@ def collect_dial(
         outcome.errors.extend(result.errors)
         return outcome.reached_all and outcome.tries >= min_tries
 
+    def silent(state: RetryCallState) -> bool:
+        return not outcome.responses and state.attempt_number >= max(min_tries, DIAL_SILENT_TRIES)
+
     retrying = Retrying(
-        stop=stop_after_attempt(max_tries),
+        stop=stop_any(stop_after_attempt(max_tries), silent),
         wait=wait_fixed(delay),
         retry=retry_if_result(lambda done: not done),
         sleep=sleep,

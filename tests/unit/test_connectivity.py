@@ -124,6 +124,23 @@ def test_collect_dial_gives_up_after_max_tries_and_says_what_it_saw():
     assert "after 4 tries" in text and "answered by [none]" in text and "i/o timeout" in text
 
 
+def test_collect_dial_fails_fast_when_nothing_ever_answers_but_keeps_trying_while_some_do():
+    silent = c.collect_dial(
+        lambda: json.dumps({"responses": [], "errors": ["dial tcp 10.0.0.9:80: i/o timeout"]}),
+        {"netserver-0"},
+        max_tries=34,
+        sleep=lambda s: None,
+    )
+    assert not silent.reached_all and silent.tries == c.DIAL_SILENT_TRIES
+    partial = c.collect_dial(
+        lambda: json.dumps({"responses": ["netserver-0"]}),
+        {"netserver-0", "netserver-1"},
+        max_tries=34,
+        sleep=lambda s: None,
+    )
+    assert not partial.reached_all and partial.tries == 34  # one endpoint answers: every try may show the other
+
+
 def test_collect_dial_unexpected_extra_endpoint_is_not_success():
     outcome = c.collect_dial(
         _answers(json.dumps({"responses": ["netserver-0", "stranger"]})),
