@@ -4,33 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from wincon.checks.controllers import metrics_api_available
 from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for, wait_for_deployment
 from wincon.errors import expect_deviation
-from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.controllers]
 
-METRICS_APISERVICE = "v1beta1.metrics.k8s.io"
 CONSUMER_PORT = 8080
 SCALE_UP_SECONDS = 300
-
-
-def metrics_api_available(kube) -> str | None:
-    """None when the resource metrics API (metrics-server) is served; else why not."""
-    registration = kube.apiregistration
-    try:
-        service = call(registration.read_api_service, METRICS_APISERVICE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return f"the APIService {METRICS_APISERVICE} does not exist: metrics-server is not installed"
-        raise
-    available = next((c for c in service.status.conditions or [] if c.type == "Available"), None)
-    if available is None or available.status != "True":
-        reason = f"{available.reason}: {available.message}" if available else "no Available condition"
-        return f"the APIService {METRICS_APISERVICE} is not available ({reason})"
-    return None
 
 
 def hpa_condition(hpa, kind):

@@ -227,3 +227,22 @@ class Invariant:
         if problem and problem not in self.violations:
             self.violations.append(problem)
         return self.done(obj)
+
+
+METRICS_APISERVICE = "v1beta1.metrics.k8s.io"
+
+
+def metrics_api_available(kube: Any) -> str | None:
+    """None when the resource metrics API (metrics-server) is served; else why not."""
+    registration = kube.apiregistration
+    try:
+        service = call(registration.read_api_service, METRICS_APISERVICE)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return f"the APIService {METRICS_APISERVICE} does not exist: metrics-server is not installed"
+        raise
+    available = next((c for c in service.status.conditions or [] if c.type == "Available"), None)
+    if available is None or available.status != "True":
+        reason = f"{available.reason}: {available.message}" if available else "no Available condition"
+        return f"the APIService {METRICS_APISERVICE} is not available ({reason})"
+    return None
