@@ -2,7 +2,8 @@
 
 002_8a7e76f95009f44f.txt (Services): "You can use services for cross-operating system connectivity";
 003_414b2f1c5dd978a2.txt (What works today): "Cross operating system service connectivity". Skipped with
-the reason where the cluster has no Linux worker.
+the reason where the cluster has no Linux worker. Each flow's Linux control replaces its Windows end by a
+Linux pod (on another node), so it checks the same flow between Linux pods.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ pytestmark = [pytest.mark.networking, pytest.mark.hybrid]
 
 POD_PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 SERVICE_PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
+
+
+def across(targets, source):
+    """A target on another node than ``source``'s where there is one: in a Linux control both ends are Linux
+    pods, and the flow stays one across the network, as between the operating systems."""
+    return next((p for p in targets if p.node != source.node), targets[0])
 
 
 @pytest.mark.test_id("c557bca0-8037-45f0-9fe3-ad720f01232d")
@@ -36,9 +43,9 @@ def test_pods_of_both_operating_systems_back_their_services(
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
-def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, netservers):
+def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, servers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
-    target = netservers[0]
+    target = across(servers, linux_client)
     outcome = checks.dial(linux_client, target.ip, POD_PORTS[protocol], protocol, {target.name})
     assert outcome.reached_all, outcome.describe()
 
@@ -47,21 +54,21 @@ def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, net
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
-def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, windows_client, linux_netservers):
+def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, client, linux_netservers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
-    target = linux_netservers[0]
-    outcome = checks.dial(windows_client, target.ip, POD_PORTS[protocol], protocol, {target.name})
+    target = across(linux_netservers, client)
+    outcome = checks.dial(client, target.ip, POD_PORTS[protocol], protocol, {target.name})
     assert outcome.reached_all, outcome.describe()
 
 
 @pytest.mark.test_id("077a2b8e-bc7a-4ff1-ba19-244b9779f19c")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_netservers):
+def test_windows_pod_reaches_linux_pod_with_curl(checks, client, linux_netservers):
     """Upstream's hybrid check `curl.exe <ip> --connect-timeout 10 --fail` from a Windows pod to a Linux pod ("Cross operating system service connectivity", 003_414b2f1c5dd978a2.txt)."""
-    target = linux_netservers[0]
+    target = across(linux_netservers, client)
     url = f"http://{conn.host_port(target.ip, conn.NETSERVER_HTTP_PORT)}/hostname"
-    ok, result = checks.http_get(windows_client, url, {target.name})
+    ok, result = checks.http_get(client, url, {target.name})
     assert ok, f"{url}: {conn.curl_failure(result.exit_code)}: {result.stderr}{result.stdout}"
 
 
@@ -70,10 +77,10 @@ def test_windows_pod_reaches_linux_pod_with_curl(checks, windows_client, linux_n
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.documents("k8s-windows-guide", "Services")
-def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_client, linux_service, linux_netservers):
+def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, client, linux_service, linux_netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
-        windows_client, linux_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(linux_netservers)
+        client, linux_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(linux_netservers)
     )
     assert outcome.reached_all, outcome.describe()
 
@@ -83,9 +90,9 @@ def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, windows_cli
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.documents("k8s-windows-guide", "Services")
-def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, netserver_service, netservers):
+def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, server_service, servers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
-        linux_client, netserver_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(netservers)
+        linux_client, server_service.cluster_ip, SERVICE_PORTS[protocol], protocol, pod_names(servers)
     )
     assert outcome.reached_all, outcome.describe()
