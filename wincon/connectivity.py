@@ -29,6 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlencode
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, stop_any, wait_fixed
+from tenacity.stop import stop_base
 
 OS = Literal["windows", "linux"]
 OPERATING_SYSTEMS: tuple[str, ...] = ("windows", "linux")
@@ -194,6 +195,16 @@ class DialOutcome:
         return f"after {self.tries} tries: answered by [{got}], expected [{want}]; errors: {errors}"
 
 
+class _StopWhenSilent(stop_base):
+    """Stop once ``tries`` attempts ran and no endpoint has answered at all."""
+
+    def __init__(self, outcome: DialOutcome, tries: int) -> None:
+        self.outcome, self.tries = outcome, tries
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return not self.outcome.responses and retry_state.attempt_number >= self.tries
+
+
 def collect_dial(
     run: Callable[[], str],
     expected: Iterable[str],
@@ -222,11 +233,8 @@ def collect_dial(
         outcome.errors.extend(result.errors)
         return outcome.reached_all and outcome.tries >= min_tries
 
-    def silent(state: RetryCallState) -> bool:
-        return not outcome.responses and state.attempt_number >= max(min_tries, DIAL_SILENT_TRIES)
-
     retrying = Retrying(
-        stop=stop_any(stop_after_attempt(max_tries), silent),
+        stop=stop_any(stop_after_attempt(max_tries), _StopWhenSilent(outcome, max(min_tries, DIAL_SILENT_TRIES))),
         wait=wait_fixed(delay),
         retry=retry_if_result(lambda done: not done),
         sleep=sleep,

@@ -292,8 +292,16 @@ def _api_not_ready_errors() -> tuple[type[BaseException], ...]:
     return (ApiException, urllib3.exceptions.HTTPError, requests.RequestException, OSError)
 
 
-def _wait(what: str, probe: Callable[[], T | None], deadline: float, name: str, started: set[str]) -> T:
-    """Poll ``probe`` until it returns a value; fail fast when a component dies, clearly on timeout."""
+def _wait(
+    what: str,
+    probe: Callable[[], T | None],
+    deadline: float,
+    name: str,
+    started: set[str],
+    logs: list[Path] | None = None,
+) -> T:
+    """Poll ``probe`` until it returns a value; fail fast when a component dies, clearly on timeout (naming the
+    component logs: the API server's and kwok's, and ``logs`` of what the wait is about)."""
     last_error = ""
     while True:
         _check_alive(name, started)
@@ -304,10 +312,11 @@ def _wait(what: str, probe: Callable[[], T | None], deadline: float, name: str, 
         if value is not None:
             return value
         if time.monotonic() > deadline:
-            logs = ", ".join(str(c.log) for c in components(name) if c.name in ("kube-apiserver", "kwok-controller"))
+            named = [str(p) for p in logs or []]
+            named += [str(c.log) for c in components(name) if c.name in ("kube-apiserver", "kwok-controller")]
             raise LocalClusterError(
                 f"cluster {name}: timed out waiting for {what}{last_error}",
-                f"read the component logs ({logs}); on a busy machine raise the timeout with --timeout",
+                f"read the component logs ({', '.join(named)}); on a busy machine raise the timeout with --timeout",
             )
         time.sleep(POLL)
 
@@ -404,7 +413,8 @@ def _provision(
             }
             return True if wanted | real <= ready else None
 
-        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, name, started)
+        kubelet_logs = [dataplane.node_dir(name, node) / "kubelet.log" for node in sorted(real)]
+        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, name, started, kubelet_logs)
         if plan:
             apps = client.AppsV1Api(api)
 
@@ -414,7 +424,8 @@ def _provision(
                 dep = apps.read_namespaced_deployment("coredns", "kube-system", _request_timeout=5)
                 return True if (dep.status.available_replicas or 0) >= (dep.spec.replicas or 1) else None
 
-            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started)
+            coredns_logs = [dataplane.node_dir(name, node) / "kubelet.log" for node in sorted(real)]
+            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, coredns_logs)
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
