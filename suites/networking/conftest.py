@@ -127,11 +127,8 @@ def windows_host(net: NetworkObjects, windows_nodes: list[NodeProfile]) -> PodRe
 
 @pytest.fixture(scope="module")
 def linux_host(net: NetworkObjects, linux_node: NodeProfile) -> PodRef:
-    """A Linux node itself, through a hostNetwork pod (node-side checks from Linux)."""
-    manifest = pods.linux_agnhost_manifest(
-        net.kube.catalog, "lin-node", linux_node, ["pause"], hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet"
-    )
-    return pod_ref(net.start([manifest])["lin-node"], "linux", "agnhost")
+    """A Linux node itself, through a hostNetwork pod (node-side checks from Linux; see start_linux_host)."""
+    return start_linux_host(net, "lin-node", linux_node)
 
 
 @pytest.fixture(scope="module")
@@ -275,10 +272,14 @@ def other_host(request: pytest.FixtureRequest, target_os: str, net: NetworkObjec
     return start_linux_host(net, "lin-node-1", workers[1])
 
 
-def start_linux_host(net: NetworkObjects, name: str, node: NodeProfile, **spec: Any) -> PodRef:
-    """A hostNetwork agnhost pod on a Linux node: its commands run in the node's network."""
+def start_linux_host(net: NetworkObjects, name: str, node: NodeProfile, dial: bool = True, **spec: Any) -> PodRef:
+    """A hostNetwork agnhost pod on a Linux node: its commands run in the node's network. With ``dial`` it runs
+    netexec (HTTP only) on ``pods.host_dial_port``, whose /dial sends from the node what busybox cannot (UDP)."""
     spec = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", **spec}
-    manifest = pods.linux_agnhost_manifest(net.kube.catalog, name, node, ["pause"], **spec)
+    args = (
+        ["netexec", f"--http-port={pods.host_dial_port(net.namespace, name)}", "--udp-port=-1"] if dial else ["pause"]
+    )
+    manifest = pods.linux_agnhost_manifest(net.kube.catalog, name, node, args, **spec)
     return pod_ref(net.start([manifest])[name], "linux", "agnhost")
 
 
@@ -304,7 +305,7 @@ def make_host(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]) 
     def make(name: str, **spec: Any) -> PodRef:
         if target_os == "windows":
             return net.hostprocess(name, os_nodes[0], **spec)
-        return start_linux_host(net, name, os_nodes[0], **spec)
+        return start_linux_host(net, name, os_nodes[0], dial=False, **spec)
 
     return make
 

@@ -1,6 +1,6 @@
 """Node -> pod over UDP (upstream networking.go "should function for node-pod communication: udp"), from the
-Windows node itself (a HostProcess pod) to the netserver on that node, and its Linux control from a Linux
-node; and egress by DNS name from a Linux pod beside the Windows ones (upstream hybrid_network.go "should
+Windows node itself (a HostProcess pod) to the netserver on that node, and from a Linux node to a Windows pod
+(each with its Linux control, target_os: the same from a hostNetwork pod on a Linux node); and egress by DNS name from a Linux pod beside the Windows ones (upstream hybrid_network.go "should
 provide Internet connection for Linux containers using DNS"). One check function serves both OSes: the
 command lines come from wincon/checks/node.py and wincon/connectivity.py."""
 
@@ -10,6 +10,7 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon.checks.node import udp_send_command
+from wincon.network import pods
 
 pytestmark = [pytest.mark.networking]
 
@@ -22,26 +23,33 @@ def external_host(wincon):
 
 def node_reaches_pod_over_udp(checks, host, target):
     """Send 'hostname' to the target's netexec UDP port from ``host``; its pod name must come back."""
-    command = udp_send_command(host.os, target.ip, conn.NETSERVER_UDP_PORT)
-    ok, result = checks.until(
-        host,
-        command,
-        lambda r: r.ok and r.stdout.strip().lower() == target.name.lower(),
-        tries=5,
-        container=host.tool_container,
-    )
-    return ok, result
+    if host.os == "windows":  # a PowerShell UdpClient prints the reply
+        command = udp_send_command(host.os, target.ip, conn.NETSERVER_UDP_PORT)
+
+        def answered(r):
+            return r.ok and r.stdout.strip().lower() == target.name.lower()
+    else:  # busybox nc has no UDP: the node's own netexec (its hostNetwork pod) sends it, upstream's dial
+        port = pods.host_dial_port(checks.kube.namespace, host.name)
+        command = conn.dial_command(host.os, host.ip, target.ip, conn.NETSERVER_UDP_PORT, "udp", client_port=port)
+
+        def answered(r):
+            try:
+                return r.ok and target.name.lower() in {a.lower() for a in conn.parse_dial(r.stdout).responses}
+            except ValueError:
+                return False
+
+    return checks.until(host, command, answered, tries=5, container=host.tool_container)
 
 
 @pytest.mark.test_id("3d9a6ddb-a7d2-4291-b5d9-7da66f9eabcd")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_windows_node_reaches_pod_on_itself_over_udp(checks, windows_host, netservers):
+def test_windows_node_reaches_pod_on_itself_over_udp(checks, host, servers):
     """ "Node -> Pod" is a supported flow "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the node sends a UDP datagram to a pod on it and the pod answers."""
-    target = next(p for p in netservers if p.node == windows_host.node)
-    ok, result = node_reaches_pod_over_udp(checks, windows_host, target)
+    target = next(p for p in servers if p.node == host.node)
+    ok, result = node_reaches_pod_over_udp(checks, host, target)
     assert ok, (
-        f"{windows_host.node} -> {target.name} ({target.ip}) UDP {conn.NETSERVER_UDP_PORT}: {result.stdout!r} {result.stderr!r}"
+        f"{host.node} -> {target.name} ({target.ip}) UDP {conn.NETSERVER_UDP_PORT}: {result.stdout!r} {result.stderr!r}"
     )
 
 
@@ -49,9 +57,9 @@ def test_windows_node_reaches_pod_on_itself_over_udp(checks, windows_host, netse
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, netservers):
+def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, servers):
     """The Linux control of node -> pod over UDP, "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Linux node's datagram to a Windows pod is answered."""
-    target = netservers[0]
+    target = next((p for p in servers if p.node != linux_host.node), servers[0])  # across the network
     ok, result = node_reaches_pod_over_udp(checks, linux_host, target)
     assert ok, f"Linux node {linux_host.node} -> {target.name} ({target.ip}) UDP: {result.stdout!r} {result.stderr!r}"
 

@@ -89,6 +89,18 @@ def test_linux_netexec_is_labelled_as_a_linux_netserver():
     manifest = pods.linux_netexec_manifest(Catalog(), "lin-netserver-0", node("lin1", os_name="linux"))
     assert manifest["spec"]["os"] == {"name": "linux"}
     assert manifest["metadata"]["labels"]["app"] == pods.LINUX_NETSERVERS
+    named = pods.linux_netexec_manifest(
+        Catalog(), "lin-netserver-1", node("lin2", os_name="linux"), hostname="lin-netserver-1", subdomain="lin-ns"
+    )
+    assert (named["spec"]["hostname"], named["spec"]["subdomain"]) == ("lin-netserver-1", "lin-ns")
+
+
+def test_host_dial_port_is_stable_in_its_range_and_differs_between_pods():
+    port = pods.host_dial_port("ns-a", "lin-node")
+    assert port == pods.host_dial_port("ns-a", "lin-node")
+    assert pods.HOST_DIAL_PORTS[0] <= port < pods.HOST_DIAL_PORTS[1]
+    ports = {pods.host_dial_port(f"ns-{i}", "lin-node") for i in range(50)}
+    assert len(ports) > 45  # modules running at once rarely share one
 
 
 def test_nodes_the_checks_use():

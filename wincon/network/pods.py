@@ -9,6 +9,7 @@ tests do (k/k test/e2e/framework/network/utils.go): ``netserver-N`` pods run ``a
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,17 @@ def second_windows_node(windows_nodes: list[NodeProfile]) -> NodeProfile:
 
 
 # ----------------------------------------------------------------------------- manifests
+
+
+HOST_DIAL_PORTS = (20000, 30000)  # below the NodePort range and Linux's ephemeral ports
+
+
+def host_dial_port(namespace: str, name: str) -> int:
+    """The port a node-side Linux pod's netexec listens on in its node's network (it dials from the node):
+    derived from the pod's namespace and name, so that the node pods of modules running at the same time on
+    one node do not collide, and a check computes it from the pod alone."""
+    low, high = HOST_DIAL_PORTS
+    return low + zlib.crc32(f"{namespace}/{name}".encode()) % (high - low)
 
 
 def nettools_image(catalog: Any, build: int | None) -> str | None:
