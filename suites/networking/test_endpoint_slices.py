@@ -37,17 +37,12 @@ pytestmark = [pytest.mark.networking]
 
 
 @pytest.fixture
-def backends(request, net, windows_nodes):
-    """Two Windows netexec pods of this test alone (on two nodes where there are two), labelled app=<prefix>."""
-    prefix = request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
-    manifests = [
-        net.windows_netexec_manifest(
-            f"{prefix}-{i}",
-            windows_nodes[i % len(windows_nodes)],
-            labels={APP_LABEL: prefix},
-        )
-        for i in range(2)
-    ]
+def backends(request, net, os_nodes, target_os, os_prefix):
+    """Two netexec pods of this test alone on the item's OS (on two nodes where there are two), labelled
+    app=<prefix>."""
+    prefix = os_prefix + request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
+    make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
+    manifests = [make(f"{prefix}-{i}", os_nodes[i % len(os_nodes)], labels={APP_LABEL: prefix}) for i in range(2)]
     pods = net.start(manifests)
     return prefix, manifests, [backend(pods[m["metadata"]["name"]]) for m in manifests]
 
@@ -62,7 +57,7 @@ def slices_of(kube, service: str) -> list:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
-    kube, wincon, namespace, net, backends, checks, windows_client
+    kube, wincon, namespace, net, backends, checks, client
 ):
     """ "In Windows, services can utilize the following types ... ClusterIP" and "Endpoints / vNICs" are supported (002_8a7e76f95009f44f.txt, Services; Networking): the EndpointSlices of a Service over Windows pods name each pod, its node and the target ports, and the Service answers from them."""
     prefix, _, pods = backends
@@ -82,7 +77,7 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
         assert pod.ip in ep.addresses, f"endpoint of {pod.name} has {ep.addresses}, not {pod.ip}"
         assert ep.node_name == pod.node, f"endpoint of {pod.name} is on {ep.node_name}, the pod on {pod.node}"
         assert ep.conditions and ep.conditions.ready, f"endpoint of {pod.name} is not ready: {ep.conditions}"
-    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
+    outcome = checks.dial(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"{service.name} ({service.cluster_ip}): {outcome.describe()}"
 
 
@@ -91,7 +86,7 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
 def test_service_deleted_and_created_again_serves_its_windows_pods(
-    kube, wincon, namespace, net, backends, checks, windows_client
+    kube, wincon, namespace, net, backends, checks, client
 ):
     """ "Ability to delete and recreate services in such a way that load balancing rules for pods are recovered by whatever chosen service proxy is being utilized" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): the recreated Service gets the pods' endpoints back and answers from each."""
     prefix, _, pods = backends
@@ -105,7 +100,7 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
     eventually(gone, 60, f"Service {prefix} deleted")
     again = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     assert again.raw.metadata.uid != first.raw.metadata.uid, "the Service was not created anew"
-    outcome = checks.dial(windows_client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
+    outcome = checks.dial(client, again.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"recreated {prefix} ({again.cluster_ip}): {outcome.describe()}"
 
 
@@ -113,9 +108,7 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
-def test_endpoints_follow_windows_pods_going_down_and_up(
-    kube, wincon, namespace, net, backends, checks, windows_client
-):
+def test_endpoints_follow_windows_pods_going_down_and_up(kube, wincon, namespace, net, backends, checks, client):
     """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
     prefix, manifests, pods = backends
     service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
@@ -130,5 +123,5 @@ def test_endpoints_follow_windows_pods_going_down_and_up(
     )
     replacement = backend(net.start([manifests[1]])[down.name])
     net.wait_endpoints(service, [pods[0], replacement])
-    outcome = checks.dial(windows_client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
+    outcome = checks.dial(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", pod_names(pods))
     assert outcome.reached_all, f"{prefix} after {down.name} came back ({replacement.ip}): {outcome.describe()}"
