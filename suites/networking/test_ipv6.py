@@ -24,11 +24,11 @@ def ipv6_of(addresses):
 
 
 @pytest.fixture(scope="module")
-def dual_stack_service(net):
-    """A RequireDualStack Service over the Windows netservers; skips where the API says the cluster is not
-    dual-stack, before any pod is started for nothing."""
+def dual_stack_service(net, server_selector, os_prefix):
+    """A RequireDualStack Service over the netservers of the item's OS; skips where the API says the cluster is
+    not dual-stack, before any pod is started for nothing."""
     try:
-        return net.service("service-dualstack.yaml", None, name="netserver-ds")
+        return net.service("service-dualstack.yaml", None, name=f"{os_prefix}netserver-ds", select=server_selector)
     except FailToCreateError as exc:
         if any(e.status == 422 for e in exc.api_exceptions):
             pytest.skip(f"the cluster is not configured for IPv4/IPv6 dual-stack: {exc}"[:400])
@@ -40,14 +40,14 @@ def dual_stack_service(net):
 @pytest.mark.limitation("ipv6-overlay-unsupported")
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
-def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_service, windows_client, netservers):
+def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_service, client, servers):
     """ "Windows containers connected to l2bridge, l2tunnel, or overlay networks do not support communicating over the IPv6 stack" (000_4130a90def37a825.txt, Networking)."""
-    target = next((p for p in netservers if p.node != windows_client.node), netservers[0])
-    command = conn.dial_command("windows", windows_client.ip, target.ip, conn.NETSERVER_HTTP_PORT)
-    checks.gate(command, where=f"windows pod {windows_client.name} on {windows_client.node}")
+    target = next((p for p in servers if p.node != client.node), servers[0])
+    command = conn.dial_command(client.os, client.ip, target.ip, conn.NETSERVER_HTTP_PORT)
+    checks.gate(command, where=checks.where(client))
     address = ipv6_of(target.ips)
-    assert address, f"Windows pod {target.name} got no IPv6 address on a dual-stack cluster: {target.ips}"
-    outcome = checks.dial(windows_client, address, conn.NETSERVER_HTTP_PORT, "http", {target.name})
+    assert address, f"{target.os} pod {target.name} got no IPv6 address on a dual-stack cluster: {target.ips}"
+    outcome = checks.dial(client, address, conn.NETSERVER_HTTP_PORT, "http", {target.name})
     with expect_deviation("ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported"):
         assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
@@ -57,16 +57,14 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
 @pytest.mark.limitation("ipv6-overlay-unsupported")
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "IPv6")
-def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
-    checks, dual_stack_service, net, windows_client, netservers
-):
+def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(checks, dual_stack_service, net, client, servers):
     """ "Dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported" except on "l2bridge, l2tunnel, or overlay networks" (000_4130a90def37a825.txt, IPv6; Networking)."""
-    net.wait_endpoints(dual_stack_service, netservers)
+    net.wait_endpoints(dual_stack_service, servers)
     address = ipv6_of(dual_stack_service.raw.spec.cluster_ips or [])
     assert address, (
         f"dual-stack Service {dual_stack_service.name} got no IPv6 cluster IP: {dual_stack_service.raw.spec.cluster_ips}"
     )
-    outcome = checks.dial(windows_client, address, conn.SERVICE_HTTP_PORT, "http", {p.name for p in netservers})
+    outcome = checks.dial(client, address, conn.SERVICE_HTTP_PORT, "http", {p.name for p in servers})
     with expect_deviation("ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported"):
         assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
@@ -75,19 +73,22 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(
 @pytest.mark.dataplane
 @pytest.mark.limitation("ipv6-single-stack-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "IPv6")
-def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(checks, net, kubernetes_service, windows_nodes):
+def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(
+    checks, net, kubernetes_service, os_nodes, target_os, os_prefix, make_client
+):
     """ "Kubernetes on Windows does not support single-stack "IPv6-only" networking" (000_4130a90def37a825.txt, IPv6)."""
     families = list(kubernetes_service.raw.spec.ip_families or [])
     if families != ["IPv6"]:
         pytest.skip(f"the cluster is not IPv6 single-stack (default/kubernetes has families {families or ['IPv4']})")
-    node = windows_nodes[0]
+    node, name = os_nodes[0], f"{os_prefix}v6-server"
+    make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
     try:
-        server = net.start([net.windows_netexec_manifest("v6-server", node)])["v6-server"]
-        client = net.windows_client("v6-client", node)
+        server = net.start([make(name, node)])[name]
+        client = make_client(f"{os_prefix}v6-client")
     except WaitTimeout:
         # The pods never ran, so nothing about IPv6 was observed: an error (after the simulated-node gate).
-        checks.gate(["agnhost", "netexec"], where=f"windows node {node.name}")
+        checks.gate(["agnhost", "netexec"], where=f"{target_os} node {node.name}")
         raise
-    outcome = checks.dial(client, server.status.pod_ip, conn.NETSERVER_HTTP_PORT, "http", {"v6-server"})
+    outcome = checks.dial(client, server.status.pod_ip, conn.NETSERVER_HTTP_PORT, "http", {name})
     with expect_deviation("ipv6-single-stack-unsupported"):
         assert outcome.reached_all, outcome.describe()
