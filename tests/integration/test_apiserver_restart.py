@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from wincon.localcluster import cluster as localcluster
+from wincon.localcluster import procs
+from wincon.localcluster.topology import Topology
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "wincon-restart"
@@ -60,7 +62,7 @@ def restart_apiserver(name: str, downtime: float = 3.0) -> None:
     port = _port(argv)
     os.kill(comp.pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while (localcluster._cmdline(comp.pid) or _port_open(port)) and time.monotonic() < deadline:
+    while (procs.cmdline(comp.pid) or _port_open(port)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _port_open(port), "the old kube-apiserver still holds its port"
     time.sleep(downtime)
@@ -86,7 +88,7 @@ def _ephemeral_port() -> int:
 
 @pytest.fixture
 def restart_cluster():
-    kubeconfig = localcluster.up(NAME, port=_ephemeral_port())
+    kubeconfig = localcluster.up(NAME, Topology(dataplane="none"), port=_ephemeral_port())
     try:
         yield kubeconfig
     finally:

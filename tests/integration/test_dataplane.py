@@ -27,7 +27,7 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
-from wincon.localcluster import cluster, dataplane, hints, netns, paths
+from wincon.localcluster import cluster, dataplane, hints, netns, paths, procs
 from wincon.localcluster.topology import Topology
 from wincon.profile import discover
 
@@ -352,7 +352,7 @@ def test_down_after_a_sigkilled_up_leaves_nothing(dp_name):
         # Kill it once a kubelet runs: namespaces, mounts and cgroups exist, nothing is recorded as ready.
         wait_for(
             "a kubelet of the cluster to start",
-            lambda: any("kubelet" in (dataplane._cmdline(p) or "") for p in dataplane.pids(dp_name)),
+            lambda: any("kubelet" in (procs.cmdline(p) or "") for p in dataplane.pids(dp_name)),
             timeout=120,
         )
     finally:

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, dataplane, hints, images, paths
+from wincon.localcluster import build, cni, dataplane, hints, images, paths, procs
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -70,27 +69,9 @@ def _process_marker(name: str) -> str:
     return str(paths.kwok_cluster_dir(name)) + "/"
 
 
-def _cmdline(pid: int) -> str | None:
-    """The command line of a live (non-zombie) process, else None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return None
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (OSError, IndexError):
-        return None
-
-
 def cluster_pids(name: str) -> list[int]:
     """Every live process that belongs to cluster ``name`` (found by its kwokctl directory in /proc)."""
-    marker = _process_marker(name)
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            cmdline = _cmdline(int(entry.name))
-            if cmdline and marker in cmdline:
-                found.append(int(entry.name))
-    return sorted(found)
+    return procs.with_marker(_process_marker(name))
 
 
 def components(name: str) -> list[Component]:
@@ -102,27 +83,14 @@ def components(name: str) -> list[Component]:
         pid = None
         with contextlib.suppress(OSError, ValueError):
             pid = int((kdir / "pids" / f"{comp}.pid").read_text().strip())
-        cmdline = _cmdline(pid) if pid else None
+        cmdline = procs.cmdline(pid) if pid else None
         result.append(Component(comp, pid, bool(cmdline and marker in cmdline), kdir / "logs" / f"{comp}.log"))
     return result
 
 
 def _kill(name: str, timeout: float = 5.0) -> None:
     """SIGKILL every process of cluster ``name`` and wait until none is left."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pids = cluster_pids(name)
-        if not pids:
-            return
-        if time.monotonic() > deadline:
-            raise LocalClusterError(
-                f"processes of cluster {name} survive SIGKILL: {', '.join(map(str, pids))}",
-                f"inspect them with `ps -fp {','.join(map(str, pids))}`",
-            )
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
+    procs.kill_all(lambda: cluster_pids(name), f"processes of cluster {name}", timeout)
 
 
 def _stop_everything(name: str) -> None:

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import images, netns, paths
+from wincon.localcluster import images, netns, paths, procs
 
 POD_RANGE = "10.244.0.0/16"
 SERVICE_RANGE = "10.0.0.0/24"
@@ -126,26 +126,10 @@ def marker(cluster: str) -> str:
     return str(root(cluster)) + "/"
 
 
-def _cmdline(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return None
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (OSError, IndexError):
-        return None
-
-
 def pids(cluster: str) -> list[int]:
     """Every live process of the cluster's data plane: by command line, and by cgroup (containers)."""
-    mark = marker(cluster)
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            cmdline = _cmdline(int(entry.name))
-            if cmdline and mark in cmdline:
-                found.add(int(entry.name))
-    found |= {p for p in netns.cgroup_pids(cluster) if p != os.getpid() and _cmdline(p) is not None}
+    found = set(procs.with_marker(marker(cluster)))
+    found |= {p for p in netns.cgroup_pids(cluster) if p != os.getpid() and procs.cmdline(p) is not None}
     return sorted(found)
 
 
@@ -373,7 +357,7 @@ def stop_process(cluster: str, name: str) -> None:
     """SIGKILL one data-plane process (``worker-0-kubelet``, ``external-http``...): a fault, as a crash is."""
     pid_file = root(cluster) / "pids" / f"{name}.pid"
     pid = int(pid_file.read_text().strip())
-    if _alive(pid) and marker(cluster) in (_cmdline(pid) or ""):
+    if _alive(pid) and marker(cluster) in (procs.cmdline(pid) or ""):
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:
@@ -387,7 +371,7 @@ def restart_process(cluster: str, name: str) -> int:
 
 
 def _alive(pid: int) -> bool:
-    return _cmdline(pid) is not None
+    return procs.cmdline(pid) is not None
 
 
 def _tail(path: Path, lines: int = 12) -> str:
@@ -557,7 +541,7 @@ def processes(plan: Plan) -> list[dict[str, Any]]:
         pid = None
         with contextlib.suppress(OSError, ValueError):
             pid = int(pid_file.read_text().strip())
-        running = bool(pid and _alive(pid) and marker(plan.cluster) in (_cmdline(pid) or ""))
+        running = bool(pid and _alive(pid) and marker(plan.cluster) in (procs.cmdline(pid) or ""))
         result.append({"name": pid_file.stem, "pid": pid, "running": running, "log": str(_log_of(plan, pid_file.stem))})
     return result
 
@@ -579,20 +563,7 @@ def corefile(plan: Plan) -> str:
 
 
 def _kill_all(cluster: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = pids(cluster)
-        if not left:
-            return
-        if time.monotonic() > deadline:
-            raise LocalClusterError(
-                f"data-plane processes of cluster {cluster} survive SIGKILL: {', '.join(map(str, left))}",
-                f"inspect them with `ps -fp {','.join(map(str, left))}`",
-            )
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
+    procs.kill_all(lambda: pids(cluster), f"data-plane processes of cluster {cluster}", timeout)
 
 
 def _remove_log_links(cluster: str) -> None:
@@ -635,7 +606,7 @@ def _runs(binary: str) -> bool:
     """Whether any process on this host runs ``binary`` (by the last part of its argv[0])."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            cmdline = _cmdline(int(entry.name))
+            cmdline = procs.cmdline(int(entry.name))
             if cmdline and cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] == binary:
                 return True
     return False
@@ -676,6 +647,6 @@ def teardown(cluster: str) -> None:
 def leftovers(cluster: str) -> dict[str, list[str]]:
     """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups."""
     found = netns.leftovers(cluster, root(cluster))
-    found["processes"] = [f"{pid} {_cmdline(pid) or ''}".strip() for pid in pids(cluster)]
+    found["processes"] = [f"{pid} {procs.cmdline(pid) or ''}".strip() for pid in pids(cluster)]
     found["cni_cache"] = [str(p) for p in _cni_cache_files(cluster)]
     return found
