@@ -79,7 +79,8 @@ def linux_memory_pod(wincon, name, node, mib, limit, request):
 def log_of(kube, name) -> str:
     core = kube.core
     try:
-        return call(core.read_namespaced_pod_log, name, kube.namespace)
+        # An empty log comes back as None, not "" (seen on the Linux control: agnhost stress prints nothing).
+        return call(core.read_namespaced_pod_log, name, kube.namespace) or ""
     except ApiException:
         return ""
 
