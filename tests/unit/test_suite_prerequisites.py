@@ -1,0 +1,102 @@
+"""The storage and controllers conftests mark a check (and its Linux control) skipped at collection where the
+cluster lacks what it needs, so `wincon plan` and the run agree (both planned a control as run that then skipped)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from types import SimpleNamespace as NS
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(suite: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_conftest_{suite}", ROOT / "suites" / suite / "conftest.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Item:
+    def __init__(self, name: str, params: str = "linux") -> None:
+        self.originalname = name
+        self.name = f"{name}[{params}]"
+        self.markers: list[pytest.Mark] = []
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.markers.append(marker.mark)
+
+    def skip_reason(self) -> str | None:
+        return next((m.kwargs["reason"] for m in self.markers if m.name == "skip"), None)
+
+
+class Config:
+    def __init__(self, profile_file: str | None = None) -> None:
+        self.stash = pytest.Stash()
+        self.profile_file = profile_file
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return self.profile_file if name == "wincon_profile_file" else default
+
+
+def storage_class(name: str, provisioner: str = "rancher.io/local-path", default=False, expand=False) -> NS:
+    annotations = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
+    return NS(metadata=NS(name=name, annotations=annotations), provisioner=provisioner, allow_volume_expansion=expand)
+
+
+def storage(monkeypatch, classes: list[NS]) -> ModuleType:
+    module = load("storage")
+    monkeypatch.setattr(module, "get_context", lambda config: object())
+    monkeypatch.setattr(module, "Kube", lambda context, namespace: NS(storage=NS(list_storage_class=None)))
+    monkeypatch.setattr(module, "call", lambda fn: NS(items=classes))
+    return module
+
+
+PVC = "test_persistent_volume_claim_of_the_default_storage_class"
+BLOCK = "test_raw_block_volume_is_attached_as_a_device"
+EXPAND = "test_expanded_claim_grows_the_filesystem_the_pod_sees"
+
+
+def test_storage_checks_needing_a_missing_class_are_skipped_at_collection(monkeypatch):
+    module = storage(monkeypatch, [storage_class("local", default=True)])
+    items = [Item(PVC), Item(PVC, "windows"), Item(BLOCK), Item(EXPAND), Item("test_other")]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert items[0].skip_reason() is None and items[1].skip_reason() is None, "a default class exists"
+    assert items[2].skip_reason() == "no StorageClass of a block-capable (disk) provisioner"
+    assert items[3].skip_reason() == "no StorageClass allows volume expansion"
+    assert items[4].skip_reason() is None
+
+
+def test_storage_without_any_class_skips_the_claim_with_the_tests_own_reason(monkeypatch):
+    module = storage(monkeypatch, [])
+    items = [Item(PVC)]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert items[0].skip_reason() == (
+        "the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned"
+    )
+
+
+def test_storage_against_a_profile_file_decides_nothing(monkeypatch):
+    module = storage(monkeypatch, [])
+    items = [Item(PVC)]
+    module.pytest_collection_modifyitems(Config(profile_file="profile.json"), items)
+    assert items[0].skip_reason() is None
+
+
+def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatch):
+    module = load("controllers")
+    monkeypatch.setattr(module, "get_context", lambda config: object())
+    monkeypatch.setattr(module, "Kube", lambda context, namespace: object())
+    monkeypatch.setattr(module, "metrics_api_available", lambda kube: "metrics-server is not installed")
+    items = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load"), Item("test_job_runs")]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert items[0].skip_reason() == "HPA scaling needs the resource metrics API: metrics-server is not installed"
+    assert items[1].skip_reason() is None
+    monkeypatch.setattr(module, "metrics_api_available", lambda kube: None)
+    served = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load")]
+    module.pytest_collection_modifyitems(Config(), served)
+    assert served[0].skip_reason() is None
