@@ -50,23 +50,24 @@ def allow_namespace(other: str) -> dict:
 
 
 @pytest.fixture
-def outside_client(wincon, fresh_namespace, windows_client):
-    """A Windows netexec client in a namespace of its own, on the main client's node."""
-    node = next(n for n in wincon.profile.ready_windows_nodes if n.name == windows_client.node)
-    image = wincon.catalog.image("agnhost", "windows", node.windows_build)
+def outside_client(wincon, fresh_namespace, client):
+    """A netexec client of the item's OS in a namespace of its own, on the main client's node."""
+    if client.os == "windows":
+        node = next(n for n in wincon.profile.ready_windows_nodes if n.name == client.node)
+        image = wincon.catalog.image("agnhost", "windows", node.windows_build)
+        pin = {"os_name": "windows", "build": node.windows_build, "node": node.name}
+    else:
+        image = wincon.catalog.image("agnhost", "linux")
+        pin = {"os_name": "linux", "node": client.node}
     body = pod_manifest(
-        "outside",
-        [conn.netexec_container("netexec", image, http_port=conn.CLIENT_HTTP_PORT, udp_port=None)],
-        os_name="windows",
-        build=node.windows_build,
-        node=node.name,
+        "outside", [conn.netexec_container("netexec", image, http_port=conn.CLIENT_HTTP_PORT, udp_port=None)], **pin
     )
     apply(wincon.api_client, fresh_namespace, body)
     pod = wait_for_pod(
         wincon.api_client, fresh_namespace, "outside", timeout=wincon.pod_start_timeout, failure=pod_failure
     )
     return dataclasses.replace(
-        windows_client,
+        client,
         name="outside",
         ip=pod.status.pod_ip,
         ips=(pod.status.pod_ip,),
@@ -84,11 +85,12 @@ def create_policy(kube, body: dict) -> None:
     call(kube.networking.create_namespaced_network_policy, kube.namespace, body)
 
 
-def enforcing_cni(profile) -> None:
+def enforcing_cni(profile, os_name: str) -> None:
+    """Skip where the CNI enforces no policy on the item's nodes (each engine that does on Windows does on Linux)."""
     if profile.cni not in POLICY_CNIS:
         pytest.skip(
-            f"the CNI ({profile.cni}) enforces no NetworkPolicy on Windows nodes; policy engines that do: "
-            f"{', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
+            f"the CNI ({profile.cni}) enforces no NetworkPolicy on {os_name.capitalize()} nodes here; policy "
+            f"engines that do: {', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
         )
 
 
@@ -96,7 +98,7 @@ def enforcing_cni(profile) -> None:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
-    kube, wincon, namespace, fresh_namespace, checks, windows_client, local_netserver, outside_client, data_plane
+    kube, wincon, namespace, fresh_namespace, checks, client, local_server, outside_client, data_plane
 ):
     """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy): ingress from another namespace is denied by a same-namespace-only policy and allowed again by one naming that namespace."""
     networking = kube.networking
@@ -104,28 +106,28 @@ def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     for body in (DENY_OTHER_NAMESPACES, allow_namespace(fresh_namespace)):
         stored = call(networking.create_namespaced_network_policy, namespace, body, dry_run="All")
         assert stored.spec.policy_types == ["Ingress"], stored.spec
-    enforcing_cni(wincon.profile)
+    enforcing_cni(wincon.profile, client.os)
     other_kube = Kube(wincon, fresh_namespace, data_plane)
     other = FlowChecks(other_kube)
-    target, port = local_netserver.ip, conn.NETSERVER_HTTP_PORT
-    before = other.dial(outside_client, target, port, "http", {local_netserver.name})
-    assert before.reached_all, f"before any policy, outside -> {local_netserver.name}: {before.describe()}"
+    target, port = local_server.ip, conn.NETSERVER_HTTP_PORT
+    before = other.dial(outside_client, target, port, "http", {local_server.name})
+    assert before.reached_all, f"before any policy, outside -> {local_server.name}: {before.describe()}"
 
     create_policy(kube, DENY_OTHER_NAMESPACES)
     blocked = eventually(
         lambda: not any(other.dial_each(outside_client, target, port, "http", times=3)),
         60,
-        f"the policy stopping outside ({fresh_namespace}) -> {local_netserver.name}",
+        f"the policy stopping outside ({fresh_namespace}) -> {local_server.name}",
         interval=3,
         behaviour=True,
     )
     assert blocked
-    inside = checks.dial(windows_client, target, port, "http", {local_netserver.name})
+    inside = checks.dial(client, target, port, "http", {local_server.name})
     assert inside.reached_all, f"same-namespace client blocked by the policy too: {inside.describe()}"
 
     create_policy(kube, allow_namespace(fresh_namespace))
-    after = other.dial(outside_client, target, port, "http", {local_netserver.name})
-    assert after.reached_all, f"allowed again, outside -> {local_netserver.name}: {after.describe()}"
+    after = other.dial(outside_client, target, port, "http", {local_server.name})
+    assert after.reached_all, f"allowed again, outside -> {local_server.name}: {after.describe()}"
 
 
 def allow_only_role(target: str) -> dict:
@@ -142,23 +144,21 @@ def allow_only_role(target: str) -> dict:
 @pytest.mark.test_id("20c2b405-2dfa-45b0-aad5-92d162049351")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
-def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, checks, windows_client, local_netserver):
+def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, checks, client, local_server):
     """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy, "block specific pod connectivity"): a policy on one Windows pod admits only clients with the label it names, and the same client is let in once it carries the label."""
-    body = allow_only_role(local_netserver.name)
+    body = allow_only_role(local_server.name)
     stored = call(kube.networking.create_namespaced_network_policy, kube.namespace, body, dry_run="All")
-    assert stored.spec.pod_selector.match_labels == {NETSERVER_LABEL: local_netserver.name}, stored.spec
-    enforcing_cni(wincon.profile)
-    target, port = local_netserver.ip, conn.NETSERVER_HTTP_PORT
-    before = checks.dial(windows_client, target, port, "http", {local_netserver.name})
-    assert before.reached_all, (
-        f"before any policy, {windows_client.name} -> {local_netserver.name}: {before.describe()}"
-    )
+    assert stored.spec.pod_selector.match_labels == {NETSERVER_LABEL: local_server.name}, stored.spec
+    enforcing_cni(wincon.profile, client.os)
+    target, port = local_server.ip, conn.NETSERVER_HTTP_PORT
+    before = checks.dial(client, target, port, "http", {local_server.name})
+    assert before.reached_all, f"before any policy, {client.name} -> {local_server.name}: {before.describe()}"
 
     create_policy(kube, body)
     blocked = eventually(
-        lambda: not any(checks.dial_each(windows_client, target, port, "http", times=3)),
+        lambda: not any(checks.dial_each(client, target, port, "http", times=3)),
         60,
-        f"the policy stopping {windows_client.name} (no {ROLE_LABEL} label) -> {local_netserver.name}",
+        f"the policy stopping {client.name} (no {ROLE_LABEL} label) -> {local_server.name}",
         interval=3,
         behaviour=True,
     )
@@ -168,13 +168,11 @@ def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, c
     kube.cleanup(
         call,
         kube.core.patch_namespaced_pod,
-        windows_client.name,
+        client.name,
         kube.namespace,
         {"metadata": {"labels": {ROLE_LABEL: None}}},
-        what=f"unlabel {windows_client.name}",
+        what=f"unlabel {client.name}",
     )
-    call(kube.core.patch_namespaced_pod, windows_client.name, kube.namespace, patch)
-    after = checks.dial(windows_client, target, port, "http", {local_netserver.name})
-    assert after.reached_all, (
-        f"labelled {ROLE_LABEL}=allowed, {windows_client.name} -> {local_netserver.name}: {after.describe()}"
-    )
+    call(kube.core.patch_namespaced_pod, client.name, kube.namespace, patch)
+    after = checks.dial(client, target, port, "http", {local_server.name})
+    assert after.reached_all, f"labelled {ROLE_LABEL}=allowed, {client.name} -> {local_server.name}: {after.describe()}"
