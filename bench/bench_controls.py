@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wincon.verdicts import TARGET_OS  # the user property naming the OS an item checks
+
 REPO = Path(__file__).resolve().parents[1]
 RATIO_TARGET, SPEEDUP_TARGET = 1.5, 2.5
 
@@ -68,9 +70,13 @@ def outcome(case: ET.Element) -> str:
 
 
 def is_control(case: ET.Element) -> bool:
-    """A control's id carries the parameter ``linux`` first: ``test_x[linux]``, ``test_x[linux-http]``."""
+    """A control: the item's ``os`` property is ``linux`` (the plugin records it); without properties, its id
+    has ``linux`` among its parameters (``test_x[linux]``, ``test_x[linux-http]``)."""
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    if TARGET_OS in props:
+        return props[TARGET_OS] == "linux"
     name = case.get("name", "")
-    return "[linux]" in name or "[linux-" in name
+    return "[" in name and "linux" in name[name.index("[") + 1 : -1].split("-")
 
 
 def run_pytest(kubeconfig: str, paths: list[str], marker: str, *extra: str) -> Run:
