@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wincon import controls, sources
+from wincon import capabilities, controls, sources
 from wincon import limitations as limitations_mod
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
@@ -33,6 +33,8 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         record_identity(item)
         controls.mark(item, profile)
+        if profile is not None:
+            capabilities.skip_missing(item, profile)
         if limitations is None:
             continue
         check_limitation_ids(item, limitations, config)

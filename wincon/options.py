@@ -24,6 +24,8 @@ MARKERS = {
     "dataplane": "needs nodes that really run containers; skipped on simulated nodes",
     "control": "a Linux control: the same check between Linux pods on Linux workers, run before its Windows twin",
     "windows_only(reason)": "a data-plane check without a Linux meaning (no control), and why",
+    "requires(capability)": "needs load-balancer, network-policy, dual-stack or ipv6-single-stack; skipped at "
+    "collection where the profile shows the cluster lacks it",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
     "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",

@@ -102,6 +102,8 @@ class ClusterProfile:
     cni_source: str = "detected"
     kube_proxy_mode: str | None = None
     cloud: str = "other"
+    # default/kubernetes's spec.ipFamilies: ["IPv4"], ["IPv6"] or both (dual-stack); empty when unknown.
+    ip_families: list[str] = field(default_factory=list)
 
     @property
     def windows_nodes(self) -> list[NodeProfile]:
@@ -176,6 +178,7 @@ class ClusterProfile:
             "runtime_version": self.runtime_version,
             "kube_proxy_mode": self.kube_proxy_mode,
             "cloud": self.cloud,
+            "ip_families": list(self.ip_families),
             "data_plane": self.data_plane,
             "simulated": self.simulated,
             "nodes": [asdict(n) | {"taints": list(n.taints), "data_plane": n.data_plane} for n in self.nodes],
@@ -196,6 +199,7 @@ class ClusterProfile:
             cni_source=data.get("cni_source", "detected"),
             kube_proxy_mode=data.get("kube_proxy_mode"),
             cloud=data.get("cloud", "other"),
+            ip_families=list(data.get("ip_families") or []),
         )
 
     def summary_lines(self) -> list[str]:
@@ -346,11 +350,22 @@ def discover(api_client: Any, cni_override: str | None = None) -> ClusterProfile
                 configmaps[name] = data
     profile = ClusterProfile(server_version=version, nodes=nodes, cloud=detect_cloud(nodes))
     profile.kube_proxy_mode = detect_kube_proxy_mode(daemonsets, configmaps)
+    profile.ip_families = _service_ip_families(core)
     if cni_override:
         apply_cni_override(profile, cni_override)
     else:
         profile.cni, profile.cni_backend = detect_cni(daemonsets, configmaps)
     return profile
+
+
+def _service_ip_families(core: Any) -> list[str]:
+    """The IP families of default/kubernetes (the cluster's own Service): what the cluster's stack is."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return list(core.read_namespaced_service("kubernetes", "default").spec.ip_families or [])
+    except ApiException:
+        return []
 
 
 def apply_cni_override(profile: ClusterProfile, value: str) -> None:

@@ -127,6 +127,7 @@ def test_nodeport_of_a_windows_node_answers_another_node(checks, other_host, cli
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.requires("load-balancer")
 def test_loadbalancer_service_reaches_windows_pods(checks, net, client, server_loadbalancer, servers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
     address = net.load_balancer_address(server_loadbalancer.name)

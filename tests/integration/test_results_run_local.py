@@ -7,6 +7,7 @@ The cluster gets a name of its own and is removed at the end.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -59,3 +60,36 @@ def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):
     assert all(c.area == "api" and c.test_id != c.name for c in run.cases)
     assert f"dashboard (1 runs): {results / 'dashboard' / 'index.html'}" in out
     assert json.loads((results / "artifacts" / "profile.json").read_text())["simulated"] is True
+
+
+def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
+    """Every data-plane check on the local cluster: the Linux controls really run on the real Linux nodes and
+    pass (at least 60 of them); no Windows item passes on the simulated Windows nodes; nothing fails; and every
+    item ends as `wincon plan` said before the run (run -> passed, skip -> skipped, xfail -> xfailed)."""
+    results = tmp_path / "results" / "dataplane"
+    code = main(
+        ["run", "--local", "--cluster-name", own_cluster, "--results-dir", str(results), "--", "-m", "dataplane"]
+    )
+    out = capsys.readouterr().out
+    run = load_run(results)
+    controls = [c for c in run.cases if c.prop("os") == "linux"]
+    windows = [c for c in run.cases if c.prop("os") == "windows"]
+    passed = [c for c in controls if c.verdict is Verdict.PASSED]
+    assert len(passed) >= 60, f"{len(passed)} Linux controls passed: {[c.name for c in controls if c not in passed]}"
+    assert not [c.name for c in windows if c.verdict is Verdict.PASSED], "a Windows item passed on simulated nodes"
+    bad = {c.name: c.verdict.value for c in run.cases if c.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)}
+    assert not bad, f"failed or errored: {bad}\n{out[-3000:]}"
+    assert code == ExitCode.OK, out[-3000:]
+    summary = re.search(r"controls: (\d+) passed / (\d+) run", out)
+    assert summary and int(summary.group(1)) == len(passed), out[-1000:]
+
+    from wincon.localcluster.cluster import kubeconfig_path
+
+    assert main(["plan", "--kubeconfig", str(kubeconfig_path(own_cluster)), "--json", "--", "-m", "dataplane"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    expected = {"run": Verdict.PASSED, "skip": Verdict.SKIPPED, "xfail": Verdict.XFAILED}
+    planned = {row["nodeid"]: expected[row["outcome"]] for row in rows}
+    planned |= {row["nodeid"].split("::", 1)[1]: expected[row["outcome"]] for row in rows}  # JUnit's short name
+    ended = {case.name: case.verdict for case in run.cases}
+    differ = {name: (planned.get(name), verdict) for name, verdict in ended.items() if planned.get(name) is not verdict}
+    assert not differ, f"the run did not end as planned (plan, run): {differ}"
