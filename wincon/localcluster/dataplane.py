@@ -588,6 +588,9 @@ HOST_PATHS = (
     CNI_CACHE,
     CNI_CACHE.parent,
 )
+# Where the suites' Linux hostPath checks write on the real nodes (the host's filesystem); each check removes
+# its own files, and `down` removes the directories once they are empty.
+HOSTPATH_ROOTS = (Path("/tmp/wincon-tests"), Path("/tmp/wincon"))
 
 
 def _cni_cache_files(cluster: str) -> list[Path]:
@@ -617,6 +620,13 @@ def _remove_host_files(cluster: str) -> None:
         path.unlink(missing_ok=True)
     if _runs("kubelet") or _runs("containerd-shim-runc-v2"):
         return  # another cluster (or a real kubelet) still uses them
+    for top in HOSTPATH_ROOTS:
+        if top.is_dir() and not top.is_symlink():
+            for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only if empty
+            with contextlib.suppress(OSError):
+                top.rmdir()
     for path in HOST_PATHS:
         with contextlib.suppress(OSError):
             if path.is_socket():
