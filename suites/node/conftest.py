@@ -1,6 +1,10 @@
 """Fixtures of the node suite: kubelet stats and metrics, NodeAllocatable, density, device plugins, and the
 disruptive reboot and shutdown checks. Pods are created for real on any cluster; what only a real kubelet can
-answer (its endpoints through the node proxy, container start latency) passes the ``data_plane`` gate first."""
+answer (its endpoints through the node proxy, container start latency) passes the ``data_plane`` gate first.
+
+The kubelet and density checks have Linux controls (``target_os``): ``target_node`` is then a Ready Linux worker
+with a data plane and ``start_pods`` starts Linux pods there, so the control asks a Linux kubelet the very same
+questions through the same node proxy."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import nodes_for, os_pod, schedulable_windows_nodes, windows_nodes_of_build
 from wincon.cluster.waits import pod_running_ready, pod_scheduled
 from wincon.profile import NodeProfile
 
@@ -25,14 +29,32 @@ def windows_node(wincon: Any, build: int | None) -> NodeProfile:
 
 
 @pytest.fixture
-def start_pods(kube, wincon: Any, namespace: str, build: int | None) -> Callable[..., list[Any]]:
-    """``start_pods(prefix, count, node, ready=True, **spec)``: create ``count`` agnhost pause pods pinned to
-    ``node`` at once, then wait for each (Ready, or only scheduled with ``ready=False``)."""
+def target_node(wincon: Any, build: int | None, target_os: str) -> NodeProfile:
+    """The node a check with a Linux control asks: ``windows_node`` for the check, and for its control a Ready
+    Linux worker with a data plane (the first by name)."""
+    if target_os == "windows":
+        allowed = set(schedulable_windows_nodes(wincon.profile))
+        nodes = [n for n in windows_nodes_of_build(wincon.profile, build) if n.name in allowed]
+    else:
+        nodes = nodes_for(wincon.profile, target_os, build)
+    if not nodes:
+        what = f"Windows node of build {build}" if target_os == "windows" else "Linux worker with a data plane"
+        pytest.skip(f"no Ready, schedulable {what}")
+    return sorted(nodes, key=lambda n: n.name)[0]
 
-    def start(prefix: str, count: int, node: str, ready: bool = True, **spec: Any) -> list[Any]:
+
+@pytest.fixture
+def start_pods(kube, wincon: Any, namespace: str, build: int | None) -> Callable[..., list[Any]]:
+    """``start_pods(prefix, count, node, ready=True, os_name="windows", **spec)``: create ``count`` agnhost
+    pause pods of ``os_name`` pinned to ``node`` at once, then wait for each (Ready, or only scheduled with
+    ``ready=False``)."""
+
+    def start(
+        prefix: str, count: int, node: str, ready: bool = True, os_name: str = "windows", **spec: Any
+    ) -> list[Any]:
         names = [f"{prefix}-{i}" for i in range(count)]
         for name in names:
-            body = windows_pod(wincon, name, build, node=node, labels={"app": prefix}, **spec)
+            body = os_pod(wincon, name, os_name, build, node=node, labels={"app": prefix}, **spec)
             kube.create(body)
         done = pod_running_ready if ready else pod_scheduled
         return [kube.wait_pod(name, done=done, timeout=wincon.pod_start_timeout) for name in names]

@@ -2,6 +2,9 @@
 every running pod, the node reports its boot id, /metrics/resource has node and container series, and
 NodeAllocatable is capacity minus what /configz says the kubelet reserves.
 
+Every check has a Linux control (``target_os``): the same questions to a Linux worker's kubelet, about Linux
+pods started there, through the same node proxy (``target_node``).
+
 Upstream: test/e2e/windows/kubelet_stats.go, metrics.go and memory_limits.go ("Allocatable node memory").
 The pods are created and scheduled for real everywhere; the kubelet's answers need a real kubelet, so each
 check passes the ``data_plane`` gate first (simulated nodes have none).
@@ -15,15 +18,17 @@ import pytest
 from kubernetes.utils import parse_quantity
 
 from wincon.checks.node import (
+    STATS_COLLECTION_SECONDS,
     STATS_SCRAPE_LIMIT_SECONDS,
     kubelet_config,
     kubelet_get,
     kubelet_json,
     parse_metrics,
-    pod_stats_problems,
     reservations,
-    summary_pods,
+    resource_metrics_problems,
+    summary_problems,
 )
+from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 
 pytestmark = [pytest.mark.scheduling]
@@ -33,18 +38,35 @@ def proxy_command(node: str, path: str) -> str:
     return f"GET /api/v1/nodes/{node}/proxy/{path}"
 
 
+def await_stats(check, node: str, what: str) -> list[str]:
+    """Poll ``check()`` (the problems of one fresh answer) until it has none, at most STATS_COLLECTION_SECONDS:
+    a kubelet may sample a new pod's stats only on its next housekeeping round. Returns the last problems."""
+    last: list[str] = []
+
+    def clean() -> bool:
+        last[:] = check()
+        return not last
+
+    eventually(
+        clean, STATS_COLLECTION_SECONDS, f"{what} of {node}", interval=2, behaviour=True, seen=lambda: "; ".join(last)
+    )
+    return last
+
+
 def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int) -> float:
-    """Scrape /stats/summary ``rounds`` times; every round must list each pod of ``expected`` with live
-    stats. Returns the mean seconds per scrape."""
+    """Once the kubelet has collected the new pods' stats, scrape /stats/summary ``rounds`` times; every round
+    must list each pod of ``expected`` with live stats. Returns the mean seconds per timed scrape."""
+
+    def problems() -> list[str]:
+        return summary_problems(kubelet_json(wincon.api_client, node, "stats/summary")[0], namespace, expected)
+
+    await_stats(problems, node, "/stats/summary listing every pod with live stats")
     seconds = []
     for _ in range(rounds):
         summary, took = kubelet_json(wincon.api_client, node, "stats/summary")
         seconds.append(took)
-        pods = summary_pods(summary, namespace)
-        listed = {p["podRef"]["name"] for p in pods}
-        assert listed == expected, f"/stats/summary of {node} lists {sorted(listed)}, expected {sorted(expected)}"
-        problems = [problem for pod in pods for problem in pod_stats_problems(pod)]
-        assert not problems, f"/stats/summary of {node}: {'; '.join(problems)}"
+        found = summary_problems(summary, namespace, expected)
+        assert not found, f"/stats/summary of {node}: {'; '.join(found)}"
     return sum(seconds) / len(seconds)
 
 
@@ -53,12 +75,12 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int)
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_stats_summary_answers_within_10_seconds_with_10_pods(
-    request, wincon, namespace, windows_node, start_pods, data_plane
+    request, wincon, namespace, target_node, start_pods, data_plane, target_os
 ):
     """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary of a Windows node running 10 pods answers within 10 s (upstream kubelet_stats.go, [Serial])."""
-    pods = start_pods("stats10", 10, windows_node.name)
-    data_plane(proxy_command(windows_node.name, "stats/summary"), where="the API server's node proxy, 5 rounds")
-    mean = check_summary(wincon, namespace, windows_node.name, {p.metadata.name for p in pods}, rounds=5)
+    pods = start_pods("stats10", 10, target_node.name, os_name=target_os)
+    data_plane(proxy_command(target_node.name, "stats/summary"), where="the API server's node proxy, 5 rounds")
+    mean = check_summary(wincon, namespace, target_node.name, {p.metadata.name for p in pods}, rounds=5)
     request.node.user_properties.append(("stats_summary_seconds_10_pods", f"{mean:.3f}"))
     assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s on average, more than 10 s"
 
@@ -67,12 +89,12 @@ def test_stats_summary_answers_within_10_seconds_with_10_pods(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_stats_summary_answers_within_10_seconds_with_3_pods(
-    request, wincon, namespace, windows_node, start_pods, data_plane
+    request, wincon, namespace, target_node, start_pods, data_plane, target_os
 ):
     """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary with 3 pods answers within 10 s and includes each (upstream kubelet_stats.go)."""
-    pods = start_pods("stats3", 3, windows_node.name)
-    data_plane(proxy_command(windows_node.name, "stats/summary"), where="the API server's node proxy")
-    mean = check_summary(wincon, namespace, windows_node.name, {p.metadata.name for p in pods}, rounds=1)
+    pods = start_pods("stats3", 3, target_node.name, os_name=target_os)
+    data_plane(proxy_command(target_node.name, "stats/summary"), where="the API server's node proxy")
+    mean = check_summary(wincon, namespace, target_node.name, {p.metadata.name for p in pods}, rounds=1)
     request.node.user_properties.append(("stats_summary_seconds_3_pods", f"{mean:.3f}"))
     assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s, more than 10 s"
 
@@ -80,51 +102,36 @@ def test_stats_summary_answers_within_10_seconds_with_3_pods(
 @pytest.mark.test_id("f49ab528-0715-4aaa-8a87-16d3506438ee")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_node_reports_its_boot_id(kube, wincon, windows_node, data_plane):
+def test_node_reports_its_boot_id(kube, wincon, target_node, data_plane, target_os):
     """ "Pod status fields" and node status work on Windows (002_8a7e76f95009f44f.txt, Pods): the kubelet reports the node's bootID in nodeInfo, and /stats/summary answers for that node within 10 s (upstream kubelet_stats.go, "when windows is booted")."""
-    data_plane(proxy_command(windows_node.name, "stats/summary"), where="node status and the node proxy")
+    data_plane(proxy_command(target_node.name, "stats/summary"), where="node status and the node proxy")
     core = kube.core
-    node = call(core.read_node, windows_node.name)
+    node = call(core.read_node, target_node.name)
     boot_id = node.status.node_info.boot_id if node.status and node.status.node_info else ""
-    assert boot_id, f"node {windows_node.name} reports no status.nodeInfo.bootID"
-    summary, took = kubelet_json(wincon.api_client, windows_node.name, "stats/summary")
-    assert summary.get("node", {}).get("nodeName") == windows_node.name, f"summary is not of {windows_node.name}"
+    assert boot_id, f"node {target_node.name} reports no status.nodeInfo.bootID"
+    summary, took = kubelet_json(wincon.api_client, target_node.name, "stats/summary")
+    assert summary.get("node", {}).get("nodeName") == target_node.name, f"summary is not of {target_node.name}"
     assert took <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {took:.1f}s, more than 10 s"
 
 
 @pytest.mark.test_id("24373c80-bda0-4f46-b504-2d63f325949f")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
-def test_metrics_resource_has_node_and_container_series(wincon, namespace, windows_node, start_pods, data_plane):
+def test_metrics_resource_has_node_and_container_series(
+    wincon, namespace, target_node, start_pods, data_plane, target_os
+):
     """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /metrics/resource has the node's CPU and memory series and each Windows container's (upstream metrics.go)."""
-    pods = start_pods("metrics", 2, windows_node.name)
-    data_plane(proxy_command(windows_node.name, "metrics/resource"), where="the API server's node proxy")
-    answer = kubelet_get(wincon.api_client, windows_node.name, "metrics/resource")
-    assert answer.status == 200, f"/metrics/resource answered {answer.status}: {answer.body[:300]}"
-    samples = parse_metrics(answer.body)
-    names = {s.name for s in samples}
-    for series in ("node_cpu_usage_seconds_total", "node_memory_working_set_bytes"):
-        assert series in names, f"/metrics/resource of {windows_node.name} has no {series}"
-    for pod in pods:
-        for series in ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes"):
-            values = [
-                s.value
-                for s in samples
-                if s.name == series
-                and s.labels.get("namespace") == namespace
-                and s.labels.get("pod") == pod.metadata.name
-            ]
-            assert values, f"/metrics/resource has no {series} for pod {pod.metadata.name}"
-            if series == "container_memory_working_set_bytes":
-                assert max(values) > 0, f"{series} of {pod.metadata.name} is {values}"
-        working_set = [
-            s.value
-            for s in samples
-            if s.name == "pod_memory_working_set_bytes" and s.labels.get("pod") == pod.metadata.name
-        ]
-        assert working_set and max(working_set) > 0, (
-            f"pod_memory_working_set_bytes of {pod.metadata.name}: {working_set}"
-        )
+    pods = start_pods("metrics", 2, target_node.name, os_name=target_os)
+    data_plane(proxy_command(target_node.name, "metrics/resource"), where="the API server's node proxy")
+    names = [p.metadata.name for p in pods]
+
+    def problems() -> list[str]:
+        answer = kubelet_get(wincon.api_client, target_node.name, "metrics/resource")
+        assert answer.status == 200, f"/metrics/resource answered {answer.status}: {answer.body[:300]}"
+        return resource_metrics_problems(parse_metrics(answer.body), namespace, names)
+
+    left = await_stats(problems, target_node.name, "/metrics/resource with node, container and pod series")
+    assert not left, f"/metrics/resource of {target_node.name}: {'; '.join(left)}"
 
 
 def node_figures(kube, node_name: str, resource: str):
@@ -138,25 +145,25 @@ def node_figures(kube, node_name: str, resource: str):
 @pytest.mark.test_id("fed82b24-b001-4f27-8283-a823a04d0d02")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
-def test_allocatable_memory_is_capacity_minus_reservations_from_configz(kube, wincon, windows_node, data_plane):
+def test_allocatable_memory_is_capacity_minus_reservations_from_configz(
+    kube, wincon, target_node, data_plane, target_os
+):
     """ "--kubelet-reserve, --system-reserve , and --eviction-hard flags update Node Allocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): allocatable memory equals capacity minus kubeReserved, systemReserved and evictionHard memory.available from /configz (upstream memory_limits.go)."""
-    data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
-    res, allocatable = node_figures(kube, windows_node.name, "memory")
+    data_plane(proxy_command(target_node.name, "configz"), where="the API server's node proxy")
+    res, allocatable = node_figures(kube, target_node.name, "memory")
     assert allocatable == res.expected_allocatable, f"allocatable memory is {allocatable}; {res.describe()}"
 
 
 @pytest.mark.test_id("a4f015b8-9c88-4755-be4b-998c054c0155")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
-def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, windows_node, data_plane):
+def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, target_node, data_plane, target_os):
     """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
-    data_plane(proxy_command(windows_node.name, "configz"), where="the API server's node proxy")
-    res, allocatable = node_figures(kube, windows_node.name, "cpu")
-    memory, _ = node_figures(kube, windows_node.name, "memory")
+    data_plane(proxy_command(target_node.name, "configz"), where="the API server's node proxy")
+    res, allocatable = node_figures(kube, target_node.name, "cpu")
+    memory, _ = node_figures(kube, target_node.name, "memory")
     if res.reserved == 0 and memory.reserved == 0:
-        pytest.skip(
-            f"the kubelet of {windows_node.name} reserves no CPU or memory (kubeReserved, systemReserved unset)"
-        )
+        pytest.skip(f"the kubelet of {target_node.name} reserves no CPU or memory (kubeReserved, systemReserved unset)")
     assert allocatable == res.expected_allocatable, f"allocatable CPU is {allocatable}; {res.describe()}"
     if res.reserved:
         assert allocatable < res.capacity, f"CPU reserved ({res.reserved}) but allocatable {allocatable} = capacity"

@@ -103,6 +103,46 @@ def test_summary_pods_keeps_the_namespace_only():
     assert [p["podRef"]["name"] for p in node.summary_pods(summary, "a")] == ["x"]
 
 
+def test_summary_problems_name_a_missing_or_extra_pod_and_a_pod_without_live_stats():
+    def pod(name: str, cpu: int) -> dict:
+        return {
+            "podRef": {"namespace": "ns", "name": name},
+            "cpu": {"usageCoreNanoSeconds": cpu},
+            "memory": {"workingSetBytes": 10},
+            "containers": [{"name": "c", "logs": {"availableBytes": 5}}],
+        }
+
+    summary = {"pods": [pod("a", 10), pod("b", 10), {"podRef": {"namespace": "other", "name": "z"}}]}
+    assert node.summary_problems(summary, "ns", {"a", "b"}) == []
+    assert node.summary_problems(summary, "ns", {"a", "b", "c"}) == ["lists pods ['a', 'b'], expected ['a', 'b', 'c']"]
+    stale = {"pods": [pod("a", 10), pod("b", 0)]}  # a pod Ready a moment ago, not yet sampled
+    assert node.summary_problems(stale, "ns", {"a", "b"}) == ["b: cpu.usageCoreNanoSeconds is 0"]
+
+
+def test_resource_metrics_problems_need_node_series_and_each_pods_live_series():
+    pod_series = """pod_memory_working_set_bytes{namespace="ns",pod="p-0"} 2.0e+07 1700000000000
+pod_memory_working_set_bytes{namespace="other",pod="p-1"} 2.0e+07 1700000000000
+"""
+    samples = node.parse_metrics(METRICS + pod_series)
+    assert node.resource_metrics_problems(samples, "ns", ["p-0"]) == []
+    missing = node.resource_metrics_problems(samples, "ns", ["p-1"])  # p-1 has series in another namespace only
+    assert missing == [
+        "no container_cpu_usage_seconds_total for pod p-1",
+        "no container_memory_working_set_bytes for pod p-1",
+        "pod_memory_working_set_bytes of p-1: []",
+    ]
+    unsampled = node.parse_metrics(METRICS.replace("1.2e+07", "0") + pod_series.replace("2.0e+07", "0"))
+    assert node.resource_metrics_problems(unsampled, "ns", ["p-0"]) == [
+        "container_memory_working_set_bytes of p-0 is [0.0]",
+        "pod_memory_working_set_bytes of p-0: [0.0]",
+    ]
+    no_node = [s for s in samples if not s.name.startswith("node_")]
+    assert node.resource_metrics_problems(no_node, "ns", ["p-0"]) == [
+        "no node_cpu_usage_seconds_total",
+        "no node_memory_working_set_bytes",
+    ]
+
+
 @pytest.mark.parametrize(
     "build",
     [

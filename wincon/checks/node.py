@@ -27,6 +27,9 @@ STANDARD_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 STANDARD_PREFIXES = ("hugepages-", "attachable-volumes-")
 
 STATS_SCRAPE_LIMIT_SECONDS = 10.0  # metrics-server's and kube-prometheus's default scrape timeout
+# How long a new pod may take to get live stats: a Linux kubelet samples pod cgroups on cAdvisor's housekeeping
+# (every 10-15 s), so a pod Ready a moment ago reports zero CPU and memory until the next round.
+STATS_COLLECTION_SECONDS = 60.0
 
 
 def _os(os_name: str) -> str:
@@ -212,6 +215,15 @@ def pod_stats_problems(pod: dict[str, Any]) -> list[str]:
     return problems
 
 
+def summary_problems(summary: dict[str, Any], namespace: str, expected: set[str]) -> list[str]:
+    """What keeps a /stats/summary answer from listing exactly the pods ``expected`` of ``namespace``, each
+    with live stats (empty: nothing)."""
+    pods = summary_pods(summary, namespace)
+    listed = {(p.get("podRef") or {}).get("name") for p in pods}
+    problems = [] if listed == expected else [f"lists pods {sorted(map(str, listed))}, expected {sorted(expected)}"]
+    return problems + [problem for pod in pods for problem in pod_stats_problems(pod)]
+
+
 # ----------------------------------------------------------------------------- /metrics/resource
 
 
@@ -243,6 +255,38 @@ def parse_metrics(text: str) -> list[Sample]:
         labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(match.group(3) or "")}
         samples.append(Sample(match.group(1), labels, value))
     return samples
+
+
+NODE_SERIES = ("node_cpu_usage_seconds_total", "node_memory_working_set_bytes")
+CONTAINER_SERIES = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
+
+
+def resource_metrics_problems(samples: list[Sample], namespace: str, pods: list[str]) -> list[str]:
+    """What /metrics/resource lacks: the node's CPU and memory series, each pod's containers' CPU and memory
+    series (working set above zero), and each pod's working set above zero (empty: nothing)."""
+    names = {s.name for s in samples}
+    problems = [f"no {series}" for series in NODE_SERIES if series not in names]
+    for pod in pods:
+        for series in CONTAINER_SERIES:
+            values = [
+                s.value
+                for s in samples
+                if s.name == series and s.labels.get("namespace") == namespace and s.labels.get("pod") == pod
+            ]
+            if not values:
+                problems.append(f"no {series} for pod {pod}")
+            elif series == "container_memory_working_set_bytes" and max(values) <= 0:
+                problems.append(f"{series} of {pod} is {values}")
+        working_set = [
+            s.value
+            for s in samples
+            if s.name == "pod_memory_working_set_bytes"
+            and s.labels.get("namespace") == namespace
+            and s.labels.get("pod") == pod
+        ]
+        if not working_set or max(working_set) <= 0:
+            problems.append(f"pod_memory_working_set_bytes of {pod}: {working_set}")
+    return problems
 
 
 # ----------------------------------------------------------------------------- /configz and NodeAllocatable
