@@ -54,6 +54,7 @@ def start_outcome(kube, name: str) -> str | None:
 
 @pytest.mark.test_id("cfab7840-baea-4c20-a1c2-e6dee382835b")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("windowsOptions.runAsUserName names a Windows account in the image (Linux: runAsUser)")
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize("scope", ["pod", "container"])
 @pytest.mark.documents("k8s-windows-intro", "Security")
@@ -77,6 +78,7 @@ def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, win
 
 @pytest.mark.test_id("91b499e1-f938-447b-97d8-aa0bddde8122")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("windowsOptions.runAsUserName names a Windows account in the image (Linux: runAsUser)")
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Security")
 def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, build, data_plane):

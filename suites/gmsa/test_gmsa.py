@@ -119,6 +119,7 @@ def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, bu
 
 @pytest.mark.test_id("6a32bb2f-b4d4-4b2c-90cf-5fb6bb16063b")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("a gMSA identity of an Active Directory domain (windowsOptions.gmsaCredentialSpec)")
 @pytest.mark.slow
 @pytest.mark.documents("k8s-windows-guide", "GMSA")
 def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube, build, gmsa_version):
@@ -144,6 +145,7 @@ def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube,
 
 @pytest.mark.test_id("f7a30cba-0f69-4e6f-bbf7-b4697a05cfc0")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("the kubelet hands gMSA credential specs to Windows containers only")
 @pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
 def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube, build):
     """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt): the kubelet hands each container its credential spec, pod-level or its own, and `nltest /PARENTDOMAIN` in it names that spec's domain even without a reachable domain (upstream gmsa_kubelet.go)."""

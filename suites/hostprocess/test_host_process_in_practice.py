@@ -79,6 +79,7 @@ def run_to_completion(kube, body: dict, check: str) -> tuple[object, str]:
 
 @pytest.mark.test_id("0fd9b3ed-7ebc-4051-9d8e-89d28dd8e923")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("HostProcess init containers run on the Windows host itself (windowsOptions.hostProcess)")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
 def test_host_process_init_container_configures_the_node_for_the_main_container(wincon, kube, build):
     """ "Ability to launch hostProcess containers which can run other privileged Windows system API" (windows-operational-readiness Extend.HostProcess; upstream host_process.go "should support init containers"): a file an init container writes on the host is there for the main container."""
@@ -111,6 +112,7 @@ Write-Output 'SUCCESS'
 
 @pytest.mark.test_id("ab07739e-a057-4fed-9f94-74681cf404bc")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("volumes under %CONTAINER_SANDBOX_MOUNT_POINT% exist only for Windows HostProcess containers")
 @pytest.mark.documents("k8s-windows-guide", "API")
 def test_host_process_container_sees_each_kind_of_volume_under_its_sandbox_mount_point(wincon, kube, build):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API), for HostProcess containers under %CONTAINER_SANDBOX_MOUNT_POINT% (upstream host_process.go "should support various volume mount types")."""
@@ -155,6 +157,7 @@ def test_host_process_container_sees_each_kind_of_volume_under_its_sandbox_mount
 
 @pytest.mark.test_id("b5e4ed91-fb0b-4ef3-950b-b47f25f86914")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("the token is read under a HostProcess container's sandbox mount point (Windows only)")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
 def test_host_process_container_queries_the_api_server_with_its_service_account(wincon, kube, build):
     """ "Ability to access the APIServer using pod mounted service accounts from a hostProcess pod" (windows-operational-readiness Extend.HostProcess; upstream host_process.go "should support querying api-server using in-cluster config"): the container reads its own pod through the API with its token."""
@@ -181,6 +184,7 @@ def test_host_process_container_queries_the_api_server_with_its_service_account(
 
 @pytest.mark.test_id("9ce57db0-2665-4d6d-bec6-6e9b131526b8")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("a Windows local group as runAsUserName of a HostProcess container")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_host_process_container_runs_as_a_local_group_account(wincon, kube, build):
     """ "Containers cannot assume an identity from the host" for ordinary containers (000_4130a90def37a825.txt, Compute); a HostProcess container may run as a local group, through a temporary account of that group (upstream host_process.go "should run as localgroup accounts")."""
@@ -210,6 +214,7 @@ COMMAND_CASES = [
 
 @pytest.mark.test_id("2b95f641-6c73-4b60-a99c-bab671b321fd")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("HostProcess command resolution from the Windows host's and the sandbox's paths")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
 def test_host_process_command_is_resolved_from_host_and_sandbox_paths(wincon, kube, build):
     """ "Ability to launch hostProcess containers which can run other privileged Windows system API" (windows-operational-readiness Extend.HostProcess): commands named by bare name, by a path relative to the working directory, with mixed slashes and under %CONTAINER_SANDBOX_MOUNT_POINT% all start (upstream host_process.go "container command path validation")."""
@@ -227,6 +232,7 @@ def test_host_process_command_is_resolved_from_host_and_sandbox_paths(wincon, ku
 
 @pytest.mark.test_id("a206704b-e7f0-4f6a-be3f-daaaf3feac6f")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("stats of a HostProcess container (a Windows job object on the host)")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_host_process_container_stats_are_reported(wincon, kube, build):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), HostProcess containers included: /stats/summary of the node lists the pod with CPU and memory above zero (upstream host_process.go "container stats validation")."""
@@ -268,6 +274,7 @@ START_ERRORS = "kubelet_started_host_process_containers_errors_total"
 
 @pytest.mark.test_id("d7a5e889-012b-49d8-9c92-9376d6042ed1")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("the kubelet's HostProcess container counters exist on Windows nodes only")
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube, build):
@@ -303,6 +310,7 @@ def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube,
 
 @pytest.mark.test_id("b82aaf89-eb98-4b58-8e17-39c86bfc949b")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("HostProcess pods (windowsOptions.hostProcess) exist on Windows only")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
 def test_host_process_pod_shares_the_nodes_ip(wincon, kube, build):
     """ "Ability to launch hostProcess containers which share the IP address of a Windows node" (windows-operational-readiness Extend.HostProcess): the HostProcess pod's IP is its node's, and the node's address is bound in the container."""

@@ -29,6 +29,7 @@ def advertised(kube) -> list[tuple[str, str, int | None]]:
 
 @pytest.mark.test_id("d2496e1f-2621-4d59-93ca-7afbfba8b837")
 @pytest.mark.dataplane
+@pytest.mark.windows_only("a device plugin on Windows nodes (DirectX: the adapter seen through Win32_VideoController)")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(kube, wincon, data_plane):
     """ "Resource limits" work for Windows pods (002_8a7e76f95009f44f.txt, Pods), extended resources of a device plugin included: the pod is scheduled onto the advertising node and the device is visible in the container (upstream device_plugin.go)."""

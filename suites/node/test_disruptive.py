@@ -50,6 +50,9 @@ def started_at(pod) -> object:
 
 
 @pytest.mark.test_id("8e52f520-d7ea-4287-9ab1-7d7f2bb34ccc")
+@pytest.mark.windows_only(
+    "disruptive: a reboot through a HostProcess pod; a Linux control would reboot a real Linux node (locally: this machine)"
+)
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
 def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(kube, wincon, windows_node, data_plane):
     """ "Ability for nodes to continue participating in a K8s cluster after rebooting (requires hostProcess pods for testing)" (windows-operational-readiness Extend.HostProcess; upstream reboot_node.go): after a reboot started by a HostProcess pod the node is Ready again with a new boot id, and its pod runs again."""
@@ -90,6 +93,9 @@ def shutdown_grace(wincon, node_name: str) -> tuple[int, int]:
 
 
 @pytest.mark.test_id("7823a548-ac0c-4471-be75-24b0b34bc0a3")
+@pytest.mark.windows_only(
+    "disruptive: a shutdown through a HostProcess pod; a Linux control would power off a real Linux node (locally: this machine)"
+)
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 def test_graceful_node_shutdown_gives_pods_their_grace_periods(kube, wincon, namespace, windows_node, data_plane):
     """ "postStart & preStop container lifecycle events" hold on Windows (002_8a7e76f95009f44f.txt, Pods); with graceful node shutdown the kubelet terminates each pod with its grace period and marks it terminated for the node shutdown (upstream node_shutdown.go)."""
