@@ -58,6 +58,14 @@ def test_cpu_has_no_eviction_threshold_and_a_percentage_threshold_is_of_capacity
     assert memory.hard_eviction == Decimal(10 * 2**30) * 5 / 100
 
 
+def test_nothing_reserved_names_a_kubelet_without_reservations_and_none_with_any():
+    reason = "the kubelet of n reserves no CPU or memory (kubeReserved, systemReserved unset)"
+    assert node.nothing_reserved({"evictionHard": {"memory.available": "100Mi"}}, "n") == reason
+    assert node.nothing_reserved({"kubeReserved": {"cpu": "0"}, "systemReserved": {"memory": "0%"}}, "n") == reason
+    assert node.nothing_reserved({"kubeReserved": {"cpu": "100m"}}, "n") is None
+    assert node.nothing_reserved({"systemReserved": {"memory": "5%"}}, "n") is None
+
+
 def test_kubelet_config_unwraps_configz_and_refuses_anything_else():
     assert node.kubelet_config({"kubeletconfig": {"a": 1}}) == {"a": 1}
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""The storage and controllers conftests mark a check (and its Linux control) skipped at collection where the
+"""The storage, controllers and node conftests mark a check (and its Linux control) skipped at collection where the
 cluster lacks what it needs, so `wincon plan` and the run agree (both planned a control as run that then skipped)."""
 
 from __future__ import annotations
@@ -100,3 +100,53 @@ def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatc
     served = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load")]
     module.pytest_collection_modifyitems(Config(), served)
     assert served[0].skip_reason() is None
+
+
+RESERVED = "test_kube_and_system_reserved_shrink_allocatable_cpu"
+
+
+class OsItem(Item):
+    def __init__(self, name: str, os_name: str) -> None:
+        super().__init__(name, os_name)
+        self.callspec = NS(params={"target_os": os_name})
+        self.nodeid = f"suites/node/test_kubelet.py::{self.name}"
+
+
+def node_suite(monkeypatch, configs: dict[str, dict], real: bool = True) -> tuple[ModuleType, list[str]]:
+    module = load("node")
+    asked: list[str] = []
+    monkeypatch.setattr(module, "get_context", lambda config: NS(profile=NS(ready_windows_nodes=[]), api_client=None))
+    nodes = {"linux": NS(name="worker-0", data_plane=True), "windows": NS(name="win-0", data_plane=real)}
+    monkeypatch.setattr(module, "pick_node", lambda profile, os_name, build: nodes[os_name])
+
+    def configz(api_client, node, path, timeout=60.0):
+        asked.append(node)
+        if node not in configs:
+            raise RuntimeError("no answer")
+        return {"kubeletconfig": configs[node]}, 0.01
+
+    monkeypatch.setattr(module, "kubelet_json", configz)
+    return module, asked
+
+
+def test_reserved_cpu_check_is_skipped_at_collection_where_its_kubelet_reserves_nothing(monkeypatch):
+    module, asked = node_suite(monkeypatch, {"worker-0": {}, "win-0": {"kubeReserved": {"cpu": "500m"}}})
+    items = [OsItem(RESERVED, "linux"), OsItem(RESERVED, "windows"), OsItem("test_node_reports_its_boot_id", "linux")]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert (
+        items[0].skip_reason()
+        == "the kubelet of worker-0 reserves no CPU or memory (kubeReserved, systemReserved unset)"
+    )
+    assert items[1].skip_reason() is None, "the Windows kubelet reserves CPU: the check runs"
+    assert items[2].skip_reason() is None
+    assert asked == ["worker-0", "win-0"], "each node's /configz read once, only for the check that needs it"
+
+
+def test_reserved_cpu_check_is_left_to_the_test_where_configz_cannot_be_read(monkeypatch):
+    module, asked = node_suite(monkeypatch, {}, real=False)
+    items = [OsItem(RESERVED, "linux"), OsItem(RESERVED, "windows")]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert [i.skip_reason() for i in items] == [None, None]
+    assert asked == ["worker-0"], "a simulated node's kubelet is never asked"
+    module.pytest_collection_modifyitems(Config(profile_file="profile.json"), items)
+    assert asked == ["worker-0"], "a profile file decides nothing"

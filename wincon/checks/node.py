@@ -350,6 +350,19 @@ def reservations(config: dict[str, Any], resource: str, capacity: str) -> Reserv
     )
 
 
+def nothing_reserved(config: dict[str, Any], node: str) -> str | None:
+    """Why a node's kubelet (its KubeletConfiguration) shrinks no allocatable resource: it reserves no CPU and
+    no memory (kubeReserved, systemReserved unset or zero). None: it reserves some."""
+    reserved = [
+        _quantity((config.get(kind) or {}).get(resource), Decimal(1))
+        for kind in ("kubeReserved", "systemReserved")
+        for resource in ("cpu", "memory")
+    ]
+    if any(amount > 0 for amount in reserved):
+        return None
+    return f"the kubelet of {node} reserves no CPU or memory (kubeReserved, systemReserved unset)"
+
+
 def extended_resources(allocatable: dict[str, str] | None) -> dict[str, str]:
     """The extended resources (device plugins') among a node's allocatable, with a count above zero."""
     found = {}
