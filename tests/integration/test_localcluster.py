@@ -95,8 +95,16 @@ def is_ready(node: Any) -> bool:
 
 def test_nodes_are_ready_with_declared_labels_node_info_and_simulated_marks(core, topology):
     declared = {n["metadata"]["name"]: n for n in topology.nodes(kube_version())}
-    nodes = {n.metadata.name: n for n in core.list_node().items}
+    every = {n.metadata.name: n for n in core.list_node().items}
+    nodes = {name: n for name, n in every.items() if n.metadata.labels.get("type") == "kwok"}
     assert set(nodes) == set(declared)
+    real = [n for n in every.values() if n.metadata.labels.get("type") != "kwok"]
+    assert len(real) == topology.real_nodes, "the real Linux workers are the only other nodes"
+    for node in real:  # a real kubelet's node: nothing marks it simulated
+        assert is_ready(node) and node.metadata.labels["kubernetes.io/os"] == "linux"
+        assert SIMULATED_ANNOTATION not in (node.metadata.annotations or {})
+        assert not (node.spec.provider_id or "").startswith("kwok://")
+        assert node.status.node_info.kubelet_version == kube_version()
     for name, want in declared.items():
         node = nodes[name]
         assert is_ready(node), f"{name} is not Ready"
@@ -245,8 +253,14 @@ def test_service_account_token_authenticates_and_rbac_denies_what_it_was_not_gra
 
 
 def test_cni_daemonsets_run_their_pods_on_the_nodes_of_their_os(api, core, topology):
+    """The objects made for CNI detection run (simulated) on the simulated nodes of their OS, never on a real
+    node, where they would pull images."""
     apps = client.AppsV1Api(api)
-    node_os = {n.metadata.name: n.metadata.labels["kubernetes.io/os"] for n in core.list_node().items}
+    node_os = {
+        n.metadata.name: n.metadata.labels["kubernetes.io/os"]
+        for n in core.list_node().items
+        if n.metadata.labels.get("type") == "kwok"
+    }
     expected = cni.daemonsets(topology.cni, kube_version())
     assert expected, "every topology deploys at least kube-proxy"
     for namespace, name, os_name in expected:

@@ -33,6 +33,7 @@ def test_pod_to_pod():
 
 @pytest.mark.test_id("00000000-0000-4000-8000-000000000002")
 @pytest.mark.limitation("icmp-egress-through-vfp")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_icmp_egress_gets_a_reply():
     """ICMP egress. 000_4130a90def37a825.txt"""
     from wincon.errors import DeviationObserved
@@ -42,6 +43,7 @@ def test_icmp_egress_gets_a_reply():
 
 @pytest.mark.test_id("00000000-0000-4000-8000-000000000003")
 @pytest.mark.limitation("icmp-egress-through-vfp")
+@pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_icmp_lifted():
     """ICMP egress where it works after all. 000_4130a90def37a825.txt"""
 
