@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from wincon import connectivity as conn
-from wincon.context import get_profile
 from wincon.fixtures import make_namespace, module_prefix
 from wincon.kube import Kube
 from wincon.network import pods, services
@@ -27,25 +26,6 @@ from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
 from wincon.profile import NodeProfile
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test module of this suite may define ``skip_at_collection(profile) -> reason | None``: where the cluster's
-    profile already rules its checks out (no policy engine for NetworkPolicy), they are marked skipped at
-    collection, so wincon plan says what the run does (the check still asks at run time)."""
-    profile = get_profile(config)
-    if profile is None:
-        return
-    decided: dict[Any, str | None] = {}
-    for item in items:
-        module = getattr(item, "module", None)
-        decide = getattr(module, "skip_at_collection", None)
-        if not callable(decide):
-            continue
-        if module not in decided:
-            decided[module] = decide(profile)
-        if decided[module]:
-            item.add_marker(pytest.mark.skip(reason=decided[module]))
 
 
 @pytest.fixture(scope="module")

@@ -85,21 +85,14 @@ def create_policy(kube, body: dict) -> None:
     call(kube.networking.create_namespaced_network_policy, kube.namespace, body)
 
 
-def skip_at_collection(profile) -> str | None:
-    """Why no check here can run on this cluster (the suite's conftest marks them skipped at collection)."""
-    if profile.cni in POLICY_CNIS:
-        return None
-    return (
-        f"the CNI ({profile.cni}) enforces no NetworkPolicy here (on Windows nor on Linux nodes); policy engines "
-        f"that do: {', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
-    )
-
-
 def enforcing_cni(profile, os_name: str) -> None:
-    """Skip where the CNI enforces no policy on the item's nodes (each engine that does on Windows does on Linux)."""
-    reason = skip_at_collection(profile)
-    if reason:
-        pytest.skip(reason)
+    """Skip where the CNI enforces no policy on the item's nodes (each engine that does on Windows does on Linux);
+    requires("network-policy") already skips at collection where the profile says so."""
+    if profile.cni not in POLICY_CNIS:
+        pytest.skip(
+            f"the CNI ({profile.cni}) enforces no NetworkPolicy on {os_name.capitalize()} nodes here; policy "
+            f"engines that do: {', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
+        )
 
 
 @pytest.mark.test_id("97bab085-189e-42e4-aa68-c54a0c0895c0")
