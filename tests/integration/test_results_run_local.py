@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 
@@ -17,18 +18,18 @@ from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.runner import REPO
 
-CLUSTER = "wincon-results-test"
-
 
 @pytest.fixture
 def own_cluster(localcluster_binaries):
-    from wincon.localcluster.cluster import down
+    """A cluster of this test's own: two tests of this module may run at once under xdist."""
+    from wincon.localcluster.cluster import down, lock_path
 
-    down(CLUSTER)
+    name = f"wincon-results-{uuid.uuid4().hex[:6]}"
     try:
-        yield CLUSTER
+        yield name
     finally:
-        down(CLUSTER)
+        down(name)
+        lock_path(name).unlink(missing_ok=True)
 
 
 def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):

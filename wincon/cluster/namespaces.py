@@ -13,6 +13,7 @@ import secrets
 import socket
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -27,6 +28,9 @@ WORKER = "wincon.io/worker"
 CREATED_AT = "wincon.io/created-at"
 OWNER_HOST = "wincon.io/owner-host"
 OWNER_PID = "wincon.io/owner-pid"
+# The owner's start time (clock ticks since boot, /proc/<pid>/stat): a pid reused by another process after the
+# owner died does not keep its namespaces alive (pids wrap quickly on a busy node: pid_max is often 32768).
+OWNER_START = "wincon.io/owner-start"
 SELECTOR = f"{MANAGED_BY}={MANAGER}"
 DEFAULT_TTL_SECONDS = 3600
 
@@ -50,6 +54,7 @@ def namespace_body(name: str, run_id: str, worker: str, labels: dict[str, str] |
                 CREATED_AT: str(int(time.time())),
                 OWNER_HOST: socket.gethostname(),
                 OWNER_PID: str(os.getpid()),
+                OWNER_START: _start_time(os.getpid()),
             },
         },
     }
@@ -100,14 +105,23 @@ def delete_namespace(core: client.CoreV1Api, name: str) -> None:
             raise
 
 
-def _pid_alive(pid: int) -> bool:
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot, or "" where /proc does not tell."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _pid_alive(pid: int, start: str = "") -> bool:
+    """Whether process ``pid`` lives and, when its start time was recorded, is still the same process."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not start or _start_time(pid) in ("", start)
 
 
 def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: str = "") -> list[str]:
@@ -126,7 +140,11 @@ def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: 
             annotations.get(CREATED_AT) or (meta.creation_timestamp.timestamp() if meta.creation_timestamp else now)
         )
         owner_pid = annotations.get(OWNER_PID, "")
-        dead_owner = annotations.get(OWNER_HOST) == host and owner_pid.isdigit() and not _pid_alive(int(owner_pid))
+        dead_owner = (
+            annotations.get(OWNER_HOST) == host
+            and owner_pid.isdigit()
+            and not _pid_alive(int(owner_pid), annotations.get(OWNER_START, ""))
+        )
         if dead_owner or now - created > ttl_seconds:
             result.append(meta.name)
     return result
