@@ -392,8 +392,8 @@ def _provision(
                 dep = apps.read_namespaced_deployment("coredns", "kube-system", _request_timeout=5)
                 return True if (dep.status.available_replicas or 0) >= (dep.spec.replicas or 1) else None
 
-            coredns_logs = [dataplane.node_dir(name, node) / "kubelet.log" for node in sorted(real)]
-            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, coredns_logs)
+            # CoreDNS's pods report through the same kubelets: their logs say why it is not available.
+            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, kubelet_logs)
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
