@@ -163,9 +163,14 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     ]
     skip = next((m for m in item.iter_markers("skip")), None)
     xfail = next((m for m in item.iter_markers("xfail")), None)
+    # The nodes its pods may land on: all real -> it runs; none -> it skips; some -> placement decides (the run
+    # judges the nodes they ran on, controls.data_plane_for), and the reason says so.
+    where = controls.REAL
+    if profile is not None and item.get_closest_marker("dataplane"):
+        where = controls.data_plane_where(item, profile)
     if skip is not None:
         outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
-    elif profile is not None and item.get_closest_marker("dataplane") and not controls.data_plane_for(item, profile):
+    elif where == controls.SIMULATED:
         outcome, reason = "skip", SIMULATED_REASON
         if limitations:
             reason += "; on a real cluster with this profile: expected failure " + ", ".join(
@@ -175,6 +180,9 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         outcome, reason = "xfail", xfail.kwargs.get("reason", "")
     else:
         outcome, reason = "run", ""
+    if where == controls.MIXED and outcome != "skip" and profile is not None:
+        note = controls.mixed_note(item, profile)
+        reason = f"{reason}; {note}" if reason else note
     if unknown:
         note = "; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown)
         reason = f"{reason}; {note}" if reason else note

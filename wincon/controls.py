@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from wincon.profile import ClusterProfile
+from wincon.profile import ClusterProfile, NodeProfile
 from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, TARGET_OS, TEST_ID, is_lifted
 
 OS_FIXTURE = "target_os"
@@ -79,11 +79,67 @@ def control_test_id(test_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{test_id}:linux-control"))
 
 
-def data_plane_for(item: pytest.Item, profile: ClusterProfile) -> bool:
-    """Whether the nodes an item's pods run on have a data plane: Linux workers for a control, else Windows."""
+REAL, SIMULATED, MIXED = "real", "simulated", "mixed"  # data_plane_where: the planned nodes' data plane
+
+
+def planned_nodes(item: pytest.Item, profile: ClusterProfile) -> list[NodeProfile]:
+    """The nodes an item's pods may land on, before any ran: the Ready Linux nodes for a control; for a Windows
+    item the Ready Windows nodes of the build it pins to, else every Ready one (``collection.candidate_nodes``)."""
     if is_control(item):
-        return any(n.ready and n.data_plane for n in profile.linux_nodes)
-    return profile.data_plane
+        return [n for n in profile.linux_nodes if n.ready]
+    from wincon.collection import candidate_nodes  # collection imports this module
+
+    return candidate_nodes(item, profile)
+
+
+def data_plane_where(item: pytest.Item, profile: ClusterProfile) -> str:
+    """Before placement: REAL (every planned node has a data plane), SIMULATED (none has, or there is none),
+    MIXED (placement decides: the plan says so, the run judges the nodes the pods ran on)."""
+    nodes = planned_nodes(item, profile)
+    real = sum(1 for n in nodes if n.data_plane)
+    if nodes and real == len(nodes):
+        return REAL
+    return MIXED if real else SIMULATED
+
+
+def without_data_plane(item: pytest.Item, profile: ClusterProfile) -> list[str]:
+    """The nodes the item's pods ran on (``pinning.recorded_nodes``) that have no data plane, or that the
+    profile does not know (nothing vouches for them)."""
+    from wincon.workloads.pinning import recorded_nodes
+
+    known = {n.name: n for n in profile.nodes}
+    return [name for name in recorded_nodes(item) if name not in known or not known[name].data_plane]
+
+
+def data_plane_for(item: pytest.Item, profile: ClusterProfile) -> bool:
+    """Whether the nodes an item's pods run on have a data plane, judged per node.
+
+    Once pods ran (their nodes recorded by the placement checks and the gate, see ``pinning.recorded_nodes``):
+    every one of those nodes must have one. Before (and for a Windows item none of whose recorded pods is on
+    Windows) the planned nodes decide: for a Windows item every Ready Windows node of its build must have one;
+    for a control, any Ready Linux node (its pods are pinned to the Linux workers).
+    """
+    from wincon.workloads.pinning import recorded_nodes
+
+    ran_on = recorded_nodes(item)
+    if without_data_plane(item, profile):
+        return False
+    where = data_plane_where(item, profile)
+    if is_control(item):
+        return bool(ran_on) or where != SIMULATED
+    by_name = {n.name: n for n in profile.nodes}
+    if any(by_name[name].os == WINDOWS for name in ran_on):
+        return True
+    return where == REAL
+
+
+def mixed_note(item: pytest.Item, profile: ClusterProfile) -> str:
+    """The plan's reason where placement decides (MIXED)."""
+    simulated = sorted(n.name for n in planned_nodes(item, profile) if not n.data_plane)
+    return (
+        "depends on the node: runs where its pods land on a real node; skips on a simulated one "
+        f"({', '.join(simulated)})"
+    )
 
 
 def mark(item: pytest.Item, profile: ClusterProfile | None) -> None:

@@ -19,6 +19,7 @@ from wincon.context import NAMESPACES_KEY, WinconContext, get_context
 from wincon.kube import Kube
 from wincon.profile import ClusterProfile
 from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
+from wincon.workloads import pinning
 
 
 def _context(request: pytest.FixtureRequest) -> WinconContext:
@@ -76,26 +77,33 @@ def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext) -> It
 
 
 def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[..., None]:
-    """The gate of one test: records the check's exact command on the test, and skips where the nodes are
-    simulated (saying what would have run and, if a limitation applies, what would be expected)."""
+    """The gate of one test: records the check's exact command and the nodes of its pods on the test (the pod
+    it runs in, ``pod_node``, and the pods its fixtures hand it), and skips where one of those nodes has no
+    data plane, or, before any pod ran, where the nodes it would land on are simulated (saying what would have
+    run and, if a limitation applies, what would be expected)."""
 
-    def gate(command: str | list[str], where: str = "") -> None:
+    def gate(command: str | list[str], where: str = "", pod_node: str | None = None) -> None:
         text = command if isinstance(command, str) else " ".join(command)
         text = f"{where}: {text}" if where else text
         if (COMMAND, text) not in node.user_properties:  # a check that retries records its command once
             node.user_properties.append((COMMAND, text))
+        for name in [pod_node, *pinning.fixture_pod_nodes(node)]:
+            pinning.record_node(node, name)
         if not controls.data_plane_for(node, profile):
             node.user_properties.append((SIMULATED_SKIP, "true"))
             would = [lim.id for lim, _ in node.stash.get(APPLIED_KEY, [])]
             suffix = f"; on a real cluster with this profile: expected to fail ({', '.join(would)})" if would else ""
-            pytest.skip(f"{SIMULATED_REASON}; would run: {text}{suffix}")
+            on = controls.without_data_plane(node, profile)
+            reason = f"{SIMULATED_REASON} (its pods ran on {', '.join(on)})" if on else SIMULATED_REASON
+            pytest.skip(f"{reason}; would run: {text}{suffix}")
 
     return gate
 
 
 @pytest.fixture
 def data_plane(request: pytest.FixtureRequest, wincon: WinconContext) -> Callable[..., None]:
-    """``data_plane(command, where="")`` records the exact check command, and skips where nodes are simulated.
+    """``data_plane(command, where="", pod_node=None)`` records the exact check command (and the node of the pod
+    it runs in), and skips where the test's pods sit on a node without a data plane (simulated).
 
     Call it after the objects are created and scheduled for real, right before the check itself
     (``kube.exec`` calls it for you).

@@ -25,10 +25,10 @@ waits
     ``kube.wait_pod(name, done, failure)``, ``kube.wait_for(list_fn, name, done, failure, describe)``
     (watch-based, namespace filled in), ``kube.read_pod(name)``, ``kube.pods(labels)``.
 exec through the data-plane gate
-    ``kube.exec(pod, command, container=None, where=None, timeout=60)``: records the exact command and
-    skips on simulated nodes (``data_plane`` gate), then runs it; ``kube.gate(command, where)`` for checks
-    that are not an exec (waiting for a probe to restart a container). Without a gate (module-scoped setup)
-    ``exec`` refuses: setup never runs commands in pods.
+    ``kube.exec(pod, command, container=None, where=None, timeout=60)``: records the exact command and the
+    pod's node, and skips where a node of the test's pods has no data plane (``data_plane`` gate), then runs
+    it; ``kube.gate(command, where)`` for checks that are not an exec (waiting for a probe to restart a
+    container). Without a gate (module-scoped setup) ``exec`` refuses: setup never runs commands in pods.
 logs, events, API rules
     ``kube.logs(pod, container=None, previous=False, tail=None)``, ``kube.events(name, reason)``,
     ``kube.wait_event(name, reason, timeout=60, behaviour=False)``; ``kube.submit(pod, dry_run=True)`` creates
@@ -52,7 +52,7 @@ from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult, exec_in_pod
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for, wait_for_pod
-from wincon.workloads import deploy
+from wincon.workloads import deploy, pinning
 
 Gate = Callable[..., None]
 
@@ -357,11 +357,15 @@ class Kube:
 
     # ------------------------------------------------------------------ exec through the gate, logs
 
-    def gate(self, command: str | list[str], where: str = "") -> None:
-        """Record the check's exact command; skip where the nodes have no data plane."""
+    def gate(self, command: str | list[str], where: str = "", pod_node: str | None = None) -> None:
+        """Record the check's exact command (and ``pod_node``, the node of the pod it runs in); skip where the
+        item's pods sit on a node without a data plane."""
         if self._gate is None:
             raise RuntimeError("this Kube has no data-plane gate: checks run in tests (the `kube` fixture)")
-        self._gate(command, where=where)
+        if pod_node:
+            self._gate(command, where=where, pod_node=pod_node)
+        else:
+            self._gate(command, where=where)
 
     def exec(
         self,
@@ -372,7 +376,8 @@ class Kube:
         timeout: float = 60.0,
     ) -> ExecResult:
         """Pass the data-plane gate, then run ``command`` in the pod; ExecResult(exit_code, stdout, stderr)."""
-        self.gate(command, where=exec_where(pod, container) if where is None else where)
+        where = exec_where(pod, container) if where is None else where
+        self.gate(command, where=where, pod_node=pinning.pod_node(pod))  # a bare name: placed by this test
         return exec_in_pod(
             self.api_client, self.namespace, pod_name(pod), command, container=container, timeout=timeout
         )

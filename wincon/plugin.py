@@ -28,6 +28,7 @@ from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     taint_node,
     wincon,
 )
+from wincon.workloads import pinning
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,6 +66,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     collection.write_plan(session)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """While an item runs, the placement checks record the nodes its pods ran on (its data-plane gate's nodes)."""
+    if context.get_profile(item.config) is None:
+        yield
+        return
+    with pinning.running(item):
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

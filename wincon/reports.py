@@ -57,21 +57,32 @@ def no_data_plane_verdict(
 ) -> bool:
     """A data-plane item whose pods sit on nodes without a data plane gets no verdict but skipped, whatever it
     raised or however it ended before reaching the gate: what it saw there is a simulator's, not a node's.
-    Returns whether the report was turned into that skip (the plan says skip for the same items)."""
+    The nodes are those its pods ran on where known (``controls.data_plane_for``). Returns whether the report
+    was turned into that skip (the plan says skip, or "depends on the node", for the same items)."""
     if report.when not in ("setup", "call") or not item.get_closest_marker("dataplane"):
         return False
     if controls.data_plane_for(item, profile) or (report.skipped and not hasattr(report, "wasxfail")):
         return False
     if report.passed and report.when == "setup":
         return False  # the check has not run yet
-    if report.passed:
+    from wincon.workloads import pinning
+
+    raised = call.excinfo.exconly().splitlines()[0][:200] if call.excinfo is not None else str(report.longrepr)
+    on = controls.without_data_plane(item, profile)  # the nodes its pods ran on that have none (mixed clusters)
+    if on:
+        ended = f"ran its pods on {', '.join(on)} (no data plane) and " + (
+            "passed" if report.passed else "xfailed" if hasattr(report, "wasxfail") else f"raised: {raised}"
+        )
+    elif report.passed:
         ended = "passed without reaching the data-plane gate (a test bug: it must call data_plane(...) first)"
     elif hasattr(report, "wasxfail"):
         ended = "xfailed before reaching the data-plane gate"
-        del report.wasxfail
     else:
-        raised = call.excinfo.exconly().splitlines()[0][:200] if call.excinfo is not None else str(report.longrepr)
         ended = f"ended before reaching the data-plane gate ({report.when}): {raised}"
+    if hasattr(report, "wasxfail"):
+        del report.wasxfail
+    for name in pinning.fixture_pod_nodes(item):  # recorded as the gate records them
+        pinning.record_node(item, name)
     report.outcome = "skipped"
     report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {SIMULATED_REASON}; the check {ended}")
     item.user_properties.append((SIMULATED_SKIP, "true"))

@@ -42,6 +42,7 @@ COMMAND = "command"
 TARGET_OS = "os"  # the OS whose pods the item checks: windows, or linux for a control
 CONTROL = "control"  # the key shared by a Windows check and its Linux control
 CONTROL_OUTCOME = "control_outcome"  # on a Windows check: its control's outcome in this run (or "none")
+NODE = "node"  # a node the item's pods ran on (once per node): the data-plane gate judges these nodes
 
 # In the order they are shown.
 KNOWN_PROPERTIES = (
@@ -59,9 +60,10 @@ KNOWN_PROPERTIES = (
     TARGET_OS,
     CONTROL,
     CONTROL_OUTCOME,
+    NODE,
 )
 # Properties that may appear more than once (a test can cite several documents or limitations).
-MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND})
+MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND, NODE})
 
 # ----------------------------------------------------------------------------- texts
 

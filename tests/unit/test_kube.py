@@ -9,6 +9,7 @@ from kubernetes.client.exceptions import ApiException
 from wincon import kube as kube_mod
 from wincon.fixtures import data_plane_gate
 from wincon.kube import Kube, exec_where, pod_name
+from wincon.profile import ClusterProfile, NodeProfile
 
 
 def context():
@@ -141,17 +142,52 @@ def test_runtime_class_is_labelled_with_the_run_and_deleted_at_teardown(monkeypa
     assert calls[-1] == ("delete_runtime_class", (name,))
 
 
+def windows(*nodes):
+    """A profile of Windows nodes ltsc2022, given as (name, simulated)."""
+    return ClusterProfile(
+        "v1.34.4", [NodeProfile(n, "windows", "amd64", True, sim, windows_build=20348) for n, sim in nodes]
+    )
+
+
 def test_the_data_plane_gate_records_the_command_and_skips_on_simulated_nodes():
     node = SimpleNamespace(user_properties=[], stash={})
-    simulated = SimpleNamespace(data_plane=False)
     with pytest.raises(pytest.skip.Exception, match="would run: pod a: hostname"):
-        data_plane_gate(node, simulated)(["hostname"], where="pod a")
+        data_plane_gate(node, windows(("w1", True)))(["hostname"], where="pod a")
     assert ("command", "pod a: hostname") in node.user_properties
     assert ("simulated_skip", "true") in node.user_properties
 
     real = SimpleNamespace(user_properties=[], stash={})
-    data_plane_gate(real, SimpleNamespace(data_plane=True))("ping 10.0.0.1")
+    data_plane_gate(real, windows(("w1", False)))("ping 10.0.0.1")
     assert real.user_properties == [("command", "ping 10.0.0.1")]
+
+
+def test_the_gate_judges_the_node_of_the_pod_it_runs_in_on_a_mixed_cluster():
+    """One real and one simulated Windows node of the same build: the build alone cannot decide."""
+    mixed = windows(("real", False), ("kwok", True))
+    on_real = SimpleNamespace(user_properties=[], stash={})
+    data_plane_gate(on_real, mixed)("hostname", where="pod a", pod_node="real")
+    assert on_real.user_properties == [("command", "pod a: hostname"), ("node", "real")]
+
+    on_kwok = SimpleNamespace(user_properties=[], stash={})
+    with pytest.raises(pytest.skip.Exception, match=r"its pods ran on kwok\); would run: pod a: hostname"):
+        data_plane_gate(on_kwok, mixed)("hostname", where="pod a", pod_node="kwok")
+    assert ("node", "kwok") in on_kwok.user_properties
+
+    unplaced = SimpleNamespace(user_properties=[], stash={})  # no pod known yet: every node must be real
+    with pytest.raises(pytest.skip.Exception):
+        data_plane_gate(unplaced, mixed)("hostname")
+
+
+def test_exec_hands_the_gate_the_node_of_the_pod(execs):
+    calls = []
+
+    def gate(command, where="", pod_node=None):
+        calls.append((where, pod_node))
+
+    pod = SimpleNamespace(metadata=SimpleNamespace(name="web"), spec=SimpleNamespace(node_name="w1"))
+    Kube(context(), "ns1", gate).exec(pod, ["hostname"])
+    assert calls == [("pod web", "w1")]
+    assert execs == [("ns1", "web", ["hostname"], None, 60.0)]
 
 
 def test_submit_and_events_are_bound_to_the_namespace(monkeypatch):
