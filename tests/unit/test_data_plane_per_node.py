@@ -183,9 +183,8 @@ def test_where_the_build_decides_the_plan_and_the_run_agree_item_by_item(suite, 
     }, result.stdout.str()
     unpinned = rows["suites/test_s.py::test_unpinned"]
     assert unpinned["outcome"] == "run"
-    assert "depends on the node: runs where its pods land on a real node; skips on a simulated one (win2019)" in (
-        unpinned["reason"]
-    )
+    note = "depends on the node: runs where its pods land on a real node; skips on a simulated one (win2019)"
+    assert note in unpinned["reason"]
     assert outcomes["suites/test_s.py::test_unpinned"] == "SKIPPED"  # no pod placed: every node must be real
 
 
