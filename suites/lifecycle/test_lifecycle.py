@@ -10,7 +10,7 @@ import pytest
 
 from wincon.checks.pods import admitted_and_scheduled, eventually, os_pod, run_os_pod, windows_pod
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, wait_for_pod
+from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed, pod_failure, wait_for_pod
 from wincon.errors import expect_deviation
 from wincon.kube import ApiException
 from wincon.workloads.deploy import container
@@ -56,6 +56,21 @@ def curl_hook(recorder, message: str, target_os: str = "windows") -> dict:
     url = f"http://{recorder.status.pod_ip}:8080/echo?msg={message}"
     command = ["cmd", "/c", f"curl.exe -s {url}"] if target_os == "windows" else ["curl", "-s", url]
     return {"exec": {"command": command}}
+
+
+def run_hooked_pod(kube, wincon, namespace: str, body: dict):
+    """``run_os_pod`` for a pod whose postStart hook is the behaviour checked: a container the kubelet killed
+    because its hook failed (event FailedPostStartHook) fails the check with that event, not as a crash."""
+    try:
+        return run_os_pod(wincon, namespace, body)
+    except WorkloadFailed as exc:
+        failed = kube.events(body["metadata"]["name"], "FailedPostStartHook")
+        if not failed:
+            raise
+        raise BehaviourNotObserved(
+            f"the postStart hook failed: the kubelet reported FailedPostStartHook ({failed[-1].message}) "
+            f"and killed the container: {exc}"
+        ) from exc
 
 
 def shell(target_os: str, line: str) -> list[str]:
@@ -123,7 +138,7 @@ def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, winc
     body["spec"]["containers"].append(
         container("observer", first["image"], args=["pause"], **with_pull_policy(first, {"volumeMounts": mounts}))
     )
-    pod = run_os_pod(wincon, namespace, body)
+    pod = run_hooked_pod(kube, wincon, namespace, body)
     result = kube.exec(pod, ["/agnhost", "mounttest", f"--file-content={file}"], container="observer")
     assert result.ok and f'content of file "{file}": mount-tester new file' in result.stdout, (
         f"{result.stdout!r} {result.stderr}"
@@ -142,7 +157,7 @@ def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, buil
         build,
         container_extra={"lifecycle": {"postStart": http_hook(recorder, "poststart-http")}},
     )
-    pod = run_os_pod(wincon, namespace, body)
+    pod = run_hooked_pod(kube, wincon, namespace, body)
     data_plane("read the recorder's log for GET /echo?msg=poststart-http", where=f"pod {pod.metadata.name}")
     assert "GET /echo?msg=poststart-http" in wait_recorded(kube, "msg=poststart-http")
 

@@ -8,7 +8,9 @@ xfail or skip. Every fault is removed afterwards and the cluster is brought down
 
 Faults: pod-to-pod TCP refused between pods; Service rules removed (kube-proxy stopped, KUBE-SERVICES
 flushed); the external host down (its link down); the kubelet's connections to pods refused (a readiness or
-startup probe's target closed, an httpGet postStart hook failing); every kubelet stopped.
+startup probe's target closed, an httpGet postStart hook failing); volumes mounted empty (ConfigMap, Secret,
+projected, downward API, emptyDir: an empty read-only tmpfs over each as the kubelet sets it up); an exec
+postStart hook exiting non-zero (its write refused); every kubelet stopped.
 
 The runs are real pytest runs of the suites (``pytest suites -m control -k ...``) read back from their JUnit.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,7 +35,6 @@ from wincon.results.junit import parse
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
-# The checks each fault must break (selections of Linux controls by keyword).
 # The checks each fault must break: Linux controls, by suite file and keyword.
 POD_TO_POD = "suites/networking/test_pod_to_pod.py"
 SERVICES = "suites/networking/test_services.py"
@@ -41,6 +43,12 @@ POD_TCP = (POD_TO_POD, "pod_reaches_pod and http")
 SERVICE = (SERVICES, "pod_reaches_service_by_cluster_ip")
 EGRESS_TCP = (EGRESS, "pod_reaches_external and over_tcp")
 ALL_PODS = (f"{POD_TO_POD} {SERVICES}", "pod_reaches_pod or pod_reaches_service_by_cluster_ip")
+VOLUMES = (
+    "suites/storage/test_volume_types.py",
+    "config_map_and_secret or downward_api_volume or projected_volume or service_account_token"
+    " or empty_dir_on_disk or shared_by_two_containers",
+)
+EXEC_HOOK = ("suites/lifecycle/test_lifecycle.py", "post_start_exec_hook")
 KUBELET_TO_POD = (
     "suites/probes/test_probes.py suites/lifecycle/test_lifecycle.py",
     "startup_probe_delays_readiness or post_start_http_hook",
@@ -62,8 +70,11 @@ def fault_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
         cluster.lock_path(name).unlink(missing_ok=True)
 
 
-def run_checks(kubeconfig: Path, checks: tuple[str, str], tmp: Path, *extra: str) -> dict[str, str]:
-    """Run the Linux controls ``checks`` (suite files, keyword); return nodeid -> verdict (passed, failed, ...)."""
+def run_checks(
+    kubeconfig: Path, checks: tuple[str, str], tmp: Path, *extra: str, messages: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Run the Linux controls ``checks`` (suite files, keyword); return nodeid -> verdict (passed, failed, ...),
+    and fill ``messages`` (if given) with nodeid -> the verdict's message."""
     files, selection = checks
     junit = tmp / f"junit-{uuid.uuid4().hex[:6]}.xml"
     args = [sys.executable, "-m", "pytest", *files.split(), "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
@@ -74,7 +85,10 @@ def run_checks(kubeconfig: Path, checks: tuple[str, str], tmp: Path, *extra: str
         pytest.fail(
             f"the suite run wrote no JUnit (exit {result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-2000:]}"
         )
-    verdicts = {f"{c.classname}::{c.name}": c.verdict.value for c in parse(junit)}
+    cases = parse(junit)
+    verdicts = {f"{c.classname}::{c.name}": c.verdict.value for c in cases}
+    if messages is not None:
+        messages.update({f"{c.classname}::{c.name}": c.message for c in cases})
     assert verdicts, f"`-m control -k {selection!r}` selected nothing:\n{result.stdout[-2000:]}"
     return verdicts
 
@@ -122,6 +136,52 @@ def stopped(name: str, component: str) -> Iterator[None]:
     finally:
         for proc in processes:
             dataplane.restart_process(name, proc)
+
+
+MOUNT_SOURCE = "wincon-fault"  # the device name of every tmpfs a fault mounts, to find and remove them
+CONTENT_VOLUMES = ("configmap", "secret", "projected", "downward-api")
+
+
+def fault_mounts() -> list[str]:
+    """The mount points of the tmpfs mounts the faults made (from the host's mount table)."""
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [line.split()[1] for line in lines if line.split()[0] == MOUNT_SOURCE]
+
+
+@contextmanager
+def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[str]]:
+    """Every volume of the ``plugins`` (``kubernetes.io~<plugin>``) a real kubelet sets up from now on is covered,
+    once the kubelet has written it and before the container starts, by an empty read-only tmpfs: the container
+    sees an empty volume it cannot write. Volumes that existed before are left alone. Yields the mount points
+    (filled as they are made); every one left is unmounted afterwards (the kubelet unmounts those of pods it
+    tears down itself)."""
+    roots = [dataplane.node_dir(name, node) / "kubelet" / "pods" for node in real_nodes(name)]
+    patterns = [f"*/volumes/kubernetes.io~{plugin}/*" for plugin in plugins]
+
+    def current() -> set[Path]:
+        return {d for root in roots for pattern in patterns for d in root.glob(pattern)}
+
+    before, mounted, stop = current(), [], threading.Event()
+
+    def cover() -> None:
+        while not stop.wait(0.005):
+            for volume in sorted(current() - before - {Path(m) for m in mounted}):
+                # A content volume is covered only once its atomic writer finished (``..data`` is its last step).
+                if "empty-dir" not in str(volume.parent) and not (volume / "..data").exists():
+                    continue
+                opts = "ro,size=64k,mode=0755"
+                subprocess.run(["mount", "-t", "tmpfs", "-o", opts, MOUNT_SOURCE, str(volume)], check=True)
+                mounted.append(str(volume))
+
+    watcher = threading.Thread(target=cover, name="volumes-mounted-empty", daemon=True)
+    watcher.start()
+    try:
+        yield mounted
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+        for point in fault_mounts():
+            subprocess.run(["umount", "-l", point], check=False)
 
 
 def wait_nodes_ready(kubeconfig: Path, timeout: float = 90) -> None:
@@ -184,6 +244,30 @@ def test_closed_probe_and_hook_targets_fail_the_probe_and_http_hook_checks(fault
     assert_broken(before, after, allowed=("failed", "error"))
 
 
+def test_volumes_mounted_empty_fail_the_volume_checks(fault_cluster, tmp_path):
+    """ConfigMap, Secret, projected (the service account token's too), downward API and emptyDir volumes each
+    mounted empty and read-only on the node: every check that reads or writes one fails."""
+    name, kubeconfig = fault_cluster
+    before = run_checks(kubeconfig, VOLUMES, tmp_path)
+    with volumes_mounted_empty(name, (*CONTENT_VOLUMES, "empty-dir")) as covered:
+        after = run_checks(kubeconfig, VOLUMES, tmp_path)
+    assert covered, "the fault covered no volume: the checks' pods set up none on the real nodes"
+    assert_broken(before, after)
+
+
+def test_post_start_hook_exiting_non_zero_fails_the_exec_hook_check(fault_cluster, tmp_path):
+    """The exec postStart hook's write refused (the pod's emptyDir mounted read-only), so the hook exits
+    non-zero: the check fails, and says the kubelet reported the hook failed."""
+    name, kubeconfig = fault_cluster
+    before = run_checks(kubeconfig, EXEC_HOOK, tmp_path)
+    messages: dict[str, str] = {}
+    with volumes_mounted_empty(name, ("empty-dir",)):
+        after = run_checks(kubeconfig, EXEC_HOOK, tmp_path, messages=messages)
+    assert_broken(before, after)
+    unsaid = {k: m for k, m in messages.items() if "FailedPostStartHook" not in m}
+    assert not unsaid, f"these failures do not name the failed hook: {unsaid}"
+
+
 def test_stopped_kubelets_make_every_check_error_none_pass(fault_cluster, tmp_path):
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, ALL_PODS, tmp_path)
@@ -201,5 +285,6 @@ def test_every_fault_is_gone_afterwards(fault_cluster):
         for table in ("filter", "nat"):
             rules = netns.run(["iptables", "-w", "-t", table, "-S"], netns=ns)
             assert "wincon-fault" not in rules, f"{ns}: a fault rule was left:\n{rules}"
+    assert not fault_mounts(), f"a volume fault's tmpfs was left mounted: {fault_mounts()}"
     assert all(p["running"] for p in cluster.status(name)["dataplane"]), "a stopped process was not restarted"
     assert paths.state_dir(name).is_dir()
