@@ -10,7 +10,7 @@ import pytest
 from wincon import controls
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
-from wincon.errors import ExitCode, InfrastructureError
+from wincon.errors import ExitCode, FrameworkFailure, InfrastructureError
 from wincon.profile import ClusterProfile
 from wincon.verdicts import (
     INFRASTRUCTURE_ERROR,
@@ -30,13 +30,19 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     cause = infrastructure_cause(call.excinfo) if call.excinfo is not None else None
     if no_data_plane_verdict(item, call, report, profile):
         return
-    if cause is not None and report.when == "call":
-        # The cluster could not run the check: an error (pytest's word for failures outside the test body).
+    if cause is not None:
+        # The cluster could not run the check (or clean up after it): an error (pytest's word for failures
+        # outside the test body), with the cluster's own reason.
         report.outcome = "failed"
-        report.when = "setup"
+        report.when = "teardown" if report.when == "teardown" else "setup"
         report.longrepr = f"{INFRASTRUCTURE_PREFIX}: {cause}"
         item.user_properties.append((INFRASTRUCTURE_ERROR, "true"))
+        report.user_properties.append((INFRASTRUCTURE_ERROR, "true"))
         return
+    if report.when == "setup" and report.failed and call.excinfo is not None and observed_not_to_hold(call.excinfo):
+        # A fixture saw behaviour not hold (an assert, a behaviour wait, a crashed pod): that is the check's
+        # failure, not the cluster failing to run it. The test body does not run; the verdict is failed.
+        report.when = "call"
     if report.when != "call":
         return
     if report.failed and STRICT_XPASS in str(report.longrepr):
@@ -87,6 +93,14 @@ def no_data_plane_verdict(
     report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {SIMULATED_REASON}; the check {ended}")
     item.user_properties.append((SIMULATED_SKIP, "true"))
     return True
+
+
+def observed_not_to_hold(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """Whether an exception says behaviour was seen not to hold: a failed assert (``BehaviourNotObserved``
+    included), ``pytest.fail``, or a framework failure around the check (a crashed container, a wrong node,
+    a refusal). Anything else raised outside the test body is a crash of the suite itself."""
+    exc = excinfo.value
+    return isinstance(exc, (AssertionError, FrameworkFailure, pytest.fail.Exception))
 
 
 def infrastructure_cause(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
@@ -154,7 +168,10 @@ def exit_status(session: pytest.Session, exitstatus: int) -> int:
     failed = [r for r in reporter.stats.get("failed", []) if (TARGET_OS, controls.LINUX) not in r.user_properties]
     errors = reporter.stats.get("error", [])
     controls_failed = len(reporter.stats.get("failed", [])) - len(failed)
-    # Errors are failures outside a test body: fixtures that could not deploy, infrastructure errors.
-    if not failed and (errors or controls_failed):
+    # Only the cluster's own reasons make an error an infrastructure error; anything else raised outside a
+    # test body (a crash of the suite itself: a TypeError in a fixture, a failed teardown) is not dismissed as
+    # the cluster's fault.
+    crashes = [r for r in errors if not str(r.longrepr).startswith(INFRASTRUCTURE_PREFIX)]
+    if not failed and not crashes and (errors or controls_failed):
         return int(ExitCode.INFRASTRUCTURE)
     return exitstatus

@@ -127,14 +127,56 @@ def test_a_plain_assert_under_a_limitation_is_a_failure_not_the_deviation(run_li
     result.assert_outcomes(failed=1)
 
 
-def test_a_failed_setup_under_a_limitation_is_an_error_not_an_expected_failure(run_limited):
+SETUP_RAISES = {
+    # A fixture that saw behaviour not hold: the check failed (exit 1), not "the cluster could not run it".
+    "assert": ('assert False, "the Service got no cluster IP"', "failed", ExitCode.TESTS_FAILED),
+    "behaviour-wait": (
+        'raise BehaviourNotObserved("the netserver never answered: connection refused")',
+        "failed",
+        ExitCode.TESTS_FAILED,
+    ),
+    "crash": ('raise WorkloadFailed("pod x: CrashLoopBackOff in container c")', "failed", ExitCode.TESTS_FAILED),
+    "pytest-fail": ('pytest.fail("the recorder pod answered nothing")', "failed", ExitCode.TESTS_FAILED),
+    # The cluster's own reason: an infrastructure error (exit 3), said so in the message.
+    "setup-wait": (
+        'raise WaitTimeout("pod ns/x did not become ready within 300s (last phase: Pending)")',
+        "errors",
+        ExitCode.INFRASTRUCTURE,
+    ),
+    # The suite itself crashed: an error, but never dismissed as the cluster's fault (exit 1, not 3).
+    "suite-bug": ('raise TypeError("unsupported operand")', "errors", ExitCode.TESTS_FAILED),
+}
+
+
+@pytest.mark.parametrize("kind", list(SETUP_RAISES))
+def test_what_a_fixture_raises_decides_its_verdict_never_an_expected_failure(run_limited, kind):
+    """Before: every exception in setup was an error, and errors alone gave exit 3 (infrastructure)."""
+    raise_it, outcome, exit_code = SETUP_RAISES[kind]
+    fixture = f"""
+    from wincon.cluster.waits import BehaviourNotObserved
+
+    @pytest.fixture
+    def prepared():
+        {raise_it}
+    """
+    result = run_limited("pass", fixture=fixture)
+    result.assert_outcomes(**{outcome: 1})
+    assert result.ret == exit_code
+    if kind == "setup-wait":
+        result.stdout.fnmatch_lines(["*infrastructure error (not a node failure)*did not become ready*"])
+
+
+def test_an_infrastructure_error_in_teardown_says_so_and_gives_exit_3(run_limited):
     fixture = """
     @pytest.fixture
     def prepared():
-        assert False, "the pod the check needs never got an IP"
+        yield
+        raise InfrastructureError("namespace ns was not deleted within 120s")
     """
-    result = run_limited("pass", fixture=fixture)
-    result.assert_outcomes(errors=1)
+    result = run_limited('with expect_deviation("icmp-egress"):\n    assert False, "ping: request timed out"', fixture)
+    result.assert_outcomes(xfailed=1, errors=1)
+    result.stdout.fnmatch_lines(["*infrastructure error (not a node failure)*namespace ns was not deleted*"])
+    assert result.ret == ExitCode.INFRASTRUCTURE
 
 
 def test_expect_deviation_turns_only_a_failed_assert_into_the_deviation():
