@@ -79,7 +79,9 @@ def path_exists_command(os_name: str, path: str) -> list[str]:
 def udp_send_command(
     os_name: str, host: str, port: int, payload: str = "hostname", timeout_ms: int = 3000
 ) -> list[str]:
-    """Send one UDP datagram and print the reply (netexec answers 'hostname' with its pod name)."""
+    """Send one UDP datagram from a Windows host and print the reply (netexec answers 'hostname' with its pod
+    name). There is no Linux form: the images' busybox ``nc`` has no UDP, so Linux sends through a netexec's
+    ``/dial`` (``connectivity.dial_command``), as upstream does."""
     if _os(os_name) == "windows":
         script = (
             "$u = New-Object System.Net.Sockets.UdpClient; "
@@ -90,8 +92,7 @@ def udp_send_command(
             "[Text.Encoding]::ASCII.GetString($u.Receive([ref]$ep))"
         )
         return powershell(script)
-    seconds = max(1, timeout_ms // 1000)
-    return ["sh", "-c", f"echo {payload} | nc -w {seconds} -u {host} {int(port)}"]
+    raise ValueError(f"no UDP send command for {os_name}: use connectivity.dial_command(..., 'udp') on Linux")
 
 
 def reboot_command(os_name: str, delay_seconds: int = 5) -> list[str]:
