@@ -238,10 +238,13 @@ def test_closed_probe_and_hook_targets_fail_the_probe_and_http_hook_checks(fault
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, KUBELET_TO_POD, tmp_path)
     to_pods = ["-d", "10.244.0.0/16", "-p", "tcp"]
-    with iptables_fault(name, "filter", "OUTPUT", to_pods, ["-j", "REJECT", "--reject-with", "tcp-reset"]):
+    # Refused at once (port unreachable): a tcp-reset rejection here left the kubelet's SYNs unanswered, so
+    # the hook's dial ran into its 2-minute connect timeout and the check into its setup wait (an error).
+    refuse = ["-j", "REJECT", "--reject-with", "icmp-port-unreachable"]
+    with iptables_fault(name, "filter", "OUTPUT", to_pods, refuse):
         after = run_checks(kubeconfig, KUBELET_TO_POD, tmp_path)
-    # A failing postStart hook kills its container, so that check's pod never runs: an error, as it should be.
-    assert_broken(before, after, allowed=("failed", "error"))
+    # The failing httpGet hook kills its container: the check fails naming the kubelet's FailedPostStartHook.
+    assert_broken(before, after)
 
 
 def test_volumes_mounted_empty_fail_the_volume_checks(fault_cluster, tmp_path):

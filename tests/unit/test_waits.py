@@ -103,6 +103,15 @@ def test_a_rollout_whose_replica_crashes_is_a_workload_failure(cluster):
         wait_for(FakeApps(deployment()).list_namespaced_deployment, "web", waits.deployment_available, namespace="ns")
 
 
+def test_a_pod_whose_post_start_hook_failed_ends_its_wait_at_once():
+    """The kubelet's waiting reason while it kills a container whose hook failed: before, the wait went on
+    until CrashLoopBackOff or, where the hook's dial hung, until the timeout (an infrastructure error)."""
+    hooked = pod("hooked", waiting="PostStartHookError", phase="Running")
+    assert "PostStartHookError" in (waits.pod_failure(hooked) or "")
+    with pytest.raises(WorkloadFailed, match="PostStartHookError"):
+        waits._raise_for(waits.pod_failure(hooked) or "", "pod ns/hooked")
+
+
 def test_finished_controller_pods_do_not_end_the_wait(cluster):
     """A Job's failed attempt is the controller's business: the wait goes on to its own end."""
     cluster.append(pod("job-0", phase="Failed"))

@@ -31,7 +31,13 @@ Failure = Callable[[Any], "str | None"]
 
 IMAGE_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 CRASH_REASONS = frozenset(
-    {"CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError", "RunContainerError"}
+    {
+        "CrashLoopBackOff",
+        "CreateContainerError",
+        "CreateContainerConfigError",
+        "RunContainerError",
+        "PostStartHookError",
+    }
 )
 
 
