@@ -58,11 +58,52 @@ def retrying(attempts: int = RETRY_ATTEMPTS, seconds: float = RETRY_SECONDS) -> 
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call an API function under the retry policy."""
+    """Call an API function under the retry policy.
+
+    A create whose response was lost in transit (the connection broke after the request went out: the API
+    server may have stored the object) and whose retry then hears 409 AlreadyExists returns the stored object,
+    read back by name: that object is the one the lost attempt created, not a conflict to wait out.
+    """
+    lost = False  # an earlier attempt's request went out and its answer never came back
     for attempt in retrying():
         with attempt:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except ApiException as exc:
+                if lost and exc.status == 409 and (exc.reason == "Conflict" or "AlreadyExists" in str(exc.body)):
+                    stored = _read_back(fn, args, kwargs)
+                    if stored is not None:
+                        return stored  # type: ignore[no-any-return]
+                raise
+            except Exception as exc:
+                lost = lost or (is_transient(exc) and not _never_sent(exc))
+                raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """A connection that was refused or never made: the request did not reach the server."""
+    reason = getattr(exc, "reason", None) if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    return isinstance(reason, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError))
+
+
+def _read_back(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The object a ``create_*`` call names, read with the matching ``read_*`` call; None where it cannot say
+    (not a create, a dry run, no name in the body, no read function)."""
+    name = getattr(fn, "__name__", "")
+    api = getattr(fn, "__self__", None)
+    read = getattr(api, "read_" + name.removeprefix("create_"), None) if name.startswith("create_") else None
+    if read is None or kwargs.get("dry_run"):
+        return None
+    body = kwargs.get("body", args[-1] if args else None)
+    meta = body.get("metadata") if isinstance(body, dict) else getattr(body, "metadata", None)
+    obj = meta.get("name") if isinstance(meta, dict) else getattr(meta, "name", None)
+    if not obj:
+        return None
+    if name.startswith("create_namespaced_"):
+        namespace = kwargs.get("namespace", args[0] if len(args) > 1 else None)
+        return read(obj, namespace)
+    return read(obj)
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
