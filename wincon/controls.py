@@ -121,16 +121,13 @@ def data_plane_for(item: pytest.Item, profile: ClusterProfile) -> bool:
     """
     from wincon.workloads.pinning import recorded_nodes
 
-    ran_on = recorded_nodes(item)
     if without_data_plane(item, profile):
         return False
-    where = data_plane_where(item, profile)
+    ran_on = recorded_nodes(item)  # every one known to the profile and real (above)
     if is_control(item):
-        return bool(ran_on) or where != SIMULATED
+        return bool(ran_on) or data_plane_where(item, profile) != SIMULATED
     by_name = {n.name: n for n in profile.nodes}
-    if any(by_name[name].os == WINDOWS for name in ran_on):
-        return True
-    return where == REAL
+    return any(by_name[name].os == WINDOWS for name in ran_on) or data_plane_where(item, profile) == REAL
 
 
 def mixed_note(item: pytest.Item, profile: ClusterProfile) -> str:

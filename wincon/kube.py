@@ -362,10 +362,7 @@ class Kube:
         item's pods sit on a node without a data plane."""
         if self._gate is None:
             raise RuntimeError("this Kube has no data-plane gate: checks run in tests (the `kube` fixture)")
-        if pod_node:
-            self._gate(command, where=where, pod_node=pod_node)
-        else:
-            self._gate(command, where=where)
+        self._gate(command, where=where, pod_node=pod_node)
 
     def exec(
         self,

@@ -23,6 +23,7 @@ from wincon.verdicts import (
     is_lifted,
     lifted_message,
 )
+from wincon.workloads import pinning
 
 
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
@@ -71,8 +72,6 @@ def no_data_plane_verdict(
         return False
     if report.passed and report.when == "setup":
         return False  # the check has not run yet
-    from wincon.workloads import pinning
-
     raised = call.excinfo.exconly().splitlines()[0][:200] if call.excinfo is not None else str(report.longrepr)
     on = controls.without_data_plane(item, profile)  # the nodes its pods ran on that have none (mixed clusters)
     if on:

@@ -21,7 +21,7 @@ class Gate:
         self.calls = []
         self.skip = skip
 
-    def __call__(self, command, where=""):
+    def __call__(self, command, where="", pod_node=None):
         self.calls.append((command, where))
         if self.skip:
             pytest.skip("simulated")

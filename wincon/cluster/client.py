@@ -70,7 +70,7 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             try:
                 return fn(*args, **kwargs)
             except ApiException as exc:
-                if lost and exc.status == 409 and (exc.reason == "Conflict" or "AlreadyExists" in str(exc.body)):
+                if lost and exc.status == 409:  # a create's 409 is AlreadyExists; other calls read back nothing
                     stored = _read_back(fn, args, kwargs)
                     if stored is not None:
                         return stored  # type: ignore[no-any-return]
