@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from wincon.errors import ExitCode
-from wincon.localcluster import build, cluster, paths
+from wincon.localcluster import build, cluster, latency, paths
 from wincon.localcluster.topology import CNI_CHOICES, DATAPLANE_CHOICES, WINDOWS_RELEASES, Topology
 
 DESCRIPTION = """\
@@ -63,6 +63,10 @@ def register(subparsers: Any) -> None:
                    help="taint every Windows node (default: none), e.g. os=windows:NoSchedule")  # fmt: skip
     p.add_argument("--cni", default="flannel-vxlan", choices=CNI_CHOICES,
                    help="CNI whose objects (DaemonSets, ConfigMaps) are created (default: flannel-vxlan)")  # fmt: skip
+    p.add_argument("--windows-pod-latency", default=None, metavar="MODEL",
+                   help="make the simulated Windows nodes take as long as real ones to run and to delete a pod: "
+                        "quantiles such as p50=30s,p90=54s (piecewise uniform; min=/max= bound it) or a profile: "
+                        f"{', '.join(f'{k} ({v})' for k, v in latency.PROFILES.items())}; default: no delay")  # fmt: skip
     p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: a free port)")
     p.add_argument("--timeout", type=float, default=cluster.UP_TIMEOUT, metavar="SECONDS",
                    help=f"give up after this long (default: {cluster.UP_TIMEOUT:.0f})")  # fmt: skip
@@ -111,6 +115,7 @@ def topology_from_args(args: argparse.Namespace) -> Topology:
         cni=args.cni,
         dataplane=args.dataplane,
         real_nodes=args.real_nodes,
+        windows_pod_latency=getattr(args, "windows_pod_latency", None),
     )
 
 
@@ -152,6 +157,9 @@ def _status(args: argparse.Namespace) -> int:
         print(f"  kubeconfig: {info['kubeconfig']}")
     if info.get("topology"):
         print(f"  topology:   {info['topology']}")
+        if (info["topology"] or {}).get("windows_pod_latency"):
+            model = latency.LatencyModel.parse(info["topology"]["windows_pod_latency"])
+            print(f"  Windows pod latency (run and delete): {model.describe()}")
     for comp in info["components"]:
         state = f"running (pid {comp['pid']})" if comp["running"] else "not running"
         print(f"  {comp['name']:<24} {state:<22} log: {comp['log']}")

@@ -32,7 +32,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, dataplane, hints, images, paths, procs
+from wincon.localcluster import build, cni, dataplane, hints, images, latency, paths, procs
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -404,13 +404,16 @@ def _provision(
     return kubeconfig
 
 
-def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
+def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology | None = None) -> Path:
     """kwokctl's configuration: every component on 127.0.0.1 only; kwok manages the simulated nodes only;
     with real nodes, the API server's cert also names the nodes' gateway and the Service IP, it advertises
     the gateway and reaches the kubelets by InternalIP (not by a host name resolved off the machine).
 
     Component flags go in ``componentsPatches`` (kwokctl v0.8.0's ``--extra-args`` mis-indexes a second
     component that has several flags); later flags win over kwokctl's own.
+
+    With a Windows pod-latency model (``topology.windows_pod_latency``) the file also holds kwok Stages: kwokctl's
+    defaults, with the Windows nodes' pod-ready and pod-delete delayed as the model draws (``latency.stages``).
     """
     options: dict[str, Any] = {"bindAddress": "127.0.0.1"}
     patches: dict[str, dict[str, str]] = {
@@ -441,20 +444,26 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None) -> Path:
             for name, flags in patches.items()
         ],
     }
+    docs: list[dict[str, Any]] = [doc]
+    if topology is not None and topology.windows_pod_latency:
+        kwok = paths.load_versions()["kwok"]
+        stage_dir = latency.kwok_stage_dir(kwok["module"], kwok["version"], build.go_binary())
+        model = latency.LatencyModel.parse(topology.windows_pod_latency)
+        docs += latency.stages(model, topology.windows_node_names(), stage_dir)
     path = sdir / KWOKCTL_CONFIG
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path
 
 
 def _start(
     name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO,
-    plan: dataplane.Plan | None = None,
+    plan: dataplane.Plan | None = None, topology: Topology | None = None,
 ) -> set[str]:  # fmt: skip
     """Run ``kwokctl create cluster`` and watch its components; return the components seen started."""
     sdir = paths.state_dir(name)
     sdir.mkdir(parents=True, exist_ok=True)
     kube_version = paths.load_versions()["kubernetes"]["version"]
-    config = _kwokctl_config(sdir, plan)
+    config = _kwokctl_config(sdir, plan, topology)
     args = [
         str(bindir / "kwokctl"),
         "create",
@@ -599,7 +608,7 @@ def up(
                 _write_record(name, record)  # before anything is created: `down` must find it all
                 (paths.state_dir(name) / REPO_LIST_FILE).write_text(images.repo_list_text())
                 dataplane.prepare_network(plan)
-            started = _start(name, bindir, port, list(extra_args or []), deadline, out, plan)
+            started = _start(name, bindir, port, list(extra_args or []), deadline, out, plan, topology)
             _write_record(name, record)
             kubeconfig = _provision(name, topology, deadline, started, plan, start_dataplane=True, out=out)
         except BaseException:

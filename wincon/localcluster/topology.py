@@ -80,6 +80,7 @@ class Topology:
     cni: str = "flannel-vxlan"
     dataplane: str = "linux"
     real_nodes: int = 2
+    windows_pod_latency: str | None = None  # a latency.LatencyModel spec: simulated Windows pods run and delete slowly
 
     def __post_init__(self) -> None:
         if self.dataplane not in DATAPLANE_CHOICES:
@@ -118,6 +119,10 @@ class Topology:
             parse_taint(self.windows_taint)
         if self.cni not in CNI_CHOICES:
             raise UsageError(f"unknown CNI {self.cni!r}", f"pass --cni as one of {', '.join(CNI_CHOICES)}")
+        if self.windows_pod_latency is not None:
+            from wincon.localcluster.latency import LatencyModel
+
+            LatencyModel.parse(self.windows_pod_latency)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,11 +133,21 @@ class Topology:
             "cni": self.cni,
             "dataplane": self.dataplane,
             "real_nodes": self.real_nodes,
+            "windows_pod_latency": self.windows_pod_latency,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Topology:
-        known = ("windows_nodes", "linux_nodes", "windows_versions", "windows_taint", "cni", "dataplane", "real_nodes")
+        known = (
+            "windows_nodes",
+            "linux_nodes",
+            "windows_versions",
+            "windows_taint",
+            "cni",
+            "dataplane",
+            "real_nodes",
+            "windows_pod_latency",
+        )
         return cls(**{k: data[k] for k in known if k in data})
 
     def simulated_count(self) -> int:
@@ -141,6 +156,12 @@ class Topology:
 
     def node_names(self) -> list[str]:
         return [node["metadata"]["name"] for node in self.nodes("")]
+
+    def windows_node_names(self) -> list[str]:
+        """The simulated Windows nodes' names (``win2019-0``, ``win2022-0``, ...)."""
+        return [
+            n["metadata"]["name"] for n in self.nodes("") if n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
+        ]
 
     def nodes(self, kubelet_version: str) -> list[dict[str, Any]]:
         """The Node objects (with status) of this topology."""
