@@ -7,7 +7,7 @@ documented exit code, so CI can tell a broken node from a broken cluster or a ty
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -52,9 +52,32 @@ class UsageError(WinconError):
 
 
 class InfrastructureError(WinconError):
-    """The cluster or the suite could not run a check. Reported as an error, never as the node failing."""
+    """The cluster could not run a check. Reported as an error, never as the node failing."""
 
     exit_code = ExitCode.INFRASTRUCTURE
+
+
+class SuiteError(WinconError):
+    """A gap of the suite itself, not of the node nor of the cluster: a tool missing from the suite's own test
+    image, a script of the suite that errs, a parser that cannot read a tool's output.
+
+    Reported as an error whose message starts with ``SUITE_ERROR_PREFIX`` and names the image, the tool and
+    what it printed; it gives exit 1 (the suite must be fixed), never 3 (the cluster is not to blame), and no
+    limitation ever accepts it (it is not an AssertionError).
+    """
+
+    exit_code = ExitCode.TESTS_FAILED
+
+    def __init__(self, message: str, fix: str = "", image: str = "", tool: str = "", output: str = "") -> None:
+        named = ", ".join(part for part in (f"image {image}" if image else "", f"tool {tool}" if tool else "") if part)
+        text = f"{message} [{named}]" if named else message
+        if output:
+            text += f"; it printed: {output.strip()[:400]!r}"
+        super().__init__(text, fix or "fix the suite: its image, command or parser (this is not the node's fault)")
+        self.image, self.tool, self.output = image, tool, output
+
+
+SUITE_ERROR_PREFIX = "suite error (neither the node nor the cluster)"
 
 
 class KubeconfigError(WinconError):
@@ -97,14 +120,46 @@ class FrameworkFailure(Exception):
     """
 
 
+class NotTheDeviation(AssertionError):
+    """An assertion failed inside ``expect_deviation`` but what was seen is not the deviation the block accepts
+    (the tool failed otherwise, a timeout instead of NXDOMAIN): an ordinary failure, never an expected one."""
+
+
+Accepts = Callable[[], bool] | type[AssertionError] | tuple[type[AssertionError], ...]
+
+
 @contextmanager
-def expect_deviation(limitation: str) -> Iterator[None]:
-    """Around the one check that can observe ``limitation``'s deviation: its failed assert becomes
-    ``DeviationObserved``. Framework errors and infrastructure errors pass through unchanged, so a
-    crash, a refusal or a timeout inside the block never reads as the documented deviation."""
+def expect_deviation(limitation: str, accepts: Accepts | None = None, deviation: str = "") -> Iterator[None]:
+    """Around the one assertion that observes ``limitation``'s deviation: its failure becomes ``DeviationObserved``.
+
+    ``accepts`` says what that deviation looks like, so that an assertion failing for another reason (the tool
+    failed, printed an error, timed out) is not taken for it:
+
+    - a predicate with no arguments, asked once the assertion failed: True only where the output in hand is
+      positive evidence of the documented deviation (``lambda: lookup.error == "NXDOMAIN"``);
+    - an AssertionError subclass (or a tuple of them): only an assertion of that type is the deviation
+      (``BehaviourNotObserved`` where a behaviour wait running out is the documented deviation).
+
+    An assertion ``accepts`` refuses is raised as ``NotTheDeviation`` (a failure naming ``deviation``, the
+    deviation expected). Without ``accepts`` any failed assert in the block is the deviation: keep such a block
+    to that one assertion, after the tool has been shown to work. Framework, infrastructure and suite errors
+    are not AssertionErrors and pass through unchanged, so a crash, a refusal, a missing tool or a timeout
+    never reads as the documented deviation.
+    """
     try:
         yield
     except DeviationObserved:
         raise
     except AssertionError as exc:
+        if accepts is None:
+            accepted = True
+        elif isinstance(accepts, type) or isinstance(accepts, tuple):
+            accepted = isinstance(exc, accepts)
+        else:
+            accepted = bool(accepts())
+        if not accepted:
+            expected = f" ({deviation})" if deviation else ""
+            raise NotTheDeviation(
+                f"{limitation}: the assertion failed, but not with the documented deviation{expected}: {exc}"
+            ) from exc
         raise DeviationObserved(f"{limitation}: {exc}") from exc
