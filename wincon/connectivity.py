@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -47,9 +48,16 @@ MAX_TIME_SECONDS = 30  # curl --max-time: no single request may hang an exec
 PING_TIMEOUT_SECONDS = 5  # one echo request, 5 s for its reply (ping -w 5000 / -W 5)
 DIAL_RETRY_DELAY_SECONDS = 2.0  # upstream's delay between dial attempts
 DIAL_BASE_TRIES = 30  # upstream: endpoints^2 + 30 attempts
-# When nothing at all has answered after this many tries, more tries cannot show more endpoints: the flow
-# does not work, and the check fails now instead of after endpoints^2 + 30 timeouts.
+# When nothing at all has answered after this many tries, or after this long, more tries cannot show more
+# endpoints: the flow does not work, and the check fails now instead of after endpoints^2 + 30 timeouts. No
+# try starts after DIAL_SILENT_SECONDS and none lasts longer than curl's --max-time: a silent target fails
+# its check within DIAL_SILENT_SECONDS + MAX_TIME_SECONDS (55 s).
 DIAL_SILENT_TRIES = 10
+DIAL_SILENT_SECONDS = 25.0
+# When some endpoints answered, the missing ones have had a fair number of tries once a working endpoint
+# behind a Service that picks at random would have been missed that many times in a row with a chance
+# below this (fair_tries): then they do not answer, and the check fails.
+DIAL_MISS_CHANCE = 0.001
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$")
 
@@ -174,14 +182,24 @@ def dial_tries(endpoints: int) -> int:
     return endpoints * endpoints + DIAL_BASE_TRIES
 
 
+def fair_tries(endpoints: int) -> int:
+    """Tries in a row without a new endpoint after which a missing one does not answer: the fewest n with
+    (1 - 1/endpoints)^n < DIAL_MISS_CHANCE (10 for 2 endpoints, 17 for 3, 66 for 10); at least DIAL_SILENT_TRIES."""
+    if endpoints < 2:
+        return DIAL_SILENT_TRIES
+    return max(DIAL_SILENT_TRIES, math.floor(math.log(DIAL_MISS_CHANCE) / math.log(1 - 1 / endpoints)) + 1)
+
+
 @dataclass
 class DialOutcome:
-    """Every response and error seen over the attempts of one dial check."""
+    """Every response and error seen over the attempts of one dial check, and how long they took."""
 
     expected: frozenset[str]
     responses: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
     tries: int = 0
+    seconds: float = 0.0
+    last_new_try: int = 0  # the try at which the last endpoint not seen before answered
 
     @property
     def reached_all(self) -> bool:
@@ -192,17 +210,25 @@ class DialOutcome:
         got = ", ".join(sorted(self.responses)) or "none"
         want = ", ".join(sorted(self.expected)) or "none"
         errors = "; ".join(dict.fromkeys(self.errors))[:600] or "none"
-        return f"after {self.tries} tries: answered by [{got}], expected [{want}]; errors: {errors}"
+        return f"after {self.tries} tries in {self.seconds:.0f} s: answered by [{got}], expected [{want}]; errors: {errors}"
 
 
 class _StopWhenSilent(stop_base):
-    """Stop once ``tries`` attempts ran and no endpoint has answered at all."""
+    """Stop when nothing answered after ``tries`` attempts or ``seconds``; and, once some endpoints answered but
+    not all, when the missing ones had ``fair_tries`` attempts in a row without a new endpoint. Never before
+    ``min_tries``."""
 
-    def __init__(self, outcome: DialOutcome, tries: int) -> None:
-        self.outcome, self.tries = outcome, tries
+    def __init__(self, outcome: DialOutcome, tries: int, seconds: float, min_tries: int) -> None:
+        self.outcome, self.tries, self.seconds, self.min_tries = outcome, tries, seconds, min_tries
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        return not self.outcome.responses and retry_state.attempt_number >= self.tries
+        outcome, attempt = self.outcome, retry_state.attempt_number
+        if attempt < self.min_tries:
+            return False
+        if not outcome.responses:
+            return attempt >= self.tries or outcome.seconds >= self.seconds
+        # The try that showed the last new endpoint was a try for the missing ones too.
+        return attempt - outcome.last_new_try + 1 >= fair_tries(len(outcome.expected))
 
 
 def collect_dial(
@@ -212,15 +238,19 @@ def collect_dial(
     min_tries: int = 1,
     delay: float = DIAL_RETRY_DELAY_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> DialOutcome:
     """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran).
 
     ``run()`` returns the dial's output; an output that is not a dial answer counts as a failed try with
-    its text as the error (upstream counts a failed exec as a try too). Never more than ``max_tries``.
+    its text as the error (upstream counts a failed exec as a try too). Never more than ``max_tries``; fewer
+    when nothing answers (DIAL_SILENT_TRIES / DIAL_SILENT_SECONDS) or when the endpoints still missing had a
+    fair number of tries (``fair_tries``). The outcome says how long it took (``seconds``).
     """
     if max_tries < 1 or min_tries > max_tries:
         raise ValueError(f"bad dial bounds: max_tries={max_tries}, min_tries={min_tries}")
     outcome = DialOutcome(frozenset(expected))
+    start = clock()
 
     def attempt() -> bool:
         outcome.tries += 1
@@ -229,12 +259,18 @@ def collect_dial(
         except ValueError as exc:
             outcome.errors.append(str(exc))
             return False
+        finally:
+            outcome.seconds = clock() - start
+        if not set(result.responses) <= outcome.responses:
+            outcome.last_new_try = outcome.tries
         outcome.responses.update(result.responses)
         outcome.errors.extend(result.errors)
         return outcome.reached_all and outcome.tries >= min_tries
 
     retrying = Retrying(
-        stop=stop_any(stop_after_attempt(max_tries), _StopWhenSilent(outcome, max(min_tries, DIAL_SILENT_TRIES))),
+        stop=stop_any(
+            stop_after_attempt(max_tries), _StopWhenSilent(outcome, DIAL_SILENT_TRIES, DIAL_SILENT_SECONDS, min_tries)
+        ),
         wait=wait_fixed(delay),
         retry=retry_if_result(lambda done: not done),
         sleep=sleep,
@@ -243,6 +279,7 @@ def collect_dial(
         retrying(attempt)
     except RetryError:
         pass  # the outcome says what was seen; the caller asserts on it
+    outcome.seconds = clock() - start
     return outcome
 
 

@@ -1,0 +1,88 @@
+"""Fail fast when the data plane is down (issue 22, item 5): the dial's bounds in wall time and in tries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wincon import connectivity as c
+
+
+class FakeClock:
+    """Time that moves only when a try runs (``cost`` s) or the retry sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _runner(clock: FakeClock, cost: float, answer: str):
+    def run() -> str:
+        clock.now += cost
+        return answer
+
+    return run
+
+
+SILENT = json.dumps({"responses": [], "errors": ["dial tcp 10.0.0.9:80: i/o timeout"]})
+
+
+@pytest.mark.parametrize("cost", [0.1, 5.0, 10.0, float(c.MAX_TIME_SECONDS)])
+def test_a_target_that_never_answers_fails_within_60_s(cost: float) -> None:
+    # A try lasts from an instant (connection refused) to curl's --max-time (the client pod does not answer).
+    clock = FakeClock()
+    outcome = c.collect_dial(
+        _runner(clock, cost, SILENT), {"netserver-0", "netserver-1"}, max_tries=c.dial_tries(2),
+        sleep=clock.sleep, clock=clock,
+    )  # fmt: skip
+    assert not outcome.reached_all
+    assert clock.now <= 60.0, f"failed after {clock.now:.0f} s ({outcome.tries} tries)"
+    assert outcome.tries >= 2 or cost >= c.DIAL_SILENT_SECONDS  # never judged on a single short try
+    assert outcome.seconds == pytest.approx(clock.now)
+    assert "i/o timeout" in outcome.describe() and f"{outcome.seconds:.0f} s" in outcome.describe()
+
+
+@pytest.mark.parametrize("endpoints", [2, 3, 5, 10])
+def test_a_dial_some_endpoints_answer_stops_once_the_missing_ones_had_a_fair_number_of_tries(endpoints: int) -> None:
+    clock = FakeClock()
+    expected = {f"netserver-{i}" for i in range(endpoints)}
+    outcome = c.collect_dial(
+        _runner(clock, 0.1, json.dumps({"responses": ["netserver-0"]})), expected, max_tries=c.dial_tries(endpoints),
+        sleep=clock.sleep, clock=clock,
+    )  # fmt: skip
+    fair = c.fair_tries(endpoints)
+    assert not outcome.reached_all and outcome.tries == fair < c.dial_tries(endpoints)
+    # A working endpoint behind a Service that picks at random is missed that many times in a row with a
+    # chance below DIAL_MISS_CHANCE.
+    assert (1 - 1 / endpoints) ** fair < c.DIAL_MISS_CHANCE <= (1 - 1 / endpoints) ** (fair - 1)
+
+
+def test_a_new_endpoint_answering_restarts_the_fair_count() -> None:
+    clock = FakeClock()
+    answers = iter([*(["netserver-0"] * 8), "netserver-1", *(["netserver-0"] * 100)])
+    outcome = c.collect_dial(
+        lambda: json.dumps({"responses": [next(answers)]}), {"netserver-0", "netserver-1", "netserver-2"},
+        max_tries=c.dial_tries(3), sleep=clock.sleep, clock=clock,
+    )  # fmt: skip
+    assert outcome.responses == {"netserver-0", "netserver-1"}
+    assert outcome.tries == 8 + c.fair_tries(3)  # tries 9.. are the missing one's fair tries
+
+
+def test_every_endpoint_still_gets_its_chance_when_they_answer_at_random() -> None:
+    # Two endpoints picked at random: the dial succeeds long before the fair bound in practice.
+    import random
+
+    rng = random.Random(3)
+    clock = FakeClock()
+    for _ in range(200):
+        outcome = c.collect_dial(
+            lambda: json.dumps({"responses": [rng.choice(["a", "b", "c"])]}), {"a", "b", "c"},
+            max_tries=c.dial_tries(3), sleep=clock.sleep, clock=clock,
+        )  # fmt: skip
+        assert outcome.reached_all
