@@ -189,6 +189,25 @@ def forbidden_fields() -> tuple[ForbiddenField, ...]:
     return POD_SECURITY_CONTEXT_FIELDS + POD_SPEC_FIELDS + CONTAINER_FIELDS
 
 
+def forbidden_paths_in(pod: dict[str, Any]) -> list[str]:
+    """The field paths (as the API server names them in its causes) of every field ``validateWindows`` forbids
+    that ``pod`` sets, in every container and init container: what a refusal of this very pod may name."""
+    spec = pod.get("spec") or {}
+    paths: list[str] = []
+    context = spec.get("securityContext") or {}
+    paths += [f.path for f in POD_SECURITY_CONTEXT_FIELDS if context.get(f.name) is not None]
+    paths += [f.path for f in POD_SPEC_FIELDS if spec.get(f.name) is not None]
+    for kind in ("containers", "initContainers"):
+        for index, each in enumerate(spec.get(kind) or []):
+            set_here = each.get("securityContext") or {}
+            paths += [
+                f"spec.{kind}[{index}].securityContext.{name}"
+                for name, *_ in _CONTAINER_FIELDS
+                if set_here.get(name) is not None
+            ]
+    return paths
+
+
 # --------------------------------------------------------------------------- runAsUserName format
 
 
@@ -340,6 +359,19 @@ class Rejection:
 
     def cause(self, path: str) -> dict[str, str] | None:
         return next((c for c in self.causes if c.get("field") == path), None)
+
+    def windows_rule_for(self, *paths: str) -> dict[str, str] | None:
+        """The API server's own Windows rule refusing one of ``paths``: a 422 Invalid whose cause at that field
+        is Forbidden with "cannot be set for a windows pod" (``validateWindows``). None for anything else: another
+        field refused by that rule, a webhook's 403 that merely says the same words, Pod Security, a quota."""
+        if self.status != 422 or self.reason != "Invalid":
+            return None
+        for path in paths:
+            found = self.cause(path)
+            message = (found or {}).get("message", "")
+            if found is not None and "Forbidden" in message and FORBIDDEN_FOR_WINDOWS in message:
+                return found
+        return None
 
     def describe(self) -> str:
         causes = "; ".join(f"{c.get('field')}: {c.get('message')}" for c in self.causes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from kubernetes import client
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
@@ -225,21 +225,45 @@ def create_or_reject(api_client: client.ApiClient, namespace: str, body: dict[st
     return created
 
 
-def run_or_refused(wincon: Any, namespace: str, body: dict[str, Any], limitation: str, ready: bool = True) -> Any:
+def judge_refusal(rejection: Any, paths: list[str], limitation: str, body: dict[str, Any]) -> NoReturn:
+    """A refusal of ``body``: ``DeviationObserved`` where the API server's own Windows rule names one of ``paths``
+    (the limitation's fields), else ``Rejected`` (a refusal the check did not ask about)."""
+    from wincon.errors import DeviationObserved
+
+    refusal = rejection.describe()
+    named = rejection.windows_rule_for(*paths)
+    if named is not None:
+        raise DeviationObserved(
+            f"{limitation}: the API server refuses {named.get('field')} for a Windows pod: {refusal}"
+        )
+    raise Rejected(
+        f"the API server refused pod {body['metadata']['name']}, but not for "
+        f"{', '.join(paths) or 'a field the check set'} under its Windows rule: {refusal}"
+    )
+
+
+def run_or_refused(
+    wincon: Any,
+    namespace: str,
+    body: dict[str, Any],
+    limitation: str,
+    ready: bool = True,
+    fields: Iterable[str] | None = None,
+) -> Any:
     """``run_windows_pod`` for a check whose documented deviation may be the API server's Windows rule.
 
-    A refusal that names the rule for Windows pods is that deviation, observed (``DeviationObserved``);
-    any other refusal (Pod Security, quota, a typo) stays ``Rejected``. Pass the data-plane gate first.
+    A refusal is that deviation, observed (``DeviationObserved``), only where the API server's own Windows rule
+    (422, a Forbidden cause "cannot be set for a windows pod") names one of ``fields``: the field paths the
+    limitation is about, by default every Linux-only field ``body`` itself sets (``forbidden_paths_in``). Any
+    other refusal stays ``Rejected``: a webhook's, Pod Security, a quota, or the rule refusing a field the check
+    did not set (a mutating webhook's seccompProfile is not the readOnlyRootFilesystem deviation). Pass the
+    data-plane gate first.
     """
-    from wincon.checks.api_rules import FORBIDDEN_FOR_WINDOWS, submit_pod
-    from wincon.errors import DeviationObserved
+    from wincon.checks.api_rules import forbidden_paths_in, submit_pod
 
     _, rejection = submit_pod(wincon.api_client, namespace, body, dry_run=False)
     if rejection is not None:
-        refusal = rejection.describe()
-        if FORBIDDEN_FOR_WINDOWS in refusal:
-            raise DeviationObserved(f"{limitation}: the API server refuses it for a Windows pod: {refusal}")
-        raise Rejected(f"the API server refused pod {body['metadata']['name']}: {refusal}")
+        judge_refusal(rejection, list(fields) if fields is not None else forbidden_paths_in(body), limitation, body)
     return await_pod(wincon, namespace, body, ready)  # on the OS its spec pins (a Linux control's: Linux)
 
 
