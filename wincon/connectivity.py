@@ -495,6 +495,8 @@ class Lookup:
     addresses: tuple[str, ...]
     aliases: tuple[str, ...] = ()
     error: str | None = None
+    # The resolver said the name does not exist (NXDOMAIN): never a timeout, a SERVFAIL or an unreadable output.
+    not_found: bool = False
 
     @property
     def ok(self) -> bool:
@@ -576,14 +578,31 @@ def parse_nslookup(output: str) -> Lookup:
     error = error_match.group(1).strip() if error_match and not addresses else None
     if not addresses and error is None:
         error = "no address in the answer"
-    return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error)
+    not_found = not addresses and nslookup_not_found(output)
+    return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error, not_found)
+
+
+# NXDOMAIN as BIND's and busybox's nslookup print it ("** server can't find <name>: NXDOMAIN"; recorded in
+# tests/data/windows-outputs/). A timeout, "Server failed" (SERVFAIL) or "No answer" alone is not it.
+_NSLOOKUP_NXDOMAIN = re.compile(r"^\*\*\*?\s*server can't find \S+:\s*NXDOMAIN\s*$", re.IGNORECASE | re.MULTILINE)
+_NSLOOKUP_OTHER_FAILURE = re.compile(
+    r"timed out|timed-out|SERVFAIL|Server failed|REFUSED|no servers could be reached", re.IGNORECASE
+)
+
+
+def nslookup_not_found(output: str) -> bool:
+    """True when nslookup printed NXDOMAIN and no other failure (a timeout or SERVFAIL of one of the
+    queries makes the answer inconclusive: the name may exist)."""
+    return bool(_NSLOOKUP_NXDOMAIN.search(output)) and not _NSLOOKUP_OTHER_FAILURE.search(output)
 
 
 def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> Lookup:
     """The ``TYPE<tab>NAME<tab>DATA`` lines of :func:`resolve_dnsname_command`."""
     if exit_code != 0:
-        message = (stderr or output).strip().splitlines()
-        return Lookup(None, (), (), message[0][:300] if message else f"Resolve-DnsName exit code {exit_code}")
+        text = (stderr or output).strip()
+        message = text.splitlines()
+        error = message[0][:300] if message else f"Resolve-DnsName exit code {exit_code}"
+        return Lookup(None, (), (), error, resolve_dnsname_not_found(text))
     name: str | None = None
     addresses: list[str] = []
     aliases: list[str] = []
@@ -601,6 +620,23 @@ def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> 
     if not addresses:
         return Lookup(name, (), tuple(aliases), "no address in the answer")
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)))
+
+
+def resolve_dnsname_not_found(text: str) -> bool:
+    """Resolve-DnsName's NXDOMAIN: "<name> : DNS name does not exist" with the error id
+    DNS_ERROR_RCODE_NAME_ERROR (tests/data/windows-outputs/resolve-dnsname-nxdomain.txt). A timeout
+    ("ERROR_TIMEOUT") or a server failure (DNS_ERROR_RCODE_SERVER_FAILURE) is not."""
+    return "DNS_ERROR_RCODE_NAME_ERROR" in text or bool(re.search(r":\s*DNS name does not exist", text))
+
+
+# Go's resolver (agnhost connect, netexec /dial) on both OSes: "lookup <name>[ on <server>]: no such host" is
+# its not-found error (net.DNSError.IsNotFound; on Windows GetAddrInfoW's WSAHOST_NOT_FOUND maps to it).
+_GO_NO_SUCH_HOST = re.compile(r"lookup \S+?(?: on \S+)?: no such host")
+
+
+def go_not_found(text: str) -> bool:
+    """True when Go's resolver said the name does not exist (never for a timeout or a server failure)."""
+    return bool(_GO_NO_SUCH_HOST.search(text)) and "i/o timeout" not in text and "server misbehaving" not in text
 
 
 _PING_RESOLVED = re.compile(r"^PING (\S+) \(([0-9A-Fa-f.:]+)\)", re.MULTILINE)
@@ -658,6 +694,41 @@ class DnsConfig:
     searches: tuple[str, ...]
 
 
+AGNHOST = "/agnhost"  # the agnhost image's binary on both OSes (upstream's Dockerfile and Dockerfile_windows)
+
+
+def agnhost_dns_commands() -> tuple[list[str], list[str]]:
+    """The pod's search list and DNS servers as agnhost prints them, the same command on both OSes.
+
+    ``/agnhost dns-suffix`` and ``/agnhost dns-server-list`` print one comma-separated line each: on Linux
+    from resolv.conf, on Windows from the system (the registry's global and per-interface SearchList, and
+    GetNetworkParams), k/k test/images/agnhost/dns/. Upstream's conformance test "should support configurable
+    pod DNS nameservers" runs exactly these in Linux and Windows pods of the agnhost image
+    (k8s.io/kubernetes@v1.34.4 test/e2e/network/dns.go:457, 471, 477).
+    """
+    return [AGNHOST, "dns-suffix"], [AGNHOST, "dns-server-list"]
+
+
+def parse_agnhost_list(output: str) -> tuple[str, ...]:
+    """The items of agnhost's comma-separated ``dns-suffix`` / ``dns-server-list`` line, in order, once each."""
+    items = (item.strip().rstrip(".") for line in output.splitlines() for item in line.split(","))
+    return tuple(dict.fromkeys(item for item in items if item))
+
+
+def parse_agnhost_dns(suffixes: str, servers: str) -> DnsConfig:
+    """A DnsConfig from the outputs of :func:`agnhost_dns_commands`; ValueError for a server that is not an IP
+    (the output is not what agnhost prints)."""
+    nameservers = []
+    for server in parse_agnhost_list(servers):
+        address = _ip(server)
+        if address is None:
+            raise ValueError(
+                f"agnhost dns-server-list printed {server!r}, not an IP address: {servers.strip()[:200]!r}"
+            )
+        nameservers.append(address)
+    return DnsConfig(tuple(dict.fromkeys(nameservers)), parse_agnhost_list(suffixes))
+
+
 def dns_config_command(os_name: str) -> list[str]:
     """What the pod's resolver is configured with: ``ipconfig /all`` on Windows, resolv.conf on Linux."""
     return ["ipconfig", "/all"] if _check_os(os_name) == "windows" else ["cat", "/etc/resolv.conf"]
@@ -691,7 +762,12 @@ def parse_dns_config(os_name: str, output: str) -> DnsConfig:
         field_ = _ipconfig_field(line)
         if field_ is not None:
             key, value = field_
-            current = {"dns servers": "ns", "dns suffix search list": "search"}.get(key)
+            current = {
+                "dns servers": "ns",
+                "dns suffix search list": "search",
+                # per adapter, after "NetBIOS over Tcpip" (tests/data/windows-outputs/ipconfig-all-*.txt)
+                "connection-specific dns suffix search list": "search",
+            }.get(key)
             if key == "connection-specific dns suffix" and value:
                 searches.append(value.rstrip("."))
         else:
@@ -703,6 +779,40 @@ def parse_dns_config(os_name: str, output: str) -> DnsConfig:
         elif current == "search":
             searches.append(value.rstrip("."))
     return DnsConfig(tuple(dict.fromkeys(nameservers)), tuple(dict.fromkeys(searches)))
+
+
+# ----------------------------------------------------------------------------- Get-Volume
+
+
+def get_volume_command(path: str) -> list[str]:
+    """``Get-Volume -FilePath <path>`` in its default table (Windows PowerShell's Storage module: run it where
+    ``powershell.exe`` is the host's, in a HostProcess pod). The path ends up in single quotes: none allowed."""
+    if "'" in path:
+        raise ValueError(f"a quote in {path!r}")
+    return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", f"Get-Volume -FilePath '{path}'"]
+
+
+def parse_get_volume(output: str) -> list[str]:
+    """The FileSystem column of Get-Volume's default table, one entry per volume row
+    (tests/data/windows-outputs/get-volume-windows-server.txt); ValueError where there is no such table.
+
+    The columns are found from the dashes under the header: FileSystem is left-aligned, so its cell runs from
+    its dashes' start to the next column's."""
+    lines = output.replace("\r\n", "\n").split("\n")
+    for index, line in enumerate(lines[:-1]):
+        header = line.split()
+        if "FileSystem" not in header or not set(lines[index + 1].strip()) <= {"-", " "}:
+            continue
+        starts = [m.start() for m in re.finditer(r"-+", lines[index + 1])]
+        names = header
+        if len(starts) != len(names):
+            break
+        column = names.index("FileSystem")
+        begin = starts[column]
+        end = starts[column + 1] if column + 1 < len(starts) else None
+        rows = [row for row in lines[index + 2 :] if row.strip()]
+        return [row[begin:end].strip() for row in rows]
+    raise ValueError(f"no Get-Volume table with a FileSystem column in {output.strip()[:300]!r}")
 
 
 # ----------------------------------------------------------------------------- Service environment variables

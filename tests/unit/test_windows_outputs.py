@@ -1,0 +1,170 @@
+"""The Windows tools' parsers against real recorded outputs (tests/data/windows-outputs/, each with its source).
+
+Every recorded file is read by at least one test here; a file without a ``.source`` naming a public address
+fails. Synthetic strings appear only where a recorded layout is varied on purpose, and say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wincon import connectivity as conn
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
+
+
+def recorded(name: str) -> str:
+    return (CORPUS / name).read_text()
+
+
+def test_every_recorded_output_names_its_public_source():
+    outputs = sorted(p for p in CORPUS.iterdir() if p.suffix == ".txt")
+    assert len(outputs) >= 9
+    for output in outputs:
+        source = output.with_name(output.name + ".source")
+        assert source.exists(), f"{output.name} has no {source.name}"
+        assert "Source: https://" in source.read_text(), f"{source.name} names no public address"
+        assert output.read_text().strip(), f"{output.name} is empty"
+
+
+# ----------------------------------------------------------------------------- ipconfig /all
+
+
+def test_ipconfig_adapter_search_list_is_read_from_its_continuation_line():
+    config = conn.parse_dns_config("windows", recorded("ipconfig-all-containerd-pod-adapter-search-list.txt"))
+    assert config.nameservers == ("10.128.0.1",)
+    assert config.searches == ("google.com",)
+
+
+def test_ipconfig_adapter_search_list_entries_of_its_own_are_kept():
+    # Synthetic: the recorded layout (ipconfig-all-containerd-pod-adapter-search-list.txt) with an adapter
+    # list that differs from the global one, as a pod's CNI sets it. Failed before: the per-adapter
+    # "Connection-specific DNS Suffix Search List" and its continuation lines were ignored.
+    text = recorded("ipconfig-all-containerd-pod-adapter-search-list.txt").replace(
+        "   Connection-specific DNS Suffix Search List :\n                                       google.com",
+        "   Connection-specific DNS Suffix Search List :\n"
+        "                                       dns-x.svc.cluster.local\n"
+        "                                       svc.cluster.local\n"
+        "                                       cluster.local",
+    )
+    config = conn.parse_dns_config("windows", text)
+    assert config.searches == ("google.com", "dns-x.svc.cluster.local", "svc.cluster.local", "cluster.local")
+
+
+def test_ipconfig_adapter_search_list_on_the_same_line():
+    # Synthetic: ipconfig also prints the first entry on the label's own line
+    # ("Connection-specific DNS Suffix Search List : STATELESS.com", seen in public lab write-ups).
+    text = "Ethernet adapter Ethernet0:\n\n   Connection-specific DNS Suffix Search List : a.example\n"
+    text += "                                       b.example\n"
+    assert conn.parse_dns_config("windows", text).searches == ("a.example", "b.example")
+
+
+def test_ipconfig_global_search_list_over_three_lines():
+    config = conn.parse_dns_config("windows", recorded("ipconfig-all-k8s-pod-global-search-list.txt"))
+    assert config.searches == ("cluster.local", "default.svc.cluster.local", "svc.cluster.local")
+    assert config.nameservers == ()  # the recording has no DNS Servers line: none is invented
+
+
+def test_ipconfig_with_only_the_namespace_suffix_lacks_the_cluster_suffixes():
+    config = conn.parse_dns_config("windows", recorded("ipconfig-k8s-pod-namespace-suffix-only.txt"))
+    assert config.searches == ("default.svc.cluster.local",)
+    assert "svc.cluster.local" not in config.searches and config.nameservers == ()
+
+
+# ----------------------------------------------------------------------------- nslookup and Resolve-DnsName
+
+
+def test_windows_nslookup_answer_with_addresses_over_two_lines():
+    second = recorded("nslookup-windows-servercore-ltsc2022.txt").split("C:\\>")[2]
+    lookup = conn.parse_nslookup(second.split("\n", 1)[1])
+    assert lookup.ok and lookup.name == "www.google.com"
+    assert lookup.addresses == ("2607:f8b0:4005:80e::2004", "216.58.195.68")
+
+
+def test_windows_nslookup_server_failure_is_not_nxdomain():
+    first = recorded("nslookup-windows-servercore-ltsc2022.txt").split("C:\\>")[1]
+    failed = first.split("\n", 1)[1] + "*** UnKnown can't find www.google.com: Server failed\n"
+    lookup = conn.parse_nslookup(failed)
+    assert not lookup.ok and not lookup.not_found
+    assert "Server failed" in (lookup.error or "")
+
+
+def test_windows_nslookup_timeout_is_not_nxdomain():
+    lookup = conn.parse_nslookup(recorded("nslookup-windows-timeout.txt"))
+    assert not lookup.ok and not lookup.not_found
+    assert "timed" in (lookup.error or "")
+
+
+@pytest.mark.parametrize("name", ["nslookup-busybox-nxdomain.txt", "nslookup-busybox-nxdomain-no-answer.txt"])
+def test_nslookup_nxdomain_is_not_found(name):
+    lookup = conn.parse_nslookup(recorded(name))
+    assert not lookup.ok and lookup.not_found
+
+
+def test_resolve_dnsname_name_error_is_not_found():
+    lookup = conn.parse_resolve_dnsname("", exit_code=1, stderr=recorded("resolve-dnsname-nxdomain.txt"))
+    assert not lookup.ok and lookup.not_found
+    assert lookup.error == "Resolve-DnsName : api-gateway : DNS name does not exist"
+
+
+def test_resolve_dnsname_timeout_is_not_found_never():
+    # Synthetic: the recorded error block with the timeout's error id instead of the name error's.
+    text = recorded("resolve-dnsname-nxdomain.txt")
+    text = text.replace("DNS name does not exist", "This operation returned because the timeout period expired")
+    text = text.replace("DNS_ERROR_RCODE_NAME_ERROR", "ERROR_TIMEOUT")
+    assert not conn.parse_resolve_dnsname("", exit_code=1, stderr=text).not_found
+
+
+def test_go_resolver_not_found_and_not_a_timeout():
+    # The format of Go's net.DNSError ("lookup <name>[ on <server>]: <err>", go/src/net/net.go DNSError.Error)
+    # with errNoSuchHost ("no such host"), which Windows' WSAHOST_NOT_FOUND maps to (net/lookup_windows.go).
+    assert conn.go_not_found("DNS: lookup kubernetes.default on 10.96.0.10:53: no such host")
+    assert conn.go_not_found("lookup kubernetes.default: no such host")
+    assert not conn.go_not_found(
+        "lookup kubernetes.default on 10.96.0.10:53: read udp 10.0.0.5:3->10.96.0.10:53: i/o timeout"
+    )
+    assert not conn.go_not_found("lookup kubernetes.default on 10.96.0.10:53: server misbehaving")
+
+
+# ----------------------------------------------------------------------------- Get-Volume
+
+
+def test_get_volume_file_system_column():
+    assert conn.parse_get_volume(recorded("get-volume-windows-server.txt")) == ["NTFS", "NTFS", "CSVFS", "CSVFS"]
+
+
+def test_get_volume_without_its_table_is_an_error():
+    with pytest.raises(ValueError, match="no Get-Volume table"):
+        conn.parse_get_volume("Get-Volume : The term 'Get-Volume' is not recognized as the name of a cmdlet")
+
+
+def test_get_volume_command_quotes_the_path():
+    command = conn.get_volume_command("C:\\var\\lib\\kubelet\\pods\\x\\password")
+    assert (
+        command[0] == "powershell.exe"
+        and command[-1] == "Get-Volume -FilePath 'C:\\var\\lib\\kubelet\\pods\\x\\password'"
+    )
+    with pytest.raises(ValueError):
+        conn.get_volume_command("C:\\it's")
+
+
+# ----------------------------------------------------------------------------- agnhost dns-suffix / dns-server-list
+
+
+def test_agnhost_dns_commands_are_the_same_on_both_oses():
+    suffix, servers = conn.agnhost_dns_commands()
+    assert suffix == ["/agnhost", "dns-suffix"] and servers == ["/agnhost", "dns-server-list"]
+
+
+def test_agnhost_dns_lists_parse_into_a_config():
+    # agnhost prints strings.Join(list, ",") and a newline (test/images/agnhost/dns/common.go).
+    config = conn.parse_agnhost_dns("ns.svc.cluster.local,svc.cluster.local,cluster.local\n", "10.96.0.10\n")
+    assert config.searches == ("ns.svc.cluster.local", "svc.cluster.local", "cluster.local")
+    assert config.nameservers == ("10.96.0.10",)
+
+
+def test_agnhost_dns_server_list_that_is_not_an_address_is_an_error():
+    with pytest.raises(ValueError, match="not an IP address"):
+        conn.parse_agnhost_dns("cluster.local\n", "panic: Could not find DNS search list!\n")
