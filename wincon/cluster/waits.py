@@ -16,6 +16,8 @@ Two kinds of wait:
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 from wincon.cluster.client import call, is_transient
 from wincon.errors import FrameworkFailure, InfrastructureError
+from wincon.results.podwaits import LEDGER_ENV
 
 Condition = Callable[[Any], bool]
 Failure = Callable[[Any], "str | None"]
@@ -287,18 +290,70 @@ def wait_for_pod(
     behaviour: bool = False,
     describe: str = "",
 ) -> Any:
-    """Wait for the pod; a setup wait by default, a behaviour wait (see ``wait_for``) with ``behaviour=True``."""
+    """Wait for the pod; a setup wait by default, a behaviour wait (see ``wait_for``) with ``behaviour=True``.
+
+    Where ``$WINCON_POD_LEDGER`` names a file (``wincon run`` sets it), the wait is recorded there (``record_wait``).
+    """
     core = client.CoreV1Api(api_client)
-    return wait_for(
-        core.list_namespaced_pod,
-        name,
-        done,
-        failure,
-        timeout,
-        describe=f"pod {namespace}/{name}" + (f": {describe}" if describe else ""),
-        behaviour=behaviour,
-        namespace=namespace,
-    )
+    start = time.time()
+    pod: Any = None
+    try:
+        pod = wait_for(
+            core.list_namespaced_pod,
+            name,
+            done,
+            failure,
+            timeout,
+            describe=f"pod {namespace}/{name}" + (f": {describe}" if describe else ""),
+            behaviour=behaviour,
+            namespace=namespace,
+        )
+        return pod
+    finally:
+        record_wait(namespace, name, pod, start, time.time())
+
+
+POD_LEDGER_ENV = LEDGER_ENV
+
+
+def _pod_os(pod: Any) -> str:
+    """The OS a pod asked for (``spec.os.name``, else its ``kubernetes.io/os`` node selector); '' if neither."""
+    spec = getattr(pod, "spec", None)
+    if spec is None:
+        return ""
+    if getattr(spec, "os", None) is not None and spec.os.name:
+        return str(spec.os.name)
+    return str((spec.node_selector or {}).get("kubernetes.io/os", ""))
+
+
+def record_wait(namespace: str, name: str, pod: Any, start: float, end: float) -> None:
+    """Append one pod wait to the ledger named by ``$WINCON_POD_LEDGER`` (nothing when unset): the pod, its
+    node and OS, when the wait started and ended (epoch seconds), whether the pod got there, and the test and
+    xdist worker that waited (``$PYTEST_CURRENT_TEST``, ``$PYTEST_XDIST_WORKER``). One line per wait, written
+    with a single append, so the workers of a run share the file."""
+    path = os.environ.get(POD_LEDGER_ENV)
+    if not path:
+        return
+    entry = {
+        "namespace": namespace,
+        "pod": name,
+        "node": str(getattr(getattr(pod, "spec", None), "node_name", "") or ""),
+        "os": _pod_os(pod),
+        "start": round(start, 3),
+        "end": round(end, 3),
+        "ok": pod is not None,
+        "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+    }
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(entry) + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the ledger is a measurement: a wait never fails because it could not be written down
 
 
 # --- controllers ---

@@ -91,6 +91,28 @@ def cluster_of(run: Run) -> dict[str, str]:
     }
 
 
+def run_timing(meta: dict[str, Any]) -> dict[str, float] | None:
+    """A run's wall time and pod waits as ``wincon run`` recorded them in finished.json (wincon.results.podwaits):
+    wall, pods, windows_pods, linux_pods, wait (s), share; None for a run that recorded none (older runs, or a
+    plain pytest run)."""
+    keys = {
+        "wall": "wall-time-seconds",
+        "pods": "pods-waited",
+        "windows_pods": "windows-pods-waited",
+        "linux_pods": "linux-pods-waited",
+        "wait": "pod-wait-seconds",
+        "critical_path": "pod-wait-critical-path-seconds",
+        "share": "pod-wait-share",
+    }
+    timing: dict[str, float] = {}
+    for name, key in keys.items():
+        try:
+            timing[name] = float(meta[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return timing if "wall" in timing else None
+
+
 def _rate(counts: dict[str, int]) -> float | None:
     """Share of the tests that ran which behaved as documented: (passed + xfailed) / (all - skipped)."""
     ran = sum(counts.values()) - counts.get("skipped", 0)
@@ -210,6 +232,7 @@ def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dic
                 "counts": counts,
                 "controls": control_counts(run.cases),
                 "rate": _rate(counts),
+                "timing": run_timing(run.metadata),
             }
         )
     markers = sorted({m for t in ordered for m in t["markers"]} | {t["area"] for t in ordered})

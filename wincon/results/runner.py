@@ -20,6 +20,7 @@ run ABORTED itself, so the directory is never left half-written.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import signal
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from wincon.errors import ExitCode, WinconError
-from wincon.results import artifacts, dashboard, report
+from wincon.results import artifacts, dashboard, podwaits, report
 from wincon.results.plugin import write_finished
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -191,12 +192,23 @@ def run(
         print(f"wincon: starting (or reusing) the local cluster {cluster_name or 'wincon'}...", file=sys.stderr)
         kubeconfig = str(up(name=cluster_name or "wincon"))
     command = pytest_command(results_dir, run_id, phase_args(pytest_args, serial=False), workers, kubeconfig, context)
-    print("wincon: parallel phase: " + " ".join(command), file=sys.stderr)
-    returncode = _run_pytest(command)
-    if close_aborted(results_dir, returncode):
-        print(f"wincon: pytest did not finish ({returncode}); {results_dir} marked ABORTED", file=sys.stderr)
-    if returncode in PHASE_CONTINUES:
-        returncode = run_serial_phase(results_dir, run_id, pytest_args, returncode, kubeconfig, context)
+    ledger = results_dir / "artifacts" / podwaits.LEDGER_NAME
+    previous_ledger = os.environ.get(podwaits.LEDGER_ENV)
+    os.environ[podwaits.LEDGER_ENV] = str(ledger)  # both phases' pytest (and its workers) record their pod waits
+    start = time.monotonic()
+    try:
+        print("wincon: parallel phase: " + " ".join(command), file=sys.stderr)
+        returncode = _run_pytest(command)
+        if close_aborted(results_dir, returncode):
+            print(f"wincon: pytest did not finish ({returncode}); {results_dir} marked ABORTED", file=sys.stderr)
+        if returncode in PHASE_CONTINUES:
+            returncode = run_serial_phase(results_dir, run_id, pytest_args, returncode, kubeconfig, context)
+    finally:
+        if previous_ledger is None:
+            os.environ.pop(podwaits.LEDGER_ENV, None)
+        else:
+            os.environ[podwaits.LEDGER_ENV] = previous_ledger
+    record_figures(results_dir, time.monotonic() - start)
     exit_code = int(ExitCode.INTERRUPTED) if returncode < 0 else returncode
     if returncode == ExitCode.NO_TESTS:
         print("wincon: error: pytest collected no tests: a selection that matches nothing is an error", file=sys.stderr)
@@ -207,6 +219,30 @@ def run(
     if (results_dir / "finished.json").exists():
         print_summary(results_dir, exit_code)
     return exit_code
+
+
+def record_figures(results_dir: Path, wall_seconds: float) -> dict[str, Any] | None:
+    """Add the run's wall time (both phases) and its pod waits (``podwaits``) to finished.json's metadata,
+    and print them; None (nothing written) when the run has no finished.json."""
+    finished_path = results_dir / "finished.json"
+    if not finished_path.is_file():
+        return None
+    finished = _read_finished(results_dir)
+    figures = podwaits.summary(podwaits.load(results_dir / "artifacts" / podwaits.LEDGER_NAME), wall_seconds)
+    metadata = {**finished.get("metadata", {}), **podwaits.metadata(figures)}
+    write_finished(
+        results_dir,
+        passed=bool(finished.get("passed")),
+        result=str(finished.get("result", "ABORTED")),
+        metadata=metadata,
+    )
+    print(
+        f"wincon: wall time {wall_seconds:.0f} s; pods waited for: {figures['pods']} "
+        f"({figures['windows_pods']} Windows, {figures['linux_pods']} Linux); some pod awaited during "
+        f"{figures['wait_seconds']:.0f} s ({figures['share']:.0%}); longest chain of waits {figures['critical_path_seconds']:.0f} s",
+        file=sys.stderr,
+    )
+    return figures
 
 
 def print_summary(results_dir: Path, exit_code: int) -> None:

@@ -230,7 +230,8 @@
   function renderRuns() {
     var html = ["<thead><tr><th>run</th><th>build</th><th>started</th><th>result</th><th>pass rate</th>" +
       "<th>kubernetes</th><th>windows builds</th><th>CNI</th><th>runtime</th><th>tests</th>" +
-      "<th>Linux controls passed / run</th></tr></thead><tbody>"];
+      "<th>Linux controls passed / run</th><th>wall time</th><th>pods waited for (Windows)</th>" +
+      "<th>waiting for pods</th></tr></thead><tbody>"];
     DATA.runs.forEach(function (run, r) {
       var meta = run.metadata || {};
       html.push('<tr data-run="' + r + '"><td>' + esc(run.label) + "</td><td>" + esc(run.build) + "</td><td>" +
@@ -239,7 +240,8 @@
         esc(run.cluster.windows_build) + "</td><td>" + esc(run.cluster.cni) + "</td><td>" +
         esc((meta["container-runtime"] || "") + " " + (meta["container-runtime-version"] || "")) + "</td><td>" +
         Object.keys(run.counts).reduce(function (n, k) { return n + run.counts[k]; }, 0) + '</td><td class="controls">' +
-        (run.controls && run.controls.total ? run.controls.passed + " / " + run.controls.run : "none") + "</td></tr>");
+        (run.controls && run.controls.total ? run.controls.passed + " / " + run.controls.run : "none") + "</td>" +
+        timingCells(run.timing) + "</tr>");
     });
     html.push("</tbody>");
     var table = document.getElementById("runs");
@@ -248,6 +250,15 @@
       var tr = event.target.closest("tr[data-run]");
       if (tr) selectRun(+tr.dataset.run);
     });
+  }
+
+  // wall time, pods and time waiting for pods, as `wincon run` recorded them (none for older runs)
+  function timingCells(t) {
+    if (!t) return '<td class="timing">not recorded</td><td class="timing"></td><td class="timing"></td>';
+    var mins = function (s) { return s >= 60 ? (s / 60).toFixed(1) + " min" : Math.round(s) + " s"; };
+    return '<td class="timing">' + mins(t.wall) + '</td><td class="timing">' +
+      (t.pods === undefined ? "" : t.pods + " (" + (t.windows_pods || 0) + ")") + '</td><td class="timing">' +
+      (t.wait === undefined ? "" : mins(t.wait) + (t.share === undefined ? "" : " (" + pct(t.share) + ")")) + "</td>";
   }
 
   function selectRun(r) {
