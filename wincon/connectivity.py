@@ -709,6 +709,11 @@ def agnhost_dns_commands() -> tuple[list[str], list[str]]:
     return [AGNHOST, "dns-suffix"], [AGNHOST, "dns-server-list"]
 
 
+# What agnhost's dns-suffix and dns-server-list panic with where resolv.conf has no such line (Linux only:
+# test/images/agnhost/dns/dns.go GetDNSSuffixList, getDNSServerList): the list is empty.
+AGNHOST_NO_DNS_LIST = "Could not find DNS search list!"
+
+
 def parse_agnhost_list(output: str) -> tuple[str, ...]:
     """The items of agnhost's comma-separated ``dns-suffix`` / ``dns-server-list`` line, in order, once each."""
     items = (item.strip().rstrip(".") for line in output.splitlines() for item in line.split(","))

@@ -9,6 +9,7 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon.errors import expect_deviation
+from wincon.network.pods import resolver_config
 
 pytestmark = [pytest.mark.dns]
 
@@ -17,12 +18,6 @@ pytestmark = [pytest.mark.dns]
 def external_host(wincon):
     """``--external-host``, else the local cluster's simulated external host, else the public default."""
     return conn.check_host(wincon.external_host)
-
-
-def resolver_config(checks, pod):
-    result = checks.run(pod, conn.dns_config_command(pod.os), container=pod.tool_container)
-    assert result.ok, f"{' '.join(conn.dns_config_command(pod.os))} failed: {result.stderr}"
-    return conn.parse_dns_config(pod.os, result.stdout)
 
 
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")

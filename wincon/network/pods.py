@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from wincon import connectivity as conn
 from wincon.checks.pods import Rejected
-from wincon.errors import InfrastructureError
+from wincon.errors import InfrastructureError, SuiteError
 from wincon.profile import NodeProfile
 from wincon.workloads.deploy import check_placement, container, pod_manifest
 
@@ -76,6 +76,34 @@ def pod_ref(pod: Any, os_name: str, container_name: str, tools: str | None = Non
 def pod_names(pods: Any) -> set[str]:
     """The names of PodRefs (or of anything with a ``name``): what a dial or a Service answered with."""
     return {p.name for p in pods}
+
+
+def resolver_config(checks: Any, pod: PodRef) -> conn.DnsConfig:
+    """The pod's DNS servers and search list as ``/agnhost dns-server-list`` and ``dns-suffix`` print them in
+    its agnhost container: the same commands and parser on both OSes (conn.agnhost_dns_commands).
+
+    agnhost panics with "Could not find DNS search list!" where resolv.conf has no such line (its
+    dns/dns.go): an empty list, not an error. Any other failure is the suite's (SuiteError, exit 1).
+    """
+    outputs = []
+    for command in conn.agnhost_dns_commands():
+        result = checks.run(pod, command, container=pod.container)
+        if result.ok:
+            outputs.append(result.stdout)
+        elif conn.AGNHOST_NO_DNS_LIST in result.stdout + result.stderr:
+            outputs.append("")
+        else:
+            raise SuiteError(
+                f"{' '.join(command)} failed in pod {pod.name} (exit {result.exit_code})",
+                "the agnhost image of the catalog must have /agnhost with its dns subcommands (agnhost 2.x)",
+                image="agnhost",
+                tool=" ".join(command),
+                output=(result.stderr or result.stdout).strip()[:300],
+            )
+    try:
+        return conn.parse_agnhost_dns(*outputs)
+    except ValueError as exc:
+        raise SuiteError(str(exc), image="agnhost", tool="agnhost dns-server-list", output=outputs[1][:300]) from exc
 
 
 # ----------------------------------------------------------------------------- nodes

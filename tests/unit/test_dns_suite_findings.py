@@ -1,0 +1,143 @@
+"""Findings of issue 18 in suites/networking/test_dns.py and test_dns_policy.py, checked with fakes (no cluster).
+
+- the resolver comparison looked up the single label ``kubernetes`` from its own namespace (NXDOMAIN for both
+  resolvers everywhere but ``default``);
+- the dotted-name deviation took any failed look-up (a timeout, a SERVFAIL) for NXDOMAIN;
+- the DNS configuration is read with agnhost's dns-suffix / dns-server-list on both OSes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from wincon import connectivity as conn
+from wincon.cluster.exec import ExecResult
+from wincon.errors import DeviationObserved, NotTheDeviation, SuiteError
+from wincon.network.pods import PodRef, resolver_config
+from wincon.network.services import ServiceRef
+
+SUITES = Path(__file__).resolve().parents[2] / "suites" / "networking"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"h2_{name}", SUITES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+test_dns = load("test_dns")
+
+KUBERNETES = ServiceRef("kubernetes", "default", "ClusterIP", "10.96.0.1", {}, None)
+NETSERVER = ServiceRef("netserver", "dns-a1b2", "ClusterIP", "10.96.0.50", {}, None)
+CLIENT = PodRef("client", "10.1.0.5", ("10.1.0.5",), "win-1", "10.0.0.4", "windows", "netexec")
+DNS = SimpleNamespace(domain="cluster.local", ip="10.96.0.10")
+
+
+def resolvable_from(namespace: str, name: str, services: list[ServiceRef]) -> bool:
+    """A name resolves from ``namespace`` as a single label of a Service there, or as a Service's FQDN."""
+    return any(name == s.fqdn or (name == s.name and s.namespace == namespace) for s in services)
+
+
+def test_the_compared_names_all_resolve_from_the_clients_namespace():
+    names = test_dns.resolver_comparison_names(KUBERNETES, NETSERVER)
+    assert names, "nothing compared"
+    for name in names:
+        assert resolvable_from(NETSERVER.namespace, name, [KUBERNETES, NETSERVER]), name
+
+
+@dataclass
+class FakeChecks:
+    lookup_result: conn.Lookup | None = None
+    dial_result: conn.DialOutcome | None = None
+
+    def lookup(self, pod, name, tries=3, tool=None):
+        return self.lookup_result
+
+    def dial(self, client, target, port, protocol, expected):
+        return self.dial_result
+
+
+def dotted_lookup(result: conn.Lookup) -> None:
+    test_dns.test_service_name_resolves_with_namespace_and_svc(
+        "with-namespace", NETSERVER, FakeChecks(lookup_result=result), CLIENT, DNS
+    )
+
+
+def test_dotted_name_nxdomain_is_the_deviation():
+    with pytest.raises(DeviationObserved):
+        dotted_lookup(conn.Lookup(None, (), (), "** server can't find netserver.dns-a1b2: NXDOMAIN", not_found=True))
+
+
+@pytest.mark.parametrize(
+    "error", ["*** Request to UnKnown timed-out", "*** UnKnown can't find netserver.dns-a1b2: Server failed"]
+)
+def test_dotted_name_timeout_or_servfail_is_not_the_deviation(error):
+    # Failed before: any failed look-up inside the block became DeviationObserved (an xfail).
+    with pytest.raises(NotTheDeviation):
+        dotted_lookup(conn.Lookup(None, (), (), error))
+
+
+def dotted_dial(errors: list[str], responses: set[str]) -> None:
+    outcome = conn.DialOutcome(frozenset({"netserver-0"}), set(responses), errors, tries=10)
+    test_dns.test_pod_reaches_service_by_name_with_namespace(
+        "with-namespace", FakeChecks(dial_result=outcome), CLIENT, NETSERVER, [SimpleNamespace(name="netserver-0")], DNS
+    )
+
+
+def test_dotted_name_dial_no_such_host_is_the_deviation():
+    error = 'Get "http://netserver.dns-a1b2:80/hostname": dial tcp: lookup netserver.dns-a1b2: no such host'
+    with pytest.raises(DeviationObserved):
+        dotted_dial([error], set())
+
+
+def test_dotted_name_dial_timeout_is_not_the_deviation():
+    error = 'Get "http://netserver.dns-a1b2:80/hostname": dial tcp 10.96.0.50:80: i/o timeout'
+    with pytest.raises(NotTheDeviation):
+        dotted_dial([error], set())
+
+
+class FakeRun:
+    def __init__(self, results: dict[str, ExecResult]) -> None:
+        self.results, self.commands = results, []
+
+    def run(self, pod, command, container=None):
+        self.commands.append((tuple(command), container))
+        return self.results[command[1]]
+
+
+def test_resolver_config_runs_agnhost_in_the_agnhost_container_on_both_oses():
+    for os_name in ("windows", "linux"):
+        pod = PodRef("p", "10.1.0.6", ("10.1.0.6",), "n", "10.0.0.4", os_name, "netexec", tools="tools")
+        checks = FakeRun(
+            {
+                "dns-suffix": ExecResult(0, "ns.svc.cluster.local,svc.cluster.local,cluster.local\n", ""),
+                "dns-server-list": ExecResult(0, "10.96.0.10\n", ""),
+            }
+        )
+        config = resolver_config(checks, pod)
+        assert config == conn.DnsConfig(("10.96.0.10",), ("ns.svc.cluster.local", "svc.cluster.local", "cluster.local"))
+        assert checks.commands == [
+            (("/agnhost", "dns-suffix"), "netexec"),
+            (("/agnhost", "dns-server-list"), "netexec"),
+        ]
+
+
+def test_resolver_config_without_a_search_line_is_an_empty_list():
+    panic = "panic: Could not find DNS search list!\n\ngoroutine 1 [running]:"
+    checks = FakeRun({"dns-suffix": ExecResult(2, "", panic), "dns-server-list": ExecResult(0, "10.0.0.2\n", "")})
+    pod = PodRef("p", "10.1.0.6", ("10.1.0.6",), "n", "10.0.0.4", "linux", "netexec")
+    assert resolver_config(checks, pod) == conn.DnsConfig(("10.0.0.2",), ())
+
+
+def test_resolver_config_when_agnhost_fails_otherwise_is_a_suite_error():
+    missing = 'exec: "/agnhost": stat /agnhost: no such file or directory'
+    checks = FakeRun({"dns-suffix": ExecResult(127, "", missing), "dns-server-list": ExecResult(0, "", "")})
+    pod = PodRef("p", "10.1.0.6", ("10.1.0.6",), "n", "10.0.0.4", "linux", "netexec")
+    with pytest.raises(SuiteError, match="image agnhost"):
+        resolver_config(checks, pod)
