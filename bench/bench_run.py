@@ -1,0 +1,214 @@
+"""Benchmark of a whole `wincon run` with and without the Windows pod-latency model (issue 22, item 2).
+
+For each mode (the model off, then on) the local cluster ``--name`` is started with that topology, ``wincon run``
+runs the selection (both phases: the parallel one with ``-n``, then the serial one), and the cluster goes down.
+Printed per mode:
+
+* the run's wall time (both phases, from ``wincon run``'s start to its end, cluster start excluded);
+* the pods created, counted by the API server (a watch on every pod of the run's namespaces: what a Deployment
+  or a Job creates counts too), per OS of the node they were scheduled on, and per area (the suite);
+* from the suite's own pod-wait ledger (artifacts/pod-waits.jsonl, wincon.results.podwaits): the pods waited for,
+  the time during which some pod was awaited and its share of the wall time, and the critical path: the
+  longest chain of waits one after another (per xdist worker, the union of its waits; the largest);
+* the outcome counts, so that a ratio of runs that did not run the same checks is seen as such.
+
+Then the ratios on/off in the same invocation. On the local cluster the Windows nodes are simulated: with the
+model their pods take as long as the model draws to become Ready (and to be deleted), then the Windows checks
+skip at the data-plane gate (after their pods ran: fixtures.data_plane_gate), so the model adds what a real
+cluster's Windows pods would cost in pod start, not the checks' own traffic.
+
+    python bench/bench_run.py [--name wincon-bench] [--latency p50=30s,p90=54s] [-n 4]
+        [--modes off,on] [-- PYTEST_ARGS...]
+
+Without pytest arguments the selection is a representative subset (DEFAULT_SELECTION: the networking pods and
+services, the node density checks, the volume types, node selection), named in the output. Exits 0 whatever the figures
+(the reader judges), 10 when the cluster cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from wincon.results import podwaits  # noqa: E402
+
+DEFAULT_SELECTION = [
+    "suites/networking/test_pod_to_pod.py",
+    "suites/networking/test_services.py",
+    "suites/node/test_density.py",
+    "suites/storage/test_volume_types.py",
+    "suites/scheduling/test_node_selection.py",
+]
+
+
+def _existing(selection: list[str]) -> list[str]:
+    return [s for s in selection if (REPO / s.split("::")[0]).exists()]
+
+
+class PodCounter:
+    """Every pod the API server saw created while the run went, with the OS of the node it was scheduled on."""
+
+    SYSTEM = ("kube-system", "kube-public", "kube-node-lease", "default")
+
+    def __init__(self, kubeconfig: str) -> None:
+        from kubernetes import client, config
+
+        self.api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+        self.node_os = {
+            n.metadata.name: n.metadata.labels.get("kubernetes.io/os", "") for n in self.api.list_node().items
+        }
+        self.pods: dict[str, tuple[str, str]] = {}  # uid -> (namespace, node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._version = self.api.list_pod_for_all_namespaces(limit=1).metadata.resource_version
+
+    def _watch(self) -> None:
+        from kubernetes import watch
+
+        while not self._stop.is_set():
+            stream = watch.Watch()
+            try:
+                for event in stream.stream(
+                    self.api.list_pod_for_all_namespaces, resource_version=self._version, timeout_seconds=5
+                ):
+                    pod = event["object"]
+                    self._version = pod.metadata.resource_version
+                    if pod.metadata.namespace in self.SYSTEM:
+                        continue
+                    node = pod.spec.node_name or self.pods.get(pod.metadata.uid, ("", ""))[1]
+                    self.pods[pod.metadata.uid] = (pod.metadata.namespace, node)
+                    if self._stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - an expired version or a dropped stream: watch again from now
+                self._version = self.api.list_pod_for_all_namespaces(limit=1).metadata.resource_version
+            finally:
+                stream.stop()
+
+    def __enter__(self) -> PodCounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def by_os(self) -> Counter[str]:
+        return Counter(self.node_os.get(node, "unscheduled") for _, node in self.pods.values())
+
+
+def _area_of_namespace(namespace: str, ledger: list[podwaits.Wait]) -> str:
+    areas = {w.area for w in ledger if w.namespace == namespace}
+    return sorted(areas)[0] if len(areas) == 1 else ("several" if areas else "(no wait recorded)")
+
+
+def run_mode(name: str, latency: str | None, workers: int, pytest_args: list[str], timeout: float) -> dict[str, Any]:
+    from wincon.localcluster import cluster
+    from wincon.localcluster.topology import Topology
+
+    cluster.down(name)
+    started = time.monotonic()
+    kubeconfig = str(cluster.up(name, Topology(windows_pod_latency=latency), timeout=timeout))
+    up_seconds = time.monotonic() - started
+    results = Path(tempfile.mkdtemp(prefix=f"bench-run-{'on' if latency else 'off'}-")) / "run"
+    command = [sys.executable, "-m", "wincon", "run", "--results-dir", str(results), "-n", str(workers),
+               "--no-report", "--kubeconfig", kubeconfig, "--", *pytest_args]  # fmt: skip
+    try:
+        with PodCounter(kubeconfig) as counter:
+            start = time.monotonic()
+            proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+            wall = time.monotonic() - start
+            time.sleep(1)  # the watch catches up with the last events
+        by_os = counter.by_os()
+        pod_namespaces = [ns for ns, _ in counter.pods.values()]
+    finally:
+        cluster.down(name)
+    ledger = podwaits.load(results / "artifacts" / podwaits.LEDGER_NAME)
+    figures = podwaits.summary(ledger, wall)
+    per_area: dict[str, Counter[str]] = defaultdict(Counter)
+    for namespace, node in counter.pods.values():
+        per_area[_area_of_namespace(namespace, ledger)][counter.node_os.get(node, "unscheduled")] += 1
+    try:
+        finished = json.loads((results / "finished.json").read_text())
+    except (OSError, ValueError):
+        finished = {}
+    return {
+        "mode": f"model {latency}" if latency else "no model",
+        "up": up_seconds,
+        "wall": wall,
+        "exit": proc.returncode,
+        "created": dict(by_os),
+        "created_total": len(pod_namespaces),
+        "created_per_area": {k: dict(v) for k, v in sorted(per_area.items())},
+        "figures": figures,
+        "verdicts": (finished.get("metadata") or {}).get("verdicts", {}),
+        "summary": next((line for line in proc.stdout.splitlines() if line.startswith("wincon run:")), ""),
+        "stderr_tail": proc.stderr.strip().splitlines()[-3:],
+        "results": str(results),
+    }
+
+
+def show(result: dict[str, Any]) -> None:
+    f = result["figures"]
+    print(f"\n== {result['mode']} (cluster up {result['up']:.0f} s; results {result['results']})")
+    print(f"  wall time of wincon run (both phases): {result['wall']:.1f} s (exit {result['exit']})")
+    print(f"  verdicts: {result['verdicts']}  {result['summary']}")
+    created = ", ".join(f"{n} {os_name or 'no OS label'}" for os_name, n in sorted(result["created"].items()))
+    print(f"  pods created (API server): {result['created_total']} ({created or 'none'})")
+    for area, counts in result["created_per_area"].items():
+        print(f"    {area:<28} " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    print(
+        f"  pods waited for (ledger): {f['pods']} ({f['windows_pods']} Windows, {f['linux_pods']} Linux, "
+        f"{f['other_pods']} no OS asked) in {f['waits']} waits"
+    )
+    print(
+        f"  some pod awaited during {f['wait_seconds']:.1f} s = {f.get('share', 0):.0%} of the wall time; "
+        f"critical path (longest chain of waits one after another) {f['critical_path_seconds']:.1f} s"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--name", default="wincon-bench")
+    parser.add_argument("--latency", default="p50=30s,p90=54s")
+    parser.add_argument("-n", "--workers", type=int, default=4)
+    parser.add_argument("--modes", default="off,on", help="off, on, or off,on (default)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="cluster up timeout (s)")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    pytest_args = [a for a in args.pytest_args if a != "--"] or _existing(DEFAULT_SELECTION)
+    print(f"selection: {' '.join(pytest_args)}; -n {args.workers}; model: {args.latency}")
+    from wincon.errors import WinconError
+
+    results = []
+    for mode in args.modes.split(","):
+        try:
+            results.append(run_mode(args.name, args.latency if mode == "on" else None, args.workers, pytest_args,
+                                    args.timeout))  # fmt: skip
+        except WinconError as exc:
+            print(exc.render(), file=sys.stderr)
+            return 10
+        show(results[-1])
+    if len(results) == 2:
+        off, on = results
+        print("\n== ratios, model on / off")
+        print(f"  wall time: {on['wall']:.1f} / {off['wall']:.1f} s = {on['wall'] / max(off['wall'], 1e-9):.2f}x")
+        for key, label in (("wait_seconds", "time waiting for pods"), ("critical_path_seconds", "critical path")):
+            a, b = on["figures"][key], off["figures"][key]
+            print(f"  {label}: {a:.1f} / {b:.1f} s = {a / b:.2f}x" if b else f"  {label}: {a:.1f} / {b:.1f} s")
+        print(f"  pods created: {on['created_total']} / {off['created_total']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
