@@ -283,29 +283,44 @@ def collect_dial(
     return outcome
 
 
+class _StopAfterSeconds(stop_base):
+    """Stop once ``seconds`` have passed on ``clock`` since ``start``."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float], start: float) -> None:
+        self.seconds, self.clock, self.start = seconds, clock, start
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.clock() - self.start >= self.seconds
+
+
 def attempts(
     check: Callable[[], bool],
     tries: int,
     delay: float = DIAL_RETRY_DELAY_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
+    seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[bool, int]:
     """Run ``check()`` until it returns True, at most ``tries`` times ``delay`` apart: (succeeded, tries run).
 
     For checks other than the dial (a curl, a ping, a look-up) that may need the data plane a moment to
-    program a new Service; bounded like every retry of the suite.
+    program a new Service; bounded like every retry of the suite. With ``seconds``, no try starts once that
+    long has passed since the first (a target that never answers fails within ``seconds`` plus one try).
     """
     if tries < 1:
         raise ValueError(f"bad attempt bound: tries={tries}")
     count = 0
+    start = clock()
 
     def once() -> bool:
         nonlocal count
         count += 1
         return bool(check())
 
-    retrying = Retrying(
-        stop=stop_after_attempt(tries), wait=wait_fixed(delay), retry=retry_if_result(lambda ok: not ok), sleep=sleep
-    )
+    stop: stop_base = stop_after_attempt(tries)
+    if seconds is not None:
+        stop = stop_any(stop, _StopAfterSeconds(seconds, clock, start))
+    retrying = Retrying(stop=stop, wait=wait_fixed(delay), retry=retry_if_result(lambda ok: not ok), sleep=sleep)
     try:
         return bool(retrying(once)), count
     except RetryError:

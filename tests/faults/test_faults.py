@@ -80,13 +80,20 @@ def run_checks(
     args = [sys.executable, "-m", "pytest", *files.split(), "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
     args += ["--kubeconfig", str(kubeconfig), "-m", "control", "-k", selection, f"--junitxml={junit}"]
     args += ["--results-dir", str(tmp / f"results-{junit.stem}"), "--pod-start-timeout", "45", *extra]
+    start = time.monotonic()
     result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - start
     if not junit.is_file():
         pytest.fail(
             f"the suite run wrote no JUnit (exit {result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-2000:]}"
         )
     cases = parse(junit)
     verdicts = {f"{c.classname}::{c.name}": c.verdict.value for c in cases}
+    # The time each check took (setup, call and teardown, from the JUnit) and the run's: with and without a
+    # fault side by side in the test's output (-rA shows it; issue 22: a check fails within 60 s of its fault).
+    for case in cases:
+        print(f"[{selection}] {case.classname}::{case.name}: {case.verdict.value} in {case.duration:.1f} s")
+    print(f"[{selection}] {len(cases)} checks, {wall:.1f} s for the whole run{' ' + ' '.join(extra) if extra else ''}")
     if messages is not None:
         messages.update({f"{c.classname}::{c.name}": c.message for c in cases})
     assert verdicts, f"`-m control -k {selection!r}` selected nothing:\n{result.stdout[-2000:]}"

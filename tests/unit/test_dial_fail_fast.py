@@ -86,3 +86,28 @@ def test_every_endpoint_still_gets_its_chance_when_they_answer_at_random() -> No
             max_tries=c.dial_tries(3), sleep=clock.sleep, clock=clock,
         )  # fmt: skip
         assert outcome.reached_all
+
+
+@pytest.mark.parametrize("cost", [0.1, 10.0, float(c.MAX_TIME_SECONDS)])
+def test_other_checks_on_a_silent_target_stop_within_60_s(cost: float) -> None:
+    # curl, ping, a look-up: FlowChecks.until passes seconds=DIAL_SILENT_SECONDS.
+    clock = FakeClock()
+
+    def check() -> bool:
+        clock.now += cost
+        return False
+
+    ok, tries = c.attempts(check, 5, sleep=clock.sleep, seconds=c.DIAL_SILENT_SECONDS, clock=clock)
+    assert not ok and clock.now <= 60.0 and tries >= 1
+    assert c.attempts(check, 5, sleep=clock.sleep, clock=clock)[1] == 5  # without a budget: every try
+
+
+def test_a_check_that_answers_late_within_the_budget_still_passes() -> None:
+    clock = FakeClock()
+    answers = iter([False, False, True])
+
+    def check() -> bool:
+        clock.now += 5
+        return next(answers)
+
+    assert c.attempts(check, 5, sleep=clock.sleep, seconds=c.DIAL_SILENT_SECONDS, clock=clock) == (True, 3)

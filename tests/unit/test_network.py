@@ -197,7 +197,7 @@ CLIENT = PodRef("client", "10.0.0.9", ("10.0.0.9",), "win1", "", "windows", "net
 
 
 def test_every_exec_of_a_check_goes_through_the_gate_with_where_it_runs(monkeypatch):
-    monkeypatch.setattr(conn, "attempts", lambda once, tries: (once() or once(), 2))
+    monkeypatch.setattr(conn, "attempts", lambda once, tries, **kw: (once() or once(), 2))
     kube = FakeKube([ExecResult(1, "", "refused"), ExecResult(0, "netserver-0", "")])
     ok, last = FlowChecks(kube).http_get(CLIENT, "http://10.0.0.5:8083/hostname", ["netserver-0"])
     assert ok and last.stdout == "netserver-0"

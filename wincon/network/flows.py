@@ -83,7 +83,9 @@ class FlowChecks:
             last[:] = [result]
             return ok(result)
 
-        succeeded, _ = conn.attempts(once, tries)
+        # A target that never answers fails within 60 s (no try starts after DIAL_SILENT_SECONDS; none lasts
+        # beyond curl's --max-time), not after tries x (timeout + delay).
+        succeeded, _ = conn.attempts(once, tries, seconds=conn.DIAL_SILENT_SECONDS)
         return succeeded, last[0]
 
     def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
