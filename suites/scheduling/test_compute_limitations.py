@@ -29,15 +29,24 @@ from wincon.workloads.deploy import apply
 pytestmark = [pytest.mark.scheduling]
 
 MIB = 1024 * 1024
+CPU_BURN = (
+    "foreach ($loopnumber in 1..2) { Start-Job -ScriptBlock { $result = 1; foreach($mm in 1..2147483647)"
+    "{$res1=1;foreach($num in 1..2147483647){$res1=$mm*$num*1340371};$res1} } } ; get-job | wait-job"
+)
 
 
-def allocate(mib: int, hold: int = 300) -> list[str]:
-    """PowerShell that commits ``mib`` MiB (touching every page), prints 'allocated', then holds it."""
-    script = (
-        f"$b = [byte[]]::new({mib}MB); for ($i = 0; $i -lt $b.Length; $i += 4096) {{ $b[$i] = 1 }}; "
-        f"'allocated'; Start-Sleep {hold}"
-    )
-    return ["powershell", "-NoProfile", "-Command", script]
+COMMIT_MIB = "wincon.io/commit-mib"  # the MiB a memory pod commits: its outcome reads it back from the pod
+HOLD_SECONDS = 300
+
+
+def testlimit(mib: int, hold: int = HOLD_SECONDS) -> list[str]:
+    """Sysinternals testlimit in upstream's resource-consumer image commits and touches ``mib`` MB in one chunk
+    and holds it: the form resource-consumer itself runs for ConsumeMem on Windows (k8s.io/kubernetes@v1.34.4
+    test/images/resource-consumer/utils_windows.go:40) and upstream's Windows eviction test runs in Windows pods
+    (test/e2e/windows/eviction.go:123). Its output is never read: what it committed is read from the kubelet's
+    stats/summary, as for the Linux control (agnhost stress cannot run on Windows: it opens /dev/zero first,
+    third_party/forked/vishhstress/stress.go:75)."""
+    return ["/bin/testlimit.exe", "-accepteula", "-d", str(mib), "-e", "0", str(hold), "-c", "1"]
 
 
 def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec):
@@ -46,25 +55,27 @@ def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec)
         resources["limits"] = {"memory": limit}
     if request:
         resources["requests"] = {"memory": request}
-    return windows_pod(
+    body = windows_pod(
         wincon,
         name,
         build,
-        image_key="nettools",
-        command=allocate(mib),
+        image_key="resource-consumer",
+        command=testlimit(mib),
         node=node,
         restartPolicy="Never",
         container_extra={"resources": resources} if resources else None,
         **spec,
     )
+    body["metadata"].setdefault("annotations", {})[COMMIT_MIB] = str(mib)
+    return body
 
 
 def linux_memory_pod(wincon, name, node, mib, limit, request):
-    """A Linux control's ``memory_pod``: agnhost stress commits ``mib`` MiB (it prints nothing like 'allocated'
-    unless it holds all of it, so only an ended container is an outcome under the limit)."""
+    """A Linux control's ``memory_pod``: agnhost stress commits ``mib`` MiB; what it committed is read from the
+    kubelet's stats/summary, the same reading as the Windows check's."""
     stress = ["stress", f"--mem-total={mib}Mi", "--mem-alloc-size=10Mi", "--mem-alloc-sleep=20ms"]
     resources = {"limits": {"memory": limit}, "requests": {"memory": request}}
-    return os_pod(
+    body = os_pod(
         wincon,
         name,
         "linux",
@@ -74,27 +85,37 @@ def linux_memory_pod(wincon, name, node, mib, limit, request):
         restartPolicy="Never",
         container_extra={"resources": resources},
     )
+    body["metadata"].setdefault("annotations", {})[COMMIT_MIB] = str(mib)
+    return body
 
 
-def log_of(kube, name) -> str:
-    core = kube.core
-    try:
-        # An empty log comes back as None, not "" (seen on the Linux control: agnhost stress prints nothing).
-        return call(core.read_namespaced_pod_log, name, kube.namespace) or ""
-    except ApiException:
-        return ""
+def working_set(api_client, node: str, name: str, namespace: str) -> int | None:
+    """The pod's memory working set (bytes, its containers summed) in the kubelet's stats/summary, or None
+    while the kubelet does not list it yet. Upstream reads the same field for Windows pods
+    (test/e2e/windows/kubelet_stats.go:89)."""
+    summary, _ = kubelet_json(api_client, node, "stats/summary")
+    ref = {"name": name, "namespace": namespace}
+    entry = next((p for p in summary.get("pods", []) if {k: p["podRef"].get(k) for k in ref} == ref), None)
+    if entry is None:
+        return None
+    return sum((c.get("memory") or {}).get("workingSetBytes", 0) for c in entry.get("containers", []))
 
 
 def outcome(kube, name):
-    """'allocated' once the pod printed it, 'terminated: <reason>' once its container ended; else None."""
-    if "allocated" in log_of(kube, name):
-        return "allocated"
+    """'terminated: <reason> (exit N)' once the pod's container ended (or the pod was evicted); 'allocated' once
+    the kubelet's stats/summary shows the pod's working set at 95 % of what it commits (its ``COMMIT_MIB``
+    annotation); else None. The same reading on both OSes."""
     pod = call(kube.core.read_namespaced_pod, name, kube.namespace)
     for status in (pod.status.container_statuses if pod.status else None) or []:
         if status.state and status.state.terminated:
             return f"terminated: {status.state.terminated.reason} (exit {status.state.terminated.exit_code})"
     if pod.status and pod.status.reason == "Evicted":
         return "terminated: Evicted"
+    mib = int((pod.metadata.annotations or {}).get(COMMIT_MIB, "0"))
+    if mib and pod.spec.node_name and pod.status and pod.status.phase == "Running":
+        used = working_set(kube.api_client, pod.spec.node_name, name, kube.namespace)
+        if used is not None and used >= 0.95 * mib * MIB:
+            return "allocated"
     return None
 
 
@@ -139,13 +160,14 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
     node = target_node(wincon.profile, build, target_os)
     limits = {"resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "500m"}}}
     if target_os == "windows":
-        busy = "1..2 | ForEach-Object { Start-Job { while ($true) {} } } | Out-Null; Start-Sleep 600"
+        # Upstream's CPU burn in a Windows pod of the busybox image (test/e2e/windows/cpu_limits.go:44, 143-145),
+        # two jobs instead of eight; its output is never read (usage comes from stats/summary, as the control's).
         body = windows_pod(
             wincon,
             "busy",
             build,
-            image_key="nettools",
-            command=["powershell", "-NoProfile", "-Command", busy],
+            image_key="busybox",
+            command=["powershell.exe", "-Command", CPU_BURN],
             node=node,
             container_extra=limits,
         )
