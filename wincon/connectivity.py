@@ -239,13 +239,15 @@ def collect_dial(
     delay: float = DIAL_RETRY_DELAY_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    silent_tries: int = DIAL_SILENT_TRIES,
 ) -> DialOutcome:
     """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran).
 
     ``run()`` returns the dial's output; an output that is not a dial answer counts as a failed try with
     its text as the error (upstream counts a failed exec as a try too). Never more than ``max_tries``; fewer
     when nothing answers (DIAL_SILENT_TRIES / DIAL_SILENT_SECONDS) or when the endpoints still missing had a
-    fair number of tries (``fair_tries``). The outcome says how long it took (``seconds``).
+    fair number of tries (``fair_tries``); ``silent_tries`` lowers the silent bound (a target already seen
+    silent in the module). The outcome says how long it took (``seconds``).
     """
     if max_tries < 1 or min_tries > max_tries:
         raise ValueError(f"bad dial bounds: max_tries={max_tries}, min_tries={min_tries}")
@@ -269,7 +271,7 @@ def collect_dial(
 
     retrying = Retrying(
         stop=stop_any(
-            stop_after_attempt(max_tries), _StopWhenSilent(outcome, DIAL_SILENT_TRIES, DIAL_SILENT_SECONDS, min_tries)
+            stop_after_attempt(max_tries), _StopWhenSilent(outcome, silent_tries, DIAL_SILENT_SECONDS, min_tries)
         ),
         wait=wait_fixed(delay),
         retry=retry_if_result(lambda done: not done),
@@ -804,12 +806,25 @@ def parse_dns_config(os_name: str, output: str) -> DnsConfig:
 # ----------------------------------------------------------------------------- Get-Volume
 
 
+# Windows PowerShell 5.1 of the host, with its Storage module (Get-Volume): a HostProcess pod runs host binaries
+# by absolute path (upstream: "c:/Windows/System32/cmd.exe", test/e2e/windows/host_process.go:295). Not the
+# images' PowerShell Core 6.2.7 ("powershell" on their PATH), which has no Storage module.
+WINDOWS_POWERSHELL = "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe"
+
+
 def get_volume_command(path: str) -> list[str]:
-    """``Get-Volume -FilePath <path>`` in its default table (Windows PowerShell's Storage module: run it where
-    ``powershell.exe`` is the host's, in a HostProcess pod). The path ends up in single quotes: none allowed."""
+    """``Get-Volume -FilePath <path>`` in its default table, run by the host's Windows PowerShell (a HostProcess
+    pod only). The path ends up in single quotes: none allowed."""
     if "'" in path:
         raise ValueError(f"a quote in {path!r}")
-    return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", f"Get-Volume -FilePath '{path}'"]
+    return [
+        WINDOWS_POWERSHELL,
+        "-NoLogo",
+        "-NoProfile",
+        "-NonInteractive",
+        "-Command",
+        f"Get-Volume -FilePath '{path}'",
+    ]
 
 
 def parse_get_volume(output: str) -> list[str]:

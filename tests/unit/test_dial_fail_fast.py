@@ -111,3 +111,42 @@ def test_a_check_that_answers_late_within_the_budget_still_passes() -> None:
         return next(answers)
 
     assert c.attempts(check, 5, sleep=clock.sleep, seconds=c.DIAL_SILENT_SECONDS, clock=clock) == (True, 3)
+
+
+def test_a_module_whose_server_is_silent_fails_its_next_dials_after_fewer_tries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wincon.cluster.exec import ExecResult
+    from wincon.network import flows
+    from wincon.network.pods import PodRef
+
+    class Kube:
+        namespace = "wincon-mod"
+
+        def __init__(self, stdout: str) -> None:
+            self.stdout = stdout
+            self.execs = 0
+
+        def gate(self, command: object, where: str = "") -> None:
+            pass
+
+        def exec(self, pod: object, command: object, container: object = None, where: object = None,
+                 timeout: float = 60.0) -> ExecResult:  # fmt: skip
+            self.execs += 1
+            return ExecResult(0, self.stdout, "")
+
+    monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
+    dial = c.collect_dial
+    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    client = PodRef("client", "10.0.0.9", ("10.0.0.9",), "worker-0", "", "linux", "netexec")
+    silent = Kube(SILENT)
+    first = flows.FlowChecks(silent).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"])
+    assert first.tries == c.DIAL_SILENT_TRIES and not first.reached_all
+    second = flows.FlowChecks(silent).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"])
+    assert second.tries == flows.SILENT_AGAIN_TRIES and not second.reached_all  # its own dials, fewer of them
+    other = flows.FlowChecks(silent).dial(client, "10.0.0.6", 8083, "http", ["netserver-1"])
+    assert other.tries == c.DIAL_SILENT_TRIES  # another target: its full bound
+    answering = Kube(json.dumps({"responses": ["netserver-0"]}))
+    assert flows.FlowChecks(answering).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"]).reached_all
+    again = flows.FlowChecks(silent).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"])
+    assert again.tries == c.DIAL_SILENT_TRIES  # an answer in between lifted the lower bound

@@ -208,7 +208,13 @@ def test_every_exec_of_a_check_goes_through_the_gate_with_where_it_runs(monkeypa
 
 def test_a_failed_exec_counts_as_a_dial_try(monkeypatch):
     tries = []
-    monkeypatch.setattr(conn, "collect_dial", lambda once, expected, max_tries, min_tries: tries.append(once()))
+    monkeypatch.setattr(
+        conn,
+        "collect_dial",
+        lambda once, expected, max_tries, min_tries, **kw: (
+            tries.append(once()) or conn.DialOutcome(frozenset(expected))
+        ),
+    )
     kube = FakeKube([InfrastructureError("exec timed out", "")])
     FlowChecks(kube).dial(CLIENT, "10.0.0.5", 8083, "http", ["netserver-0"])
     assert tries and tries[0].startswith("exec failed: ")

@@ -16,10 +16,19 @@ from wincon.errors import InfrastructureError
 from wincon.network.pods import PodRef
 
 EXEC_TIMEOUT = 90.0
+# A target that answered nothing to a dial of this module (process) already: the next check that dials it
+# stops after this many silent tries instead of DIAL_SILENT_TRIES, so a module whose shared servers cannot be
+# reached fails its checks together instead of one silent timeout each. Each check still dials for itself,
+# and any answer lifts the bound for that check (the partial bound, fair_tries, applies as before).
+SILENT_AGAIN_TRIES = 2
 
 
 class FlowChecks:
     """Checks run from pods of one namespace, through a ``Kube`` bound to it (with the test's gate)."""
+
+    # (namespace, target, port, protocol) of dials nothing answered, in this process (an xdist worker runs a
+    # module's tests together).
+    silent_targets: set[tuple[str, str, int, str]] = set()
 
     def __init__(self, kube: Any) -> None:
         self.kube = kube
@@ -64,7 +73,16 @@ class FlowChecks:
                 return f"exec failed: {exc}"
             return result.stdout if result.ok else f"exit {result.exit_code}: {result.stderr or result.stdout}"
 
-        return conn.collect_dial(once, expected, max_tries or conn.dial_tries(len(expected)), min_tries)
+        key = (str(getattr(self.kube, "namespace", "")), target, port, protocol)
+        silent_tries = SILENT_AGAIN_TRIES if key in self.silent_targets else conn.DIAL_SILENT_TRIES
+        outcome = conn.collect_dial(
+            once, expected, max_tries or conn.dial_tries(len(expected)), min_tries, silent_tries=silent_tries
+        )
+        if outcome.responses:
+            self.silent_targets.discard(key)
+        else:
+            self.silent_targets.add(key)
+        return outcome
 
     def until(
         self,
