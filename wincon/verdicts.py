@@ -43,6 +43,10 @@ TARGET_OS = "os"  # the OS whose pods the item checks: windows, or linux for a c
 CONTROL = "control"  # the key shared by a Windows check and its Linux control
 CONTROL_OUTCOME = "control_outcome"  # on a Windows check: its control's outcome in this run (or "none")
 NODE = "node"  # a node the item's pods ran on (once per node): the data-plane gate judges these nodes
+STEP = "step"  # where a failed phase failed (controls.failed_step): a control speaks for its twin on that step only
+CONTROL_HIT = "control_hit"  # on a Windows check: what its control failed on, where that was another step
+CLUSTER_WIDE_ERROR = "cluster_wide"  # "true" on a Windows check its control's failure of the same step explains
+SUITE_ERROR = "suite_error"  # "true" where the suite's own gap (image, script, parser) ended the check
 
 # In the order they are shown.
 KNOWN_PROPERTIES = (
@@ -61,6 +65,10 @@ KNOWN_PROPERTIES = (
     CONTROL,
     CONTROL_OUTCOME,
     NODE,
+    STEP,
+    CONTROL_HIT,
+    CLUSTER_WIDE_ERROR,
+    SUITE_ERROR,
 )
 # Properties that may appear more than once (a test can cite several documents or limitations).
 MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND, NODE})

@@ -57,11 +57,15 @@ def test_pairing_by_name_where_the_results_carry_no_control_property():
     assert rows == [["t.py::test_a[http]", "failed", "passed"], ["t.py::test_c[forward-slash]", "skipped", "passed"]]
 
 
-def test_a_windows_error_is_cluster_wide_by_the_outcome_it_recorded_when_the_control_case_is_absent():
+def test_a_windows_error_is_cluster_wide_only_where_its_control_failed_the_same_step():
     [windows] = synthetic.twins(DNS, E, None, area="dns")
     assert not pair([windows])[0].cluster_wide  # its control did not run: the error stands alone
     failed = synthetic.case(f"{DNS}[windows]", E, target_os="windows", control="k", control_outcome="failed")
-    assert pair([failed])[0].cluster_wide and pair([failed])[0].control_verdict == "failed"
+    # Its control failed, but elsewhere (the plugin did not call it cluster-wide): the error stands alone.
+    assert not pair([failed])[0].cluster_wide and pair([failed])[0].control_verdict == "failed"
+    same = synthetic.case(f"{DNS}[windows]", E, target_os="windows", control="k", control_outcome="failed")
+    same.properties.append(("cluster_wide", "true"))
+    assert pair([same])[0].cluster_wide
 
 
 def test_a_control_whose_twin_did_not_run_is_a_check_of_its_own_and_a_twin_without_its_control_says_not_run():

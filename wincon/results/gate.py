@@ -11,9 +11,11 @@ results keyed by those ids. A required test must have run and behaved as documen
   as a limitation to review, for every test of the run, required or not.
 
 Linux controls (``[linux]`` items) are never required and never block: the gate looks at them only to
-classify a required Windows check's error. Where its control failed too in the same run, the error is
-cluster-wide (Linux pods fail the same check): it still blocks (the check did not hold on this cluster),
-and the gate says so, so nobody blames the Windows node for it.
+classify a required Windows check's error. Where its control failed the same step in the same run (the
+plugin's ``cluster_wide`` property), the error is cluster-wide (Linux pods fail the same check): it still
+blocks (the check did not hold on this cluster), and the gate says so, so nobody blames the Windows node for
+it. A control that failed elsewhere (in a fixture, on an image, at another assertion) explains nothing: the
+blocking line says what it hit, and the Windows verdict stands.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from jsonschema import Draft202012Validator
 from wincon.errors import UsageError
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict, control_counts, pair
+from wincon.verdicts import CONTROL_HIT
 
 DEFAULT_REQUIRED = Path(__file__).resolve().parent.parent.parent / "gating" / "required.yaml"
 _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
@@ -218,6 +221,10 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
                 if id(case) in cluster_wide:
                     result.cluster_wide += 1
                     why = f"cluster-wide (its Linux control failed too): {why}"
+                elif case.prop(CONTROL_HIT):
+                    why += (
+                        f" (its Linux control failed elsewhere, which explains nothing here: {case.prop(CONTROL_HIT)})"
+                    )
                 result.blocking.append((test_id, case.name, why))
     for case in run.cases:
         if case.verdict is Verdict.XPASSED:

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wincon.controls import CLUSTER_WIDE
+from wincon.errors import SUITE_ERROR_PREFIX
 from wincon.verdicts import (
     AREA,
+    CLUSTER_WIDE_ERROR,
     CONTROL,
     CONTROL_OUTCOME,
     INFRASTRUCTURE_ERROR,
@@ -243,7 +245,7 @@ def classify(reports: Sequence[Any]) -> CaseResult:
             elif when == "setup" or props.get(INFRASTRUCTURE_ERROR) == "true":
                 verdict = Verdict.ERROR
                 message = _crash_message(report) or f"{when} failed"
-                if when == "setup" and not message.startswith("infrastructure error"):
+                if when == "setup" and not message.startswith(("infrastructure error", SUITE_ERROR_PREFIX)):
                     message = f"could not set up the check: {message}"
             else:
                 verdict = Verdict.FAILED
@@ -332,10 +334,11 @@ class Check:
 
     @property
     def cluster_wide(self) -> bool:
-        """A Windows error that its control's failure explains: Linux pods fail the same check too."""
+        """A Windows error that its control's failure of the same step explains: Linux pods fail it too."""
         if self.windows is None or self.windows.verdict is not Verdict.ERROR:
             return False
-        return self.control_verdict == Verdict.FAILED.value or CLUSTER_WIDE in self.windows.message
+        # The plugin decided it (its control failed the same step); a control that failed elsewhere does not.
+        return self.windows.prop(CLUSTER_WIDE_ERROR) == "true" or CLUSTER_WIDE in self.windows.message
 
 
 NO_CONTROL = "no control"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from wincon.errors import ResultsError
 from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair, without_os
+from wincon.verdicts import CONTROL_HIT
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ALLURE_FIX = (
@@ -90,6 +91,10 @@ def _note(check: Check) -> str:
         return "cluster-wide: its Linux control failed too"
     if case.verdict is Verdict.FAILED and check.control_verdict == Verdict.PASSED.value:
         return "Windows deviation: its Linux control passed"
+    hit = control_hit(check)
+    if hit:
+        text = f"its Linux control failed elsewhere: {hit}"
+        return text if len(text) <= NOTE_WIDTH else text[: NOTE_WIDTH - 3] + "..."
     if case.verdict is Verdict.PASSED or not case.message:
         return ""
     line = case.message.splitlines()[0]
@@ -97,6 +102,18 @@ def _note(check: Check) -> str:
 
 
 NOTE_WIDTH = 100
+
+
+def control_hit(check: Check) -> str:
+    """What a control that failed on another step than its twin's hit ("" where it did not): the plugin's
+    ``control_hit`` property on the Windows case, else, for a twin that did not fail, the control's message."""
+    case = check.windows
+    if case is None or check.cluster_wide or check.control_verdict not in (Verdict.FAILED.value, "error"):
+        return ""
+    hit = case.prop(CONTROL_HIT)
+    if not hit and check.control is not None and case.verdict is not Verdict.FAILED:
+        hit = check.control.message
+    return hit
 
 
 def table(cases: list[CaseResult], width: int = 160) -> str:
