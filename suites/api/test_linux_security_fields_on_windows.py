@@ -18,7 +18,7 @@ import pytest
 from wincon.checks.api_rules import forbidden_paths_in
 from wincon.checks.pods import create_or_reject, judge_refusal
 from wincon.cluster.waits import pod_failure
-from wincon.errors import expect_deviation
+from wincon.errors import SuiteError, expect_deviation
 from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
 from wincon.workloads.deploy import await_pod, container
 
@@ -76,8 +76,29 @@ def effect_fields(effect: Effect, base: dict[str, Any], wincon: Any) -> list[str
     return [path for path in forbidden_paths_in(effect.apply(base, wincon)) if path not in before]
 
 
-def tasklist(image: str) -> list[str]:
-    return ["cmd", "/c", f'tasklist /FI "IMAGENAME eq {image}"']
+# Processes are listed with busybox's pidof, not `cmd /c tasklist /FI "IMAGENAME eq x"` (hcsshim escapes the inner
+# quotes, so tasklist rejects its arguments; no upstream e2e test runs tasklist). Evidence, k8s.io/kubernetes
+# v1.34.4: test/images/agnhost/BASEIMAGE (the Windows agnhost image is built FROM the busybox Windows image),
+# test/images/busybox/Dockerfile_windows:25 (pidof among the busybox.exe applets it links), and the agnhost binary
+# is /agnhost without an extension (test/images/image-util.sh:273 `-o ${TARGET}/${SRC}`, agnhost/Dockerfile_windows
+# :71,78), pause /pause.exe (build/pause/Dockerfile_windows:18,20). busybox-w32 names a process by its executable's
+# file name (github.com/rmyorston/busybox-w32 win32/process.c, procps_scan: CreateToolhelp32Snapshot, comm from
+# szExeFile), which pidof matches. pidof prints the PIDs and exits 0, or exits 1 printing nothing.
+def pidof(image: str) -> list[str]:
+    return ["pidof", image]
+
+
+# The target that must answer before any "not found" counts: the container's own agnhost process.
+OWN_PROCESS = pidof("agnhost")
+
+
+def pids_listed(out: str) -> bool:
+    return bool(out.split()) and all(word.isdigit() for word in out.split())
+
+
+def pidof_found_nothing(result: Any) -> bool:
+    """pidof's own "no such process": exit 1 and no output (anything else is the tool failing otherwise)."""
+    return result.exit_code == 1 and not result.stdout.strip()
 
 
 def proc_status(key: str) -> list[str]:
@@ -89,8 +110,8 @@ EFFECTS = [
         Effect(
             "privileged",
             container_context(privileged=True),
-            tasklist("kubelet.exe"),
-            lambda out: "kubelet.exe" in out.lower(),
+            pidof("kubelet.exe"),
+            pids_listed,
             "a privileged container sees the host's processes",
         ),
         marks=pytest.mark.limitation("privileged-containers-unsupported"),
@@ -213,8 +234,8 @@ EFFECTS = [
         Effect(
             "share-process-namespace",
             shared_process_namespace,
-            tasklist("pause.exe"),
-            lambda out: "pause.exe" in out.lower(),
+            pidof("pause.exe"),
+            pids_listed,
             "one container sees the other container's process",
         ),
         marks=pytest.mark.limitation("share-process-namespace"),
@@ -224,8 +245,8 @@ EFFECTS = [
         Effect(
             "host-pid",
             pod_spec(hostPID=True),
-            tasklist("kubelet.exe"),
-            lambda out: "kubelet.exe" in out.lower(),
+            pidof("kubelet.exe"),
+            pids_listed,
             "the pod sees the host's processes",
         ),
         marks=pytest.mark.limitation("host-ipc-pid-unsupported"),
@@ -260,8 +281,20 @@ def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namesp
         # The deviation only where the API server's Windows rule names the very field this effect sets.
         judge_refusal(rejection, effect_fields(effect, base, wincon), effect.label, body)
     pod = await_pod(wincon, namespace, body, os_name="windows")
+    lists_processes = effect.command[0] == "pidof"
+    if lists_processes:
+        # The tool must find what must be there (its own container's process) before "not found" means anything.
+        own = kube.exec(pod, OWN_PROCESS, container="main", where=f"pod {pod.metadata.name}")
+        if not (own.ok and pids_listed(own.stdout)):
+            raise SuiteError(
+                "pidof does not find the container's own agnhost process, so it cannot tell whether another is seen",
+                image=body["spec"]["containers"][0]["image"],
+                tool=" ".join(OWN_PROCESS),
+                output=f"exit {own.exit_code}: {own.stdout} {own.stderr}",
+            )
     result = kube.exec(pod, effect.command, container="main", where=f"pod {pod.metadata.name}")
-    with expect_deviation(effect.label):
+    accepts = (lambda: pidof_found_nothing(result)) if lists_processes else None
+    with expect_deviation(effect.label, accepts=accepts, deviation="the process is not visible"):
         # The command's own exit code counts: a findstr that found nothing is the field having no effect.
         assert result.ok and effect.holds(result.stdout), (
             f"expected: {effect.promise}; `{' '.join(effect.command)}` exited {result.exit_code}, "
