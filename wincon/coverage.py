@@ -7,7 +7,10 @@ under its own heading, so the hand-written parts of that file (the upstream-pari
 
 from __future__ import annotations
 
+import ast
+import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +65,182 @@ def update(text: str, part: str) -> str:
         text.rstrip("\n")
         + f"\n\n{HEADING}\n\nWhich tests check each documented section (sources: docs/sources.md).\n\n{part}\n"
     )
+
+
+# ----------------------------------------------------------------------------- upstream's Windows e2e tests
+
+# Read from k8s.io/kubernetes in the Go module cache at the version versions.toml pins (the local cluster's
+# build downloads it there): every test of test/e2e/windows, named as Ginkgo reports it.
+UPSTREAM_DIR = "test/e2e/windows"
+_TOKEN = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|`[^`]*`|'(?:\\.|[^'\\\n])*'|[A-Za-z_][\w.]*|[(){},]|\S", re.S
+)
+# Calls that open a container (their texts prefix every test inside) and calls that register a test.
+_CONTAINERS = {
+    "sigDescribe",
+    "ginkgo.Describe",
+    "ginkgo.Context",
+    "ginkgo.When",
+    "ginkgo.DescribeTable",
+    "f.Describe",
+    "f.Context",
+    "framework.Describe",
+    "framework.Context",
+}
+_TESTS = {"ginkgo.It", "f.It", "framework.It", "framework.ConformanceIt", "ginkgo.Entry"}
+# The e2e framework's wrappers (framework.SIGDescribe, f.It, framework.It ...) render labels into the text
+# (test/e2e/framework/ginkgowrapper.go registerInSuite: "[<label>]" in argument order); plain ginkgo does not.
+_LABELLING = {
+    "sigDescribe",
+    "f.Describe",
+    "f.Context",
+    "f.It",
+    "framework.Describe",
+    "framework.Context",
+    "framework.It",
+}
+_FRAMEWORK_LABELS = {
+    "framework.WithSerial": "Serial",
+    "framework.WithSlow": "Slow",
+    "framework.WithDisruptive": "Disruptive",
+    "framework.WithConformance": "Conformance",
+    "framework.WithNodeConformance": "NodeConformance",
+}
+_FEATURE = re.compile(r"^\s*(\w+)\s*=\s*framework\.WithFeature\(framework\.ValidFeatures\.Add\(\"([^\"]+)\"\)\)", re.M)
+_VERB = re.compile(r"%[-+# 0]*\d*(?:\.\d+)?[a-zA-Z]")
+
+
+class UpstreamParseError(ValueError):
+    """A construct of upstream's test files this reader does not understand: fail, never guess a title."""
+
+
+@dataclass(frozen=True)
+class UpstreamTest:
+    """One ``It`` (or table ``Entry``) of upstream's test/e2e/windows: its file, line and full Ginkgo name
+    (container texts and rendered labels, joined by spaces). A name built with ``fmt.Sprintf`` keeps its
+    format verbs; :meth:`matches` then takes any value in their place."""
+
+    file: str
+    line: int
+    title: str
+
+    def matches(self, text: str) -> bool:
+        if text == self.title:
+            return True
+        if not _VERB.search(self.title):
+            return False
+        parts = _VERB.split(self.title)
+        return re.fullmatch(r"\S+?".join(re.escape(p) for p in parts), text) is not None
+
+
+def module_dir(version: str, modcache: Path, module: str = "k8s.io/kubernetes") -> Path:
+    """Where ``go`` extracts ``module@version`` in the module cache (upper-case letters escaped as !x)."""
+    escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
+    return modcache / f"{escaped}@{version}"
+
+
+def _features(root: Path) -> dict[str, str]:
+    path = root / "test" / "e2e" / "feature" / "feature.go"
+    return dict(_FEATURE.findall(path.read_text())) if path.exists() else {}
+
+
+def _tokens(text: str) -> list[tuple[str, int]]:
+    """(token, line) of Go source, comments dropped."""
+    out = []
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if token.startswith(("//", "/*")):
+            continue
+        out.append((token, text.count("\n", 0, match.start()) + 1))
+    return out
+
+
+def _string(token: str) -> str | None:
+    if token.startswith("`"):
+        return token[1:-1]
+    if token.startswith('"'):
+        return str(ast.literal_eval(token))
+    return None
+
+
+def _arguments(tokens: list[tuple[str, int]], start: int) -> list[list[str]]:
+    """The top-level arguments of the call whose "(" is at ``start``, each as its tokens."""
+    args: list[list[str]] = [[]]
+    depth = 0
+    for token, _ in tokens[start:]:
+        if token in "({":
+            depth += 1
+            if depth == 1:
+                continue
+        elif token in ")}":
+            depth -= 1
+            if depth == 0:
+                break
+        elif token == "," and depth == 1:
+            args.append([])
+            continue
+        args[-1].append(token)
+    return [a for a in args if a]
+
+
+def _sprintf(text: str, name: str, file: str) -> str:
+    found = re.search(rf"\b{re.escape(name)}\s*:?=\s*fmt\.Sprintf\(\s*(\"(?:\\.|[^\"\\\n])*\")", text)
+    if not found:
+        raise UpstreamParseError(f"{file}: a test named by {name!r}, which is no fmt.Sprintf of a literal")
+    return str(ast.literal_eval(found.group(1)))
+
+
+def _texts(call: str, args: list[list[str]], source: str, file: str, features: dict[str, str]) -> list[str]:
+    texts = ["[sig-windows]"] if call == "sigDescribe" else []
+    if call in ("ginkgo.DescribeTable", "ginkgo.Entry"):
+        args = args[:1]  # the description; the rest are the table's body, entries or an entry's parameters
+    for arg in args:
+        head = arg[0]
+        if head == "func" or (len(arg) > 1 and arg[1] == "(" and "func" in arg):
+            continue  # the body (func literal, or a wrapper such as skipUnlessWindows(func() {...}))
+        literal = _string(head)
+        if literal is not None and len(arg) == 1:
+            texts.append(literal)
+        elif call not in _LABELLING and head.startswith(("ginkgo.", "framework.With", "feature.")):
+            continue  # plain ginkgo: decorators and labels are not part of the text
+        elif head in _FRAMEWORK_LABELS:
+            texts.append(f"[{_FRAMEWORK_LABELS[head]}]")
+        elif head.startswith("feature.") and head[len("feature.") :] in features:
+            texts.append(f"[Feature:{features[head[len('feature.') :]]}]")
+        elif len(arg) == 1 and re.fullmatch(r"[a-z]\w*", head):
+            texts.append(_sprintf(source, head, file))
+        elif head.startswith("ginkgo."):
+            continue  # ginkgo decorators (Offset, Label, Ordered ...) add no text
+        else:
+            raise UpstreamParseError(f"{file}: cannot read argument {' '.join(arg)!r} of {call}")
+    return texts
+
+
+def upstream_tests(root: Path, directory: str = UPSTREAM_DIR) -> list[UpstreamTest]:
+    """Every test (``It``, table ``Entry``) in ``root``/``directory``'s Go files, in file and line order."""
+    features = _features(root)
+    found: list[UpstreamTest] = []
+    for path in sorted((root / directory).glob("*.go")):
+        if path.name.endswith("_test.go"):
+            continue
+        source = path.read_text()
+        tokens = _tokens(source)
+        stack: list[tuple[int, list[str]]] = []  # (bracket depth of the call, its texts)
+        depth = 0
+        for index, (token, line) in enumerate(tokens):
+            if token in "({":
+                depth += 1
+            elif token in ")}":
+                depth -= 1
+            is_call = index + 1 < len(tokens) and tokens[index + 1][0] == "("
+            previous = tokens[index - 1][0] if index else ""
+            if not is_call or previous == "func" or token not in _CONTAINERS | _TESTS:
+                continue
+            stack = [entry for entry in stack if entry[0] < depth]
+            texts = _texts(token, _arguments(tokens, index + 1), source, path.name, features)
+            if token in _CONTAINERS:
+                stack.append((depth, texts))
+            else:
+                chain = [text for _, parent in stack for text in parent] + texts
+                found.append(UpstreamTest(path.name, line, " ".join(chain)))
+    return found

@@ -107,3 +107,24 @@ def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, 
         assert users["inherits"] == "containeradministrator", (
             f"container inherits (pod's ContainerAdministrator) ran as {users['inherits']!r}"
         )
+
+
+@pytest.mark.test_id("3651b1b3-13dd-4fb6-9b2b-da3634848bdf")
+@pytest.mark.dataplane
+@pytest.mark.windows_only("windowsOptions.runAsUserName names a Windows account in the image (Linux: runAsUser)")
+@pytest.mark.limitation("run-as-username-unavailable")
+@pytest.mark.parametrize(("user", "expected"), [(None, "ContainerUser"), ("ContainerAdministrator", None)])
+@pytest.mark.documents("k8s-windows-intro", "Security")
+def test_container_runs_as_the_default_user_or_the_one_named(
+    kube, wincon, namespace, build, user, expected, data_plane
+):
+    """ "The workaround is to create local accounts ... The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): the nonroot image's container prints ContainerUser by default, and ContainerAdministrator when the pod and the container name it (upstream security_context.go:52, the same two pods, `cmd /S /C "echo %username%"`)."""
+    expected = expected or user
+    name = f"username-{(user or 'default').lower()}"
+    kube.create(user_pod(wincon, name, build, user, user))
+    kube.wait_pod(name, done=pod_scheduled, timeout=60, failure=None)
+    data_plane(user_name_command("windows"), where=f"container main of pod {name}")
+    kube.wait_pod(name, done=pod_succeeded, timeout=wincon.pod_start_timeout, failure=pod_failure)
+    output = call(kube.core.read_namespaced_pod_log, name, namespace, container="main")
+    with expect_deviation("run-as-username-unavailable"):
+        assert output.strip().lower() == expected.lower(), f"pod {name} printed {output.strip()!r}, not {expected}"

@@ -18,13 +18,14 @@ from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import (
     api_query_command,
     group_membership_command,
+    host_process_counts,
     kubelet_get,
     kubelet_json,
     parse_metrics,
     powershell,
     summary_pods,
 )
-from wincon.checks.pods import eventually, windows_pod
+from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 
@@ -256,20 +257,16 @@ def test_host_process_container_stats_are_reported(wincon, kube, build):
         assert cpu > 0 and memory > 0, f"container {ctr.get('name')}: cpu {cpu}, working set {memory}"
 
 
-def host_process_counters(kube, node: str) -> tuple[float, float]:
-    """(started, failed to start) HostProcess containers, from the kubelet's /metrics."""
+def host_process_counters(kube, node: str) -> dict[str, float]:
+    """Upstream's four HostProcess counters of the node's kubelet (/metrics), by container_type."""
     answer = kubelet_get(kube.api_client, node, "metrics")
     assert answer.status == 200, f"/metrics of {node} answered {answer.status}: {answer.body[:200]}"
-    samples = parse_metrics(answer.body)
-
-    def total(name: str) -> float:
-        return sum(s.value for s in samples if s.name == name)
-
-    return total(STARTED), total(START_ERRORS)
+    return host_process_counts(parse_metrics(answer.body))
 
 
-STARTED = "kubelet_started_host_process_containers_total"
-START_ERRORS = "kubelet_started_host_process_containers_errors_total"
+BAD_USER = "bad-user-name"  # upstream host_process.go:531
+MISSING_PROGRAM = ["foobar.exe"]  # upstream host_process.go:555 and :596
+EXIT_ZERO = ["cmd.exe", "/c", "exit", "/b", "0"]  # upstream host_process.go:562
 
 
 @pytest.mark.test_id("d7a5e889-012b-49d8-9c92-9376d6042ed1")
@@ -278,34 +275,28 @@ START_ERRORS = "kubelet_started_host_process_containers_errors_total"
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube, build):
-    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality): the kubelet counts HostProcess containers it started and those that failed to start (upstream host_process.go "metrics should report count of started and failed to start HostProcess containers")."""
-    good = host_process_pod(wincon, "hp-counted", build, ["cmd.exe", "/c", "ver"])
-    create_host_process(kube, good)
-    node = kube.read_pod("hp-counted").spec.node_name
-    kube.gate(f"GET /api/v1/nodes/{node}/proxy/metrics", where=f"the kubelet of {node}")
-    # The pod above may have started before the first scrape: count from a second pair of pods.
-    kube.wait_pod("hp-counted", done=finished, failure=start_failure)
-    started_before, errors_before = host_process_counters(kube, node)
-    ok = host_process_pod(wincon, "hp-ok", build, ["cmd.exe", "/c", "ver"], nodeName=node)
-    bad = host_process_pod(wincon, "hp-bad", build, ["C:\\wincon\\no-such-program.exe"], nodeName=node)
-    for body in (ok, bad):
+    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality): the kubelet counts HostProcess containers and init containers it started and those that failed to start, each of the four counters by container_type rising over a pod whose init container fails (a bad user, a missing program) and a pod whose container fails (upstream host_process.go:517)."""
+    allowed = set(schedulable_windows_nodes(wincon.profile))
+    nodes = [n.name for n in windows_nodes_of_build(wincon.profile, build) if n.name in allowed]
+    if not nodes:
+        pytest.skip(f"no Ready Windows node of build {build} that Windows pods may be scheduled on")
+    node = nodes[0]
+    failing_init = host_process_pod(wincon, "hp-failing-init", build, EXIT_ZERO, nodeName=node)
+    failing_init["spec"]["initContainers"] = [
+        container("failing-init-container", failing_init["spec"]["containers"][0]["image"], command=MISSING_PROGRAM)
+    ]
+    failing_init["spec"]["initContainers"][0]["securityContext"] = {"windowsOptions": {"runAsUserName": BAD_USER}}
+    failing = host_process_pod(wincon, "hp-failing-container", build, MISSING_PROGRAM, nodeName=node)
+    failing["spec"]["containers"][0]["securityContext"] = {"windowsOptions": {"runAsUserName": BAD_USER}}
+    kube.gate(f"GET /api/v1/nodes/{node}/proxy/metrics", where=f"the kubelet of {node}", pod_node=node)
+    before = host_process_counters(kube, node)
+    for body in (failing_init, failing):
         create_host_process(kube, body)
-    kube.wait_pod("hp-ok", done=finished, failure=start_failure)
-    kube.wait_pod("hp-bad", done=lambda p: finished(p) or bool(start_failure(p)), failure=None)
-
-    def counted() -> tuple[float, float] | None:
-        started, errors = host_process_counters(kube, node)
-        return (started, errors) if started > started_before and errors > errors_before else None
-
-    started, errors = eventually(
-        counted,
-        60,
-        f"{STARTED} and {START_ERRORS} of {node} rising",
-        interval=5,
-        behaviour=True,
-        seen=lambda: host_process_counters(kube, node),
-    )
-    assert started > started_before and errors > errors_before
+        name = body["metadata"]["name"]
+        kube.wait_pod(name, done=finished, failure=start_failure, timeout=180)
+    after = host_process_counters(kube, node)
+    unchanged = [f"{key}: {before[key]:g} -> {after[key]:g}" for key in before if not after[key] > before[key]]
+    assert not unchanged, f"HostProcess counters of {node} that did not rise: {'; '.join(unchanged)}"
 
 
 @pytest.mark.test_id("b82aaf89-eb98-4b58-8e17-39c86bfc949b")

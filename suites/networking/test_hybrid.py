@@ -11,12 +11,29 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon.checks.node import WARM_UP_SECONDS, consistently
 from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking, pytest.mark.hybrid]
 
 POD_PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 SERVICE_PORTS = {"http": conn.SERVICE_HTTP_PORT, "udp": conn.SERVICE_UDP_PORT}
+
+
+# Upstream's stable-networking check (hybrid_network.go:53-72): within the warm-up, then every poll of a
+# 10 s window; 3 tries per poll (internalMaxTries). WARM_UP_TRIES dial tries span the warm-up.
+WARM_UP_TRIES = int(WARM_UP_SECONDS / conn.DIAL_RETRY_DELAY_SECONDS)
+POLL_TRIES = 3
+
+
+def stays_reachable(checks, source, target, protocol: str) -> str | None:
+    """Once ``target`` answered, it must answer every poll of upstream's 10 s window (Consistently)."""
+
+    def poll() -> str | None:
+        outcome = checks.dial(source, target.ip, POD_PORTS[protocol], protocol, {target.name}, max_tries=POLL_TRIES)
+        return None if outcome.reached_all else outcome.describe()
+
+    return consistently(poll)
 
 
 def across(targets, source):
@@ -44,10 +61,14 @@ def test_pods_of_both_operating_systems_back_their_services(
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
 def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, servers):
-    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
+    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking); as upstream hybrid_network.go:53, the flow must then hold for 10 s."""
     target = across(servers, linux_client)
-    outcome = checks.dial(linux_client, target.ip, POD_PORTS[protocol], protocol, {target.name})
+    outcome = checks.dial(
+        linux_client, target.ip, POD_PORTS[protocol], protocol, {target.name}, max_tries=WARM_UP_TRIES
+    )
     assert outcome.reached_all, outcome.describe()
+    unstable = stays_reachable(checks, linux_client, target, protocol)
+    assert unstable is None, f"{linux_client.name} -> {target.name} did not hold (upstream's Consistently): {unstable}"
 
 
 @pytest.mark.test_id("2aceda24-75a6-4481-a540-b775b199dae1")
@@ -55,10 +76,12 @@ def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, ser
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
 def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, client, linux_netservers):
-    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking)."""
+    """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking); as upstream hybrid_network.go:53, the flow must then hold for 10 s."""
     target = across(linux_netservers, client)
-    outcome = checks.dial(client, target.ip, POD_PORTS[protocol], protocol, {target.name})
+    outcome = checks.dial(client, target.ip, POD_PORTS[protocol], protocol, {target.name}, max_tries=WARM_UP_TRIES)
     assert outcome.reached_all, outcome.describe()
+    unstable = stays_reachable(checks, client, target, protocol)
+    assert unstable is None, f"{client.name} -> {target.name} did not hold (upstream's Consistently): {unstable}"
 
 
 @pytest.mark.test_id("077a2b8e-bc7a-4ff1-ba19-244b9779f19c")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
-from wincon.checks.node import udp_send_command
+from wincon.checks.node import WARM_UP_SECONDS, consistently, udp_send_command
 from wincon.network import pods
 
 pytestmark = [pytest.mark.networking]
@@ -82,3 +82,35 @@ def test_linux_pod_beside_windows_reaches_external_host_by_name(checks, linux_cl
     assert ok, (
         f"TCP to {external_host}:80 from {linux_client.name}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
     )
+
+
+# Upstream's external check (hybrid_network.go:86-95, 109-111): within the 30 s warm-up, then every poll of a 10 s
+# window, each poll up to 10 tries (externalMaxTries); curl's --fail: an HTTP answer below 400.
+EXTERNAL_TRIES = 10
+
+
+def answered_below_400(result) -> bool:
+    code = result.stdout.strip()
+    return result.ok and code.isdigit() and 100 <= int(code) < 400
+
+
+@pytest.mark.test_id("41472dac-b20e-4a3b-8009-4bca5a0c11e9")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+def test_pod_reaches_external_host_by_name_and_keeps_reaching_it(checks, client, external_host, target_os):
+    """ "Pod -> External (DNS)" is a supported flow (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Windows pod resolves the external host's name and gets an HTTP answer below 400 (curl's --fail), within the warm-up and then at every poll of a 10 s window (upstream hybrid_network.go:86, "Internet connection and DNS for Windows containers"; its Linux control: the same from a Linux pod). Only --external-host is ever asked: on the local cluster its simulated external host."""
+    url = f"http://{conn.host_port(external_host, 80)}/"
+    command = conn.tcp_reach_command(client.os, url)
+    warm_up = int(WARM_UP_SECONDS / conn.DIAL_RETRY_DELAY_SECONDS)  # tries that span the warm-up
+    ok, result = checks.until(client, command, answered_below_400, tries=warm_up, container=client.tool_container)
+    assert ok, f"{url} from {client.name}: {conn.curl_failure(result.exit_code)}: {result.stdout!r} {result.stderr}"
+
+    def poll() -> str | None:
+        ok, result = checks.until(
+            client, command, answered_below_400, tries=EXTERNAL_TRIES, container=client.tool_container
+        )
+        return None if ok else f"{conn.curl_failure(result.exit_code)}: {result.stdout!r} {result.stderr}"
+
+    unstable = consistently(poll)
+    assert unstable is None, f"{url} from {client.name} did not hold (upstream's Consistently): {unstable}"

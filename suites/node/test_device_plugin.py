@@ -7,13 +7,15 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.node import extended_resources, video_controller_command
-from wincon.checks.pods import windows_pod
+from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
 pytestmark = [pytest.mark.scheduling]
 
 DIRECTX = "microsoft.com/directx"
+DXDIAG = ["cmd.exe", "/c", "dxdiag", "/t", "dxdiag_output.txt", "&", "type", "dxdiag_output.txt"]  # upstream :118
+GPU_ENV = ["cmd.exe", "/c", "set", "DIRECTX_GPU_Name"]  # upstream device_plugin.go:134
 
 
 def advertised(kube) -> list[tuple[str, str, int | None]]:
@@ -56,3 +58,18 @@ def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(k
         return
     result = kube.exec("device", command, where=f"pod device ({resource}) on {node}")
     assert result.ok and result.stdout.strip(), f"no display device visible in the container: {result.stderr}"
+    # Upstream's DirectX checks (device_plugin.go:118-136 at v1.34.4), each within a minute as upstream retries.
+    for check, expected in (
+        (DXDIAG, "DirectX Version: DirectX 12"),
+        (DXDIAG, "DDI Version: 12"),
+        (DXDIAG, "Vendor ID: 0x"),
+        (GPU_ENV, "DIRECTX_GPU_Name="),
+    ):
+        last: list[str] = []
+
+        def found(check=check, expected=expected, last=last) -> bool:
+            answer = kube.exec("device", check, where=f"pod device ({resource}) on {node}")
+            last[:] = [f"{answer.stdout[-300:]} {answer.stderr[-200:]}"]
+            return answer.ok and expected in answer.stdout
+
+        eventually(found, 60, f"{expected!r} in the output of {' '.join(check)}", 5, True, lambda last=last: last)

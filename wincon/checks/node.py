@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -30,6 +31,30 @@ STATS_SCRAPE_LIMIT_SECONDS = 10.0  # metrics-server's and kube-prometheus's defa
 # How long a new pod may take to get live stats: a Linux kubelet samples pod cgroups on cAdvisor's housekeeping
 # (every 10-15 s), so a pod Ready a moment ago reports zero CPU and memory until the next round.
 STATS_COLLECTION_SECONDS = 60.0
+
+# Upstream's hybrid connectivity checks (k8s.io/kubernetes v1.34.4 test/e2e/windows/hybrid_network.go:101-107):
+# Eventually within a 30 s warm-up, then Consistently for 10 s, polled every 1 s; each poll tries 3 times
+# (internal flows) or 10 times (external ones).
+WARM_UP_SECONDS = 30.0
+STABLE_SECONDS = 10.0
+POLL_SECONDS = 1.0
+
+
+def consistently(
+    attempt: Callable[[], str | None], seconds: float = STABLE_SECONDS, interval: float = POLL_SECONDS
+) -> str | None:
+    """Gomega's Consistently: run ``attempt`` (None when the behaviour held, else what was seen) every
+    ``interval`` seconds for ``seconds`` (at least twice); the first failure, or None when it held throughout."""
+    end = time.monotonic() + seconds
+    runs = 0
+    while runs < 2 or time.monotonic() < end:
+        started = time.monotonic()
+        problem = attempt()
+        runs += 1
+        if problem is not None:
+            return f"failed at poll {runs} of a {seconds:.0f} s window: {problem}"
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    return None
 
 
 def _os(os_name: str) -> str:
@@ -260,6 +285,30 @@ def parse_metrics(text: str) -> list[Sample]:
 
 NODE_SERIES = ("node_cpu_usage_seconds_total", "node_memory_working_set_bytes")
 CONTAINER_SERIES = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
+
+
+HOST_PROCESS_STARTED = "kubelet_started_host_process_containers_total"
+HOST_PROCESS_START_ERRORS = "kubelet_started_host_process_containers_errors_total"
+
+
+def host_process_counts(samples: list[Sample]) -> dict[str, float]:
+    """Upstream's four HostProcess counters (host_process.go:986-1015 at v1.34.4), split by ``container_type``:
+    started containers, their start errors (every error reason summed), started init containers, theirs."""
+    counts = {
+        "started container": 0.0,
+        "container error": 0.0,
+        "started init_container": 0.0,
+        "init_container error": 0.0,
+    }
+    for sample in samples:
+        kind = sample.labels.get("container_type", "")
+        if kind not in ("container", "init_container"):
+            continue
+        if sample.name == HOST_PROCESS_STARTED:
+            counts[f"started {kind}"] += sample.value
+        elif sample.name == HOST_PROCESS_START_ERRORS:
+            counts[f"{kind} error"] += sample.value
+    return counts
 
 
 def resource_metrics_problems(samples: list[Sample], namespace: str, pods: list[str]) -> list[str]:
