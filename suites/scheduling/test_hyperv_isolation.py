@@ -1,0 +1,71 @@
+"""Hyper-V isolated Windows pods, as upstream test/e2e/windows/hyperv.go:47 (v1.34.4) checks them: a pod of two
+containers under the ``runhcs-wcow-hypervisor`` RuntimeClass runs, and the node then hosts a Hyper-V utility VM
+owned by containerd's runhcs shim (seen from a HostProcess pod with Get-ComputeProcess).
+
+The RuntimeClass is the cluster's: without it the check skips, as upstream's does. The pods need a real Windows
+node: the check passes the ``data_plane`` gate first.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
+from wincon.cluster.client import call
+from wincon.cluster.waits import pod_failure, pod_running_ready
+from wincon.kube import ApiException
+
+pytestmark = [pytest.mark.scheduling]
+
+RUNTIME_CLASS = "runhcs-wcow-hypervisor"  # upstream hyperv.go:36
+HELLO = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]  # upstream hyperv.go:79 and :84
+VM_CHECK = [  # upstream hyperv.go:122
+    "powershell.exe",
+    "-Command",
+    "$vms = Get-ComputeProcess | Where-Object { ($_.Type -EQ 'VirtualMachine') -and ($_.Owner -EQ "
+    "'containerd-shim-runhcs-v1.exe') } ; if ($vms.Length -le 0) { throw 'error' }",
+]
+SYSTEM = "NT AUTHORITY\\SYSTEM"
+
+
+@pytest.mark.test_id("228d025e-e506-4a92-9ce0-bdb3cd92625d")
+@pytest.mark.dataplane
+@pytest.mark.windows_only("Hyper-V isolation (RuntimeClass runhcs-wcow-hypervisor) exists for Windows containers only")
+@pytest.mark.documents("kep-windows-node-support", "Roadmap")
+def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon, build, data_plane):
+    """The KEP's roadmap names Hyper-V isolation (003_414b2f1c5dd978a2.txt, Roadmap): a pod of two containers under the runhcs-wcow-hypervisor RuntimeClass runs Ready on its Windows node, and a HostProcess pod on that node finds a VirtualMachine compute process owned by containerd-shim-runhcs-v1.exe (upstream hyperv.go:47)."""
+    allowed = set(schedulable_windows_nodes(wincon.profile))
+    nodes = [n.name for n in windows_nodes_of_build(wincon.profile, build) if n.name in allowed]
+    if not nodes:
+        pytest.skip(f"no Ready Windows node of build {build} that Windows pods may be scheduled on")
+    node = nodes[0]
+    data_plane(VM_CHECK, where=f"a HostProcess pod on {node}", pod_node=node)
+    try:
+        call(kube.node.read_runtime_class, RUNTIME_CLASS)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        pytest.skip(f"the cluster has no RuntimeClass {RUNTIME_CLASS} (upstream skips the same)")
+    body = windows_pod(wincon, "hyperv-test-pod", build, image_key="busybox", command=HELLO, node=node)
+    body["spec"]["containers"].append(dict(body["spec"]["containers"][0], name="busybox-2"))
+    body["spec"]["runtimeClassName"] = RUNTIME_CLASS
+    body["spec"]["restartPolicy"] = "Never"
+    kube.create(body)
+    pod = kube.wait_pod(
+        "hyperv-test-pod", done=pod_running_ready, timeout=wincon.pod_start_timeout, failure=pod_failure
+    )
+    assert pod.spec.node_name == node and len(pod.status.container_statuses or []) == 2, pod.status
+
+    check = windows_pod(wincon, "validation-pod", build, image_key="busybox", command=VM_CHECK, node=node)
+    check["spec"]["hostNetwork"] = True
+    check["spec"]["restartPolicy"] = "Never"
+    check["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": SYSTEM}}
+    kube.create(check)
+    done = kube.wait_pod(
+        "validation-pod",
+        done=lambda p: p.status.phase in ("Succeeded", "Failed"),
+        timeout=wincon.pod_start_timeout,
+        failure=None,
+    )
+    logs = kube.logs(done)
+    assert done.status.phase == "Succeeded", f"no Hyper-V utility VM owned by the runhcs shim on {node}: {logs[-500:]}"
