@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from wincon import capabilities, controls, sources
+from wincon import capabilities, controls, nodes, sources
 from wincon import limitations as limitations_mod
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
+from wincon.nodes import candidate_nodes
 from wincon.options import AREAS, MARKERS
-from wincon.profile import ClusterProfile, NodeProfile
+from wincon.profile import ClusterProfile
 from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
@@ -38,7 +38,7 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         if limitations is None:
             continue
         check_limitation_ids(item, limitations, config)
-        if profile is not None and not controls.is_control(item):  # a limitation is Windows's, never a control's
+        if profile is not None and not nodes.is_control(item):  # a limitation is Windows's, never a control's
             apply_limitations(item, limitations, profile)
             skip_hybrid_without_linux(item, profile)
 
@@ -77,23 +77,6 @@ def check_limitation_ids(item: pytest.Item, limitations: dict[str, Any], config:
                 f"wincon: error: {item.nodeid} references limitation {marker.args[0] if marker.args else '(none)'!r}, "
                 f"which {path} does not define\n  fix: use an id from `wincon limitations`, or add the entry"
             )
-
-
-def candidate_nodes(item: pytest.Item, profile: ClusterProfile) -> list[NodeProfile]:
-    """The Windows nodes a test's pods may run on: the Ready ones of the build it pins to (the ``build``
-    fixture's choice, fixed per test id), else every Ready Windows node. A limitation is marked only
-    where it applies on each of them (limitations.match)."""
-    from wincon.fixtures import build_for  # fixtures imports this module
-
-    ready = profile.ready_windows_nodes or profile.windows_nodes
-    if "build" in getattr(item, "fixturenames", ()):
-        build = build_for(
-            item.nodeid, sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
-        )
-        same = [n for n in ready if n.windows_build == build]
-        if same:
-            return same
-    return ready
 
 
 def pod_isolation(item: pytest.Item) -> str:
@@ -164,13 +147,13 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     skip = next((m for m in item.iter_markers("skip")), None)
     xfail = next((m for m in item.iter_markers("xfail")), None)
     # The nodes its pods may land on: all real -> it runs; none -> it skips; some -> placement decides (the run
-    # judges the nodes they ran on, controls.data_plane_for), and the reason says so.
-    where = controls.REAL
+    # judges the nodes they ran on, nodes.data_plane_for), and the reason says so.
+    where = nodes.REAL
     if profile is not None and item.get_closest_marker("dataplane"):
-        where = controls.data_plane_where(item, profile)
+        where = nodes.data_plane_where(item, profile)
     if skip is not None:
         outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
-    elif where == controls.SIMULATED:
+    elif where == nodes.SIMULATED:
         outcome, reason = "skip", SIMULATED_REASON
         if limitations:
             reason += "; on a real cluster with this profile: expected failure " + ", ".join(
@@ -180,8 +163,8 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         outcome, reason = "xfail", xfail.kwargs.get("reason", "")
     else:
         outcome, reason = "run", ""
-    if where == controls.MIXED and outcome != "skip" and profile is not None:
-        note = controls.mixed_note(item, profile)
+    if where == nodes.MIXED and outcome != "skip" and profile is not None:
+        note = nodes.mixed_note(item, profile)
         reason = f"{reason}; {note}" if reason else note
     if unknown:
         note = "; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from wincon import limitations as limitations_mod
-from wincon import options
+from wincon import nodes, options
 from wincon.errors import InfrastructureError
 from wincon.localcluster import hints
 from wincon.profile import ClusterProfile
@@ -84,6 +84,7 @@ def start_run(config: pytest.Config) -> None:
         config.stash[PROFILE_KEY] = load_profile(config)
     context = WinconContext(config)
     config.stash[CONTEXT_KEY] = context
+    nodes.set_reader(context.read_node)  # a node the profile does not know is read when a pod lands on it
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     if workerinput is None and not collect_only(config):
         reaped = context.reap()
@@ -256,6 +257,22 @@ class WinconContext:
                 self.api_client, self.run_id, self.worker, keep=bool(self.config.getoption("wincon_keep"))
             )
         return self._registry
+
+    def read_node(self, name: str) -> dict[str, Any] | None:
+        """Node ``name`` as the API server returns it now (a dict), or None when it has no such node."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        from wincon.cluster.client import call
+
+        try:
+            response = call(client.CoreV1Api(self.api_client).read_node, name, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data: dict[str, Any] = json.loads(response.data)
+        return data
 
     def reap(self) -> list[str]:
         from wincon.cluster.namespaces import reap

@@ -24,12 +24,10 @@ import uuid
 from typing import Any
 
 import pytest
-
-from wincon.profile import ClusterProfile, NodeProfile
+from wincon.nodes import LINUX, OS_FIXTURE, WINDOWS, data_plane_for, is_control, target_os
+from wincon.profile import ClusterProfile
 from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, TARGET_OS, TEST_ID, is_lifted
 
-OS_FIXTURE = "target_os"
-LINUX, WINDOWS = "linux", "windows"
 NO_LINUX_REASON = "no Ready Linux worker with a data plane: the Linux control cannot run here"
 CLUSTER_WIDE = "cluster-wide: Linux pods fail the same check (its Linux control failed in this run)"
 CONFIRMED = "confirmed: Linux control passed"
@@ -52,16 +50,6 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def target_os(item: pytest.Item) -> str:
-    """The OS whose pods an item checks: linux for a control, windows for everything else."""
-    callspec = getattr(item, "callspec", None)
-    return str(callspec.params.get(OS_FIXTURE, WINDOWS)) if callspec is not None else WINDOWS
-
-
-def is_control(item: pytest.Item) -> bool:
-    return target_os(item) == LINUX
-
-
 def has_control(item: pytest.Item) -> bool:
     """A Windows check that has a Linux twin."""
     return OS_FIXTURE in getattr(item, "fixturenames", ()) and not is_control(item)
@@ -77,66 +65,6 @@ def twin_key(item: pytest.Item) -> str:
 def control_test_id(test_id: str) -> str:
     """The control's own stable test id, derived from its twin's (the same on every run and machine)."""
     return str(uuid.uuid5(_NAMESPACE, f"{test_id}:linux-control"))
-
-
-REAL, SIMULATED, MIXED = "real", "simulated", "mixed"  # data_plane_where: the planned nodes' data plane
-
-
-def planned_nodes(item: pytest.Item, profile: ClusterProfile) -> list[NodeProfile]:
-    """The nodes an item's pods may land on, before any ran: the Ready Linux nodes for a control; for a Windows
-    item the Ready Windows nodes of the build it pins to, else every Ready one (``collection.candidate_nodes``)."""
-    if is_control(item):
-        return [n for n in profile.linux_nodes if n.ready]
-    from wincon.collection import candidate_nodes  # collection imports this module
-
-    return candidate_nodes(item, profile)
-
-
-def data_plane_where(item: pytest.Item, profile: ClusterProfile) -> str:
-    """Before placement: REAL (every planned node has a data plane), SIMULATED (none has, or there is none),
-    MIXED (placement decides: the plan says so, the run judges the nodes the pods ran on)."""
-    nodes = planned_nodes(item, profile)
-    real = sum(1 for n in nodes if n.data_plane)
-    if nodes and real == len(nodes):
-        return REAL
-    return MIXED if real else SIMULATED
-
-
-def without_data_plane(item: pytest.Item, profile: ClusterProfile) -> list[str]:
-    """The nodes the item's pods ran on (``pinning.recorded_nodes``) that have no data plane, or that the
-    profile does not know (nothing vouches for them)."""
-    from wincon.workloads.pinning import recorded_nodes
-
-    known = {n.name: n for n in profile.nodes}
-    return [name for name in recorded_nodes(item) if name not in known or not known[name].data_plane]
-
-
-def data_plane_for(item: pytest.Item, profile: ClusterProfile) -> bool:
-    """Whether the nodes an item's pods run on have a data plane, judged per node.
-
-    Once pods ran (their nodes recorded by the placement checks and the gate, see ``pinning.recorded_nodes``):
-    every one of those nodes must have one. Before (and for a Windows item none of whose recorded pods is on
-    Windows) the planned nodes decide: for a Windows item every Ready Windows node of its build must have one;
-    for a control, any Ready Linux node (its pods are pinned to the Linux workers).
-    """
-    from wincon.workloads.pinning import recorded_nodes
-
-    if without_data_plane(item, profile):
-        return False
-    ran_on = recorded_nodes(item)  # every one known to the profile and real (above)
-    if is_control(item):
-        return bool(ran_on) or data_plane_where(item, profile) != SIMULATED
-    by_name = {n.name: n for n in profile.nodes}
-    return any(by_name[name].os == WINDOWS for name in ran_on) or data_plane_where(item, profile) == REAL
-
-
-def mixed_note(item: pytest.Item, profile: ClusterProfile) -> str:
-    """The plan's reason where placement decides (MIXED)."""
-    simulated = sorted(n.name for n in planned_nodes(item, profile) if not n.data_plane)
-    return (
-        "depends on the node: runs where its pods land on a real node; skips on a simulated one "
-        f"({', '.join(simulated)})"
-    )
 
 
 def mark(item: pytest.Item, profile: ClusterProfile | None) -> None:

@@ -5,21 +5,22 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from wincon import controls
+from wincon import nodes
 from wincon.cluster.client import call
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, WinconContext, get_context
 from wincon.kube import Kube
+from wincon.nodes import build_for
 from wincon.profile import ClusterProfile
 from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
-from wincon.workloads import pinning
+
+__all__ = ["build_for"]  # suites pin to a build through the fixtures' module; wincon.nodes decides it
 
 
 def _context(request: pytest.FixtureRequest) -> WinconContext:
@@ -87,13 +88,15 @@ def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[...,
         text = f"{where}: {text}" if where else text
         if (COMMAND, text) not in node.user_properties:  # a check that retries records its command once
             node.user_properties.append((COMMAND, text))
-        for name in [pod_node, *pinning.fixture_pod_nodes(node)]:
-            pinning.record_node(node, name)
-        if not controls.data_plane_for(node, profile):
+        for name in [pod_node, *nodes.fixture_pod_nodes(node)]:
+            if name:
+                nodes.lookup(profile, name)  # a node the profile did not know is read now (an API error says so)
+            nodes.record_node(node, name)
+        if not nodes.data_plane_for(node, profile):
             node.user_properties.append((SIMULATED_SKIP, "true"))
             would = [lim.id for lim, _ in node.stash.get(APPLIED_KEY, [])]
             suffix = f"; on a real cluster with this profile: expected to fail ({', '.join(would)})" if would else ""
-            on = controls.without_data_plane(node, profile)
+            on = nodes.without_data_plane(node, profile)
             reason = f"{SIMULATED_REASON} (its pods ran on {', '.join(on)})" if on else SIMULATED_REASON
             pytest.skip(f"{reason}; would run: {text}{suffix}")
 
@@ -153,10 +156,3 @@ def release_pods(api_client: client.ApiClient, namespace: str) -> None:
     except client.exceptions.ApiException as exc:
         if exc.status != 404:
             raise
-
-
-def build_for(nodeid: str, builds: list[int]) -> int | None:
-    """The Windows build a test pins to: one of ``builds``, fixed per test id, spread over all of them."""
-    if not builds:
-        return None
-    return builds[zlib.crc32(nodeid.encode()) % len(builds)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from wincon import collection, context, controls, options, reports
+from wincon import collection, context, controls, nodes, options, reports
 from wincon.errors import WinconError
 from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,
@@ -28,7 +28,6 @@ from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     taint_node,
     wincon,
 )
-from wincon.workloads import pinning
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,7 +73,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if context.get_profile(item.config) is None:
         yield
         return
-    with pinning.running(item):
+    with nodes.running(item):
         yield
 
 

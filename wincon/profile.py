@@ -104,6 +104,18 @@ class ClusterProfile:
     cloud: str = "other"
     # default/kubernetes's spec.ipFamilies: ["IPv4"], ["IPv6"] or both (dual-stack); empty when unknown.
     ip_families: list[str] = field(default_factory=list)
+    # The Windows nodes `--windows-build` leaves out: the suite's pods never go there, but they are the
+    # cluster's, so whole-cluster checks (a DaemonSet's count) and a pod's node lookup still see them.
+    other_nodes: list[NodeProfile] = field(default_factory=list)
+
+    @property
+    def all_nodes(self) -> list[NodeProfile]:
+        """Every node of the cluster, ``--windows-build`` or not."""
+        return self.nodes + self.other_nodes
+
+    def whole_cluster(self) -> ClusterProfile:
+        """The cluster as it is, every node in ``nodes``: what whole-cluster checks expect."""
+        return ClusterProfile(**{**self.__dict__, "nodes": self.all_nodes, "other_nodes": []})
 
     @property
     def windows_nodes(self) -> list[NodeProfile]:
@@ -161,9 +173,12 @@ class ClusterProfile:
         return known or frozenset({self.cni})
 
     def restrict_to_build(self, build: int) -> ClusterProfile:
-        """The same cluster seen through `--windows-build`: only Windows nodes of that build."""
-        nodes = [n for n in self.nodes if n.os != "windows" or n.windows_build == build]
-        return ClusterProfile(**{**self.__dict__, "nodes": nodes})
+        """The same cluster seen through `--windows-build`: the suite's pods go to Windows nodes of that build
+        only; the others stay in ``other_nodes`` (whole-cluster checks and node lookups still see them)."""
+        every = self.all_nodes
+        nodes = [n for n in every if n.os != "windows" or n.windows_build == build]
+        others = [n for n in every if n not in nodes]
+        return ClusterProfile(**{**self.__dict__, "nodes": nodes, "other_nodes": others})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,19 +196,24 @@ class ClusterProfile:
             "ip_families": list(self.ip_families),
             "data_plane": self.data_plane,
             "simulated": self.simulated,
-            "nodes": [asdict(n) | {"taints": list(n.taints), "data_plane": n.data_plane} for n in self.nodes],
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "other_nodes": [_node_dict(n) for n in self.other_nodes],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterProfile:
         known = set(NodeProfile.__dataclass_fields__)
-        nodes = [
-            NodeProfile(**{k: v for k, v in n.items() if k in known} | {"taints": tuple(n.get("taints", ()))})
-            for n in data.get("nodes", [])
-        ]
+
+        def nodes(key: str) -> list[NodeProfile]:
+            return [
+                NodeProfile(**{k: v for k, v in n.items() if k in known} | {"taints": tuple(n.get("taints", ()))})
+                for n in data.get(key) or []
+            ]
+
         return cls(
             server_version=data["server_version"],
-            nodes=nodes,
+            nodes=nodes("nodes"),
+            other_nodes=nodes("other_nodes"),
             cni=data.get("cni", "unknown"),
             cni_backend=data.get("cni_backend"),
             cni_source=data.get("cni_source", "detected"),
@@ -213,8 +233,30 @@ class ClusterProfile:
             f"windows nodes: {wins or 'none'}",
             f"linux nodes: {len(self.linux_nodes)}; cni: {cni} [{self.cni_source}]; "
             f"kube-proxy: {self.kube_proxy_mode or 'unknown'}",
-            "data plane: " + ("real" if self.data_plane else "none (simulated nodes): data-plane checks skip"),
+            self.data_plane_line(),
         ]
+
+    def data_plane_line(self) -> str:
+        """The nodes with a data plane and those without (simulated), by name, and what that means for the run."""
+        real = [n.name for n in self.all_nodes if n.data_plane]
+        none = [n.name for n in self.all_nodes if not n.data_plane]
+        windows = [n.data_plane for n in self.windows_nodes]
+        if windows and all(windows):
+            effect = "Windows data-plane checks run"
+        elif any(windows):
+            effect = "Windows data-plane checks run where their pods land on a real node, skip elsewhere"
+        else:
+            effect = "Windows data-plane checks skip"
+        if any(n.data_plane for n in self.linux_nodes):
+            effect += "; Linux controls run"
+        parts = ([f"real on {', '.join(real)}"] if real else []) + (
+            [f"none (simulated nodes) on {', '.join(none)}"] if none else []
+        )
+        return f"data plane: {'; '.join(parts) or 'no nodes'}: {effect}"
+
+
+def _node_dict(node: NodeProfile) -> dict[str, Any]:
+    return asdict(node) | {"taints": list(node.taints), "data_plane": node.data_plane}
 
 
 # --- pure detection functions over API objects (dicts as returned by the API, camelCase keys) ---

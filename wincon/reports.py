@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from wincon import controls
+from wincon import controls, nodes
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import ExitCode, FrameworkFailure, InfrastructureError
@@ -23,7 +22,6 @@ from wincon.verdicts import (
     is_lifted,
     lifted_message,
 )
-from wincon.workloads import pinning
 
 
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
@@ -64,16 +62,16 @@ def no_data_plane_verdict(
 ) -> bool:
     """A data-plane item whose pods sit on nodes without a data plane gets no verdict but skipped, whatever it
     raised or however it ended before reaching the gate: what it saw there is a simulator's, not a node's.
-    The nodes are those its pods ran on where known (``controls.data_plane_for``). Returns whether the report
+    The nodes are those its pods ran on where known (``nodes.data_plane_for``). Returns whether the report
     was turned into that skip (the plan says skip, or "depends on the node", for the same items)."""
     if report.when not in ("setup", "call") or not item.get_closest_marker("dataplane"):
         return False
-    if controls.data_plane_for(item, profile) or (report.skipped and not hasattr(report, "wasxfail")):
+    if nodes.data_plane_for(item, profile) or (report.skipped and not hasattr(report, "wasxfail")):
         return False
     if report.passed and report.when == "setup":
         return False  # the check has not run yet
     raised = call.excinfo.exconly().splitlines()[0][:200] if call.excinfo is not None else str(report.longrepr)
-    on = controls.without_data_plane(item, profile)  # the nodes its pods ran on that have none (mixed clusters)
+    on = nodes.without_data_plane(item, profile)  # the nodes its pods ran on that have none (mixed clusters)
     if on:
         ended = f"ran its pods on {', '.join(on)} (no data plane) and " + (
             "passed" if report.passed else "xfailed" if hasattr(report, "wasxfail") else f"raised: {raised}"
@@ -86,8 +84,8 @@ def no_data_plane_verdict(
         ended = f"ended before reaching the data-plane gate ({report.when}): {raised}"
     if hasattr(report, "wasxfail"):
         del report.wasxfail
-    for name in pinning.fixture_pod_nodes(item):  # recorded as the gate records them
-        pinning.record_node(item, name)
+    for name in nodes.fixture_pod_nodes(item):  # recorded as the gate records them
+        nodes.record_node(item, name)
     report.outcome = "skipped"
     report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {SIMULATED_REASON}; the check {ended}")
     item.user_properties.append((SIMULATED_SKIP, "true"))

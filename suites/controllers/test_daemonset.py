@@ -17,12 +17,13 @@ pytestmark = [pytest.mark.controllers]
 @pytest.mark.documents("k8s-handbook-windows", "Running Windows Containers")
 def test_windows_daemonset_lands_on_every_windows_node_and_no_other(kube, wincon, namespace, pinned, profile):
     """ "Running a DaemonSet: ... nodeSelector: beta.kubernetes.io/os: windows" (001_feb1108140134f87.txt, Running Windows Containers): one pod per Windows node, none on Linux."""
-    expected = schedulable_windows_nodes(profile)
+    cluster = profile.whole_cluster()  # --windows-build narrows where the suite's pods go, not the cluster
+    expected = schedulable_windows_nodes(cluster)
     if not expected:
         pytest.skip("no Ready Windows node without an untolerated taint: the DaemonSet has nowhere to run")
     # One image for every Windows build the DaemonSet will meet: check the catalog has a variant for each.
     image = wincon.catalog.image("pause", "windows")
-    for build in profile.windows_builds:
+    for build in cluster.windows_builds:
         assert wincon.catalog.image("pause", "windows", build) == image
     (manifest,) = pinned("daemonset", pin_build=False, name="win-ds", image=image)
     kube.create(manifest)
@@ -40,7 +41,7 @@ def test_windows_daemonset_lands_on_every_windows_node_and_no_other(kube, wincon
         f"the DaemonSet wants {ds.status.desired_number_scheduled} pods; Windows nodes: {expected}"
     )
     pods = kube.pods({"app": "win-ds"})
-    nodes = assert_all_ran_on(pods, profile, "windows")
+    nodes = assert_all_ran_on(pods, cluster, "windows")
     per_node = Counter(n.name for n in nodes)
     assert sorted(per_node) == expected, f"pods on {sorted(per_node)}, Windows nodes {expected}"
     assert set(per_node.values()) == {1}, f"more than one pod on a node: {dict(per_node)}"

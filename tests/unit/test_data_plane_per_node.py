@@ -1,5 +1,5 @@
 """The data-plane gate decides per node: on a cluster with real and simulated Windows nodes, an item's verdict
-counts only where the nodes its pods ran on have a data plane (wincon.controls.data_plane_for), and the plan
+counts only where the nodes its pods ran on have a data plane (wincon.nodes.data_plane_for), and the plan
 says the same, item by item, where the build decides placement.
 
 Pods are "placed" in these suites as every placed pod is checked: ``assert_ran_on`` on a pod the scheduler
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.unit.test_plugin import LIMITS
-from wincon import controls
+from wincon import nodes
 from wincon.network.pods import PodRef
 from wincon.profile import ClusterProfile, NodeProfile
 
@@ -217,30 +217,134 @@ def item(nodes=(), target_os=None, funcargs=None):
 
 def test_data_plane_for_judges_the_nodes_the_pods_ran_on():
     mixed = profile_of(win("real", False), win("kwok", True), lin("lin1"))
-    assert controls.data_plane_for(item(["real"]), mixed)
-    assert not controls.data_plane_for(item(["kwok"]), mixed)
-    assert not controls.data_plane_for(item(["real", "kwok"]), mixed)
-    assert not controls.data_plane_for(item(["gone"]), mixed)  # a node the profile does not know vouches nothing
+    assert nodes.data_plane_for(item(["real"]), mixed)
+    assert not nodes.data_plane_for(item(["kwok"]), mixed)
+    assert not nodes.data_plane_for(item(["real", "kwok"]), mixed)
+    assert not nodes.data_plane_for(item(["gone"]), mixed)  # a node the profile does not know vouches nothing
     # Nothing placed yet: every node it may land on must be real.
-    assert not controls.data_plane_for(item(), mixed)
-    assert controls.data_plane_for(item(), profile_of(win("real", False), lin("lin1")))
+    assert not nodes.data_plane_for(item(), mixed)
+    assert nodes.data_plane_for(item(), profile_of(win("real", False), lin("lin1")))
     # A Windows item whose only recorded pod is a Linux one: its Windows side is still undecided.
-    assert not controls.data_plane_for(item(["lin1"]), mixed)
+    assert not nodes.data_plane_for(item(["lin1"]), mixed)
     # A pod its fixture hands it (a module-scoped PodRef) counts as recorded.
     server = PodRef("server", "10.0.0.5", ("10.0.0.5",), "kwok", "", "windows", "netexec")
-    assert not controls.data_plane_for(item(["real"], funcargs={"servers": [server]}), mixed)
+    assert not nodes.data_plane_for(item(["real"], funcargs={"servers": [server]}), mixed)
 
 
 def test_a_control_judges_its_linux_nodes_the_same_way():
     cluster = profile_of(win("kwok", True), lin("lin1"), lin("lin-kwok", simulated=True))
-    assert controls.data_plane_for(item(target_os="linux"), cluster)  # a real Linux worker exists
-    assert controls.data_plane_for(item(["lin1"], target_os="linux"), cluster)
-    assert not controls.data_plane_for(item(["lin-kwok"], target_os="linux"), cluster)
-    assert controls.data_plane_where(item(target_os="linux"), cluster) == controls.MIXED
+    assert nodes.data_plane_for(item(target_os="linux"), cluster)  # a real Linux worker exists
+    assert nodes.data_plane_for(item(["lin1"], target_os="linux"), cluster)
+    assert not nodes.data_plane_for(item(["lin-kwok"], target_os="linux"), cluster)
+    assert nodes.data_plane_where(item(target_os="linux"), cluster) == nodes.MIXED
 
 
 def test_the_plan_state_is_per_build():
     two = profile_of(win("w22", False, 20348), win("w19", True, 17763))
-    assert controls.data_plane_where(item(), two) == controls.MIXED
-    assert controls.data_plane_where(item(), profile_of(win("w19", True, 17763))) == controls.SIMULATED
-    assert controls.data_plane_where(item(), profile_of()) == controls.SIMULATED
+    assert nodes.data_plane_where(item(), two) == nodes.MIXED
+    assert nodes.data_plane_where(item(), profile_of(win("w19", True, 17763))) == nodes.SIMULATED
+    assert nodes.data_plane_where(item(), profile_of()) == nodes.SIMULATED
+
+
+# ----------------------------------------------------------------------------- nodes added after the profile
+
+
+def node_object(name, simulated, build=20348):
+    """A Windows node as the API server returns it (a real one, or one the simulator marks)."""
+    annotations = {"kwok.x-k8s.io/node": "fake"} if simulated else {}
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": f"10.0.{build}"},
+            "annotations": annotations,
+        },
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "nodeInfo": {
+                "operatingSystem": "windows",
+                "kubeletVersion": "v1.34.4",
+                "containerRuntimeVersion": "containerd://1.7.20",
+                "kernelVersion": f"10.0.{build}.2655",
+            },
+        },
+    }
+
+
+LATE_CONFTEST = f"""
+import pytest
+from wincon import nodes
+
+LATE = {{"win-late": {node_object("win-late", False)!r}, "win-late-kwok": {node_object("win-late-kwok", True)!r}}}
+READS = []
+
+def read(name):
+    READS.append(name)
+    return LATE.get(name)
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    nodes.set_reader(read)  # the API server, as it answers after the profile was taken
+
+def pytest_sessionfinish(session):
+    print("node reads:", sorted(READS))
+"""
+
+LATE_SUITE = """
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0731")
+@pytest.mark.parametrize("node", ["win-late", "win-late-kwok"])
+@pytest.mark.parametrize("ending", ["passes", "asserts"])
+def test_placed(profile, node, ending):
+    assert place(profile, node).name == node
+    assert ending == "passes", "no reply"
+
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0732")
+@pytest.mark.parametrize("node", ["win-late", "win-late-kwok"])
+@pytest.mark.parametrize("ending", ["passes", "asserts"])
+def test_gated(node, ending, data_plane):
+    data_plane("ping 10.0.0.1", where="pod p", pod_node=node)
+    assert ending == "passes", "no reply"
+
+@pytest.mark.dataplane
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0733")
+def test_gone(profile):
+    place(profile, "win-gone")
+"""
+
+
+def test_a_node_added_after_the_profile_is_judged_as_it_is(suite, pytester):
+    """The profile knows one real Windows node; pods land on nodes added later. A real one: its checks pass or
+    fail as they say (before: assert_ran_on failed them with WrongNode, the gate skipped them as simulated). A
+    simulated one still skips. A node that went away before it could be read is an error, not a skip. Each late
+    node is read once per process."""
+    pytester.makeconftest(LATE_CONFTEST)
+    result, outcomes = suite(LATE_SUITE, [windows_node("win-real", 20348, False), LINUX])
+    assert outcomes == {
+        "suites/test_s.py::test_placed[passes-win-late]": "PASSED",
+        "suites/test_s.py::test_placed[passes-win-late-kwok]": "SKIPPED",
+        "suites/test_s.py::test_placed[asserts-win-late]": "FAILED",
+        "suites/test_s.py::test_placed[asserts-win-late-kwok]": "SKIPPED",
+        "suites/test_s.py::test_gated[passes-win-late]": "PASSED",
+        "suites/test_s.py::test_gated[passes-win-late-kwok]": "SKIPPED",
+        "suites/test_s.py::test_gated[asserts-win-late]": "FAILED",
+        "suites/test_s.py::test_gated[asserts-win-late-kwok]": "SKIPPED",
+        "suites/test_s.py::test_gone": "ERROR",
+    }, result.stdout.str()
+    result.stdout.fnmatch_lines(["*the check ran its pods on win-late-kwok (no data plane) and passed*"])
+    result.stdout.fnmatch_lines(["*win-gone, a node the API server no longer knows*"])
+    result.stdout.fnmatch_lines(["*node reads: ?'win-gone', 'win-late', 'win-late-kwok'?"])  # once each
+
+
+def test_windows_build_narrows_placement_not_the_cluster():
+    """--windows-build 20348 on a mixed 2019+2022 cluster: the suite's pods go to 20348 only, the whole cluster
+    keeps every node (the DaemonSet check counts them all), and a pod found on the other build is known."""
+    cluster = profile_of(win("w22", False, 20348), win("w19", False, 17763), lin("lin1"))
+    narrowed = cluster.restrict_to_build(20348)
+    assert [n.name for n in narrowed.windows_nodes] == ["w22"]
+    assert [n.name for n in narrowed.whole_cluster().windows_nodes] == ["w22", "w19"]
+    assert nodes.lookup(narrowed, "w19") is not None
+    again = ClusterProfile.from_dict(json.loads(json.dumps(narrowed.to_dict())))  # as xdist workers get it
+    assert [n.name for n in again.whole_cluster().windows_nodes] == ["w22", "w19"]
+    assert [n.name for n in again.windows_nodes] == ["w22"]
