@@ -40,6 +40,7 @@ class Limitation:
     skip_reason: str = ""
     untestable: str = ""
     note: str = ""
+    retired: str = ""
 
     @property
     def source_text(self) -> str:
@@ -95,7 +96,7 @@ def load(path: str | Path | None = None) -> dict[str, Limitation]:
                 f"{path}: entry {index} ({raw['id']}): field 'id': duplicate id",
                 "give every limitation a unique id",
             )
-        for key in ("windows_build", "k8s_version"):
+        for key in ("windows_build", *VERSION_KEYS):
             spec = (raw.get("applies_when") or {}).get(key)
             if spec is not None:
                 try:
@@ -117,6 +118,7 @@ def load(path: str | Path | None = None) -> dict[str, Limitation]:
             skip_reason=raw.get("skip_reason", ""),
             untestable=raw.get("untestable", ""),
             note=raw.get("note", ""),
+            retired=raw.get("retired", ""),
         )
     return result
 
@@ -161,6 +163,8 @@ def match(
     """
     if limitation.untestable:
         return Match(False, ("untestable: " + limitation.untestable,))
+    if limitation.retired:
+        return Match(False, ("retired: " + limitation.retired,))
     if node is not None:
         return _match_node(limitation, profile, node, isolation)
     candidates = list(nodes if nodes is not None else profile.windows_nodes)
@@ -185,6 +189,33 @@ def match(
     )
 
 
+# The component whose version decides a condition: applies_when specifiers and lifted_in versions name it.
+VERSION_KEYS = ("apiserver_version", "kubelet_version", "kube_proxy_version", "containerd_version")
+
+
+def component_version(key: str, profile: ClusterProfile, node: NodeProfile) -> tuple[str, Version | None]:
+    """The component ``key`` names, as the plan names it, and its version (None: unknown or unparseable).
+
+    The API server's is the cluster's; the kubelet's, kube-proxy's and containerd's are the node's (a skewed node
+    keeps its own behaviour). containerd's version is known only on a node whose runtime is containerd."""
+    if key == "apiserver_version":
+        return "API server version", parse_version(profile.server_version)
+    if key == "kubelet_version":
+        return f"kubelet version of node {node.name}", parse_version(node.kubelet_version)
+    if key == "kube_proxy_version":
+        return f"kube-proxy version of node {node.name}", parse_version(node.kube_proxy_version)
+    if key == "containerd_version":
+        version = parse_version(node.runtime_version) if node.runtime == "containerd" else None
+        return f"containerd version of node {node.name}", version
+    raise KeyError(key)
+
+
+def _short(key: str) -> str:
+    return {"apiserver_version": "API server", "kubelet_version": "kubelet", "kube_proxy_version": "kube-proxy"}.get(
+        key, "containerd"
+    )
+
+
 def _match_node(limitation: Limitation, profile: ClusterProfile, node: NodeProfile, isolation: str) -> Match:
     facts: list[str] = [f"node {node.name}"]
     cond = limitation.applies_when
@@ -205,13 +236,14 @@ def _match_node(limitation: Limitation, profile: ClusterProfile, node: NodeProfi
         if Version(str(node.windows_build)) not in SpecifierSet(cond["windows_build"]):
             return Match(False, (f"node {node.name} windows build {node.windows_build} not {cond['windows_build']}",))
         facts.append(f"windows build {node.windows_build} {cond['windows_build']}")
-    kubelet = parse_version(node.kubelet_version)
-    if "k8s_version" in cond:
-        if kubelet is None:
-            return unknown(f"kubelet version of node {node.name}")
-        if kubelet not in SpecifierSet(cond["k8s_version"]):
-            return Match(False, (f"node {node.name} kubelet {kubelet} not {cond['k8s_version']}",))
-        facts.append(f"kubelet {kubelet} {cond['k8s_version']}")
+    for key in VERSION_KEYS:
+        if key in cond:
+            component, version = component_version(key, profile, node)
+            if version is None:
+                return unknown(component)
+            if version not in SpecifierSet(cond[key]):
+                return Match(False, (f"{component} {version} not {cond[key]}",))
+            facts.append(f"{_short(key)} {version} {cond[key]}")
     if "runtime" in cond:
         if not node.runtime:
             return unknown(f"runtime of node {node.name}")
@@ -230,26 +262,46 @@ def _match_node(limitation: Limitation, profile: ClusterProfile, node: NodeProfi
             return Match(False, (f"isolation {isolation} (the pods request it) not in {cond['isolation']}",))
         facts.append(f"isolation {isolation}")
     lifted = limitation.lifted_in or {}
-    reasons = _lifted_reasons(lifted, node, kubelet)
-    if reasons is not None:
+    below, reasons, unknowns = _lifted_state(lifted, profile, node)
+    if below:
+        facts.extend(below)
+    elif unknowns:  # not shown below the lifting version, and a deciding version unknown: never applies
+        return Match(
+            False,
+            tuple(f"{u} unknown: an unknown fact never applies" for u in unknowns),
+            tuple(unknowns),
+        )
+    elif reasons:
         return Match(False, (f"lifted on node {node.name} ({', '.join(reasons)}): {lifted['note']}",))
     return Match(True, tuple(facts) if len(facts) > 1 else (*facts, "applies on every node"))
 
 
-def _lifted_reasons(lifted: dict[str, Any], node: NodeProfile, kubelet: Version | None) -> list[str] | None:
-    """The node's facts that lift the limitation; None unless every given key is known and holds."""
-    reasons = []
-    if "k8s_version" in lifted:
-        if kubelet is None or kubelet < Version(lifted["k8s_version"]):
-            return None
-        reasons.append(f"kubelet {kubelet} >= {lifted['k8s_version']}")
+def _lifted_state(
+    lifted: dict[str, Any], profile: ClusterProfile, node: NodeProfile
+) -> tuple[list[str], list[str], list[str]]:
+    """(facts showing it still holds, facts showing it lifted, components whose version is unknown).
+
+    Every ``lifted_in`` key is needed to lift it: one component known below its version keeps it in force; all
+    known at or above lift it; otherwise an unknown version decides nothing (it never applies, the plan names it).
+    """
+    below: list[str] = []
+    lifted_by: list[str] = []
+    unknowns: list[str] = []
+    for key in VERSION_KEYS:
+        if key not in lifted:
+            continue
+        component, version = component_version(key, profile, node)
+        if version is None:
+            unknowns.append(component)
+        elif version < Version(lifted[key]):
+            below.append(f"{_short(key)} {version} < {lifted[key]} (lifted from {lifted[key]})")
+        else:
+            lifted_by.append(f"{_short(key)} {version} >= {lifted[key]}")
     if "windows_build" in lifted:
-        if not node.windows_build or node.windows_build < lifted["windows_build"]:
-            return None
-        reasons.append(f"windows build {node.windows_build} >= {lifted['windows_build']}")
-    if "containerd_version" in lifted:
-        runtime_version = parse_version(node.runtime_version) if node.runtime == "containerd" else None
-        if runtime_version is None or runtime_version < Version(lifted["containerd_version"]):
-            return None
-        reasons.append(f"containerd {runtime_version} >= {lifted['containerd_version']}")
-    return reasons or None
+        if not node.windows_build:
+            unknowns.append(f"windows build of node {node.name}")
+        elif node.windows_build < lifted["windows_build"]:
+            below.append(f"windows build {node.windows_build} < {lifted['windows_build']}")
+        else:
+            lifted_by.append(f"windows build {node.windows_build} >= {lifted['windows_build']}")
+    return below, lifted_by, unknowns

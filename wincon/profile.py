@@ -73,6 +73,7 @@ class NodeProfile:
     ready: bool
     simulated: bool
     kubelet_version: str = ""
+    kube_proxy_version: str = ""  # nodeInfo.kubeProxyVersion: deprecated, empty (unknown) on current kubelets
     os_image: str = ""
     kernel_version: str = ""
     runtime: str = ""
@@ -285,6 +286,7 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
         ready=ready,
         simulated=annotations.get(SIMULATED_ANNOTATION) == "fake" or labels.get("type") == "kwok",
         kubelet_version=info.get("kubeletVersion", ""),
+        kube_proxy_version=info.get("kubeProxyVersion", ""),
         os_image=info.get("osImage", ""),
         kernel_version=info.get("kernelVersion", ""),
         runtime=runtime,

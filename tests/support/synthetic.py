@@ -38,6 +38,7 @@ def profile(
         "ready": True,
         "simulated": False,
         "kubelet_version": k8s,
+        "kube_proxy_version": k8s,  # nodeInfo.kubeProxyVersion, as kubelets of that era reported it
         "runtime": "containerd",
         "runtime_version": "1.7.20",
         "windows_build": build,

@@ -1,5 +1,6 @@
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -127,13 +128,13 @@ def test_build_and_version_conditions():
     old_build = lim(applies_when={"windows_build": "<20348"})
     assert match(old_build, profile(builds=(17763,))).applies
     assert not match(old_build, profile(builds=(20348,))).applies
-    old_k8s = lim(applies_when={"k8s_version": "<1.24"})
+    old_k8s = lim(applies_when={"kubelet_version": "<1.24"})
     assert match(old_k8s, profile(version="v1.23.9")).applies
     assert not match(old_k8s, profile(version="v1.34.4")).applies
 
 
 def test_lifted_in_a_later_release_or_build_or_runtime():
-    by_k8s = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
+    by_k8s = lim(lifted_in={"kubelet_version": "1.26", "note": "HostProcess containers GA"})
     assert match(by_k8s, profile(version="v1.25.3")).applies
     result = match(by_k8s, profile(version="v1.34.4"))
     assert not result.applies and "kubelet 1.34.4 >= 1.26" in result.explain()
@@ -162,7 +163,7 @@ def test_the_projects_limitations_file_is_valid():
 
 
 def test_lifted_in_with_two_keys_needs_both():
-    entry = lim(lifted_in={"k8s_version": "1.23", "containerd_version": "1.6", "note": "HostProcess needs both"})
+    entry = lim(lifted_in={"kubelet_version": "1.23", "containerd_version": "1.6", "note": "HostProcess needs both"})
     assert match(entry, profile(version="v1.34.4", runtime_version="1.5.13")).applies
     assert match(entry, profile(version="v1.22.0", runtime_version="1.7.20")).applies
     assert not match(entry, profile(version="v1.34.4", runtime_version="1.7.20")).applies
@@ -184,18 +185,18 @@ def test_a_build_condition_applies_to_the_node_of_that_build_only():
 
 
 def test_the_kubelets_version_decides_not_the_api_servers():
-    entry = lim(applies_when={"k8s_version": "<1.24"})
+    entry = lim(applies_when={"kubelet_version": "<1.24"})
     skewed = ClusterProfile("v1.34.4", nodes=[win(20348, kubelet="v1.23.17")], cni="flannel", cni_backend="vxlan")
     result = match(entry, skewed)
     assert result.applies and "kubelet 1.23.17 <1.24" in result.explain()
-    lifted = lim(lifted_in={"k8s_version": "1.26", "note": "HostProcess containers GA"})
+    lifted = lim(lifted_in={"kubelet_version": "1.26", "note": "HostProcess containers GA"})
     assert match(lifted, skewed).applies  # the API server is 1.34, but the node's kubelet is not
 
 
 @pytest.mark.parametrize("kubelet", ["", "unknown", "vX"])
 def test_an_unparseable_kubelet_version_is_unknown_and_never_applies(kubelet):
     """It used to read as 0.0, which satisfies every '<' condition."""
-    entry = lim(applies_when={"k8s_version": "<1.24"})
+    entry = lim(applies_when={"kubelet_version": "<1.24"})
     result = match(entry, profile(version=kubelet))
     assert not result.applies
     assert result.unknown == ("kubelet version of node w20348",)
@@ -264,7 +265,7 @@ def test_every_entry_says_from_when_it_is_lifted_or_why_it_still_stands(tmp_path
     short = ENTRY.replace("still stated by the current documentation of this test fixture", "holds")
     with pytest.raises(LimitationsError, match="field 'note'"):
         load(write(tmp_path, short))
-    assert all(entry.lifted_in or entry.note for entry in load().values())
+    assert all(entry.lifted_in or entry.note or entry.retired for entry in load().values())
 
 
 V134_LTSC2022 = ClusterProfile(
@@ -293,3 +294,61 @@ def test_the_calibrated_catalog_on_a_v1_34_containerd_ltsc2022_cluster():
     ):
         assert not applies[lifted], lifted
     assert not applies["hyperv-cpu-count-limit"]  # the pods request process isolation
+
+
+# --- each limitation is decided by the version of the component it names (issue 19, item 3)
+
+
+def skewed(apiserver, kubelet, runtime_version="1.7.20"):
+    return ClusterProfile(
+        apiserver, nodes=[win(20348, runtime_version, kubelet=kubelet)], cni="flannel", cni_backend="vxlan"
+    )
+
+
+def test_env_var_name_colon_is_decided_by_the_api_servers_version_not_the_kubelets():
+    """API server 1.32.2 with kubelet 1.31.5: validation is the API server's, so it is lifted (it used to apply
+    on the kubelet's 1.31.5, and the check's pass read as 'appears lifted', exit 1). API server 1.31 with a
+    1.34 kubelet: it applies, naming the API server."""
+    entry = load()["env-var-name-colon"]
+    lifted = match(entry, skewed("v1.32.2", "v1.31.5"))
+    assert not lifted.applies and "API server 1.32.2 >= 1.32" in lifted.explain()
+    applies = match(entry, skewed("v1.31.4", "v1.34.4"))
+    assert applies.applies and "API server 1.31.4 < 1.32" in applies.explain()
+    unknown = match(entry, skewed("vX", "v1.31.5"))
+    assert not unknown.applies and unknown.unknown == ("API server version",)
+
+
+def test_the_env_var_check_takes_the_api_servers_422_refusal_as_the_deviation():
+    """Below 1.32 the documented deviation is the refusal itself: the check observes it (expect_deviation with
+    the refusal's own evidence), instead of failing with Rejected."""
+    text = (Path(__file__).resolve().parents[2] / "suites/api/test_windows_conventions.py").read_text()
+    assert "rejection.status == 422" in text and 'expect_deviation(\n            "env-var-name-colon"' in text
+
+
+@pytest.mark.parametrize("runtime_version", ["main-5a1e6c3", ""])
+def test_an_unparseable_runtime_version_never_lets_a_containerd_lift_apply(runtime_version):
+    """host-privileges-unavailable is lifted by kubelet >= 1.23 and containerd >= 1.6: with containerd's
+    version unknown it used to apply, naming nothing; now it does not apply and the plan names the unknown."""
+    entry = load()["host-privileges-unavailable"]
+    result = match(entry, skewed("v1.34.4", "v1.34.4", runtime_version))
+    assert not result.applies
+    assert result.unknown == ("containerd version of node w20348",)
+    assert "containerd version of node w20348 unknown" in result.explain()
+    # One component known below its lifting version keeps it in force, whatever the other.
+    old_kubelet = match(entry, skewed("v1.34.4", "v1.22.17", runtime_version))
+    assert old_kubelet.applies and "kubelet 1.22.17 < 1.23" in old_kubelet.explain()
+
+
+def test_a_retired_entry_never_applies():
+    entry = load()["service-vip-from-node"]
+    result = match(entry, profile("flannel", "vxlan"))
+    assert not result.applies and result.explain().startswith("retired: No current document carries it")
+
+
+def test_every_version_condition_names_its_component(tmp_path):
+    """k8s_version (which version: the API server's, or a kubelet's?) is no longer a key."""
+    old = ENTRY.replace(
+        "    mode: xfail\n", '    mode: xfail\n    lifted_in: {k8s_version: "1.26", note: "a note of ten"}\n'
+    )
+    with pytest.raises(LimitationsError, match="k8s_version"):
+        load(write(tmp_path, old))

@@ -199,7 +199,7 @@ limitations:
     area: compute
     statement: Kubelets before v1.24 get this wrong on Windows.
     sources: [{file: 000_4130a90def37a825.txt, section: Compute}]
-    applies_when: {k8s_version: "<1.24"}
+    applies_when: {kubelet_version: "<1.24"}
     mode: xfail
     note: still stated by the current documentation of this test fixture
   - id: hyperv-only
