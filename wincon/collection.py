@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wincon import capabilities, controls, nodes, sources
+
+from wincon import capabilities, controls, forms, nodes, sources
 from wincon import limitations as limitations_mod
 from wincon.context import get_limitations, get_profile
 from wincon.errors import DeviationObserved
@@ -33,6 +34,7 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         record_identity(item)
         controls.mark(item, profile)
+        forms.apply(item)
         if profile is not None:
             capabilities.skip_missing(item, profile)
         if limitations is None:
@@ -184,4 +186,5 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         "limitations": limitations,
         "unknown_facts": unknown,
         **controls.plan_fields(item),
+        **forms.plan_fields(item),
     }

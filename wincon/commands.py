@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from wincon import forms
 from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
 from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
@@ -196,6 +197,7 @@ def lint_problems(
     for tid, functions in sorted(functions_by_id.items()):
         if len(functions) > 1:
             problems.append(f"test_id {tid} is used by {len(functions)} tests: {', '.join(sorted(functions))}")
+    problems.extend(forms.lint_problems(tests))
     for lim in entries.values():
         if not lim.untestable and lim.id not in referenced:
             problems.append(
@@ -245,6 +247,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         print(output.strip()[-3000:], file=sys.stderr)
         raise UsageError("the suites could not be collected", "fix the collection error shown above")
     part = coverage.render(dump["tests"], sources.load())
+    print(forms.share_line(dump["tests"]), file=sys.stderr)
     current = coverage.COVERAGE_MD.read_text() if coverage.COVERAGE_MD.exists() else "# Coverage\n"
     wanted = coverage.update(current, part)
     if args.check:

@@ -854,7 +854,11 @@ def parse_get_volume(output: str) -> list[str]:
 
 
 def env_command(os_name: str) -> list[str]:
-    return ["cmd", "/c", "set"] if _check_os(os_name) == "windows" else ["env"]
+    """busybox's ``env`` through its ``sh`` on both OSes: upstream's conformance test "should allow composing
+    env vars into new env vars" runs exactly this in Linux and Windows pods (k8s.io/kubernetes@v1.34.4
+    test/e2e/common/node/expansion.go:62; the images' busybox-w32 on Windows)."""
+    _check_os(os_name)
+    return ["sh", "-c", "env"]
 
 
 def parse_env(output: str) -> dict[str, str]:

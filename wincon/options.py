@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 import pytest
 
@@ -24,6 +25,8 @@ MARKERS = {
     "dataplane": "needs nodes that really run containers; skipped on simulated nodes",
     "control": "a Linux control: the same check between Linux pods on Linux workers, run before its Windows twin",
     "windows_only(reason)": "a data-plane check without a Linux meaning (no control), and why",
+    "windows_form(*evidence, same_as_control, no_command, unavailable)": "what the Windows check runs: its "
+    "control's command, or the evidence of each Windows-only form (wincon/forms.py)",
     "requires(capability)": "needs load-balancer, network-policy, dual-stack or ipv6-single-stack; skipped at "
     "collection where the profile shows the cluster lacks it",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
@@ -39,6 +42,24 @@ DEFAULT_EXTERNAL_HOST = "kubernetes.io"
 def register_markers(config: pytest.Config) -> None:
     for name, help_text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {help_text}")
+
+
+_MARK_WORDS = re.compile(r"[A-Za-z_][\w.:+\-]*")
+_OPERATORS = frozenset({"and", "or", "not", "True", "False"})
+
+
+def check_mark_expression(config: pytest.Config) -> None:
+    """A ``-m`` expression naming a marker nobody registered selects nothing (``-m netwroking``: every test
+    deselected, exit 5, no hint): a usage error (exit 4) that lists the known markers instead."""
+    expression = getattr(config.option, "markexpr", "") or ""
+    known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
+    unknown = [w for w in dict.fromkeys(_MARK_WORDS.findall(expression)) if w not in _OPERATORS and w not in known]
+    if unknown:
+        ours = sorted(k for k in known if k.split("(", 1)[0] in {m.split("(", 1)[0] for m in MARKERS})
+        raise pytest.UsageError(
+            f"wincon: error: -m {expression!r} names no registered marker {', '.join(map(repr, unknown))}\n"
+            f"  fix: use one of the suite's markers: {', '.join(ours)} (all of them: `pytest --markers`)"
+        )
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from wincon import forms
 from wincon.checks.api_rules import forbidden_paths_in
 from wincon.checks.pods import create_or_reject, judge_refusal
 from wincon.cluster.waits import pod_failure
@@ -270,6 +271,7 @@ EFFECTS = [
 @pytest.mark.dataplane
 @pytest.mark.parametrize("effect", EFFECTS)
 @pytest.mark.documents("k8s-windows-intro", "Security")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME, forms.CMD_WHOAMI, forms.CMD_TYPE, forms.CMD_ECHO_TO_FILE)
 def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namespace, make_pod, effect):
     """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities (POSIX Capabilities), and others are not supported" (000_4130a90def37a825.txt, Security): each should take effect."""
     base = make_pod(f"effect-{effect.label}")
@@ -322,6 +324,7 @@ def refused_by_kubelet(pod: Any) -> bool:
 @pytest.mark.limitation("run-as-non-root-no-root-user")
 @pytest.mark.parametrize("user", ["ContainerAdministrator", "containeradministrator"])
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_run_as_non_root_keeps_container_administrator_from_starting(kube, wincon, namespace, make_pod, user):
     """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): runAsNonRoot must refuse it, in any letter case."""
     body = make_pod(f"nonroot-{user.lower()}-{'upper' if user[0].isupper() else 'lower'}")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from wincon import forms
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
 from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod
@@ -51,6 +52,7 @@ def placed(kube, wincon, name: str, os_name: str, build: int | None) -> Any:
 @pytest.mark.test_id("f11ca4a2-924d-4dcb-96f4-df6939143455")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
+@pytest.mark.windows_form(no_command="runs the pod and reads its status through the API")
 def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, namespace, build, target_os):
     """ "Windows does not have a root user" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): a pod without spec.os that sets runAsUser 999, runAsGroup 999 and runAsNonRoot, placed on the node by its OS label, is admitted and reaches Running (upstream security_context.go:204, "should be able to create pod and run containers"; its Linux control: the same pod on a Linux node)."""
     name = "run-ignore-unsupported-fields"
@@ -73,6 +75,7 @@ def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, n
     "seLinuxOptions are Linux's own: the behaviour is a Windows kubelet ignoring them (on Linux they apply)"
 )
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.seLinuxOptions")
+@pytest.mark.windows_form(no_command="runs the pod and reads its status through the API")
 def test_windows_pod_without_os_ignores_selinux_options(kube, wincon, namespace, build):
     """ "V1.Container.SecurityContext.seLinuxOptions - not possible on Windows, no SELinux" (000_4130a90def37a825.txt): a pod without spec.os with seLinuxOptions at pod and container level and runAsUserName ContainerAdministrator is admitted and runs, Ready, on its Windows node (upstream security_context.go:139, which waits for Running only)."""
     name = "windows-pod-with-selinux"
@@ -115,6 +118,7 @@ def warning_or_started(kube, name: str) -> tuple[str, Any] | None:
 @pytest.mark.limitation("run-as-non-root-no-root-user")
 @pytest.mark.parametrize("user", ["ContainerAdministrator", "CONTAINERADMINISTRATOR"])
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_run_as_non_root_refuses_container_administrator_with_the_kubelets_event(kube, wincon, namespace, build, user):
     """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): with runAsNonRoot the kubelet refuses runAsUserName ContainerAdministrator, in any letter case, with a Warning event naming the user as given (upstream security_context.go:163 and :181; the pod as upstream's runAsUserNamePod, without spec.os)."""
     name = f"nonroot-{user.lower()}-{'mixed' if user != user.upper() else 'upper'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.api_rules import RUN_AS_USER_NAMES, run_as_user_name_path, with_run_as_user_name
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
@@ -55,6 +56,7 @@ def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, n
 @pytest.mark.dataplane
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Security")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_container_runs_as_the_user_named_by_run_as_user_name(kube, wincon, namespace, make_pod):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned for future release" (000_4130a90def37a825.txt, Security): the container's process runs as ContainerUser."""
     body = with_run_as_user_name(make_pod("whoami-containeruser"), "ContainerUser")

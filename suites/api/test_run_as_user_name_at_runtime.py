@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
 from wincon.checks.pods import events_for, eventually, windows_pod
@@ -58,6 +59,7 @@ def start_outcome(kube, name: str) -> str | None:
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize("scope", ["pod", "container"])
 @pytest.mark.documents("k8s-windows-intro", "Security")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, wincon, build, scope, data_plane):
     """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
     pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
@@ -81,6 +83,7 @@ def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, win
 @pytest.mark.windows_only("windowsOptions.runAsUserName names a Windows account in the image (Linux: runAsUser)")
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Security")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, build, data_plane):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): a container's runAsUserName (ContainerUser) overrides the pod's (ContainerAdministrator); a container without one runs as the pod's (upstream security_context.go)."""
     body = user_pod(wincon, "override", build, "ContainerAdministrator", "ContainerUser")
@@ -115,6 +118,7 @@ def test_container_run_as_user_name_overrides_the_pods(kube, wincon, namespace, 
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.parametrize(("user", "expected"), [(None, "ContainerUser"), ("ContainerAdministrator", None)])
 @pytest.mark.documents("k8s-windows-intro", "Security")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_container_runs_as_the_default_user_or_the_one_named(
     kube, wincon, namespace, build, user, expected, data_plane
 ):

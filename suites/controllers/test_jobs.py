@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.controllers import Invariant, cronjob_succeeded, job_complete, job_failure
 from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
@@ -27,6 +28,7 @@ def ran_to_completion(kube, namespace: str, pods, output: str) -> None:
 @pytest.mark.test_id("985aef18-bc96-4be0-8e59-164dd3177606")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_job_runs_to_its_completions_with_bounded_parallelism(
     kube, wincon, namespace, pinned, build, profile, data_plane, target_os
 ):
@@ -64,6 +66,7 @@ def test_job_runs_to_its_completions_with_bounded_parallelism(
 @pytest.mark.slow
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_cronjob_fires_on_schedule_and_its_job_completes(
     kube, wincon, namespace, pinned, build, profile, data_plane, target_os
 ):

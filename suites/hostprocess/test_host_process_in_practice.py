@@ -14,6 +14,7 @@ import secrets
 
 import pytest
 
+from wincon import forms
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import (
     api_query_command,
@@ -82,6 +83,7 @@ def run_to_completion(kube, body: dict, check: str) -> tuple[object, str]:
 @pytest.mark.dataplane
 @pytest.mark.windows_only("HostProcess init containers run on the Windows host itself (windowsOptions.hostProcess)")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
+@pytest.mark.windows_form(forms.HOSTPROCESS_SET_CONTENT)
 def test_host_process_init_container_configures_the_node_for_the_main_container(wincon, kube, build):
     """ "Ability to launch hostProcess containers which can run other privileged Windows system API" (windows-operational-readiness Extend.HostProcess; upstream host_process.go "should support init containers"): a file an init container writes on the host is there for the main container."""
     path = f"C:\\wincon-hpc-{secrets.token_hex(4)}.txt"
@@ -115,6 +117,7 @@ Write-Output 'SUCCESS'
 @pytest.mark.dataplane
 @pytest.mark.windows_only("volumes under %CONTAINER_SANDBOX_MOUNT_POINT% exist only for Windows HostProcess containers")
 @pytest.mark.documents("k8s-windows-guide", "API")
+@pytest.mark.windows_form(forms.HOSTPROCESS_VALIDATION_SCRIPT)
 def test_host_process_container_sees_each_kind_of_volume_under_its_sandbox_mount_point(wincon, kube, build):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API), for HostProcess containers under %CONTAINER_SANDBOX_MOUNT_POINT% (upstream host_process.go "should support various volume mount types")."""
     kube.create(
@@ -160,6 +163,7 @@ def test_host_process_container_sees_each_kind_of_volume_under_its_sandbox_mount
 @pytest.mark.dataplane
 @pytest.mark.windows_only("the token is read under a HostProcess container's sandbox mount point (Windows only)")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
+@pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS, forms.SANDBOX_MOUNT_POINT)
 def test_host_process_container_queries_the_api_server_with_its_service_account(wincon, kube, build):
     """ "Ability to access the APIServer using pod mounted service accounts from a hostProcess pod" (windows-operational-readiness Extend.HostProcess; upstream host_process.go "should support querying api-server using in-cluster config"): the container reads its own pod through the API with its token."""
     role = {
@@ -187,6 +191,7 @@ def test_host_process_container_queries_the_api_server_with_its_service_account(
 @pytest.mark.dataplane
 @pytest.mark.windows_only("a Windows local group as runAsUserName of a HostProcess container")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
+@pytest.mark.windows_form(forms.CMD_LOCALGROUP, forms.CMD_WHOAMI)
 def test_host_process_container_runs_as_a_local_group_account(wincon, kube, build):
     """ "Containers cannot assume an identity from the host" for ordinary containers (000_4130a90def37a825.txt, Compute); a HostProcess container may run as a local group, through a temporary account of that group (upstream host_process.go "should run as localgroup accounts")."""
     create_group = powershell(
@@ -217,6 +222,7 @@ COMMAND_CASES = [
 @pytest.mark.dataplane
 @pytest.mark.windows_only("HostProcess command resolution from the Windows host's and the sandbox's paths")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
+@pytest.mark.windows_form(forms.HOST_BINARY_BY_PATH, forms.SANDBOX_MOUNT_POINT)
 def test_host_process_command_is_resolved_from_host_and_sandbox_paths(wincon, kube, build):
     """ "Ability to launch hostProcess containers which can run other privileged Windows system API" (windows-operational-readiness Extend.HostProcess): commands named by bare name, by a path relative to the working directory, with mixed slashes and under %CONTAINER_SANDBOX_MOUNT_POINT% all start (upstream host_process.go "container command path validation")."""
     body = host_process_pod(wincon, "hp-commands", build, ["cmd.exe", "/c", "ver"], user=LOCAL_SERVICE)
@@ -235,6 +241,7 @@ def test_host_process_command_is_resolved_from_host_and_sandbox_paths(wincon, ku
 @pytest.mark.dataplane
 @pytest.mark.windows_only("stats of a HostProcess container (a Windows job object on the host)")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
+@pytest.mark.windows_form(forms.HOSTPROCESS_IDLE)
 def test_host_process_container_stats_are_reported(wincon, kube, build):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), HostProcess containers included: /stats/summary of the node lists the pod with CPU and memory above zero (upstream host_process.go "container stats validation")."""
     body = host_process_pod(
@@ -274,6 +281,7 @@ EXIT_ZERO = ["cmd.exe", "/c", "exit", "/b", "0"]  # upstream host_process.go:562
 @pytest.mark.windows_only("the kubelet's HostProcess container counters exist on Windows nodes only")
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
+@pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS)
 def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube, build):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality): the kubelet counts HostProcess containers and init containers it started and those that failed to start, each of the four counters by container_type rising over a pod whose init container fails (a bad user, a missing program) and a pod whose container fails (upstream host_process.go:517)."""
     allowed = set(schedulable_windows_nodes(wincon.profile))
@@ -303,6 +311,7 @@ def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube,
 @pytest.mark.dataplane
 @pytest.mark.windows_only("HostProcess pods (windowsOptions.hostProcess) exist on Windows only")
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
+@pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS)
 def test_host_process_pod_shares_the_nodes_ip(wincon, kube, build):
     """ "Ability to launch hostProcess containers which share the IP address of a Windows node" (windows-operational-readiness Extend.HostProcess): the HostProcess pod's IP is its node's, and the node's address is bound in the container."""
     body = host_process_pod(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 
@@ -43,6 +44,7 @@ def service_name(svc, form, cluster_dns):
     indirect=["service"],
 )
 @pytest.mark.documents("k8s-windows-intro", "DNS")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, client, cluster_dns):
     """ "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local and kubernetes" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(service, form, cluster_dns)
@@ -58,6 +60,7 @@ def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, c
 @pytest.mark.parametrize("form", DOTTED_FORMS)
 @pytest.mark.documents("k8s-windows-intro", "DNS")
 @pytest.mark.documents("k8s-windows-guide", "DNS limitations")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_service_name_resolves_with_namespace_and_svc(form, service, checks, client, cluster_dns):
     """ "... but not the in-betweens, like kubernetes.default or kubernetes.default.svc" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, DNS limitations)."""
     name = service_name(service, form, cluster_dns)
@@ -77,6 +80,7 @@ def test_service_name_resolves_with_namespace_and_svc(form, service, checks, cli
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
 @pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_service_by_single_label_name_and_fqdn(
     form, protocol, checks, client, server_service, servers, cluster_dns
 ):
@@ -94,6 +98,7 @@ def test_pod_reaches_service_by_single_label_name_and_fqdn(
 @pytest.mark.parametrize("form", DOTTED_FORMS)
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "DNS")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_service_by_name_with_namespace(form, checks, client, server_service, servers, cluster_dns):
     """ "Pod -> Service (PQDN, but only if there are no '.')" (002_8a7e76f95009f44f.txt, Networking): Windows "treats all names with a '.' as a FQDN" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(server_service, form, cluster_dns)
@@ -112,6 +117,7 @@ def test_pod_reaches_service_by_name_with_namespace(form, checks, client, server
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_headless_service_name_resolves_to_every_pod_ip(checks, client, server_headless, servers, cluster_dns):
     """Windows "services can utilize ... Headless services" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "headless services work")."""
     name = conn.service_fqdn(server_headless.name, server_headless.namespace, cluster_dns.domain)
@@ -127,6 +133,7 @@ def test_headless_service_name_resolves_to_every_pod_ip(checks, client, server_h
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_pod_by_hostname_and_subdomain(
     protocol, checks, client, server_headless, remote_or_local_server, cluster_dns
 ):
@@ -149,6 +156,7 @@ def remote_or_local_server(servers, client):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_externalname_service_resolves_to_its_target(checks, client, server_alias, server_service):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt, What works today)."""
     lookup = checks.lookup(client, server_alias.fqdn)
@@ -162,6 +170,7 @@ def test_externalname_service_resolves_to_its_target(checks, client, server_alia
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_service_through_externalname(checks, client, server_alias, servers):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(client, server_alias.fqdn, conn.SERVICE_HTTP_PORT, "http", pod_names(servers))
@@ -173,6 +182,7 @@ def test_pod_reaches_service_through_externalname(checks, client, server_alias, 
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, server_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:
@@ -197,6 +207,7 @@ def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, serv
 @pytest.mark.limitation("dns-cluster-first-with-host-net")
 @pytest.mark.documents("k8s-windows-intro", "DNS")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.dnsPolicy")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
     checks, make_host, os_prefix, server_service
 ):
@@ -216,6 +227,7 @@ def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
     "compares Windows' two resolvers (Resolve-DnsName and nslookup); Linux has no Resolve-DnsName"
 )
 @pytest.mark.documents("k8s-windows-intro", "DNS")
+@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_nslookup_and_resolve_dnsname_give_the_same_answer(
     checks, windows_client, netserver_service, kubernetes_service, cluster_dns
 ):

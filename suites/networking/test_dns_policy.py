@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.pods import resolver_config
 
@@ -23,6 +24,7 @@ def external_host(wincon):
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     checks, make_client, os_prefix, cluster_dns, kubernetes_service
 ):
@@ -42,6 +44,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
     checks, make_client, os_prefix, cluster_dns, external_host
 ):

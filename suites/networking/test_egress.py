@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.networking]
@@ -36,6 +37,7 @@ def reach_over_tcp(checks, pod, target):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_external_ip_over_tcp(checks, client, external_ip):
     """ "Pod -> External (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Networking); "TCP/UDP packets work as expected" (000_4130a90def37a825.txt, Networking)."""
     ok, result = reach_over_tcp(checks, client, external_ip)
@@ -46,6 +48,7 @@ def test_pod_reaches_external_ip_over_tcp(checks, client, external_ip):
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_external_host_by_name_over_tcp(checks, client, external_host):
     """ "Pod -> External (DNS)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     ok, result = reach_over_tcp(checks, client, external_host)
@@ -57,6 +60,7 @@ def test_pod_reaches_external_host_by_name_over_tcp(checks, client, external_hos
 @pytest.mark.limitation("icmp-egress-through-vfp")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.windows_form(unavailable=forms.NO_PING)
 def test_pod_pings_external_ip(checks, client, external_ip):
     """ "ICMP packets directed to pass through a remote network (e.g. pod to external internet communication via ping) cannot be transposed and thus will not be routed back to their source" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     reachable, result = reach_over_tcp(checks, client, external_ip)

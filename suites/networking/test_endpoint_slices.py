@@ -14,6 +14,7 @@ from typing import NamedTuple
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 from wincon.network.pods import pod_names
@@ -56,6 +57,7 @@ def slices_of(kube, service: str) -> list:
 @pytest.mark.test_id("8cb7698e-7e3d-4cd4-b4b4-46590120777f")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
     kube, wincon, namespace, net, backends, checks, client
 ):
@@ -85,6 +87,7 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_service_deleted_and_created_again_serves_its_windows_pods(
     kube, wincon, namespace, net, backends, checks, client
 ):
@@ -108,6 +111,7 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_endpoints_follow_windows_pods_going_down_and_up(kube, wincon, namespace, net, backends, checks, client):
     """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
     prefix, manifests, pods = backends

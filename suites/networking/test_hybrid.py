@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.checks.node import WARM_UP_SECONDS, consistently
 from wincon.network.pods import pod_names
 
@@ -60,6 +61,7 @@ def test_pods_of_both_operating_systems_back_their_services(
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, servers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking); as upstream hybrid_network.go:53, the flow must then hold for 10 s."""
     target = across(servers, linux_client)
@@ -75,6 +77,7 @@ def test_linux_pod_reaches_windows_pod_by_ip(protocol, checks, linux_client, ser
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, client, linux_netservers):
     """ "You can use services for cross-operating system connectivity" (002_8a7e76f95009f44f.txt, Services); "Pod -> Pod (IP)" for TCP/UDP (002, Networking); as upstream hybrid_network.go:53, the flow must then hold for 10 s."""
     target = across(linux_netservers, client)
@@ -87,6 +90,7 @@ def test_windows_pod_reaches_linux_pod_by_ip(protocol, checks, client, linux_net
 @pytest.mark.test_id("077a2b8e-bc7a-4ff1-ba19-244b9779f19c")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pod_reaches_linux_pod_with_curl(checks, client, linux_netservers):
     """Upstream's hybrid check `curl.exe <ip> --connect-timeout 10 --fail` from a Windows pod to a Linux pod ("Cross operating system service connectivity", 003_414b2f1c5dd978a2.txt)."""
     target = across(linux_netservers, client)
@@ -100,6 +104,7 @@ def test_windows_pod_reaches_linux_pod_with_curl(checks, client, linux_netserver
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, client, linux_service, linux_netservers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(
@@ -113,6 +118,7 @@ def test_windows_pod_reaches_service_of_linux_pods(protocol, checks, client, lin
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.documents("k8s-windows-guide", "Services")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_linux_pod_reaches_service_of_windows_pods(protocol, checks, linux_client, server_service, servers):
     """ "Cross operating system service connectivity" works (003_414b2f1c5dd978a2.txt, What works today; 002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(

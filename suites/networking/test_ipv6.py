@@ -13,6 +13,7 @@ import pytest
 from kubernetes.utils import FailToCreateError
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import expect_deviation
 
@@ -41,6 +42,7 @@ def dual_stack_service(net, server_selector, os_prefix):
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.requires("dual-stack")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_service, client, servers):
     """ "Windows containers connected to l2bridge, l2tunnel, or overlay networks do not support communicating over the IPv6 stack" (000_4130a90def37a825.txt, Networking)."""
     target = next((p for p in servers if p.node != client.node), servers[0])
@@ -59,6 +61,7 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
 @pytest.mark.limitation("ipv6-l2bridge-l2tunnel-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "IPv6")
 @pytest.mark.requires("dual-stack")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(checks, dual_stack_service, net, client, servers):
     """ "Dual-stack IPv4/IPv6 networking for pods and nodes with single-family services is supported" except on "l2bridge, l2tunnel, or overlay networks" (000_4130a90def37a825.txt, IPv6; Networking)."""
     net.wait_endpoints(dual_stack_service, servers)
@@ -76,6 +79,7 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(checks, dua
 @pytest.mark.limitation("ipv6-single-stack-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "IPv6")
 @pytest.mark.requires("ipv6-single-stack")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(
     checks, net, kubernetes_service, os_nodes, target_os, os_prefix, make_client
 ):

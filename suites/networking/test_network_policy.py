@@ -17,6 +17,7 @@ import dataclasses
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.capabilities import POLICY_CNIS
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
@@ -99,6 +100,7 @@ def enforcing_cni(profile, os_name: str) -> None:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.requires("network-policy")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     kube, wincon, namespace, fresh_namespace, checks, client, local_server, outside_client, data_plane
 ):
@@ -147,6 +149,7 @@ def allow_only_role(target: str) -> dict:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.requires("network-policy")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_policy_on_a_windows_pod_admits_only_the_pods_it_selects(kube, wincon, checks, client, local_server):
     """Windows pods support network policy where the CNI enforces it ("Calico network plugin only supports Policy-Only mode", 002_8a7e76f95009f44f.txt, Networking; operational readiness Extend.NetworkPolicy, "block specific pod connectivity"): a policy on one Windows pod admits only clients with the label it names, and the same client is let in once it carries the label."""
     body = allow_only_role(local_server.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.pods import pod_names
 
@@ -30,6 +31,7 @@ def failed(result):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_node_reaches_pod_on_itself(checks, host, servers):
     """ "Node -> Pod" is a supported flow; with Flannel VXLAN "it's only possible for local pods" (002_8a7e76f95009f44f.txt, Networking; 000_4130a90def37a825.txt, CNI Plugins)."""
     target = next(p for p in servers if p.node == host.node)
@@ -42,6 +44,7 @@ def test_windows_node_reaches_pod_on_itself(checks, host, servers):
 @pytest.mark.limitation("flannel-vxlan-node-to-remote-pod")
 @pytest.mark.documents("k8s-windows-intro", "CNI Plugins")
 @pytest.mark.documents("k8s-windows-guide", "CNI Plugins")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_node_reaches_pod_on_another_node(checks, host, servers):
     """ "Node-pod connectivity isn't possible by design. It's only possible for local pods with Flannel v0.12.0 (or higher)" (000_4130a90def37a825.txt, CNI Plugins; 002_8a7e76f95009f44f.txt)."""
     target = next((p for p in servers if p.node != host.node), None)
@@ -56,6 +59,7 @@ def test_windows_node_reaches_pod_on_another_node(checks, host, servers):
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.documents("k8s-windows-guide", "Getting Started")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_linux_node_reaches_windows_pod(checks, linux_host, servers):
     """ "Node-to-pod communication across the network, curl port 80 of your pod IPs from the Linux master" (002_8a7e76f95009f44f.txt, Getting Started)."""
     # Across the network: the control's target is a Linux pod on another node than the Linux node's.
@@ -67,6 +71,7 @@ def test_linux_node_reaches_windows_pod(checks, linux_host, servers):
 @pytest.mark.test_id("7864ab4f-b0e6-4d84-b0d2-8bbe2fb3826e")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_its_windows_node(checks, client):
     """ "Pod -> Node" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the kubelet's port answers."""
     url = f"https://{conn.host_port(client.host_ip, conn.KUBELET_PORT)}/healthz"
@@ -81,6 +86,7 @@ def test_pod_reaches_its_windows_node(checks, client):
 @pytest.mark.limitation("nodeport-from-own-node")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_nodeport_answers_on_the_node_itself(checks, host, server_nodeport, servers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     url = f"http://{conn.host_port(host.host_ip, server_nodeport.node_ports['http'])}/hostname"
@@ -95,6 +101,7 @@ def test_nodeport_answers_on_the_node_itself(checks, host, server_nodeport, serv
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_node_reaches_service_cluster_ip(checks, host, server_service, servers):
     """ "Accessing service VIPs from nodes will be available with a future release of Windows Server" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt; 001_feb1108140134f87.txt)."""
     url = f"http://{conn.host_port(server_service.cluster_ip, conn.SERVICE_HTTP_PORT)}/hostname"
@@ -108,6 +115,7 @@ def test_windows_node_reaches_service_cluster_ip(checks, host, server_service, s
 @pytest.mark.limitation("hostnetwork-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.hostNetwork")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, client, os_nodes, os_prefix):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
     node, name = os_nodes[0], f"{os_prefix}hostnet"

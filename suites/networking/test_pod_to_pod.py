@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.networking]
@@ -20,6 +21,7 @@ PORTS = {"http": conn.NETSERVER_HTTP_PORT, "udp": conn.NETSERVER_UDP_PORT}
 @pytest.mark.test_id("5dad21e1-a81f-474d-9436-5c29d3978d2b")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
+@pytest.mark.windows_form(no_command="compares the pods' IPs in the API (status.podIP against hostIP)")
 def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, servers, client, os_nodes):
     """ "Windows containers have to be scheduled on Windows nodes" (000_4130a90def37a825.txt, Supported Functionality)."""
     assert {p.node for p in servers} == {n.name for n in os_nodes}, f"a {client.os} node got no netserver pod"
@@ -36,6 +38,7 @@ def test_netserver_pods_run_on_every_windows_node_with_their_own_ip(checks, serv
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, client, local_server):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(client, local_server.ip, PORTS[protocol], protocol, {local_server.name})
@@ -46,6 +49,7 @@ def test_pod_reaches_pod_on_the_same_node_by_ip(protocol, checks, client, local_
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, client, remote_server):
     """ "Pod -> Pod (IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(client, remote_server.ip, PORTS[protocol], protocol, {remote_server.name})
@@ -56,6 +60,7 @@ def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, client, remote_
 @pytest.mark.dataplane
 @pytest.mark.parametrize("where", ["same-node", "other-node"])
 @pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.windows_form(unavailable=forms.NO_PING)
 def test_pod_pings_pod_in_the_cluster_network(where, request, checks, client):
     """ "ICMP packets directed to destinations within the same network (e.g. pod to pod communication via ping) work as expected and without any limitations" (000_4130a90def37a825.txt, Networking)."""
     target = request.getfixturevalue("local_server" if where == "same-node" else "remote_server")
@@ -68,6 +73,7 @@ def test_pod_pings_pod_in_the_cluster_network(where, request, checks, client):
 @pytest.mark.limitation("port-forward-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(no_command="port-forward from the runner through the API server")
 def test_port_forward_reaches_a_windows_pod(checks, local_server):
     """ "Features were added in Kubernetes v1.15: kubectl port-forward" (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt: not implemented before)."""
     body = checks.port_forward_get(local_server, conn.NETSERVER_HTTP_PORT, "/hostname")

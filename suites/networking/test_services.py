@@ -13,6 +13,7 @@ import time
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
 from wincon.network.pods import pod_names
@@ -76,6 +77,7 @@ def test_every_service_type_is_created_over_windows_pods(kube, kind, request, na
 @pytest.mark.limitation("win-overlay-1803-service-ip")
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_service_by_cluster_ip(protocol, checks, client, server_service, servers):
     """ "Pod -> Service (Cluster IP)" is a supported flow for TCP/UDP traffic (002_8a7e76f95009f44f.txt, Supported Functionality > Networking)."""
     outcome = checks.dial(client, server_service.cluster_ip, PORTS[protocol], protocol, pod_names(servers))
@@ -87,6 +89,7 @@ def test_pod_reaches_service_by_cluster_ip(protocol, checks, client, server_serv
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.BUSYBOX_SH_ENV, same_as_control=True)
 def test_windows_pod_gets_environment_variables_of_services(checks, make_client, os_prefix, server_service):
     """Windows "services can utilize ... Service Environment variables" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Service environment variables ... work")."""
     # Created after the Service: the kubelet sets variables of the Services that exist when a container starts.
@@ -104,6 +107,7 @@ def test_windows_pod_gets_environment_variables_of_services(checks, make_client,
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-intro", "Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, client, server_nodeport, servers):
     """ "Local NodePort access from the node itself fails (works for other nodes or external clients)" (000_4130a90def37a825.txt, Networking): from a pod it works."""
     node_ip = client.host_ip
@@ -114,6 +118,7 @@ def test_pod_reaches_nodeport_of_a_windows_node(protocol, checks, client, server
 @pytest.mark.test_id("221bf4ab-4d7b-4c07-a992-54ed513cf4a8")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "My Windows node cannot access NodePort service")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_nodeport_of_a_windows_node_answers_another_node(checks, other_host, client, server_nodeport, servers):
     """ "NodePort access will work from other nodes or external clients" (002_8a7e76f95009f44f.txt, My Windows node cannot access NodePort service)."""
     url = f"http://{conn.host_port(client.host_ip, server_nodeport.node_ports['http'])}/hostname"
@@ -128,6 +133,7 @@ def test_nodeport_of_a_windows_node_answers_another_node(checks, other_host, cli
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.requires("load-balancer")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_loadbalancer_service_reaches_windows_pods(checks, net, client, server_loadbalancer, servers):
     """Windows "services can utilize ... LoadBalancer" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "Services types NodePort, ClusterIP, LoadBalancer, and ExternalName")."""
     address = net.load_balancer_address(server_loadbalancer.name)
@@ -159,6 +165,7 @@ def dial_affinity_service(checks, client, service):
 @pytest.mark.test_id("8832d05a-2e50-46aa-8055-f0d89abd9c69")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_service):
     """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
     answers = dial_affinity_service(checks, client, affinity_service)
@@ -171,6 +178,7 @@ def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_s
 @pytest.mark.slow
 @pytest.mark.limitation("session-affinity-timeout")
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_session_affinity_ends_after_its_timeout(checks, client, affinity_service):
     """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
     assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
@@ -199,6 +207,7 @@ def test_session_affinity_ends_after_its_timeout(checks, client, affinity_servic
 @pytest.mark.limitation("external-traffic-policy-local")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("kep-windows-node-support", "roadmap")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, other_host, local_server, os_nodes, os_prefix):
     """ "Local Traffic Policy and DSR mode" are not supported on Windows nodes (000_4130a90def37a825.txt, Networking; 003_414b2f1c5dd978a2.txt, roadmap)."""
     remote_node = other_host

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.checks.node import WARM_UP_SECONDS, consistently, udp_send_command
 from wincon.network import pods
 
@@ -44,6 +45,7 @@ def node_reaches_pod_over_udp(checks, host, target):
 @pytest.mark.test_id("3d9a6ddb-a7d2-4291-b5d9-7da66f9eabcd")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_windows_node_reaches_pod_on_itself_over_udp(checks, host, servers):
     """ "Node -> Pod" is a supported flow "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): the node sends a UDP datagram to a pod on it and the pod answers."""
     target = next(p for p in servers if p.node == host.node)
@@ -57,6 +59,7 @@ def test_windows_node_reaches_pod_on_itself_over_udp(checks, host, servers):
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, servers):
     """The Linux control of node -> pod over UDP, "for TCP/UDP traffic" (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Linux node's datagram to a Windows pod is answered."""
     target = next((p for p in servers if p.node != linux_host.node), servers[0])  # across the network
@@ -69,6 +72,7 @@ def test_linux_node_reaches_windows_pod_over_udp(checks, linux_host, servers):
 @pytest.mark.dataplane
 @pytest.mark.hybrid
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(no_command="its commands run in a Linux pod only")
 def test_linux_pod_beside_windows_reaches_external_host_by_name(checks, linux_client, external_host):
     """ "Pod -> External (DNS)" is a supported flow (002_8a7e76f95009f44f.txt, Supported Functionality > Networking), for the Linux pods of a hybrid cluster too (upstream hybrid_network.go, Internet connection for Linux containers using DNS)."""
     url = f"http://{conn.host_port(external_host, 80)}/"
@@ -98,6 +102,7 @@ def answered_below_400(result) -> bool:
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pod_reaches_external_host_by_name_and_keeps_reaching_it(checks, client, external_host, target_os):
     """ "Pod -> External (DNS)" is a supported flow (002_8a7e76f95009f44f.txt, Supported Functionality > Networking): a Windows pod resolves the external host's name and gets an HTTP answer below 400 (curl's --fail), within the warm-up and then at every poll of a 10 s window (upstream hybrid_network.go:86, "Internet connection and DNS for Windows containers"; its Linux control: the same from a Linux pod). Only --external-host is ever asked: on the local cluster its simulated external host."""
     url = f"http://{conn.host_port(external_host, 80)}/"

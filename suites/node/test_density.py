@@ -57,6 +57,7 @@ def running_times(kube, namespace: str, names: set[str], timeout: float) -> dict
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.documents("kep-windows-node-support", "Test Plan")
+@pytest.mark.windows_form(no_command="times pause pods' starts through the API")
 def test_ten_pods_on_one_windows_node_start_within_the_latency_limits(
     kube, request, wincon, namespace, build, target_node, data_plane, target_os
 ):

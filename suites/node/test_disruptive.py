@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.node import consistently, kubelet_config, kubelet_json
 from wincon.checks.pods import eventually, os_pod, windows_pod
 from wincon.cluster.client import call
@@ -103,6 +104,7 @@ def finished_pod(kube, name: str, timeout: float = 180.0):
     "disruptive: a reboot through a HostProcess pod; a Linux control would reboot a real Linux node (locally: this machine)"
 )
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
+@pytest.mark.windows_form(forms.REBOOT_SCRIPT)
 def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(kube, wincon, windows_node, data_plane):
     """ "Ability for nodes to continue participating in a K8s cluster after rebooting (requires hostProcess pods for testing)" (windows-operational-readiness Extend.HostProcess; upstream reboot_node.go:55): after a reboot started by a HostProcess pod the node's boot id moves on by one, its web server pod restarted exactly once and is reachable from a Linux pod again, and the node's LastBootUpTime is later with the same InstallDate."""
     linux = [n for n in wincon.profile.linux_nodes if n.ready and n.data_plane]
@@ -204,6 +206,7 @@ def finished_at(pod):
     "disruptive: a reboot through a HostProcess pod; a Linux control would reboot a real Linux node (locally: this machine)"
 )
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.DELAY_SHUTDOWN)
 def test_graceful_node_shutdown_gives_pods_their_grace_periods(kube, wincon, namespace, windows_node, data_plane):
     """ "postStart & preStop container lifecycle events" hold on Windows (002_8a7e76f95009f44f.txt, Pods); with graceful node shutdown the kubelet terminates ordinary pods first and critical pods after them, each marked Failed, reason Terminated, "Pod was terminated in response to imminent node shutdown.", never Failed and Ready at once (upstream node_shutdown.go:51, its four pods of grace 20, 25, critical 5 and critical 10 s)."""
     node = windows_node.name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.node import kubelet_config, kubelet_json, reservations
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
@@ -48,6 +49,7 @@ def schedulable_again(kube, node_name: str) -> str | None:
 )
 @pytest.mark.limitation("memory-pressure-not-reported")
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
+@pytest.mark.windows_form(forms.TESTLIMIT)
 def test_greedy_pod_is_evicted_under_memory_pressure_and_the_node_recovers(kube, wincon, windows_node, data_plane):
     """ "--kubelet-reserve, --system-reserve , and --eviction-hard flags update Node Allocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): with a hard memory.available threshold, a pod that takes the node's memory beyond it is evicted (an Evicted event about that pod) and the node is schedulable again afterwards (upstream eviction.go:65)."""
     node = windows_node.name

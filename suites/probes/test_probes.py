@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.pods import events_for, eventually, os_pod, run_os_pod, wait_for_event
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
@@ -56,6 +57,7 @@ def restarts(pod, name: str) -> int:
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
     kube, wincon, namespace, build, data_plane, target_os
 ):
@@ -93,6 +95,7 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):
@@ -153,6 +156,7 @@ def service(name: str, selector: dict) -> dict:
 @pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build, target_os):
     """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
     ready_file = marker_file(target_os, "ready.txt")
@@ -201,6 +205,7 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):
@@ -245,6 +250,7 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
 @pytest.mark.test_id("180e296a-8aad-4370-99d4-2079be405940")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(
     kube, wincon, namespace, build, data_plane, target_os
 ):
@@ -288,6 +294,7 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_startup_probe_delays_readiness_by_its_initial_delay(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):

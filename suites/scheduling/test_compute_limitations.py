@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes.utils import parse_quantity
 
+from wincon import forms
 from wincon.checks.node import kubelet_json
 from wincon.checks.pods import (
     eventually,
@@ -39,7 +40,7 @@ COMMIT_MIB = "wincon.io/commit-mib"  # the MiB a memory pod commits: its outcome
 HOLD_SECONDS = 300
 
 
-def testlimit(mib: int, hold: int = HOLD_SECONDS) -> list[str]:
+def consume_memory(mib: int, hold: int = HOLD_SECONDS) -> list[str]:
     """Sysinternals testlimit in upstream's resource-consumer image commits and touches ``mib`` MB in one chunk
     and holds it: the form resource-consumer itself runs for ConsumeMem on Windows (k8s.io/kubernetes@v1.34.4
     test/images/resource-consumer/utils_windows.go:40) and upstream's Windows eviction test runs in Windows pods
@@ -60,7 +61,7 @@ def memory_pod(wincon, name, build, node, mib, limit=None, request=None, **spec)
         name,
         build,
         image_key="resource-consumer",
-        command=testlimit(mib),
+        command=consume_memory(mib),
         node=node,
         restartPolicy="Never",
         container_extra={"resources": resources} if resources else None,
@@ -135,6 +136,7 @@ def node_memory(kube, node: str, field: str) -> int:
 @pytest.mark.dataplane
 @pytest.mark.limitation("resource-limits-pre-1-10")
 @pytest.mark.documents("k8s-handbook-windows", "Setting CPU and Memory")
+@pytest.mark.windows_form(forms.TESTLIMIT, forms.STATS_WORKING_SET)
 def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namespace, build, data_plane, target_os):
     """ "Starting from v1.10, Kubernetes supports setting CPU and memory for Windows containers" (001_feb1108140134f87.txt, Setting CPU and Memory): a 200Mi container cannot commit 400 MiB."""
     node = target_node(wincon.profile, build, target_os)
@@ -155,6 +157,7 @@ def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namesp
 @pytest.mark.dataplane
 @pytest.mark.limitation("cpu-limits-not-hard")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
+@pytest.mark.windows_form(forms.POWERSHELL_BUSYBOX)
 def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane, target_os):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most ~0.6 core."""
     node = target_node(wincon.profile, build, target_os)
@@ -198,6 +201,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
 @pytest.mark.limitation("cadvisor-unsupported")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.documents("kep-windows-node-support", "Windows specific tests")
+@pytest.mark.windows_form(no_command="reads the kubelet's /metrics/cadvisor through the API server")
 def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
     pod = run_os_pod(wincon, namespace, windows_pod(wincon, "metered", build))
@@ -240,6 +244,7 @@ def node_condition(kube, node: str, kind: str):
 @pytest.mark.slow
 @pytest.mark.limitation("memory-pressure-not-reported")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
+@pytest.mark.windows_form(forms.TESTLIMIT, forms.STATS_WORKING_SET)
 def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, build, data_plane, cleanup_pods):
     """ "MemoryPressure Condition is not implemented ... There are no OOM eviction actions taken by the kubelet" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
@@ -274,6 +279,7 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, bui
 @pytest.mark.slow
 @pytest.mark.limitation("enforce-node-allocatable-not-implemented")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
+@pytest.mark.windows_form(forms.TESTLIMIT, forms.STATS_WORKING_SET)
 def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_plane, cleanup_pods):
     """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
     node = target_node(wincon.profile, build)
@@ -302,11 +308,20 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_pl
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
 @pytest.mark.windows_only("the memory is exhausted from a HostProcess pod on the Windows host")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
+@pytest.mark.windows_form(forms.TESTLIMIT, forms.STATS_WORKING_SET, forms.SANDBOX_MOUNT_POINT)
 def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, wincon, build, data_plane, cleanup_pods):
     """ "--kubelet-reserve and --system-reserve do not set limits on kubelet or processes running on the host" (000_4130a90def37a825.txt, Memory Reservations and Handling)."""
     node = target_node(wincon.profile, build)
     mib = node_memory(kube, node, "capacity") // MIB
     body = memory_pod(wincon, "host-hog", build, node, mib, hostNetwork=True)
+    # A HostProcess container starts in the host's file system: the image's files are under
+    # $env:CONTAINER_SANDBOX_MOUNT_POINT (upstream's own form, test/e2e/windows/host_process.go:306).
+    command = body["spec"]["containers"][0]["command"]
+    body["spec"]["containers"][0]["command"] = [
+        "powershell",
+        "$env:CONTAINER_SANDBOX_MOUNT_POINT\\bin\\testlimit.exe",
+        *command[1:],
+    ]
     body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
     cleanup_pods.append("host-hog")
     kube.create(body)
@@ -332,6 +347,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, winco
 @pytest.mark.slow
 @pytest.mark.limitation("resource-requests-not-guaranteed")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
+@pytest.mark.windows_form(forms.TESTLIMIT, forms.STATS_WORKING_SET)
 def test_requested_memory_is_granted_on_an_overprovisioned_node(
     kube, wincon, namespace, build, data_plane, cleanup_pods
 ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready
@@ -32,6 +33,7 @@ SYSTEM = "NT AUTHORITY\\SYSTEM"
 @pytest.mark.dataplane
 @pytest.mark.windows_only("Hyper-V isolation (RuntimeClass runhcs-wcow-hypervisor) exists for Windows containers only")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
+@pytest.mark.windows_form(forms.HYPERV_HELLO, forms.HYPERV_VM_CHECK)
 def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon, build, data_plane):
     """The KEP's roadmap names Hyper-V isolation (003_414b2f1c5dd978a2.txt, Roadmap): a pod of two containers under the runhcs-wcow-hypervisor RuntimeClass runs Ready on its Windows node, and a HostProcess pod on that node finds a VirtualMachine compute process owned by containerd-shim-runhcs-v1.exe (upstream hyperv.go:47)."""
     allowed = set(schedulable_windows_nodes(wincon.profile))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
@@ -80,6 +81,7 @@ def windows_answers(kube, name) -> None:
 @pytest.mark.limitation("image-os-version-match")
 @pytest.mark.windows_only("a Windows image's OS version against the Windows host's (process isolation)")
 @pytest.mark.documents("k8s-windows-intro", "OS version match")
+@pytest.mark.windows_form(forms.HOST_BINARY_BY_PATH)
 def test_container_from_another_windows_version_starts(kube, wincon, profile, data_plane):
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): an ltsc2019 image on an ltsc2022 host should start."""
     pairing = incompatible_pairing(wincon, profile)
@@ -118,6 +120,7 @@ def hyperv_runtime_class(kube) -> str | None:
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("k8s-windows-guide", "Operating System Restrictions")
+@pytest.mark.windows_form(forms.HOST_BINARY_BY_PATH)
 def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, profile, data_plane):
     """ "Hyper-V isolation of containers, enabling backward compatibility of Windows container image versions, is planned for a future release" (002_8a7e76f95009f44f.txt, Operating System Restrictions)."""
     pairing = incompatible_pairing(wincon, profile)
@@ -152,6 +155,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, pro
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
+@pytest.mark.windows_form(forms.HYPERV_HELLO)
 def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, data_plane):
     """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
     if profile.runtime != "docker":
@@ -181,6 +185,7 @@ def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, d
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "V1.Container")
+@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profile, build, data_plane):
     """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
     runtime_class = hyperv_runtime_class(kube)
@@ -212,6 +217,9 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profi
 @pytest.mark.limitation("linux-containers-on-windows-unsupported")
 @pytest.mark.windows_only("a Linux-only image on a Windows node (on a Linux node it is any pod)")
 @pytest.mark.documents("k8s-windows-intro", "Supported Functionality")
+@pytest.mark.windows_form(
+    no_command="a Linux image on a Windows node: the pod's status is read; its Linux command cannot start"
+)
 def test_linux_only_image_runs_on_a_windows_node(kube, wincon, profile, build, data_plane):
     """ "Windows containers have to be scheduled on Windows nodes, Linux containers on Linux nodes" (000_4130a90def37a825.txt, Supported Functionality): a Linux-only image pinned to a Windows node should run."""
     image = f"{wincon.catalog.registries['dockerLibraryRegistry'].rstrip('/')}/busybox:1.36"

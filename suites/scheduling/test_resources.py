@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 
+from wincon import forms
 from wincon.checks.pods import (
     pod_running_failure,
     pod_unschedulable,
@@ -71,6 +72,7 @@ def scheduled_or_refused(pod) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hugepages-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, build):
     """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
     body = windows_pod(wincon, "hugepages", build)

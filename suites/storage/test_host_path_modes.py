@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from wincon import forms
 from wincon.checks.node import path_exists_command, read_file_command, write_file_command
 from wincon.checks.pods import os_pod, run_os_pod, run_windows_pod, windows_pod
 from wincon.workloads.deploy import container
@@ -25,6 +26,7 @@ RUNTIME_PIPE = "\\\\.\\pipe\\containerd-containerd"
 @pytest.mark.test_id("e1df6cac-0ebc-44a2-815d-533617352a02")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE, forms.CMD_TYPE, forms.ACCESS_DENIED)
 def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrote(
     wincon, namespace, build, kube, target_os
 ):
@@ -63,6 +65,7 @@ def test_read_only_host_path_mount_refuses_writes_and_reads_what_the_writer_wrot
 @pytest.mark.windows_only("named pipes (\\\\.\\pipe\\...) are Windows host objects")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.POWERSHELL_BUSYBOX)
 def test_named_pipe_host_mount_reaches_the_hosts_pipe(wincon, namespace, build, kube):
     """ "Named pipe host mounts" are supported for Windows pods (002_8a7e76f95009f44f.txt, Pods; 003_414b2f1c5dd978a2.txt, What works today): the runtime's named pipe, mounted by hostPath, exists in the container."""
     body = windows_pod(

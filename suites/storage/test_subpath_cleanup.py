@@ -78,6 +78,7 @@ def mounts_and_volumes(target_os: str = "windows") -> tuple[list[dict], list[dic
 @pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "API")
+@pytest.mark.windows_form(no_command="reads the pod's termination through the API")
 def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane, target_os):
     """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
     core = kube.core

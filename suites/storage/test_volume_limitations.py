@@ -3,10 +3,10 @@ limitation (limitations.yaml, area storage) makes the documented deviation an ex
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from wincon import connectivity as conn
+from wincon import forms
 from wincon.checks.pods import (
     os_pod,
     run_or_refused,
@@ -17,7 +17,7 @@ from wincon.checks.pods import (
 )
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, pod_failure, pod_running
-from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
+from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
 from wincon.workloads.deploy import container
 
@@ -32,9 +32,33 @@ def mounted_pod(wincon, name, build, mounts, volumes, node=None, target_os="wind
     )
 
 
-def shell(target_os: str, line: str) -> list[str]:
-    """``line`` run by the OS's shell: cmd on Windows, sh on Linux (a Linux control's command lines)."""
-    return ["cmd", "/c", line] if target_os == "windows" else ["sh", "-c", line]
+RAW_BLOCK_UNAVAILABLE = (
+    "no Windows command with evidence shows a raw block device inside a pod (diskpart's output in a container has no "
+    "public recording, and upstream has no Windows block-volume e2e): the Linux control still runs"
+)
+MEMORY_MEDIUM_UNAVAILABLE = (
+    "writing N MiB into a Windows pod's volume: fsutil's createnew does not write the data (a RAM-backed medium would "
+    "not fill) and busybox-w32's dd from /dev/zero has no evidence in a Windows pod"
+)
+
+# agnhost mounttest on both OSes (upstream's volume tests use it): it writes a new file with this content and
+# prints a file's content as: content of file "PATH": CONTENT (test/images/agnhost/mounttest/mt.go).
+NEW_FILE = "mount-tester new file"
+
+
+def write_new(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--new-file-0644={file}"]
+
+
+def read(file: str) -> list[str]:
+    return ["/agnhost", "mounttest", f"--file-content={file}"]
+
+
+def content(result, file: str) -> str | None:
+    """The content mounttest printed for ``file``, stripped; None when it printed none."""
+    marker = f'content of file "{file}": '
+    text = result.stdout or ""
+    return text.rsplit(marker, 1)[1].strip() if result.ok and marker in text else None
 
 
 def at(target_os: str, path: str) -> str:
@@ -68,6 +92,7 @@ def host_process_pod(kube, name, build, node, command):
 @pytest.mark.dataplane
 @pytest.mark.limitation("emptydir-medium-memory")
 @pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
+@pytest.mark.windows_form(unavailable=MEMORY_MEDIUM_UNAVAILABLE)
 def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube, target_os):
     """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
     body = mounted_pod(
@@ -116,6 +141,7 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-volume-mounts")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
 def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube, target_os):
     """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
     mounts = [
@@ -124,16 +150,13 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ku
     ]
     body = mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
     pod = run_os_pod(wincon, namespace, body)
-    if target_os == "windows":
-        write, show = "echo via-subpath> C:\\sub\\hello.txt", "type C:\\data\\sub\\hello.txt"
-    else:
-        write, show = "echo via-subpath > /sub/hello.txt", "cat /data/sub/hello.txt"
-    wrote = kube.exec(pod.metadata.name, shell(target_os, write))
-    read = kube.exec(pod.metadata.name, shell(target_os, show))
+    written, seen = at(target_os, "C:\\sub\\hello.txt"), at(target_os, "C:\\data\\sub\\hello.txt")
+    wrote = kube.exec(pod.metadata.name, write_new(written))
+    shown = kube.exec(pod.metadata.name, read(seen))
     with expect_deviation("subpath-volume-mounts"):
-        assert wrote.ok, f"writing through the subPath mount failed: {wrote.stderr}"
-        assert read.ok and "via-subpath" in read.stdout, (
-            f"the file is not under sub\\ of the whole volume: {read.stdout!r} {read.stderr}"
+        assert content(wrote, written) == NEW_FILE, f"writing through the subPath mount failed: {wrote.stdout!r}"
+        assert content(shown, seen) == NEW_FILE, (
+            f"the file is not under sub of the whole volume: {shown.stdout!r} {shown.stderr}"
         )
 
 
@@ -141,6 +164,7 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ku
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-secret-volume")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
 def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube, target_os):
     """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
     ensure_secret(kube)
@@ -148,16 +172,17 @@ def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, 
     volumes = [{"name": "creds", "secret": {"secretName": "creds"}}]
     body = mounted_pod(wincon, "secret-subpath", build, mounts, volumes, target_os=target_os)
     pod = run_os_pod(wincon, namespace, body)
-    show = "type C:\\app\\username" if target_os == "windows" else "cat /app/username"
-    result = kube.exec(pod.metadata.name, shell(target_os, show))
+    file = at(target_os, "C:\\app\\username")
+    result = kube.exec(pod.metadata.name, read(file))
     with expect_deviation("subpath-secret-volume"):
-        assert result.ok and result.stdout.strip() == "wincon-user", f"{result.stdout!r} {result.stderr}"
+        assert content(result, file) == "wincon-user", f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
 @pytest.mark.dataplane
 @pytest.mark.limitation("single-file-volume-mount")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
 def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube, target_os):
     """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
     cm = {
@@ -171,16 +196,17 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kub
     volumes = [{"name": "settings", "configMap": {"name": "settings"}}]
     body = mounted_pod(wincon, "single-file", build, mounts, volumes, target_os=target_os)
     pod = run_os_pod(wincon, namespace, body)
-    show = "type C:\\app\\settings.txt" if target_os == "windows" else "cat /app/settings.txt"
-    result = kube.exec(pod.metadata.name, shell(target_os, show))
+    file = at(target_os, "C:\\app\\settings.txt")
+    result = kube.exec(pod.metadata.name, read(file))
     with expect_deviation("single-file-volume-mount"):
-        assert result.ok and result.stdout.strip() == "level=debug", f"{result.stdout!r} {result.stderr}"
+        assert content(result, file) == "level=debug", f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-defaultmode")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
 def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube, target_os):
     """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
     ensure_secret(kube)
@@ -207,6 +233,7 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-ownership-permissions")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
 def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube, target_os):
     """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
     mounts = [{"name": "data", "mountPath": at(target_os, "C:\\data")}]
@@ -226,19 +253,22 @@ def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube,
 @pytest.mark.dataplane
 @pytest.mark.limitation("readonly-root-filesystem")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.ACCESS_DENIED, same_as_control=True)
 def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube, target_os):
     """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
     body = os_pod(
         wincon, "ro-root", target_os, build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}}
     )
-    command = shell(target_os, "echo x> C:\\probe.txt" if target_os == "windows" else "echo x > /probe.txt")
+    command = write_new(at(target_os, "C:\\probe.txt"))
     kube.gate(command, where="pod ro-root")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "readonly-root-filesystem")
     result = kube.exec(pod.metadata.name, command)
     with expect_deviation("readonly-root-filesystem"):
         assert not result.ok, "a write to the root filesystem succeeded"
-    refusal = "Access is denied" if target_os == "windows" else "Read-only file system"
-    assert refusal in result.stdout + result.stderr, f"the write failed otherwise: {result.stderr}"
+    # mounttest prints Go's error: the OS's own message (Windows' is what upstream expects for a refused write,
+    # test/e2e/windows/volumes.go:106).
+    refusal = "access is denied" if target_os == "windows" else "read-only file system"
+    assert refusal in (result.stdout + result.stderr).lower(), f"the write failed otherwise: {result.stdout!r}"
 
 
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
@@ -246,6 +276,9 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
 @pytest.mark.limitation("volume-host-projection")
 @pytest.mark.windows_only("the host side is a HostProcess pod making an NTFS junction on the Windows node")
 @pytest.mark.documents("k8s-windows-intro", "Storage/API")
+@pytest.mark.windows_form(
+    unavailable="mklink /J and cmd's echo/mkdir chain on the host have no evidence of what they print or do in a HostProcess pod"
+)
 def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, namespace, build, kube):
     """ "Volume mounts cannot project files or directories back to the host filesystem" and "mount propagation is not supported on Windows" (000_4130a90def37a825.txt, Storage/API)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -272,6 +305,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
 @pytest.mark.documents("k8s-windows-intro", "V1.VolumeMount.mountPropagation")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE, forms.CMD_TYPE)
 def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(wincon, namespace, build, kube):
     """ "V1.VolumeMount.mountPropagation - mount propagation is not supported on Windows" (000_4130a90def37a825.txt): Bidirectional needs a privileged container, which a Windows pod cannot have."""
     mounts = [{"name": "host", "mountPath": "C:\\host", "mountPropagation": "Bidirectional"}]
@@ -294,6 +328,7 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 @pytest.mark.limitation("secrets-clear-text-on-node")
 @pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")
 @pytest.mark.documents("k8s-windows-guide", "Security")
+@pytest.mark.windows_form(forms.CMD_TYPE, forms.GET_VOLUME_OUTPUT, forms.HOST_BINARY_BY_PATH, forms.HOSTPROCESS_IDLE)
 def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
     """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
@@ -313,14 +348,27 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
             node=node,
         ),
     )
-    inspector = host_process_pod(kube, "disk-inspector", build, node, ["cmd", "/c", "ping -t 127.0.0.1"])
+    # Idle as upstream's HostProcess pods do (test/e2e/windows/host_process.go:648).
+    idle = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]
+    inspector = host_process_pod(kube, "disk-inspector", build, node, idle)
     run_windows_pod(wincon, namespace, inspector)
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
-    script = f"(Get-Content -Raw '{path}'); (Get-Volume -FilePath '{path}').FileSystemType"
-    result = kube.exec("disk-inspector", ["powershell", "-NoProfile", "-Command", script])
+    # The tool works on a target that must answer: the secret's file is there, read from the host.
+    result = kube.exec("disk-inspector", ["cmd", "/c", "type", path])
     assert result.ok and "s3cr3t-wincon" in result.stdout, f"the secret file was not found at {path}: {result.stderr}"
-    filesystem = result.stdout.strip().splitlines()[-1].strip()
-    assert filesystem, "Get-Volume reported no file system type"
+    volume = kube.exec("disk-inspector", conn.get_volume_command(path))
+    try:
+        systems = conn.parse_get_volume(volume.stdout) if volume.ok else None
+    except ValueError:
+        systems = None
+    if not systems or len(systems) != 1 or not systems[0]:
+        raise SuiteError(
+            f"Get-Volume -FilePath named no single volume for {path} (exit {volume.exit_code})",
+            image="the host's Windows PowerShell (HostProcess pod)",
+            tool="Get-Volume",
+            output=(volume.stdout + volume.stderr)[:300],
+        )
+    filesystem = systems[0]
     with expect_deviation("secrets-clear-text-on-node"):
         assert filesystem.upper() not in ("NTFS", "REFS"), (
             f"the secret lies in clear text on the node's {filesystem} disk"
@@ -338,6 +386,7 @@ def storage_class_where(kube, predicate):
 @pytest.mark.dataplane
 @pytest.mark.limitation("block-device-mapping")
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod.volumeDevices")
+@pytest.mark.windows_form(unavailable=RAW_BLOCK_UNAVAILABLE)
 def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube, target_os):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
     storage_class = storage_class_where(kube, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
@@ -365,13 +414,11 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
     )
     body["spec"]["volumes"] = [{"name": "block", "persistentVolumeClaim": {"claimName": "block"}}]
     pod = run_os_pod(wincon, namespace, body)
-    if target_os == "windows":
-        result = kube.exec(pod.metadata.name, ["cmd", "/c", "echo list disk | diskpart"])
-        # A row of diskpart's table ("  Disk 1    Online  1024 MB ..."), not the banner's "DiskPart".
-        attached = re.search(r"^\s*Disk \d+\s+Online", result.stdout, re.MULTILINE)
-    else:  # the Linux control: the claim is a block device node at its devicePath
-        result = kube.exec(pod.metadata.name, ["sh", "-c", f"test -b {device} && echo block-device"])
-        attached = "block-device" in result.stdout
+    if target_os == "windows":  # declared unavailable (windows_form): collection skips it; never a guess
+        pytest.skip(RAW_BLOCK_UNAVAILABLE)
+    # The Linux control: the claim is a block device node at its devicePath.
+    result = kube.exec(pod.metadata.name, ["sh", "-c", f"test -b {device} && echo block-device"])
+    attached = "block-device" in result.stdout
     with expect_deviation("block-device-mapping"):
         assert result.ok and attached, f"{result.stdout!r} {result.stderr}"
 
@@ -381,6 +428,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
 @pytest.mark.hybrid
 @pytest.mark.limitation("nfs-volumes-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
+@pytest.mark.windows_form(forms.CMD_TYPE)
 def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, kube):
     """ "NFS based storage/volume support" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     # The gate first: without a Windows data plane nothing here can decide a verdict, not even the server's setup.
@@ -424,6 +472,9 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-expansion-resizefs")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
+@pytest.mark.windows_form(
+    unavailable="the size of a pod's file system: Get-Volume needs Windows PowerShell's Storage module (the images carry PowerShell Core 6.2.7) and busybox-w32's df has no evidence in a Windows pod"
+)
 def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube, target_os):
     """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     storage_class = storage_class_where(kube, lambda c: bool(c.allow_volume_expansion))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import forms
 from wincon.checks.pods import nodes_for, os_pod, run_os_pod
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
@@ -51,13 +52,16 @@ def content(result, file: str) -> str | None:
 
 
 def echo_env(target_os: str, variable: str) -> list[str]:
-    return ["cmd", "/c", f"echo %{variable}%"] if target_os == "windows" else ["sh", "-c", f"echo ${variable}"]
+    """busybox's sh on both OSes (busybox-w32 in the Windows images: upstream's conformance tests run ``sh -c``
+    in Windows pods with Linux's command lines, test/e2e/common/node/expansion.go:62)."""
+    return ["sh", "-c", f"echo ${variable}"]
 
 
 @pytest.mark.test_id("2c0a8f0f-5078-4881-a22b-15eeceaf31ac")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
+@pytest.mark.windows_form(same_as_control=True)
 def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path, target_os):
     r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way.
 
@@ -89,6 +93,7 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ku
 )
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.volumes")
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
+@pytest.mark.windows_form(same_as_control=True)
 def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     wincon, namespace, build, kube, host_path, target_os
 ):
@@ -166,6 +171,7 @@ SOURCES = {
     ],
 )
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.BUSYBOX_SH_ENV, same_as_control=True)
 def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind, target_os):
     """ "ConfigMap, Secrets: as environment variables or volumes" (002_8a7e76f95009f44f.txt, Pods): the value is in the environment and in a file."""
     config_objects(kube)
@@ -196,6 +202,7 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
 @pytest.mark.dataplane
 @pytest.mark.limitation("configmap-secret-volumes-pre-1803")
 @pytest.mark.documents("k8s-handbook-windows", "Note 2")
+@pytest.mark.windows_form(same_as_control=True)
 def test_service_account_token_is_mounted(wincon, namespace, build, kube, target_os):
     """ "Windows Server 1803 ... fixes issues with Windows container symlinks, allowing ServiceAccount and ConfigMap to function normally" (001_feb1108140134f87.txt, Note 2)."""
     pod = run_os_pod(wincon, namespace, os_pod(wincon, "sa-token", target_os, build))
@@ -212,6 +219,7 @@ def test_service_account_token_is_mounted(wincon, namespace, build, kube, target
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "ConfigMap, Secrets: as volumes")
+@pytest.mark.windows_form(same_as_control=True)
 def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube, target_os):
     """Projected volumes of ConfigMap, Secret, downward API and token sources (002_8a7e76f95009f44f.txt, ConfigMap, Secrets: as volumes): every source shows in one directory."""
     config_objects(kube)
@@ -255,6 +263,7 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(same_as_control=True)
 def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube, target_os):
     """ "Pod status fields" and metadata reach Windows containers (002_8a7e76f95009f44f.txt, Pods): a downwardAPI volume holds the pod's name and labels."""
     items = [
@@ -282,6 +291,7 @@ def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, k
 @pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(same_as_control=True)
 def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube, target_os):
     """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
     body = mounted_pod(
@@ -310,6 +320,7 @@ def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, k
 @pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.ACCESS_DENIED, same_as_control=True)
 def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube, target_os):
     """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
     mounts = [
@@ -338,6 +349,7 @@ def default_storage_class(kube):
 @pytest.mark.limitation("csi-plugins-need-privileged")
 @pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
 def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube, target_os):
     """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
     storage_class = default_storage_class(kube)
@@ -371,6 +383,7 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod")
+@pytest.mark.windows_form(same_as_control=True)
 def test_pod_with_every_documented_volume_type_is_admitted_and_scheduled_on_windows(
     wincon, namespace, build, kube, target_os
 ):

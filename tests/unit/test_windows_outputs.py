@@ -143,7 +143,7 @@ def test_get_volume_without_its_table_is_an_error():
 def test_get_volume_command_quotes_the_path():
     command = conn.get_volume_command("C:\\var\\lib\\kubelet\\pods\\x\\password")
     assert (
-        command[0] == "powershell.exe"
+        command[0] == conn.WINDOWS_POWERSHELL
         and command[-1] == "Get-Volume -FilePath 'C:\\var\\lib\\kubelet\\pods\\x\\password'"
     )
     with pytest.raises(ValueError):
