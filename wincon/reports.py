@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from wincon import controls, nodes
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
-from wincon.errors import ExitCode, FrameworkFailure, InfrastructureError
+from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
 from wincon.profile import ClusterProfile
 from wincon.verdicts import (
     INFRASTRUCTURE_ERROR,
@@ -17,7 +18,9 @@ from wincon.verdicts import (
     LIFTED,
     SIMULATED_REASON,
     SIMULATED_SKIP,
+    STEP,
     STRICT_XPASS,
+    SUITE_ERROR,
     TARGET_OS,
     is_lifted,
     lifted_message,
@@ -27,7 +30,20 @@ from wincon.verdicts import (
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
     """Turn one phase report into the suite's verdict (DESIGN.md): see the branches below."""
     cause = infrastructure_cause(call.excinfo) if call.excinfo is not None else None
+    if call.excinfo is not None and (report.failed or hasattr(report, "wasxfail")):
+        # Where it failed, before anything below moves the phase: a control speaks for its twin on that step only.
+        step = (STEP, controls.failed_step(item, call))
+        report.user_properties.append(step)
+        item.user_properties.append(step)  # JUnit writes the item's properties
     if no_data_plane_verdict(item, call, report, profile):
+        return
+    if call.excinfo is not None and isinstance(call.excinfo.value, SuiteError) and report.failed:
+        # The suite's own gap (a tool missing from its image, its script, its parser): an error that is neither
+        # the node's nor the cluster's; it gives exit 1 (exit_status), never 3.
+        report.when = "teardown" if report.when == "teardown" else "setup"
+        report.longrepr = f"{SUITE_ERROR_PREFIX}: {call.excinfo.value.render()}"
+        item.user_properties.append((SUITE_ERROR, "true"))
+        report.user_properties.append((SUITE_ERROR, "true"))
         return
     if cause is not None:
         # The cluster could not run the check (or clean up after it): an error (pytest's word for failures
@@ -166,8 +182,8 @@ def exit_status(session: pytest.Session, exitstatus: int) -> int:
     errors = reporter.stats.get("error", [])
     controls_failed = len(reporter.stats.get("failed", [])) - len(failed)
     # Only the cluster's own reasons make an error an infrastructure error; anything else raised outside a
-    # test body (a crash of the suite itself: a TypeError in a fixture, a failed teardown) is not dismissed as
-    # the cluster's fault.
+    # test body (a crash of the suite itself: a TypeError in a fixture, a failed teardown) and the suite's own
+    # gaps (SuiteError: a tool missing from its image, an unreadable output) are not dismissed as the cluster's.
     crashes = [r for r in errors if not str(r.longrepr).startswith(INFRASTRUCTURE_PREFIX)]
     if not failed and not crashes and (errors or controls_failed):
         return int(ExitCode.INFRASTRUCTURE)
