@@ -45,6 +45,12 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(exc.render(), returncode=int(exc.exit_code))
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Once every plugin and conftest registered its markers: a ``-m`` naming none of them is a usage error."""
+    if context.is_suite_run(session.config):
+        options.check_mark_expression(session.config)
+
+
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand the controller's profile and run id to each worker, so discovery happens once."""
     if context.get_context(node.config) is not None:

@@ -218,7 +218,17 @@ def run(
         print(f"wincon: pytest wrote no results to {results_dir} (exit {returncode})", file=sys.stderr)
     if (results_dir / "finished.json").exists():
         print_summary(results_dir, exit_code)
+    if local:
+        print(left_running(cluster_name or "wincon"), file=sys.stderr)
     return exit_code
+
+
+def left_running(name: str) -> str:
+    """The last word of a ``--local`` run: the cluster stays up for the next run, and how to stop it."""
+    return (
+        f"wincon: the local cluster {name} is left running for the next run (it reuses it); "
+        f"stop it with: python3 -m wincon cluster down --name {name}"
+    )
 
 
 def record_figures(results_dir: Path, wall_seconds: float) -> dict[str, Any] | None:
