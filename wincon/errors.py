@@ -74,7 +74,7 @@ class SuiteError(WinconError):
         if output:
             text += f"; it printed: {output.strip()[:400]!r}"
         super().__init__(text, fix or "fix the suite: its image, command or parser (this is not the node's fault)")
-        self.image, self.tool, self.output = image, tool, output
+        self.summary, self.image, self.tool, self.output = message, image, tool, output
 
 
 SUITE_ERROR_PREFIX = "suite error (neither the node nor the cluster)"

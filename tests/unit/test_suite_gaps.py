@@ -13,16 +13,20 @@ from wincon.cluster import exec as exec_mod
 from wincon.errors import InfrastructureError, SuiteError
 
 # The exec's error channel as containerd's CRI streaming server writes it (a Failure Status, reason InternalError,
-# wrapping the runtime's error); the runtime texts are those cited in wincon/cluster/exec.py.
+# wrapping the runtime's error). The two runc texts were recorded on the local cluster's real Linux node
+# (Debian containerd 1.6.20, runc 1.1.5; exec of a missing name and of a missing path in the CoreDNS pod);
+# the hcsshim text is the one cited in wincon/cluster/exec.py.
 RUNC_NOT_IN_PATH = (
-    "Internal error occurred: error executing command in container: failed to exec in container: failed to start "
-    'exec "0f3c": OCI runtime exec failed: exec failed: unable to start container process: exec: "diskpart": '
-    "executable file not found in $PATH: unknown"
+    "Internal error occurred: Internal error occurred: error executing command in container: failed to exec in "
+    'container: failed to start exec "87911ddbe807c8c33cab203baada02da257488cb29ccfceb9bb287953c49fc4b": OCI runtime '
+    'exec failed: exec failed: unable to start container process: exec: "nosuchtool": executable file not found in '
+    "$PATH: unknown"
 )
 RUNC_NO_SUCH_PATH = (
-    "Internal error occurred: error executing command in container: failed to exec in container: failed to start "
-    'exec "0f3c": OCI runtime exec failed: exec failed: unable to start container process: exec: "/bin/tasklist": '
-    "stat /bin/tasklist: no such file or directory: unknown"
+    "Internal error occurred: Internal error occurred: error executing command in container: failed to exec in "
+    'container: failed to start exec "edcb9e347a7728ab441f5df482fd3ef3c9a84392b4b37ca51d68155f7ab36342": OCI runtime '
+    'exec failed: exec failed: unable to start container process: exec: "/bin/nosuch": stat /bin/nosuch: no such '
+    "file or directory: unknown"
 )
 HCS_FILE_NOT_FOUND = (
     "Internal error occurred: error executing command in container: failed to exec in container: failed to start "
@@ -114,6 +118,7 @@ def test_the_suite_error_names_the_image_tool_and_output(monkeypatch):
     with pytest.raises(SuiteError) as raised:
         exec_mod.exec_in_pod(None, "ns", "p", ["diskpart.exe", "/s", "x"], container="main")
     text = raised.value.render()
+    assert text.startswith("wincon: error: exec ['diskpart.exe', '/s', 'x'] in ns/p did not run: the executable")
     assert "image registry.k8s.io/e2e-test-images/agnhost:2.56" in text and "tool diskpart.exe" in text
     assert "The system cannot find the file specified" in text
 

@@ -143,7 +143,7 @@ def exec_in_pod(
         exit_code = exit_code_from_status(status_text, what)
     except SuiteError as exc:
         raise SuiteError(
-            exc.message.split(" [", 1)[0],
+            exc.summary,
             exc.fix,
             image=container_image(core, namespace, pod, container),
             tool=command[0] if command else "",
