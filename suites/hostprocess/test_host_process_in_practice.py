@@ -23,10 +23,11 @@ from wincon.checks.node import (
     kubelet_get,
     kubelet_json,
     parse_metrics,
+    pod_stats_problems,
     powershell,
     summary_pods,
 )
-from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import eventually, schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 
@@ -243,25 +244,37 @@ def test_host_process_command_is_resolved_from_host_and_sandbox_paths(wincon, ku
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(forms.HOSTPROCESS_IDLE)
 def test_host_process_container_stats_are_reported(wincon, kube, build):
-    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), HostProcess containers included: /stats/summary of the node lists the pod with CPU and memory above zero (upstream host_process.go "container stats validation")."""
-    body = host_process_pod(
-        wincon, "hp-stats", build, powershell("while ($true) { Start-Sleep -Seconds 1 }"), restartPolicy="Always"
-    )
+    """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), HostProcess containers included: /stats/summary of the node lists the pod with CPU and working set above zero, for the pod and each container, and the container's log usage above zero, within 3 min (upstream host_process.go:623, its container writing 'Hello')."""
+    body = host_process_pod(wincon, "hp-stats", build, HELLO, restartPolicy="Always")
     create_host_process(kube, body)
     pod = kube.read_pod("hp-stats")
     kube.gate(
         f"GET /api/v1/nodes/{pod.spec.node_name}/proxy/stats/summary", where=f"pod hp-stats on {pod.spec.node_name}"
     )
     pod = kube.wait_pod("hp-stats", done=pod_running_ready)
-    summary, _ = kubelet_json(kube.api_client, pod.spec.node_name, "stats/summary")
-    stats = [p for p in summary_pods(summary, kube.namespace) if p["podRef"]["name"] == "hp-stats"]
-    assert stats, f"/stats/summary of {pod.spec.node_name} does not list pod hp-stats"
-    containers = stats[0].get("containers") or []
-    assert containers, "no container stats for hp-stats"
-    for ctr in containers:
-        cpu = (ctr.get("cpu") or {}).get("usageCoreNanoSeconds") or 0
-        memory = (ctr.get("memory") or {}).get("workingSetBytes") or 0
-        assert cpu > 0 and memory > 0, f"container {ctr.get('name')}: cpu {cpu}, working set {memory}"
+    seen: list[str] = []
+
+    def problems() -> list[str]:
+        summary, _ = kubelet_json(kube.api_client, pod.spec.node_name, "stats/summary")
+        stats = [p for p in summary_pods(summary, kube.namespace) if p["podRef"]["name"] == "hp-stats"]
+        if not stats:
+            return [f"/stats/summary of {pod.spec.node_name} does not list pod hp-stats"]
+        found = pod_stats_problems(stats[0])
+        for ctr in stats[0].get("containers") or []:
+            cpu = (ctr.get("cpu") or {}).get("usageCoreNanoSeconds") or 0
+            memory = (ctr.get("memory") or {}).get("workingSetBytes") or 0
+            used = (ctr.get("logs") or {}).get("usedBytes") or 0
+            if cpu <= 0 or memory <= 0 or used <= 0:
+                found.append(f"container {ctr.get('name')}: cpu {cpu}, working set {memory}, logs.usedBytes {used}")
+        return found
+
+    def clean() -> bool:
+        seen[:] = problems()
+        return not seen
+
+    # upstream polls every 2 s for up to 3 minutes (host_process.go:666)
+    eventually(clean, 180, "hp-stats with live pod, container and log stats", 2, True, lambda: "; ".join(seen))
+    assert not problems()
 
 
 def host_process_counters(kube, node: str) -> dict[str, float]:
@@ -271,6 +284,7 @@ def host_process_counters(kube, node: str) -> dict[str, float]:
     return host_process_counts(parse_metrics(answer.body))
 
 
+HELLO = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]  # upstream host_process.go:648
 BAD_USER = "bad-user-name"  # upstream host_process.go:531
 MISSING_PROGRAM = ["foobar.exe"]  # upstream host_process.go:555 and :596
 EXIT_ZERO = ["cmd.exe", "/c", "exit", "/b", "0"]  # upstream host_process.go:562
