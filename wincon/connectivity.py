@@ -489,6 +489,17 @@ def nslookup_command(name: str, server: str | None = None) -> list[str]:
     return ["nslookup", name] + ([check_host(server)] if server else [])
 
 
+def absolute(name: str) -> str:
+    """``name`` with its trailing dot: an FQDN every resolver sends as it is (no search list, no devolution), so
+    the same ``nslookup name.`` asks the same question on both OSes."""
+    check_host(name)
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        return name if name.endswith(".") else name + "."
+
+
 def dns_lookup_command(os_name: str, name: str, tool: str = "nslookup") -> list[str]:
     _check_os(os_name)
     if tool == "resolve-dnsname":

@@ -169,7 +169,7 @@ def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, buil
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["exec", "httpGet"])
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(forms.CURL_EXE)
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_pre_stop_hook_runs_when_the_pod_is_deleted(
     kube, wincon, namespace, build, recorder, data_plane, kind, target_os
 ):
@@ -328,7 +328,7 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
 @pytest.mark.dataplane
 @pytest.mark.limitation("multi-container-pods-pre-1709")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
-@pytest.mark.windows_form(forms.CURL_EXE)
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
 def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
     body = os_pod(wincon, "two-in-one", target_os, build, args=NETEXEC)

@@ -19,6 +19,13 @@ from wincon.network.pods import pod_names, resolver_config
 pytestmark = [pytest.mark.networking]
 
 FORMS_THAT_RESOLVE = ["single-label", "fqdn"]
+# An FQDN is looked up with `nslookup name.` on both OSes (the same command and parser as the Linux control); a
+# name that needs the search list with the OS's own resolver (Resolve-DnsName or nslookup on Windows, the C
+# library's on Linux), whose Windows forms carry recorded outputs.
+FQDN_FORM = pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
+RESOLVER_FORM = pytest.mark.windows_form(
+    forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT
+)
 DOTTED_FORMS = ["with-namespace", "with-namespace-svc"]
 
 
@@ -40,15 +47,21 @@ def service_name(svc, form, cluster_dns):
 # own Service stands in for it from the module's namespace.
 @pytest.mark.parametrize(
     ("service", "form"),
-    [("kubernetes", "fqdn"), ("netserver", "single-label"), ("netserver", "fqdn")],
+    [
+        pytest.param("kubernetes", "fqdn", marks=FQDN_FORM),
+        pytest.param("netserver", "single-label", marks=RESOLVER_FORM),
+        pytest.param("netserver", "fqdn", marks=FQDN_FORM),
+    ],
     indirect=["service"],
 )
 @pytest.mark.documents("k8s-windows-intro", "DNS")
-@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
 def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, client, cluster_dns):
     """ "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local and kubernetes" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(service, form, cluster_dns)
-    lookup = checks.lookup(client, name)
+    # An FQDN: the same `nslookup name.` on both OSes. A single label needs the OS's own resolver (search list).
+    lookup = (
+        checks.lookup(client, conn.absolute(name), tool="nslookup") if form == "fqdn" else checks.lookup(client, name)
+    )
     assert lookup.ok, f"{name} did not resolve in {client.name}: {lookup.error}"
     assert service.cluster_ip in lookup.addresses, f"{name} resolved to {lookup.addresses}, not {service.cluster_ip}"
 
@@ -117,13 +130,13 @@ def test_pod_reaches_service_by_name_with_namespace(form, checks, client, server
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@FQDN_FORM
 def test_headless_service_name_resolves_to_every_pod_ip(checks, client, server_headless, servers, cluster_dns):
     """Windows "services can utilize ... Headless services" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt: "headless services work")."""
     name = conn.service_fqdn(server_headless.name, server_headless.namespace, cluster_dns.domain)
     # Every A record counts here: on Linux nslookup lists them all (the C library's resolver names one), and
     # the name is fully qualified, so no search list is involved.
-    lookup = checks.lookup(client, name, tool=None if client.os == "windows" else "nslookup")
+    lookup = checks.lookup(client, conn.absolute(name), tool="nslookup")
     assert lookup.ok, f"{name} did not resolve: {lookup.error}"
     assert set(lookup.addresses) == {p.ip for p in servers}, f"{name} resolved to {lookup.addresses}"
 
@@ -156,10 +169,10 @@ def remote_or_local_server(servers, client):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@FQDN_FORM
 def test_externalname_service_resolves_to_its_target(checks, client, server_alias, server_service):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services; 003_414b2f1c5dd978a2.txt, What works today)."""
-    lookup = checks.lookup(client, server_alias.fqdn)
+    lookup = checks.lookup(client, conn.absolute(server_alias.fqdn), tool="nslookup")
     assert lookup.ok, f"{server_alias.fqdn} did not resolve: {lookup.error}"
     assert server_service.cluster_ip in lookup.addresses, (
         f"{server_alias.fqdn} (CNAME of {server_service.fqdn}) resolved to {lookup.addresses}"
@@ -207,13 +220,13 @@ def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, serv
 @pytest.mark.limitation("dns-cluster-first-with-host-net")
 @pytest.mark.documents("k8s-windows-intro", "DNS")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.dnsPolicy")
-@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@FQDN_FORM
 def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
     checks, make_host, os_prefix, server_service
 ):
     """ "ClusterFirstWithHostNet is not supported for DNS" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, V1.Pod.dnsPolicy)."""
     host = make_host(f"{os_prefix}dns-hostnet", dnsPolicy="ClusterFirstWithHostNet")
-    lookup = checks.lookup(host, server_service.fqdn)
+    lookup = checks.lookup(host, conn.absolute(server_service.fqdn), tool="nslookup")
     with expect_deviation("dns-cluster-first-with-host-net"):
         assert lookup.ok, f"{server_service.fqdn} did not resolve on the host network: {lookup.error}"
         assert server_service.cluster_ip in lookup.addresses, f"{server_service.fqdn}: {lookup.addresses}"

@@ -24,7 +24,7 @@ def external_host(wincon):
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
-@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     checks, make_client, os_prefix, cluster_dns, kubernetes_service
 ):
@@ -35,7 +35,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"cluster DNS {cluster_dns.ip} not among {config.nameservers}"
     name = kubernetes_service.fqdn
-    lookup = checks.lookup(pod, name)
+    lookup = checks.lookup(pod, conn.absolute(name), tool="nslookup")  # the same command on both OSes
     assert lookup.ok, f"{name} did not resolve: {lookup.error}"
     assert kubernetes_service.cluster_ip in lookup.addresses, f"{name} -> {lookup.addresses}"
 
@@ -44,14 +44,14 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
-@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
     checks, make_client, os_prefix, cluster_dns, external_host
 ):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy Default the pod inherits the node's resolvers, not the cluster DNS, and they resolve an outside name."""
     pod = make_client(f"{os_prefix}dns-default", dnsPolicy="Default")
     config = resolver_config(checks, pod)
-    lookup = checks.lookup(pod, external_host)
+    lookup = checks.lookup(pod, conn.absolute(external_host), tool="nslookup")  # the same command on both OSes
     with expect_deviation("dns-config-via-cni"):
         assert config.nameservers, "the pod has no DNS server at all"
         assert not cluster_dns.ip or cluster_dns.ip not in config.nameservers, (

@@ -93,9 +93,15 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
 
 @pytest.mark.test_id("42dd3323-fd33-4a32-bfce-3dc12f12acc7")
 @pytest.mark.dataplane
-@pytest.mark.parametrize("kind", ["exec", "httpGet", "tcpSocket"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("exec", marks=pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)),
+        pytest.param("httpGet", marks=pytest.mark.windows_form(same_as_control=True)),
+        pytest.param("tcpSocket", marks=pytest.mark.windows_form(same_as_control=True)),
+    ],
+)
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):
@@ -205,7 +211,7 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
 @pytest.mark.dataplane
 @pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
 @pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@pytest.mark.windows_form(same_as_control=True)
 def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):

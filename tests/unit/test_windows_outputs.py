@@ -168,3 +168,10 @@ def test_agnhost_dns_lists_parse_into_a_config():
 def test_agnhost_dns_server_list_that_is_not_an_address_is_an_error():
     with pytest.raises(ValueError, match="not an IP address"):
         conn.parse_agnhost_dns("cluster.local\n", "panic: Could not find DNS search list!\n")
+
+
+def test_absolute_names_are_asked_as_they_are_on_both_oses():
+    assert conn.absolute("kubernetes.default.svc.cluster.local") == "kubernetes.default.svc.cluster.local."
+    assert conn.absolute("external.wincon.test.") == "external.wincon.test."
+    assert conn.absolute("10.96.0.1") == "10.96.0.1"
+    assert conn.nslookup_command(conn.absolute("a.b")) == ["nslookup", "a.b."]
