@@ -77,6 +77,11 @@ class SuiteError(WinconError):
         self.summary, self.image, self.tool, self.output = message, image, tool, output
 
 
+class UnreadableOutput(SuiteError, ValueError):
+    """A parser of the suite could not read a tool's output: the suite's gap (its parser or its command), never
+    the behaviour failing. A ValueError too, so callers that catch a parser's ValueError keep working."""
+
+
 SUITE_ERROR_PREFIX = "suite error (neither the node nor the cluster)"
 
 

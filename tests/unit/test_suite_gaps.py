@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from wincon.cluster import exec as exec_mod
-from wincon.errors import InfrastructureError, SuiteError
+from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 
 # The exec's error channel as containerd's CRI streaming server writes it (a Failure Status, reason InternalError,
 # wrapping the runtime's error). The two runc texts were recorded on the local cluster's real Linux node
@@ -152,4 +152,27 @@ def test_a_missing_tool_is_an_error_of_the_suite_exit_1_on_both_twins(suite):  #
 def test_a_missing_tool_inside_a_deviation_block_is_never_the_deviation(suite):  # noqa: F811
     result = suite(SUITE.format(message=RUNC_NOT_IN_PATH, marks='@pytest.mark.limitation("icmp-egress")\n'))
     result.assert_outcomes(errors=2)
+    assert result.ret == 1
+
+
+PARSER = """
+import pytest
+from wincon.errors import UnreadableOutput
+
+def parse(output):
+    raise UnreadableOutput("no ping statistics in the output", tool="ping", output=output)
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0402")
+@pytest.mark.dataplane
+def test_flow(target_os, data_plane):
+    data_plane("ping 1.2.3.4")
+    parse("PING 1.2.3.4: garbled")
+"""
+
+
+def test_a_parser_that_cannot_read_the_output_is_an_error_of_the_suite(suite):  # noqa: F811
+    assert issubclass(UnreadableOutput, ValueError)  # callers catching a parser's ValueError keep working
+    result = suite(PARSER)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*suite error*no ping statistics*tool ping*garbled*"])
     assert result.ret == 1
