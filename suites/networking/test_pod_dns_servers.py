@@ -1,0 +1,75 @@
+"""Configurable pod DNS servers as upstream test/e2e/windows/dns.go:43 (v1.34.4) checks them: a pod with
+dnsPolicy None and two nameservers in dnsConfig has both, a wrong name does not resolve (the negative control
+upstream runs first), and the kubernetes Service's short name resolves through the dnsConfig search path.
+
+Upstream's second nameserver is 1.1.1.1; no check here may name an outside address, so the second one is the
+external target's IP (``--external-ip``; on the local cluster its simulated external host). Its Linux control
+(``target_os``) runs the same commands in a Linux pod.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wincon import connectivity as conn
+from wincon.errors import expect_deviation
+
+pytestmark = [pytest.mark.networking]
+
+BOGUS = "kubernetezzzzzzzz"  # upstream dns.go:104
+COULD_NOT_RESOLVE = 6  # curl's exit code for "Could not resolve host"
+
+
+def curl_https(os_name: str, name: str) -> list[str]:
+    """Upstream's ``curl.exe -k https://<name>:443`` (dns.go:104 and :118): any HTTPS answer, certificate
+    unchecked; exit 6 when the name does not resolve."""
+    return [
+        conn.curl_binary(os_name),
+        "-k",
+        "-s",
+        "-S",
+        "--max-time",
+        str(conn.MAX_TIME_SECONDS),
+        f"https://{name}:443",
+    ]
+
+
+@pytest.mark.test_id("3ff7f3d1-6825-451f-9d5d-9ff856ba23ef")
+@pytest.mark.dns
+@pytest.mark.dataplane
+@pytest.mark.limitation("dns-config-via-cni")
+@pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
+def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
+    checks, make_client, os_prefix, cluster_dns, wincon, target_os
+):
+    """ "Pod.Spec.DNSPolicy = DNSNone ... DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins): with dnsPolicy None, nameservers [the cluster DNS, a second address] and the search path default.svc.<domain>, the pod's resolver lists both servers, `kubernetezzzzzzzz` does not resolve, and `kubernetes` does (upstream dns.go:43)."""
+    if not cluster_dns.ip:
+        pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")
+    second = conn.check_host(wincon.external_ip)
+    search = f"default.svc.{cluster_dns.domain}"
+    pod = make_client(
+        f"{os_prefix}dns-servers",
+        dnsPolicy="None",
+        dnsConfig={"nameservers": [cluster_dns.ip, second], "searches": [search]},
+    )
+    # agnhost dns-server-list prints only resolv.conf's first nameserver line on Linux (its dns/dns.go:47-55):
+    # read the whole configuration, `ipconfig /all` on Windows as upstream (dns.go:88), resolv.conf on Linux.
+    shown = checks.run(pod, conn.dns_config_command(pod.os), container=pod.tool_container)
+    assert shown.ok, f"{' '.join(conn.dns_config_command(pod.os))} in {pod.name}: {shown.stderr}"
+    config = conn.parse_dns_config(pod.os, shown.stdout)
+    with expect_deviation("dns-config-via-cni"):
+        assert cluster_dns.ip in config.nameservers and second in config.nameservers, (
+            f"dnsConfig nameservers {cluster_dns.ip}, {second} not both in {config.nameservers}"
+        )
+        assert search in config.searches, f"dnsConfig search {search} not in {config.searches}"
+    bogus = checks.run(pod, curl_https(pod.os, BOGUS), container=pod.tool_container)
+    assert bogus.exit_code == COULD_NOT_RESOLVE, (
+        f"{BOGUS} was expected not to resolve (curl exit 6): exit {bogus.exit_code}, {bogus.stdout} {bogus.stderr}"
+    )
+    ok, result = checks.until(
+        pod, curl_https(pod.os, "kubernetes"), lambda r: r.ok, tries=3, container=pod.tool_container
+    )
+    with expect_deviation("dns-config-via-cni"):
+        assert ok, (
+            f"kubernetes through the search path {search}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+        )
