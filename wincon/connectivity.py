@@ -814,6 +814,17 @@ def parse_dns_config(os_name: str, output: str) -> DnsConfig:
     return DnsConfig(tuple(dict.fromkeys(nameservers)), tuple(dict.fromkeys(searches)))
 
 
+# ----------------------------------------------------------------------------- agnhost mounttest
+
+
+def mounttest_content(output: str, file: str) -> str | None:
+    """What ``agnhost mounttest --file-content=<file>`` (or ``--new-file-*``) printed as ``file``'s content,
+    stripped; None when it printed none. mounttest prints ``content of file %q: %v`` (test/images/agnhost/
+    mounttest/mt.go): Go's %q escapes a Windows path's backslashes, as JSON does for these ASCII paths."""
+    marker = f"content of file {json.dumps(file)}: "
+    return output.rsplit(marker, 1)[1].strip() if marker in output else None
+
+
 # ----------------------------------------------------------------------------- Get-Volume
 
 

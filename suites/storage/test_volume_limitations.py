@@ -56,9 +56,7 @@ def read(file: str) -> list[str]:
 
 def content(result, file: str) -> str | None:
     """The content mounttest printed for ``file``, stripped; None when it printed none."""
-    marker = f'content of file "{file}": '
-    text = result.stdout or ""
-    return text.rsplit(marker, 1)[1].strip() if result.ok and marker in text else None
+    return conn.mounttest_content(result.stdout or "", file) if result.ok else None
 
 
 def at(target_os: str, path: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import nodes_for, os_pod, run_os_pod
 from wincon.cluster.client import call
@@ -46,9 +47,7 @@ def read(file: str) -> list[str]:
 
 def content(result, file: str) -> str | None:
     """The content mounttest printed for ``file``, stripped; None when it printed none."""
-    marker = f'content of file "{file}": '
-    text = result.stdout or ""
-    return text.rsplit(marker, 1)[1].strip() if result.ok and marker in text else None
+    return conn.mounttest_content(result.stdout or "", file) if result.ok else None
 
 
 def echo_env(target_os: str, variable: str) -> list[str]:

@@ -175,3 +175,27 @@ def test_absolute_names_are_asked_as_they_are_on_both_oses():
     assert conn.absolute("external.wincon.test.") == "external.wincon.test."
     assert conn.absolute("10.96.0.1") == "10.96.0.1"
     assert conn.nslookup_command(conn.absolute("a.b")) == ["nslookup", "a.b."]
+
+
+def test_mounttest_content_reads_go_quoted_windows_paths():
+    # mounttest prints `content of file %q: %v`; Go's %q doubles a Windows path's backslashes. Failed before in
+    # the storage suites' own helper, which looked for the path unescaped (never found on Windows).
+    windows = 'content of file "C:\\\\data\\\\sub\\\\hello.txt": mount-tester new file\n'
+    assert conn.mounttest_content(windows, "C:\\data\\sub\\hello.txt") == "mount-tester new file"
+    linux = 'mode of file "/data/x": -rw-r--r--\ncontent of file "/data/x": level=debug\n'
+    assert conn.mounttest_content(linux, "/data/x") == "level=debug"
+    assert conn.mounttest_content('error reading file content for "/x": no such file\n', "/x") is None
+
+
+def test_the_volume_suites_read_mounttest_output_of_a_windows_path():
+    # Failed before: their content() looked for 'content of file "C:\data\x"' and found nothing on Windows.
+    import importlib.util
+    from types import SimpleNamespace
+
+    suites = Path(__file__).resolve().parents[2] / "suites" / "storage"
+    result = SimpleNamespace(ok=True, stdout='content of file "C:\\\\creds\\\\username": wincon-user\n')
+    for name in ("test_volume_types", "test_volume_limitations"):
+        spec = importlib.util.spec_from_file_location(f"h2_{name}", suites / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert module.content(result, "C:\\creds\\username") == "wincon-user", name
