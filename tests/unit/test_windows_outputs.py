@@ -199,3 +199,9 @@ def test_the_volume_suites_read_mounttest_output_of_a_windows_path():
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         assert module.content(result, "C:\\creds\\username") == "wincon-user", name
+
+
+def test_windows_nslookup_answer_with_one_address():
+    lookup = conn.parse_nslookup(recorded("nslookup-windows-container-single-address.txt"))
+    assert lookup.ok and lookup.name == "bss" and lookup.addresses == ("172.19.145.123",)
+    assert "172.19.144.1" not in lookup.addresses  # the server block's address is not an answer
