@@ -407,7 +407,8 @@ def _provision(
 def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology | None = None) -> Path:
     """kwokctl's configuration: every component on 127.0.0.1 only; kwok manages the simulated nodes only;
     with real nodes, the API server's cert also names the nodes' gateway and the Service IP, it advertises
-    the gateway and reaches the kubelets by InternalIP (not by a host name resolved off the machine).
+    the gateway, reaches the kubelets by InternalIP (not by a host name resolved off the machine) and reaches
+    pods, Services, kubelets, webhooks and aggregated APIs through the egress proxy (egress.py).
 
     Component flags go in ``componentsPatches`` (kwokctl v0.8.0's ``--extra-args`` mis-indexes a second
     component that has several flags); later flags win over kwokctl's own.
@@ -434,6 +435,9 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
         patches["kube-apiserver"] |= {
             "advertise-address": plan.gateway,
             "kubelet-preferred-address-types": "InternalIP",
+            # Pods, Services, kubelets, webhooks and aggregated APIs through the cluster's egress proxy, inside a
+            # real node's namespace (dataplane.write_egress_config): the host keeps rejecting the shared ranges.
+            "egress-selector-config-file": str(dataplane.write_egress_config(plan, sdir)),
         }
     doc = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",

@@ -17,6 +17,10 @@ answering HTTP on port 80 (agnhost netexec), ICMP echo, and DNS for the local zo
 (CoreDNS ``hosts``: ``external.wincon.test`` is its own address; every other name is NXDOMAIN). The nodes'
 resolver (dnsPolicy Default) and the cluster DNS's upstream are that host: no DNS query leaves the machine.
 
+The API server's ``cluster`` egress (pods/proxy, services/proxy, kubelets, webhooks, aggregated APIs) goes
+through the egress proxy (egress.py), a process of the data plane in the first real node's namespace. worker-0's
+kubelet reserves CPU and memory (kubeReserved, systemReserved), as a cloud node's does.
+
 Every process of the data plane carries the path of the cluster's ``dataplane/`` directory in its command
 line (binaries are run through links there), and container processes live in the cluster's cgroups: that is
 how ``down`` finds them, even after a ``up`` that was killed.
@@ -32,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -41,7 +46,7 @@ from typing import Any, TextIO
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import images, netns, paths, procs
+from wincon.localcluster import egress, images, netns, paths, procs
 
 POD_RANGE = "10.244.0.0/16"
 SERVICE_RANGE = "10.0.0.0/24"
@@ -67,6 +72,13 @@ DIRNAME = "dataplane"
 KUBELET_PORT = 10250
 PROXY_HEALTH_PORT = 10256
 FEATURE_GATE = "ContainerStopSignals"  # on in the API server and the kubelets (the stop-signal checks)
+SIMULATED_NODE_RANGE = "10.224.0.0/16"  # the simulated nodes' InternalIPs (topology.py): routed nowhere
+EGRESS_PROCESS = "egress-proxy"
+RESERVING_NODE = 0  # worker-0's kubelet reserves CPU and memory (the first Linux worker by name, as suites pick)
+KUBE_RESERVED = {"cpu": "100m", "memory": "128Mi"}
+SYSTEM_RESERVED = {"cpu": "100m", "memory": "128Mi"}
+EGRESS_CONFIG_FILE = "egress-selector.yaml"
+UDS_PATH_MAX = 107  # sun_path is 108 bytes with its terminating NUL
 
 
 @dataclass
@@ -124,6 +136,41 @@ def node_dir(cluster: str, node: str) -> Path:
 
 def marker(cluster: str) -> str:
     return str(root(cluster)) + "/"
+
+
+def egress_socket(cluster: str) -> Path:
+    """The Unix socket of the cluster's egress proxy (see egress.py): the API server's way to pods and Services."""
+    return root(cluster) / "egress.sock"
+
+
+def write_egress_config(plan: Plan, directory: Path) -> Path:
+    """The API server's EgressSelectorConfiguration: its ``cluster`` traffic (pods, Services, kubelets, webhooks,
+    aggregated APIs) goes by HTTP CONNECT through the egress proxy's Unix socket; etcd and the control plane
+    stay direct."""
+    sock = egress_socket(plan.cluster)
+    if len(str(sock).encode()) > UDS_PATH_MAX:
+        raise LocalClusterError(
+            f"the egress proxy's socket path {sock} is longer than a Unix socket path may be ({UDS_PATH_MAX} bytes)",
+            "use a shorter cluster name or cache directory",
+        )
+    config = {
+        "apiVersion": "apiserver.k8s.io/v1beta1",
+        "kind": "EgressSelectorConfiguration",
+        "egressSelections": [
+            {
+                "name": "cluster",
+                "connection": {"proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(sock)}}},
+            }
+        ],
+    }
+    path = directory / EGRESS_CONFIG_FILE
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def egress_ranges(plan: Plan) -> list[str]:
+    """What the egress proxy may dial: the cluster's own ranges only (none of them has a route off the machine)."""
+    return [POD_RANGE, SERVICE_RANGE, plan.subnet, SIMULATED_NODE_RANGE]
 
 
 def pids(cluster: str) -> list[int]:
@@ -304,6 +351,11 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         "shutdownGracePeriod": "0s",
         "featureGates": {FEATURE_GATE: True},
     }
+    if node.index == RESERVING_NODE:
+        # As a cloud node's kubelet does, this one keeps CPU and memory back for itself and the system: its
+        # allocatable is capacity minus these (and evictionHard's memory), which the node suite checks.
+        config["kubeReserved"] = dict(KUBE_RESERVED)
+        config["systemReserved"] = dict(SYSTEM_RESERVED)
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -423,7 +475,7 @@ def _node_network(plan: Plan, node: RealNode) -> str:
     # No default route: anything outside the cluster's /24, the pod subnets and the Service range is
     # rejected here. The Service range goes to the host, which does not forward (and rejects it): the node's
     # own connections need a route before kube-proxy's OUTPUT rules translate them.
-    netns.prohibit_in_netns(ns, [POD_RANGE, "10.224.0.0/16"])
+    netns.prohibit_in_netns(ns, [POD_RANGE, SIMULATED_NODE_RANGE])
     netns.run(["ip", "route", "add", SERVICE_RANGE, "via", plan.gateway], netns=ns)
     netns.sysctl_in_netns(ns, {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"})
     masquerade = ["-s", POD_RANGE, "!", "-d", POD_RANGE, "-m", "comment", "--comment", "wincon: pod egress"]
@@ -505,6 +557,8 @@ def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, o
     for node in plan.nodes:
         print(f"starting real Linux node {node.name} ({node.address}, pods {node.pod_cidr})", file=out, flush=True)
         _start_node(plan, node, bdir, api_port, pki, archive, watch)
+    if plan.nodes:
+        _start_egress(plan, watch, out)
     for node in plan.nodes:
         url = f"http://{node.address}:{PROXY_HEALTH_PORT}/healthz"
         _wait(
@@ -514,6 +568,18 @@ def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, o
             watch,
             f"read {node_dir(plan.cluster, node.name) / 'kube-proxy.log'}",
         )
+
+
+def _start_egress(plan: Plan, watch: _Watch, out: TextIO) -> None:
+    """The API server's egress proxy, in the first real node's namespace (where pods and Services are reachable)."""
+    node = plan.nodes[0]
+    sock = egress_socket(plan.cluster)
+    print(f"starting the API server's egress proxy in {node.name}'s namespace ({sock})", file=out, flush=True)
+    log = root(plan.cluster) / "egress.log"
+    args = [sys.executable, str(Path(egress.__file__)), str(sock), *egress_ranges(plan)]
+    pid = _spawn(plan.cluster, netns.netns_name(plan.cluster, node.name), EGRESS_PROCESS, args, log)
+    watch.add("the API server's egress proxy", pid, log)
+    _wait(f"the egress proxy's socket ({sock})", sock.exists, time.monotonic() + 15, watch, f"read {log}")
 
 
 def watched(plan: Plan) -> _Watch:
@@ -530,6 +596,8 @@ def _log_of(plan: Plan, proc: str) -> Path:
     for node in plan.nodes:
         if proc.startswith(node.name + "-"):
             return node_dir(plan.cluster, node.name) / f"{proc[len(node.name) + 1 :]}.log"
+    if proc == EGRESS_PROCESS:
+        return root(plan.cluster) / "egress.log"
     return root(plan.cluster) / "external" / ("http.log" if proc == "external-http" else "dns.log")
 
 

@@ -13,7 +13,9 @@ before it wrote anything down:
 
 Traffic stays on this machine: the namespaces have no default route (only their /24 on the bridge and the
 other nodes' pod subnets), the host does not forward (``ip_forward`` is left as it is), and the only host
-rule is a DNAT from the bridge's gateway address to the API server on 127.0.0.1.
+rule is a DNAT from the bridge's gateway address to the API server on 127.0.0.1. The API server itself reaches
+pods and Services not by a host route (every local cluster on the machine uses the same ranges) but through the
+egress proxy inside the first real node's namespace (egress.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,28 @@
+"""The real Linux nodes' kubelet configuration (wincon/localcluster/dataplane.py)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import yaml
+
+from wincon.checks.node import nothing_reserved, reservations
+from wincon.localcluster import dataplane
+
+
+def _config(index: int, tmp_path) -> dict:
+    plan = dataplane.Plan("wincon-h6", "172.30.9.0/24", "172.30.9.1", "172.30.9.254")
+    node = dataplane.RealNode(f"worker-{index}", index, f"172.30.9.{2 + index}", f"10.244.{4 + index}.0/24")
+    return yaml.safe_load(dataplane._kubelet_config(plan, node, tmp_path, "/wincon-wincon-h6-" + node.name))
+
+
+def test_worker_0_reserves_cpu_and_memory_and_the_other_workers_do_not(tmp_path):
+    first, second = _config(0, tmp_path), _config(1, tmp_path)
+    assert first["kubeReserved"] == {"cpu": "100m", "memory": "128Mi"}
+    assert first["systemReserved"] == {"cpu": "100m", "memory": "128Mi"}
+    assert nothing_reserved(first, "worker-0") is None  # the node suite's reserved-CPU check runs against it
+    assert reservations(first, "cpu", "2").expected_allocatable == Decimal("1.8")
+    assert "kubeReserved" not in second and "systemReserved" not in second
+    assert nothing_reserved(second, "worker-1") == (
+        "the kubelet of worker-1 reserves no CPU or memory (kubeReserved, systemReserved unset)"
+    )

@@ -1,0 +1,81 @@
+"""The local cluster's egress proxy (wincon/localcluster/egress.py): the API server's CONNECT tunnel into the cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+from wincon.localcluster import dataplane, egress
+
+
+def test_parse_connect_reads_host_and_port_and_refuses_anything_else():
+    assert egress.parse_connect(b"CONNECT 10.244.2.6:9080 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") == ("10.244.2.6", 9080)
+    assert egress.parse_connect(b"CONNECT [fd00::1]:443 HTTP/1.1\r\n\r\n") == ("fd00::1", 443)
+    for bad in (b"GET / HTTP/1.1\r\n\r\n", b"CONNECT 10.0.0.1 HTTP/1.1\r\n\r\n", b"CONNECT a:0 HTTP/1.1\r\n\r\n"):
+        with pytest.raises(ValueError):
+            egress.parse_connect(bad)
+
+
+def test_only_addresses_inside_the_given_ranges_are_allowed():
+    cidrs = [ipaddress.ip_network(c) for c in ("10.244.0.0/16", "10.0.0.0/24")]
+    assert egress.allowed("10.244.2.6", cidrs)
+    assert egress.allowed("10.0.0.10", cidrs)
+    assert not egress.allowed("10.0.1.1", cidrs)
+    assert not egress.allowed("192.0.2.1", cidrs)
+    assert not egress.allowed("example.com", cidrs)  # names are never resolved
+
+
+async def _exchange(sock: Path, request: bytes, payload: bytes = b"") -> bytes:
+    reader, writer = await asyncio.open_unix_connection(str(sock))
+    writer.write(request + payload)
+    await writer.drain()
+    if payload:
+        writer.write_eof()
+    data = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return data
+
+
+def test_the_proxy_tunnels_to_an_allowed_address_and_refuses_others(tmp_path):
+    sock = tmp_path / "egress.sock"
+
+    async def scenario() -> tuple[bytes, bytes]:
+        async def echo(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            w.write(b"echo:" + await r.read())
+            await w.drain()
+            w.close()
+
+        target = await asyncio.start_server(echo, "127.0.0.1", 0)
+        port = target.sockets[0].getsockname()[1]
+        proxy = asyncio.create_task(egress.serve(str(sock), ["127.0.0.0/8"]))
+        while not sock.exists():
+            await asyncio.sleep(0.01)
+        tunneled = await _exchange(sock, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), b"hi")
+        refused = await _exchange(sock, b"CONNECT 192.0.2.1:80 HTTP/1.1\r\nHost: x\r\n\r\n")
+        proxy.cancel()
+        target.close()
+        return tunneled, refused
+
+    tunneled, refused = asyncio.run(scenario())
+    assert tunneled == b"HTTP/1.1 200 Connection established\r\n\r\necho:hi"
+    assert refused.startswith(b"HTTP/1.1 403 ")
+    assert oct(sock.stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_api_servers_egress_selector_names_the_proxy_socket(tmp_path):
+    plan = dataplane.Plan("wincon-h6", "172.30.9.0/24", "172.30.9.1", "172.30.9.254")
+    path = dataplane.write_egress_config(plan, tmp_path)
+    import yaml
+
+    doc = yaml.safe_load(path.read_text())
+    assert doc["kind"] == "EgressSelectorConfiguration"
+    (selection,) = doc["egressSelections"]
+    assert selection["name"] == "cluster"
+    assert selection["connection"] == {
+        "proxyProtocol": "HTTPConnect",
+        "transport": {"uds": {"udsName": str(dataplane.egress_socket("wincon-h6"))}},
+    }
+    assert dataplane.egress_ranges(plan) == ["10.244.0.0/16", "10.0.0.0/24", "172.30.9.0/24", "10.224.0.0/16"]
