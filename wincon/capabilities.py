@@ -2,7 +2,7 @@
 
 A test declares ``@pytest.mark.requires("<capability>")``; where the profile shows the cluster lacks it, the
 item is skipped at collection with the reason, so ``wincon plan`` and the run agree. Where the profile cannot
-tell, the item runs and the check's own runtime probe decides (and skips with its reason).
+tell, the item runs and its verdict decides: an unknown capability never skips.
 """
 
 from __future__ import annotations
@@ -13,8 +13,13 @@ import pytest
 
 from wincon.profile import ClusterProfile
 
-# CNIs whose policy engine enforces NetworkPolicy on Windows nodes (and on Linux ones).
-POLICY_CNIS = frozenset({"calico", "antrea", "cilium", "ovn-kubernetes"})
+
+def _policy(p: ClusterProfile) -> bool | None:
+    """The policy engine on the Windows nodes (``profile.network_policy``), a fact apart from the pod network:
+    unknown (None) runs the checks; only a provider's or the user's "none" says the cluster enforces none."""
+    if p.network_policy in ("", "unknown"):
+        return None
+    return p.network_policy != "none"
 
 
 def _families(profile: ClusterProfile) -> str:
@@ -28,10 +33,10 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: "the local cluster has no LoadBalancer provider",
     ),
     "network-policy": (
-        lambda p: p.cni in POLICY_CNIS,
+        _policy,
         lambda p: (
-            f"the CNI ({p.cni}) enforces no NetworkPolicy; engines that do: {', '.join(sorted(POLICY_CNIS))}"
-            " (override detection with --cni)"
+            f"no NetworkPolicy engine on the Windows nodes ({p.network_policy_source}; override with "
+            "--network-policy ENGINE)"
         ),
     ),
     "dual-stack": (
@@ -43,6 +48,15 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: f"the cluster is not IPv6 single-stack (default/kubernetes has families {_families(p)})",
     ),
 }
+
+
+def has(profile: ClusterProfile, capability: str) -> bool | None:
+    """Whether the cluster has ``capability``: True, False, or None where the profile cannot tell."""
+    return CAPABILITIES[capability][0](profile)
+
+
+def reason(profile: ClusterProfile, capability: str) -> str:
+    return CAPABILITIES[capability][1](profile)
 
 
 def skip_missing(item: pytest.Item, profile: ClusterProfile) -> None:

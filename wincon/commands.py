@@ -25,7 +25,8 @@ SUITES = REPO / "suites"
 def register(sub: Any) -> None:
     p = sub.add_parser("profile", help="show the cluster profile (versions, Windows builds, CNI, data plane)")
     add_cluster_options(p)
-    p.add_argument("--cni", help="override CNI detection")
+    p.add_argument("--cni", help="override pod network detection")
+    p.add_argument("--network-policy", help="override detection of the Windows nodes' NetworkPolicy engine")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_profile)
 
@@ -64,7 +65,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("plan", help="show what each test will do on this cluster: run, skip or expected failure")
     add_cluster_options(p)
-    p.add_argument("--cni", help="override CNI detection")
+    p.add_argument("--cni", help="override pod network detection")
+    p.add_argument("--network-policy", help="override detection of the Windows nodes' NetworkPolicy engine")
     p.add_argument("--windows-build", type=int, help="restrict to Windows nodes of this build")
     p.add_argument("--profile-file", help="plan against this profile JSON instead of a live cluster")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -77,7 +79,7 @@ def _profile(args: argparse.Namespace) -> tuple[Any, ClusterProfile]:
     from wincon.profile import discover
 
     api_client = connect(args.kubeconfig, args.context)
-    return api_client, discover(api_client, getattr(args, "cni", None))
+    return api_client, discover(api_client, getattr(args, "cni", None), getattr(args, "network_policy", None))
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -301,6 +303,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ("--kubeconfig", args.kubeconfig),
         ("--context", args.context),
         ("--cni", args.cni),
+        ("--network-policy", args.network_policy),
         ("--windows-build", args.windows_build),
         ("--wincon-profile", args.profile_file),
     ):

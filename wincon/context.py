@@ -106,18 +106,23 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
 
 
 def load_profile(config: pytest.Config) -> ClusterProfile:
-    """The profile from ``--wincon-profile`` or the cluster, with ``--cni`` and ``--windows-build`` applied."""
+    """The profile from ``--wincon-profile`` or the cluster, with ``--cni``, ``--network-policy`` and
+    ``--windows-build`` applied."""
     from wincon.cluster.client import connect
-    from wincon.profile import apply_cni_override, discover, load_profile_file
+    from wincon.profile import apply_cni_override, apply_network_policy_override, discover, load_profile_file
 
     path = config.getoption("wincon_profile_file")
     cni = config.getoption("wincon_cni")
+    policy = config.getoption("wincon_network_policy")
     if path:
         profile = load_profile_file(path)
         if cni:
             apply_cni_override(profile, cni)
+        if policy:
+            apply_network_policy_override(profile, policy)
     else:
-        profile = discover(connect(config.getoption("wincon_kubeconfig"), config.getoption("wincon_context")), cni)
+        api = connect(config.getoption("wincon_kubeconfig"), config.getoption("wincon_context"))
+        profile = discover(api, cni, policy)
     build = config.getoption("wincon_windows_build")
     if build:
         profile = profile.restrict_to_build(build)

@@ -80,7 +80,14 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--cni",
         dest="wincon_cni",
-        help="override CNI detection: flannel-vxlan, flannel-host-gw, win-overlay, win-bridge, azure-cni, calico, ...",
+        help="override pod network detection (the network policy engine stays as detected): flannel-vxlan, "
+        "flannel-host-gw, win-overlay, win-bridge, azure-cni, aws-vpc-cni, gke, calico, ...",
+    )
+    group.addoption(
+        "--network-policy",
+        dest="wincon_network_policy",
+        help="override detection of the NetworkPolicy engine on the Windows nodes (the pod network stays as "
+        "detected): calico, azure-npm, antrea, ovn-kubernetes, or none",
     )
     group.addoption(
         "--windows-build",

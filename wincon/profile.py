@@ -24,18 +24,43 @@ OS_VERSION_BUILDS: dict[str, int] = {name: build for build, name in WINDOWS_BUIL
 SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
 WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
 
-# Namespaces where CNIs and kube-proxy put their objects. A fixed list keeps discovery cheap.
-CNI_NAMESPACES = ("kube-system", "kube-flannel", "calico-system", "ovn-kubernetes", "antrea-system")
+# Namespaces where pod networks, policy engines and kube-proxy put their objects (operators' included). A fixed
+# list keeps discovery cheap: its DaemonSets, and a few ConfigMaps by name.
+CNI_NAMESPACES = (
+    "kube-system",
+    "kube-flannel",
+    "calico-system",
+    "tigera-operator",
+    "ovn-kubernetes",
+    "antrea-system",
+)
+CNI_CONFIGMAPS = ("kube-flannel-cfg", "calico-config", "kube-proxy", "amazon-vpc-cni")
 
-# DaemonSet names (exact, or prefix ending in '-') that reveal a CNI, checked in this order.
+# DaemonSet names (exact, or prefix ending in '-') that reveal the pod network, checked in this order: a
+# provider's own network first (AKS azure-cni, EKS VPC CNI), so that a policy-only Calico beside it is not
+# taken for the pod network.
 CNI_DAEMONSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("azure-cni", ("azure-cns", "azure-cns-win", "azure-cni-networkmonitor")),
+    ("aws-vpc-cni", ("aws-node", "aws-node-windows")),
     ("calico", ("calico-node", "calico-node-windows")),
     ("antrea", ("antrea-agent", "antrea-agent-windows")),
     ("ovn-kubernetes", ("ovnkube-node", "ovnkube-node-windows")),
     ("cilium", ("cilium",)),
     ("flannel", ("kube-flannel-ds", "kube-flannel-ds-windows-amd64", "kube-flannel-ds-amd64", "flannel-")),
 )
+
+# The policy engines that enforce NetworkPolicy on Windows nodes when they run there: DaemonSets whose pods run
+# on Windows nodes (by name, or by a kubernetes.io/os: windows selector).
+POLICY_DAEMONSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("azure-npm", ("azure-npm-win", "azure-npm")),
+    ("calico", ("calico-node-windows", "calico-node")),
+    ("antrea", ("antrea-agent-windows", "antrea-agent")),
+    ("ovn-kubernetes", ("ovnkube-node-windows", "ovnkube-node")),
+)
+AKS_NETWORK_POLICY_LABEL = "kubernetes.azure.com/network-policy"  # on AKS nodes: none, azure, calico, cilium
+AKS_POLICY_ENGINES = {"azure": "azure-npm", "calico": "calico", "cilium": "cilium", "none": "none"}
+CALICO_NODE_ANNOTATIONS = ("projectcalico.org/IPv4Address", "projectcalico.org/IPv4VXLANTunnelAddr")
+GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 # What each detected CNI (and backend) is also known as in limitation conditions.
 CNI_ALIASES: dict[tuple[str, str | None], frozenset[str]] = {
@@ -98,9 +123,13 @@ class NodeProfile:
 class ClusterProfile:
     server_version: str
     nodes: list[NodeProfile] = field(default_factory=list)
-    cni: str = "unknown"
+    cni: str = "unknown"  # the pod network (the CNI that gives pods their addresses)
     cni_backend: str | None = None
     cni_source: str = "detected"
+    # The NetworkPolicy engine on the Windows nodes, a fact of its own: calico, azure-npm, antrea, ovn-kubernetes,
+    # "none" where the provider says so, "unknown" where nothing shows it (an unknown engine never skips a check).
+    network_policy: str = "unknown"
+    network_policy_source: str = "detected"
     kube_proxy_mode: str | None = None
     cloud: str = "other"
     # default/kubernetes's spec.ipFamilies: ["IPv4"], ["IPv6"] or both (dual-stack); empty when unknown.
@@ -190,6 +219,8 @@ class ClusterProfile:
             "cni": self.cni,
             "cni_backend": self.cni_backend,
             "cni_source": self.cni_source,
+            "network_policy": self.network_policy,
+            "network_policy_source": self.network_policy_source,
             "runtime": self.runtime,
             "runtime_version": self.runtime_version,
             "kube_proxy_mode": self.kube_proxy_mode,
@@ -218,6 +249,8 @@ class ClusterProfile:
             cni=data.get("cni", "unknown"),
             cni_backend=data.get("cni_backend"),
             cni_source=data.get("cni_source", "detected"),
+            network_policy=data.get("network_policy", "unknown"),
+            network_policy_source=data.get("network_policy_source", "detected"),
             kube_proxy_mode=data.get("kube_proxy_mode"),
             cloud=data.get("cloud", "other"),
             ip_families=list(data.get("ip_families") or []),
@@ -232,7 +265,8 @@ class ClusterProfile:
         return [
             f"kubernetes {self.server_version}; cloud {self.cloud}; runtime {self.runtime} {self.runtime_version}",
             f"windows nodes: {wins or 'none'}",
-            f"linux nodes: {len(self.linux_nodes)}; cni: {cni} [{self.cni_source}]; "
+            f"linux nodes: {len(self.linux_nodes)}; pod network: {cni} [{self.cni_source}]; "
+            f"network policy: {self.network_policy} [{self.network_policy_source}]; "
             f"kube-proxy: {self.kube_proxy_mode or 'unknown'}",
             self.data_plane_line(),
         ]
@@ -300,7 +334,8 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
 
 
 def detect_cloud(nodes: Iterable[NodeProfile]) -> str:
-    for node in nodes:
+    """The provider of the Windows nodes (their providerID scheme), else of any node; 'other' when unknown."""
+    for node in sorted(nodes, key=lambda n: n.os != "windows"):
         scheme = node.provider_id.partition("://")[0]
         if scheme in ("azure", "gce", "aws", "kwok"):
             return scheme
@@ -311,21 +346,116 @@ def _name_matches(name: str, patterns: tuple[str, ...]) -> bool:
     return any(name.startswith(p) if p.endswith("-") else name == p for p in patterns)
 
 
-def detect_cni(daemonset_names: Iterable[str], configmaps: dict[str, dict[str, str]]) -> tuple[str, str | None]:
-    """The CNI and its backend from the DaemonSets and ConfigMaps the CNI deploys.
+@dataclass
+class NetworkObjects:
+    """What discovery reads to tell the pod network and the policy engine apart (plain API dicts)."""
 
-    ``configmaps`` maps a ConfigMap name to its data. Returns ("unknown", None) when nothing matches.
-    """
-    names = list(daemonset_names)
+    daemonsets: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> DaemonSet
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> data
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    cloud: str = "other"
+
+
+def _pod_spec(daemonset: dict[str, Any]) -> dict[str, Any]:
+    return ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def runs_on_windows(name: str, daemonset: dict[str, Any]) -> bool:
+    """Whether a DaemonSet's pods run on Windows nodes: its name says so, or it selects kubernetes.io/os windows."""
+    if name.endswith(("-windows", "-win")) or "-windows-" in name:
+        return True
+    spec = _pod_spec(daemonset)
+    if (spec.get("nodeSelector") or {}).get("kubernetes.io/os") == "windows":
+        return True
+    affinity = json.dumps(spec.get("affinity") or {})
+    return '"kubernetes.io/os"' in affinity and '"windows"' in affinity
+
+
+def _env(daemonset: dict[str, Any], name: str) -> str:
+    for container in _pod_spec(daemonset).get("containers") or []:
+        for env in container.get("env") or []:
+            if env.get("name") == name and isinstance(env.get("value"), str):
+                return str(env["value"])
+    return ""
+
+
+def _windows_nodes(objects: NetworkObjects) -> list[dict[str, Any]]:
+    return [
+        n for n in objects.nodes if ((n.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/os") == "windows"
+    ]
+
+
+def detect_pod_network(objects: NetworkObjects) -> tuple[str, str | None]:
+    """The pod network and its backend from what the providers deploy: ("unknown", None) when nothing shows it."""
+    names = list(objects.daemonsets)
     for cni, patterns in CNI_DAEMONSETS:
-        if any(_name_matches(n, patterns) for n in names):
-            backend = None
-            if cni == "flannel":
-                backend = flannel_backend(configmaps.get("kube-flannel-cfg", {}).get("net-conf.json"))
-            elif cni == "calico":
-                backend = calico_backend(configmaps.get("calico-config", {}))
-            return cni, backend
+        if not any(_name_matches(n, patterns) for n in names):
+            continue
+        if cni == "calico" and objects.cloud == "gce":
+            break  # GKE's Calico is its network policy engine; the pod network is GKE's own (below)
+        backend = None
+        if cni == "flannel":
+            backend = flannel_backend(objects.configmaps.get("kube-flannel-cfg", {}).get("net-conf.json"))
+        elif cni == "calico":
+            backend = calico_backend(objects.configmaps.get("calico-config", {}))
+            env = next(
+                (
+                    _env(ds, "CALICO_NETWORKING_BACKEND")
+                    for n, ds in objects.daemonsets.items()
+                    if n.startswith("calico-node")
+                ),
+                "",
+            )
+            backend = backend or {"vxlan": "vxlan", "bird": "bgp"}.get(env)
+        elif cni == "aws-vpc-cni":
+            backend = (
+                "windows-ipam"
+                if objects.configmaps.get("amazon-vpc-cni", {}).get("enable-windows-ipam") == "true"
+                else None
+            )
+        return cni, backend
+    if objects.configmaps.get("amazon-vpc-cni", {}).get("enable-windows-ipam") == "true":
+        return "aws-vpc-cni", "windows-ipam"  # the VPC resource controller runs on the control plane, unseen
+    if objects.cloud == "gce" and any(
+        GKE_NODEPOOL_LABEL in ((n.get("metadata") or {}).get("labels") or {}) for n in objects.nodes
+    ):
+        return "gke", None
+    for node in _windows_nodes(objects):  # Calico run as a Windows service (rke2): only its node annotations show
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if any(a in annotations for a in CALICO_NODE_ANNOTATIONS):
+            return "calico", "vxlan" if "projectcalico.org/IPv4VXLANTunnelAddr" in annotations else None
     return "unknown", None
+
+
+def detect_network_policy(objects: NetworkObjects) -> tuple[str, str]:
+    """The NetworkPolicy engine on the Windows nodes, and how it was seen. "unknown" where nothing shows one
+    there (an engine seen on Linux nodes only says nothing of the Windows nodes); "none" where the provider says
+    no engine runs (AKS's node label; the local cluster, which deploys none)."""
+    if objects.cloud == "kwok":
+        return "none", "the local cluster deploys no policy engine"
+    for node in _windows_nodes(objects):
+        value = ((node.get("metadata") or {}).get("labels") or {}).get(AKS_NETWORK_POLICY_LABEL)
+        if value in AKS_POLICY_ENGINES:
+            return AKS_POLICY_ENGINES[value], f"node label {AKS_NETWORK_POLICY_LABEL}={value}"
+    linux_only = []
+    for engine, patterns in POLICY_DAEMONSETS:
+        for name, ds in objects.daemonsets.items():
+            if _name_matches(name, patterns):
+                if runs_on_windows(name, ds):
+                    return engine, f"DaemonSet {name} on the Windows nodes"
+                linux_only.append(f"{engine} (DaemonSet {name})")
+    for node in _windows_nodes(objects):
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if any(a in annotations for a in CALICO_NODE_ANNOTATIONS):
+            return "calico", "Calico's annotations on the Windows nodes (run as a Windows service)"
+    if linux_only:
+        return "unknown", f"seen on Linux nodes only: {', '.join(dict.fromkeys(linux_only))}"
+    return "unknown", "no policy engine seen"
+
+
+def detect_cni(daemonset_names: Iterable[str], configmaps: dict[str, dict[str, str]]) -> tuple[str, str | None]:
+    """The pod network and its backend from DaemonSet names and ConfigMaps alone (see detect_pod_network)."""
+    return detect_pod_network(NetworkObjects(daemonsets=dict.fromkeys(daemonset_names, {}), configmaps=configmaps))
 
 
 def flannel_backend(net_conf: str | None) -> str | None:
@@ -344,7 +474,10 @@ def calico_backend(data: dict[str, str]) -> str | None:
 
 
 def detect_kube_proxy_mode(daemonsets: dict[str, list[str]], configmaps: dict[str, dict[str, str]]) -> str | None:
-    """The Windows kube-proxy mode where visible: args of the Windows DaemonSet, else the shared config."""
+    """The Windows kube-proxy mode where visible: the args of a Windows kube-proxy DaemonSet (kernelspace, the
+    only mode Windows kube-proxy has, unless they say otherwise). The shared kube-proxy ConfigMap is the Linux
+    kube-proxy's: its mode counts only where it is kernelspace (Windows's own). Otherwise unknown: on AKS the
+    Windows kube-proxy runs as a Windows service and the ConfigMap says nothing of it."""
     for name, args in daemonsets.items():
         if "kube-proxy" in name and "windows" in name:
             for arg in args:
@@ -353,9 +486,7 @@ def detect_kube_proxy_mode(daemonsets: dict[str, list[str]], configmaps: dict[st
             return "kernelspace"
     config = configmaps.get("kube-proxy", {}).get("config.conf", "")
     match = re.search(r"^mode:\s*\"?([a-z]*)\"?", config, re.MULTILINE)
-    if match:
-        return match.group(1) or "iptables"
-    return None
+    return "kernelspace" if match and match.group(1) == "kernelspace" else None
 
 
 # --- discovery against a live cluster ---
@@ -376,30 +507,55 @@ def iter_nodes(core_api: Any, page_size: int = 500) -> Iterator[dict[str, Any]]:
             return
 
 
-def discover(api_client: Any, cni_override: str | None = None) -> ClusterProfile:
+def discover(api_client: Any, cni_override: str | None = None, policy_override: str | None = None) -> ClusterProfile:
     """Read the profile of the cluster behind ``api_client`` (a kubernetes.client.ApiClient)."""
     from kubernetes import client
 
     version = client.VersionApi(api_client).get_code().git_version
     core = client.CoreV1Api(api_client)
     apps = client.AppsV1Api(api_client)
-    nodes = [node_profile(n) for n in iter_nodes(core)]
-    daemonsets: dict[str, list[str]] = {}
-    configmaps: dict[str, dict[str, str]] = {}
+    raw_nodes = list(iter_nodes(core))
+    nodes = [node_profile(n) for n in raw_nodes]
+    objects = NetworkObjects(nodes=raw_nodes, cloud=detect_cloud(nodes))
     for namespace in CNI_NAMESPACES:
-        daemonsets.update(_daemonset_args(apps, namespace))
-        for name in ("kube-flannel-cfg", "calico-config", "kube-proxy"):
+        objects.daemonsets.update(_daemonsets(apps, namespace))
+        for name in CNI_CONFIGMAPS:
             data = _configmap_data(core, namespace, name)
             if data is not None:
-                configmaps[name] = data
-    profile = ClusterProfile(server_version=version, nodes=nodes, cloud=detect_cloud(nodes))
-    profile.kube_proxy_mode = detect_kube_proxy_mode(daemonsets, configmaps)
+                objects.configmaps[name] = data
+    profile = profile_from(version, objects)
     profile.ip_families = _service_ip_families(core)
     if cni_override:
         apply_cni_override(profile, cni_override)
-    else:
-        profile.cni, profile.cni_backend = detect_cni(daemonsets, configmaps)
+    if policy_override:
+        apply_network_policy_override(profile, policy_override)
     return profile
+
+
+def profile_from(server_version: str, objects: NetworkObjects) -> ClusterProfile:
+    """The profile the objects a cluster shows make: a pure function, so real clusters' shapes are unit-tested."""
+    nodes = [node_profile(n) for n in objects.nodes]
+    profile = ClusterProfile(server_version=server_version, nodes=nodes, cloud=objects.cloud)
+    args = {name: _args(ds) for name, ds in objects.daemonsets.items()}
+    profile.kube_proxy_mode = detect_kube_proxy_mode(args, objects.configmaps)
+    profile.cni, profile.cni_backend = detect_pod_network(objects)
+    profile.network_policy, profile.network_policy_source = detect_network_policy(objects)
+    return profile
+
+
+def network_objects(items: Iterable[dict[str, Any]]) -> NetworkObjects:
+    """``NetworkObjects`` from a list of API objects (Nodes, DaemonSets, ConfigMaps; others are ignored)."""
+    objects = NetworkObjects()
+    for item in items:
+        kind, name = item.get("kind"), (item.get("metadata") or {}).get("name", "")
+        if kind == "Node":
+            objects.nodes.append(item)
+        elif kind == "DaemonSet":
+            objects.daemonsets[name] = item
+        elif kind == "ConfigMap" and name in CNI_CONFIGMAPS:
+            objects.configmaps[name] = dict(item.get("data") or {})
+    objects.cloud = detect_cloud([node_profile(n) for n in objects.nodes])
+    return objects
 
 
 def _service_ip_families(core: Any) -> list[str]:
@@ -420,6 +576,11 @@ def apply_cni_override(profile: ClusterProfile, value: str) -> None:
     profile.cni, profile.cni_backend, profile.cni_source = name, backend or None, "--cni"
 
 
+def apply_network_policy_override(profile: ClusterProfile, value: str) -> None:
+    """`--network-policy` replaces detection of the policy engine alone (the pod network stays as detected)."""
+    profile.network_policy, profile.network_policy_source = value, "--network-policy"
+
+
 def load_profile_file(path: str | Path) -> ClusterProfile:
     """A profile saved by `wincon profile --json`; UsageError naming the file when it is not one."""
     try:
@@ -430,7 +591,7 @@ def load_profile_file(path: str | Path) -> ClusterProfile:
         ) from exc
 
 
-def _daemonset_args(apps: Any, namespace: str) -> dict[str, list[str]]:
+def _daemonsets(apps: Any, namespace: str) -> dict[str, dict[str, Any]]:
     from kubernetes.client.exceptions import ApiException
 
     try:
@@ -439,12 +600,12 @@ def _daemonset_args(apps: Any, namespace: str) -> dict[str, list[str]]:
         if exc.status in (403, 404):
             return {}
         raise
-    result: dict[str, list[str]] = {}
-    for item in json.loads(response.data).get("items", []):
-        containers = (((item.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
-        args = [a for c in containers for a in (c.get("command") or []) + (c.get("args") or [])]
-        result[item["metadata"]["name"]] = args
-    return result
+    return {item["metadata"]["name"]: item for item in json.loads(response.data).get("items", [])}
+
+
+def _args(daemonset: dict[str, Any]) -> list[str]:
+    containers = _pod_spec(daemonset).get("containers") or []
+    return [a for c in containers for a in (c.get("command") or []) + (c.get("args") or [])]
 
 
 def _configmap_data(core: Any, namespace: str, name: str) -> dict[str, str] | None:

@@ -16,9 +16,8 @@ import dataclasses
 
 import pytest
 
+from wincon import capabilities, forms
 from wincon import connectivity as conn
-from wincon import forms
-from wincon.capabilities import POLICY_CNIS
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
@@ -87,13 +86,10 @@ def create_policy(kube, body: dict) -> None:
 
 
 def enforcing_cni(profile, os_name: str) -> None:
-    """Skip where the CNI enforces no policy on the item's nodes (each engine that does on Windows does on Linux);
-    requires("network-policy") already skips at collection where the profile says so."""
-    if profile.cni not in POLICY_CNIS:
-        pytest.skip(
-            f"the CNI ({profile.cni}) enforces no NetworkPolicy on {os_name.capitalize()} nodes here; policy "
-            f"engines that do: {', '.join(sorted(POLICY_CNIS))} (override detection with --cni)"
-        )
+    """Skip where the profile shows no policy engine (requires("network-policy") already skips those at
+    collection, so the plan agrees); where the engine is unknown the check runs and its verdict decides."""
+    if capabilities.has(profile, "network-policy") is False:
+        pytest.skip(f"{capabilities.reason(profile, 'network-policy')} ({os_name} pods)")
 
 
 @pytest.mark.test_id("97bab085-189e-42e4-aa68-c54a0c0895c0")

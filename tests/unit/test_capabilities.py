@@ -33,7 +33,11 @@ def run(pytester, capability, **profile):
     ("capability", "profile", "reason"),
     [
         ("load-balancer", {"cloud": "kwok"}, "*no LoadBalancer provider*"),
-        ("network-policy", {"cni": "flannel"}, "*CNI (flannel) enforces no NetworkPolicy*"),
+        (
+            "network-policy",
+            {"network_policy": "none", "network_policy_source": "node label x"},
+            "*no NetworkPolicy engine on the Windows nodes (node label x*",
+        ),
         ("dual-stack", {"ip_families": ["IPv4"]}, "*not IPv4/IPv6 dual-stack*families IPv4*"),
         ("ipv6-single-stack", {"ip_families": ["IPv4", "IPv6"]}, "*not IPv6 single-stack*"),
     ],
@@ -48,7 +52,11 @@ def test_a_missing_capability_skips_at_collection_with_its_reason(pytester, capa
     ("capability", "profile"),
     [
         ("load-balancer", {"cloud": "azure"}),  # unknown: the check's own probe decides at run time
-        ("network-policy", {"cni": "calico"}),
+        ("network-policy", {"network_policy": "calico"}),
+        # The pod network says nothing of the policy engine: flannel with an unknown engine runs (it used to
+        # skip at collection, although the module said the item runs where the profile cannot tell).
+        ("network-policy", {"cni": "flannel"}),
+        ("network-policy", {"cni": "azure-cni", "network_policy": "unknown"}),
         ("dual-stack", {"ip_families": ["IPv4", "IPv6"]}),
         ("dual-stack", {"ip_families": []}),  # unknown
     ],
@@ -61,3 +69,21 @@ def test_an_unknown_capability_is_a_usage_error(pytester):
     result = run(pytester, "teleportation")
     result.stderr.fnmatch_lines(["*requires unknown capability 'teleportation'*"])
     assert result.ret == 4
+
+
+def test_network_policy_override_alone(pytester):
+    """--network-policy sets the policy engine alone: the pod network (and the limitations it decides) stays."""
+    result = run(pytester, "network-policy", network_policy="calico")
+    result.assert_outcomes(passed=1)
+    none = pytester.runpytest_subprocess(
+        "suites",
+        "--wincon-profile",
+        "profile.json",
+        "--limitations",
+        "limitations.yaml",
+        "-rA",
+        "--network-policy",
+        "none",
+    )
+    none.assert_outcomes(skipped=1)
+    none.stdout.fnmatch_lines(["*pod network: flannel ?detected?; network policy: none ?--network-policy?*"])

@@ -103,11 +103,16 @@ def test_kube_proxy_mode_prefers_the_windows_daemonset_args():
         "kube-proxy-windows": ["--proxy-mode=kernelspace"],
     }
     assert detect_kube_proxy_mode(ds, {"kube-proxy": {"config.conf": "mode: iptables"}}) == "kernelspace"
-    assert (
-        detect_kube_proxy_mode({"kube-proxy": []}, {"kube-proxy": {"config.conf": "kind: X\nmode: ipvs\n"}}) == "ipvs"
-    )
-    assert detect_kube_proxy_mode({}, {"kube-proxy": {"config.conf": 'mode: ""'}}) == "iptables"
     assert detect_kube_proxy_mode({}, {}) is None
+
+
+def test_the_windows_kube_proxy_mode_is_never_read_from_the_linux_configmap():
+    """AKS runs the Windows kube-proxy as a Windows service: the kube-proxy ConfigMap is the Linux one's (it
+    used to give 'ipvs' or 'iptables' for the Windows nodes). Only kernelspace, Windows's own mode, counts."""
+    linux = {"kube-proxy": {"config.conf": "kind: X\nmode: ipvs\n"}}
+    assert detect_kube_proxy_mode({"kube-proxy": []}, linux) is None
+    assert detect_kube_proxy_mode({}, {"kube-proxy": {"config.conf": 'mode: ""'}}) is None
+    assert detect_kube_proxy_mode({}, {"kube-proxy": {"config.conf": "mode: kernelspace"}}) == "kernelspace"
 
 
 def test_cni_aliases_cover_the_windows_plugin_flannel_uses():
