@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from wincon import connectivity as conn
+from wincon import forms
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.networking]
@@ -39,6 +40,7 @@ def curl_https(os_name: str, name: str) -> list[str]:
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
+@pytest.mark.windows_form(forms.IPCONFIG, forms.IPCONFIG_OUTPUT, forms.CURL_EXE)
 def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
     checks, make_client, os_prefix, cluster_dns, wincon, target_os
 ):
