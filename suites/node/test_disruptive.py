@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.node import consistently, kubelet_config, kubelet_json
 from wincon.checks.pods import eventually, os_pod, windows_pod
@@ -81,9 +82,9 @@ def restart_count(pod) -> int:
     return sum(s.restart_count for s in pod.status.container_statuses or []) if pod.status else 0
 
 
-def linux_reaches(kube, linux_pod: str, ip: str) -> str | None:
-    """Upstream's Linux-to-Windows check, held for its 10 s window (``agnhost connect`` in place of nc)."""
-    command = ["/agnhost", "connect", "--timeout=10s", f"{ip}:{WEB_PORT}"]
+def linux_reaches(kube, linux_pod: str, ip: str, port: int = WEB_PORT) -> str | None:
+    """Upstream's Linux-side check, held for its 10 s window (``agnhost connect`` in place of nc)."""
+    command = ["/agnhost", "connect", "--timeout=10s", conn.host_port(ip, port)]
 
     def poll() -> str | None:
         for _ in range(3):  # internalMaxTries
@@ -104,7 +105,7 @@ def finished_pod(kube, name: str, timeout: float = 180.0):
     "disruptive: a reboot through a HostProcess pod; a Linux control would reboot a real Linux node (locally: this machine)"
 )
 @pytest.mark.documents("windows-operational-readiness", "Extend.HostProcess")
-@pytest.mark.windows_form(forms.REBOOT_SCRIPT)
+@pytest.mark.windows_form(forms.REBOOT_SCRIPT, forms.CURL_EXE)
 def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(kube, wincon, windows_node, data_plane):
     """ "Ability for nodes to continue participating in a K8s cluster after rebooting (requires hostProcess pods for testing)" (windows-operational-readiness Extend.HostProcess; upstream reboot_node.go:55): after a reboot started by a HostProcess pod the node's boot id moves on by one, its web server pod restarted exactly once and is reachable from a Linux pod again, and the node's LastBootUpTime is later with the same InstallDate."""
     linux = [n for n in wincon.profile.linux_nodes if n.ready and n.data_plane]
@@ -116,6 +117,13 @@ def test_rebooted_windows_node_comes_back_ready_and_restarts_its_pods(kube, winc
     data_plane(REBOOT_SCRIPT, where=f"a HostProcess pod on {node}")
     before = kube.wait_pod("witness", timeout=wincon.pod_start_timeout)
     kube.wait_pod("linux-probe", timeout=wincon.pod_start_timeout)
+    # Upstream first checks both pods reach outside the cluster (reboot_node.go:146-150); here the external
+    # target (--external-ip / --external-host: never an outside address on the local cluster).
+    unreachable = linux_reaches(kube, "linux-probe", wincon.external_ip, port=80)
+    assert unreachable is None, f"linux-probe -> {wincon.external_ip}:80 before the reboot: {unreachable}"
+    outside = conn.tcp_reach_command("windows", f"http://{conn.host_port(conn.check_host(wincon.external_host), 80)}/")
+    unreachable = consistently(lambda: None if kube.exec("witness", outside).ok else f"{' '.join(outside)} failed")
+    assert unreachable is None, f"witness -> {wincon.external_host} before the reboot: {unreachable}"
     unreachable = linux_reaches(kube, "linux-probe", before.status.pod_ip)
     assert unreachable is None, f"linux-probe -> witness before the reboot: {unreachable}"
     first_boot, first_restarts = boot_id(kube, node), restart_count(before)

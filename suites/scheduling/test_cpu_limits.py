@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from wincon import forms
 from wincon.checks.node import kubelet_json, summary_pods
 from wincon.checks.pods import nodes_for, os_pod, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running
@@ -45,6 +46,7 @@ def burn_pod(wincon, name: str, target_os: str, build, node: str, cpu: str) -> d
 @pytest.mark.serial
 @pytest.mark.limitation("cpu-limits-not-hard")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
+@pytest.mark.windows_form(forms.POWERSHELL_BUSYBOX)
 def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, wincon, build, data_plane, target_os):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): pods limited to "0.5" and "500m" CPU, each with eight busy jobs, still run after 2 minutes and use more than zero and less than 0.525 core (upstream cpu_limits.go:47, which allows up to 0.84)."""
     nodes = nodes_for(wincon.profile, target_os, build)
