@@ -89,7 +89,9 @@ def test_share_counts_the_items_with_a_control_that_run():
         {"nodeid": "l", "windows_form": None},
     ]
     assert forms.share(tests) == (2, 1, 4)
-    assert "share 75.0 %" in forms.share_line(tests)
+    assert forms.unavailable_count(tests) == 1
+    line = forms.share_line(tests)
+    assert "share 75.0 %" in line and "counted as not running it: 60.0 %" in line
 
 
 SUITE = """
