@@ -86,6 +86,7 @@ def main() -> int:
     parser.add_argument("--model", default="p50=30s,p90=54s")
     parser.add_argument("--pods", type=int, default=20)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures appear as they come
     model = latency.LatencyModel.parse(args.model)
     print(
         f"model {args.model}: {model.describe()}; expected p50 {model.quantile(50):.1f} s, p90 {model.quantile(90):.1f} s"

@@ -186,6 +186,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="cluster up timeout (s)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures appear as they come
     pytest_args = [a for a in args.pytest_args if a != "--"] or _existing(DEFAULT_SELECTION)
     print(f"selection: {' '.join(pytest_args)}; -n {args.workers}; model: {args.latency}")
     from wincon.errors import WinconError
