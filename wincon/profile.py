@@ -334,8 +334,11 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
 
 
 def detect_cloud(nodes: Iterable[NodeProfile]) -> str:
-    """The provider of the Windows nodes (their providerID scheme), else of any node; 'other' when unknown."""
-    for node in sorted(nodes, key=lambda n: n.os != "windows"):
+    """The provider of the Windows nodes (their providerID scheme; of any node where there is no Windows node):
+    azure, gce, aws or kwok; 'other' when unknown."""
+    every = list(nodes)
+    windows = [n for n in every if n.os == "windows"]
+    for node in windows or every:
         scheme = node.provider_id.partition("://")[0]
         if scheme in ("azure", "gce", "aws", "kwok"):
             return scheme
