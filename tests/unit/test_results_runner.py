@@ -43,6 +43,9 @@ def test_the_serial_phase_gets_no_workers(tmp_path):
     assert command.count("-n") == 1 and command[command.index("-n") + 1] == "0"
     parallel = pytest_command(tmp_path, "r", phase_args([], serial=False), workers=2)
     assert parallel[parallel.index("-n") + 1] == "2"
+    assert parallel[parallel.index("--dist") + 1] == "worksteal" and "--dist" not in command
+    mine = pytest_command(tmp_path, "r", phase_args(["--dist=loadscope"], serial=False), workers=2)
+    assert mine.count("--dist") == 0 and "--dist=loadscope" in mine  # the user's choice stands
 
 
 @pytest.mark.parametrize(

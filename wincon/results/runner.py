@@ -116,6 +116,10 @@ def pytest_command(
         command.append(str(REPO / "suites"))
     if workers > 0 and not _has_option(pytest_args, "-n", "--numprocesses"):
         command += ["-n", str(workers)]
+        if not _has_option(pytest_args, "--dist"):
+            # An idle worker takes tests queued on a busy one: with pods that take tens of seconds to start
+            # (Windows nodes), xdist's default `load` left one worker a chain of them while others idled (issue 22).
+            command += ["--dist", "worksteal"]
     command += ["--results-dir", str(results_dir), "--run-id", run_id]
     if not _has_option(pytest_args, "--alluredir"):
         command += ["--alluredir", str(alluredir or results_dir / "allure-results")]
