@@ -489,6 +489,46 @@ def nslookup_command(name: str, server: str | None = None) -> list[str]:
     return ["nslookup", name] + ([check_host(server)] if server else [])
 
 
+CONNECT_TIMEOUT = "5s"  # agnhost connect --timeout: bounds the TCP connect after the name resolved
+
+
+def resolve_command(name: str, port: int) -> list[str]:
+    """Resolve ``name`` as an application does and connect to ``name:port``, the same command on both OSes:
+    ``/agnhost connect`` (upstream's network-policy e2e runs it in Linux and Windows pods, test/e2e/network/
+    netpol/kubemanager.go:169). It resolves with Go's resolver first, which on Windows asks the system
+    (GetAddrInfoW: the suffix search list, devolution, dotted names as Windows treats them) and on Linux reads
+    resolv.conf (search list, ndots), and prints a failure's kind as a prefix: DNS, TIMEOUT, REFUSED, OTHER."""
+    return [AGNHOST, "connect", host_port(name, port), f"--timeout={CONNECT_TIMEOUT}"]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What ``agnhost connect`` showed about a name: resolved (and connected), or the resolver's error."""
+
+    resolved: bool
+    connected: bool
+    not_found: bool  # the resolver said the name does not exist (Go's "no such host"), nothing else
+    error: str | None
+
+
+_CONNECT_KINDS = ("DNS:", "TIMEOUT", "REFUSED", "OTHER:", "UNKNOWN:")
+
+
+def parse_resolve(exit_code: int, stdout: str, stderr: str) -> Resolution:
+    """``agnhost connect``'s answer (test/images/agnhost/connect/connect.go): exit 0 is resolved and connected;
+    a ``DNS:`` line is the resolver's failure; TIMEOUT, REFUSED or OTHER come only after the name resolved.
+    Anything else is not connect's answer: ValueError (the suite's gap, not the node's)."""
+    text = (stderr or stdout).strip()
+    if exit_code == 0:
+        return Resolution(True, True, False, None)
+    first = text.splitlines()[0] if text else ""
+    if first.startswith("DNS:"):
+        return Resolution(False, False, go_not_found(first), first[:300])
+    if first.startswith(("TIMEOUT", "REFUSED", "OTHER:")):
+        return Resolution(True, False, False, first[:300])
+    raise ValueError(f"agnhost connect answered neither success nor one of {', '.join(_CONNECT_KINDS)}: {text[:300]!r}")
+
+
 def absolute(name: str) -> str:
     """``name`` with its trailing dot: an FQDN every resolver sends as it is (no search list, no devolution), so
     the same ``nslookup name.`` asks the same question on both OSes."""

@@ -13,7 +13,7 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.errors import expect_deviation
+from wincon.errors import SuiteError, expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 
 pytestmark = [pytest.mark.networking]
@@ -23,9 +23,9 @@ FORMS_THAT_RESOLVE = ["single-label", "fqdn"]
 # name that needs the search list with the OS's own resolver (Resolve-DnsName or nslookup on Windows, the C
 # library's on Linux), whose Windows forms carry recorded outputs.
 FQDN_FORM = pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
-RESOLVER_FORM = pytest.mark.windows_form(
-    forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT
-)
+# A name that needs the search list (a single label, a dotted name) is resolved as applications resolve it, by
+# Go's resolver in `/agnhost connect` on both OSes (the system's GetAddrInfoW on Windows).
+RESOLVER_FORM = pytest.mark.windows_form(forms.AGNHOST_CONNECT, same_as_control=True)
 DOTTED_FORMS = ["with-namespace", "with-namespace-svc"]
 
 
@@ -37,6 +37,30 @@ def service(request):
 
 def service_name(svc, form, cluster_dns):
     return conn.service_names(svc.name, svc.namespace, cluster_dns.domain)[form]
+
+
+def service_port(svc) -> int:
+    """The TCP port the Service serves: 443 for default/kubernetes, the netserver Services' HTTP port else."""
+    return 443 if (svc.namespace, svc.name) == ("default", "kubernetes") else conn.SERVICE_HTTP_PORT
+
+
+def resolve(checks, pod, name: str, port: int, connect: bool = False, tries: int = 5) -> conn.Resolution:
+    """``name`` resolved by Go's resolver in the pod's agnhost container (conn.resolve_command), retried while the
+    resolver fails (a new Service's record may need a moment) and, with ``connect``, until the connection to
+    ``name:port`` is made too (the data plane may need a moment to program a new Service); SuiteError when
+    agnhost's answer is unreadable."""
+    command = conn.resolve_command(name, port)
+
+    def done(result) -> bool:
+        return result.exit_code == 0 or (
+            not connect and not (result.stderr or result.stdout).lstrip().startswith("DNS:")
+        )
+
+    _, result = checks.until(pod, command, done, tries, container=pod.container)
+    try:
+        return conn.parse_resolve(result.exit_code, result.stdout, result.stderr)
+    except ValueError as exc:
+        raise SuiteError(str(exc), image="agnhost", tool=" ".join(command), output=result.stderr) from exc
 
 
 @pytest.mark.test_id("03f3695f-584f-4df1-9cfc-5d1ea410306f")
@@ -58,10 +82,12 @@ def service_name(svc, form, cluster_dns):
 def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, client, cluster_dns):
     """ "On a Windows pod, you can resolve both kubernetes.default.svc.cluster.local and kubernetes" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(service, form, cluster_dns)
-    # An FQDN: the same `nslookup name.` on both OSes. A single label needs the OS's own resolver (search list).
-    lookup = (
-        checks.lookup(client, conn.absolute(name), tool="nslookup") if form == "fqdn" else checks.lookup(client, name)
-    )
+    if form == "single-label":  # the search list: Go's resolver, as applications resolve (the same on both OSes)
+        resolution = resolve(checks, client, name, service_port(service), connect=True)
+        assert resolution.resolved and resolution.connected, f"{name} from {client.name}: {resolution.error}"
+        return
+    # An FQDN: the same `nslookup name.` on both OSes, and the address it names.
+    lookup = checks.lookup(client, conn.absolute(name), tool="nslookup")
     assert lookup.ok, f"{name} did not resolve in {client.name}: {lookup.error}"
     assert service.cluster_ip in lookup.addresses, f"{name} resolved to {lookup.addresses}, not {service.cluster_ip}"
 
@@ -73,18 +99,17 @@ def test_service_name_resolves_as_single_label_and_fqdn(form, service, checks, c
 @pytest.mark.parametrize("form", DOTTED_FORMS)
 @pytest.mark.documents("k8s-windows-intro", "DNS")
 @pytest.mark.documents("k8s-windows-guide", "DNS limitations")
-@pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@RESOLVER_FORM
 def test_service_name_resolves_with_namespace_and_svc(form, service, checks, client, cluster_dns):
     """ "... but not the in-betweens, like kubernetes.default or kubernetes.default.svc" (000_4130a90def37a825.txt, DNS; 002_8a7e76f95009f44f.txt, DNS limitations)."""
     name = service_name(service, form, cluster_dns)
-    lookup = checks.lookup(client, name)
-    # The deviation is NXDOMAIN (Windows "treats all names with a '.' as a FQDN"): a timeout, a SERVFAIL or an
-    # unreadable output is not it.
-    with expect_deviation("dns-dotted-pqdn-unresolved", accepts=lambda: lookup.not_found, deviation="NXDOMAIN"):
-        assert lookup.ok, f"{name} did not resolve in {client.name}: {lookup.error}"
-        assert service.cluster_ip in lookup.addresses, (
-            f"{name} resolved to {lookup.addresses}, not {service.cluster_ip}"
-        )
+    resolution = resolve(checks, client, name, service_port(service))
+    # The deviation is NXDOMAIN (Windows "treats all names with a '.' as a FQDN"), Go's "no such host": a timeout,
+    # a SERVFAIL ("server misbehaving") or an unreadable output is not it.
+    with expect_deviation(
+        "dns-dotted-pqdn-unresolved", accepts=lambda: resolution.not_found, deviation="NXDOMAIN (no such host)"
+    ):
+        assert resolution.resolved, f"{name} did not resolve in {client.name}: {resolution.error}"
 
 
 @pytest.mark.test_id("7d708d59-06b7-4ff6-8e1b-060e99b3594f")
@@ -195,7 +220,7 @@ def test_pod_reaches_service_through_externalname(checks, client, server_alias, 
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
-@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.RESOLVE_DNSNAME_OUTPUT)
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.AGNHOST_CONNECT, same_as_control=True)
 def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, server_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:
@@ -207,10 +232,10 @@ def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, serv
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"dnsConfig nameserver {cluster_dns.ip} not in {config.nameservers}"
     assert set(searches) <= set(config.searches), f"dnsConfig searches {searches} not in {config.searches}"
-    lookup = checks.lookup(pod, server_service.name)
-    with expect_deviation("dns-config-via-cni"):
-        assert server_service.cluster_ip in lookup.addresses, (
-            f"{server_service.name} through the dnsConfig search list: {lookup.addresses or lookup.error}"
+    resolution = resolve(checks, pod, server_service.name, conn.SERVICE_HTTP_PORT, connect=True)
+    with expect_deviation("dns-config-via-cni", accepts=lambda: resolution.not_found, deviation="NXDOMAIN"):
+        assert resolution.resolved and resolution.connected, (
+            f"{server_service.name} through the dnsConfig search list: {resolution.error}"
         )
 
 

@@ -53,34 +53,50 @@ def test_the_compared_names_all_resolve_from_the_clients_namespace():
 
 @dataclass
 class FakeChecks:
-    lookup_result: conn.Lookup | None = None
+    exec_result: ExecResult | None = None
     dial_result: conn.DialOutcome | None = None
 
-    def lookup(self, pod, name, tries=3, tool=None):
-        return self.lookup_result
+    def until(self, pod, command, ok, tries=5, container=None):
+        assert command[:2] == ["/agnhost", "connect"] and container == "netexec"
+        return ok(self.exec_result), self.exec_result
 
     def dial(self, client, target, port, protocol, expected):
         return self.dial_result
 
 
-def dotted_lookup(result: conn.Lookup) -> None:
+def dotted_lookup(result: ExecResult) -> None:
     test_dns.test_service_name_resolves_with_namespace_and_svc(
-        "with-namespace", NETSERVER, FakeChecks(lookup_result=result), CLIENT, DNS
+        "with-namespace", NETSERVER, FakeChecks(exec_result=result), CLIENT, DNS
     )
 
 
 def test_dotted_name_nxdomain_is_the_deviation():
+    # agnhost connect's DNS line with Go's not-found error (connect.go prints "DNS: <err>").
     with pytest.raises(DeviationObserved):
-        dotted_lookup(conn.Lookup(None, (), (), "** server can't find netserver.dns-a1b2: NXDOMAIN", not_found=True))
+        dotted_lookup(ExecResult(1, "", "DNS: lookup netserver.dns-a1b2 on 10.96.0.10:53: no such host\n"))
 
 
 @pytest.mark.parametrize(
-    "error", ["*** Request to UnKnown timed-out", "*** UnKnown can't find netserver.dns-a1b2: Server failed"]
+    "stderr",
+    [
+        "DNS: lookup netserver.dns-a1b2 on 10.96.0.10:53: read udp 10.1.0.5:3->10.96.0.10:53: i/o timeout\n",
+        "DNS: lookup netserver.dns-a1b2 on 10.96.0.10:53: server misbehaving\n",
+    ],
 )
-def test_dotted_name_timeout_or_servfail_is_not_the_deviation(error):
+def test_dotted_name_timeout_or_servfail_is_not_the_deviation(stderr):
     # Failed before: any failed look-up inside the block became DeviationObserved (an xfail).
     with pytest.raises(NotTheDeviation):
-        dotted_lookup(conn.Lookup(None, (), (), error))
+        dotted_lookup(ExecResult(1, "", stderr))
+
+
+def test_dotted_name_that_resolves_passes_even_if_the_port_does_not_answer():
+    dotted_lookup(ExecResult(1, "", "TIMEOUT\n"))  # connect times out only after the name resolved
+    dotted_lookup(ExecResult(0, "", ""))
+
+
+def test_unreadable_connect_output_is_a_suite_error():
+    with pytest.raises(SuiteError, match="image agnhost"):
+        dotted_lookup(ExecResult(1, "", 'exec: "/agnhost": file does not exist\n'))
 
 
 def dotted_dial(errors: list[str], responses: set[str]) -> None:

@@ -205,3 +205,19 @@ def test_windows_nslookup_answer_with_one_address():
     lookup = conn.parse_nslookup(recorded("nslookup-windows-container-single-address.txt"))
     assert lookup.ok and lookup.name == "bss" and lookup.addresses == ("172.19.145.123",)
     assert "172.19.144.1" not in lookup.addresses  # the server block's address is not an answer
+
+
+def test_agnhost_connect_answers():
+    # connect.go: exit 0 on success; "DNS: <err>" when resolution failed; TIMEOUT/REFUSED/OTHER after it resolved.
+    assert conn.resolve_command("kubernetes", 443) == ["/agnhost", "connect", "kubernetes:443", "--timeout=5s"]
+    assert conn.parse_resolve(0, "", "") == conn.Resolution(True, True, False, None)
+    missing = conn.parse_resolve(1, "", "DNS: lookup kubernetes.default: no such host\n")
+    assert not missing.resolved and missing.not_found
+    timeout = conn.parse_resolve(
+        1, "", "DNS: lookup x on 10.96.0.10:53: read udp 1.2.3.4:5->10.96.0.10:53: i/o timeout"
+    )
+    assert not timeout.resolved and not timeout.not_found
+    refused = conn.parse_resolve(1, "", "REFUSED\n")
+    assert refused.resolved and not refused.connected
+    with pytest.raises(ValueError, match="neither success"):
+        conn.parse_resolve(126, "", "OCI runtime exec failed")
