@@ -284,10 +284,16 @@ class ClusterProfile:
             effect = "Windows data-plane checks skip"
         if any(n.data_plane for n in self.linux_nodes):
             effect += "; Linux controls run"
-        parts = ([f"real on {', '.join(real)}"] if real else []) + (
-            [f"none (simulated nodes) on {', '.join(none)}"] if none else []
+        parts = ([f"real on {_names(real)}"] if real else []) + (
+            [f"none (simulated nodes) on {_names(none)}"] if none else []
         )
         return f"data plane: {'; '.join(parts) or 'no nodes'}: {effect}"
+
+
+def _names(names: list[str], shown: int = 8) -> str:
+    """Node names for one header line: the first ``shown``, then how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _node_dict(node: NodeProfile) -> dict[str, Any]:

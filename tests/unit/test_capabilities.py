@@ -87,3 +87,14 @@ def test_network_policy_override_alone(pytester):
     )
     none.assert_outcomes(skipped=1)
     none.stdout.fnmatch_lines(["*pod network: flannel ?detected?; network policy: none ?--network-policy?*"])
+
+
+def test_cni_override_leaves_the_policy_engine_alone(pytester):
+    """--cni calico used to make NetworkPolicy enforced (and --cni flannel not): it names the pod network only."""
+    result = run(pytester, "network-policy", network_policy="none", network_policy_source="node label x")
+    result.assert_outcomes(skipped=1)
+    calico = pytester.runpytest_subprocess(
+        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-rA", "--cni", "calico"
+    )
+    calico.assert_outcomes(skipped=1)
+    calico.stdout.fnmatch_lines(["*pod network: calico ?--cni?; network policy: none ?node label x?*"])

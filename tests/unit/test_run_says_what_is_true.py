@@ -102,3 +102,9 @@ def test_a_local_run_ends_by_saying_the_cluster_is_left_running(tmp_path, monkey
         "wincon: the local cluster wincon-x is left running for the next run (it reuses it); "
         "stop it with: python3 -m wincon cluster down --name wincon-x"
     )
+
+
+def test_the_data_plane_line_stays_one_line_on_a_large_cluster():
+    nodes = [NodeProfile(f"w{i}", "windows", "amd64", True, False, windows_build=20348) for i in range(300)]
+    line = ClusterProfile("v1.34.4", nodes).data_plane_line()
+    assert line == "data plane: real on w0, w1, w2, w3, w4, w5, w6, w7 and 292 more: Windows data-plane checks run"
