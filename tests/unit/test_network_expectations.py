@@ -78,6 +78,7 @@ OVERLAY_ALPHA = {"test_pod_reaches_service_by_cluster_ip": "overlay-kube-proxy-a
 DNS_CONFIG = {  # re-enabled: v1.15
     "test_dns_policy_none_applies_dns_config": "dns-config-via-cni",
     "test_dns_policy_default_gives_the_pod_the_nodes_resolvers": "dns-config-via-cni",
+    "test_pod_dns_config_with_two_nameservers_resolves_real_names_only": "dns-config-via-cni",
 }
 
 DOCUMENTED_ERA: dict[str, dict[str, str]] = {
