@@ -56,7 +56,11 @@ def placed(kube, wincon, name: str, os_name: str, build: int | None) -> Any:
 def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, namespace, build, target_os):
     """ "Windows does not have a root user" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): a pod without spec.os that sets runAsUser 999, runAsGroup 999 and runAsNonRoot, placed on the node by its OS label, is admitted and reaches Running (upstream security_context.go:204, "should be able to create pod and run containers"; its Linux control: the same pod on a Linux node)."""
     name = "run-ignore-unsupported-fields"
-    body = without_os(os_pod(wincon, name, target_os, build))
+    # Upstream's image is pause (security_context.go:217): the kubelet also refuses runAsNonRoot where the image's
+    # own user is ContainerAdministrator (security_context_windows.go:72-74), so the image matters on Windows.
+    # The Linux control runs agnhost pause, the image its workers carry.
+    image_key = "pause" if target_os == "windows" else "agnhost"
+    body = without_os(os_pod(wincon, name, target_os, build, image_key=image_key))
     body["spec"]["securityContext"] = {"runAsUser": 999, "runAsGroup": 999, "runAsNonRoot": True}
     body["spec"]["restartPolicy"] = "Never"
     created = create_or_reject(wincon.api_client, namespace, body)
