@@ -22,7 +22,7 @@ from wincon.checks.node import user_name_command
 from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, pod_scheduled
-from wincon.errors import expect_deviation
+from wincon.errors import InfrastructureError, expect_deviation
 from wincon.workloads.pinning import assert_ran_on
 
 pytestmark = [pytest.mark.api]
@@ -104,6 +104,9 @@ def warning_or_started(kube, name: str) -> tuple[str, Any] | None:
     core = kube.core
     events = call(core.list_namespaced_event, kube.namespace, field_selector=f"involvedObject.name={name}").items
     warnings = [e for e in events if e.type == "Warning" and e.reason not in ("FailedScheduling",)]
+    pulls = [e.message for e in warnings if "pull" in (e.message or "").lower()]
+    if pulls:  # the image never arrived: the cluster could not run the check
+        raise InfrastructureError(f"pod {name}: {pulls[-1]}", "check the image catalog and the registry access")
     if warnings:
         return "event", warnings
     pod = call(core.read_namespaced_pod, name, kube.namespace)
