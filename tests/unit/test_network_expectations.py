@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import controls
+from wincon import controls, forms
 from wincon.collection import APPLIED_KEY
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.verdicts import SIMULATED_REASON
@@ -150,6 +150,12 @@ def collect(pytester: pytest.Pytester, profile: dict) -> list[pytest.Item]:
     return items
 
 
+def unavailable(item: pytest.Item) -> str:
+    """Why a Windows item has no Windows form with evidence (its windows_form declares unavailable), or ''."""
+    declared = forms.declaration(item) if forms.windows_item(item) else None
+    return declared["unavailable"] if declared else ""
+
+
 def fate(item: pytest.Item) -> tuple[str, str | None]:
     """('xfail', limitation id) / ('skip', reason) / ('run', None), as the plugin marked the item."""
     skip = item.get_closest_marker("skip")
@@ -179,6 +185,8 @@ def test_expectation_table(pytester, cni, era):
         want = ("xfail", expected[item.originalname]) if item.originalname in expected else ("run", None)
         if controls.is_control(item):
             want = ("run", None)  # a limitation is Windows's: the Linux control is expected to pass
+        elif unavailable(item):  # no Windows form with evidence (wincon/forms.py): skipped, its control runs
+            want = ("skip", f"no Windows form with evidence: {unavailable(item)}")
         # The policy engine is a fact apart from the pod network (issue 19): these profiles name none, so it is
         # unknown and the NetworkPolicy checks run (an unknown capability never skips).
         if (outcome, detail) == want:
@@ -244,6 +252,7 @@ def test_without_linux_nodes_hybrid_flows_skip_with_the_reason(pytester):
         if not i.get_closest_marker("hybrid")
         and not controls.is_control(i)
         and i.path.name != "test_network_policy.py"  # flannel: skipped at collection (no policy engine)
+        and not unavailable(i)  # no Windows form with evidence: skipped everywhere (wincon/forms.py)
     )
 
 
@@ -271,10 +280,11 @@ def test_on_simulated_nodes_the_plan_says_skip_and_names_the_limitation(pytester
     items = collect(pytester, profile)
     cluster = ClusterProfile.from_dict(profile)
     rows = {item.nodeid: plan_row(item, cluster) for item in items}
-    ping = next(r for n, r in rows.items() if n.endswith("test_pod_pings_external_ip[windows]"))
-    assert ping["outcome"] == "skip"
-    assert ping["reason"].startswith(SIMULATED_REASON) and "icmp-egress-through-vfp" in ping["reason"]
-    control = next(r for n, r in rows.items() if n.endswith("test_pod_pings_external_ip[linux]"))
+    # (The ICMP checks' Windows form has no evidence: they skip for that reason, wincon/forms.py.)
+    dotted = next(r for n, r in rows.items() if "test_pod_reaches_service_by_name_with_namespace[windows" in n)
+    assert dotted["outcome"] == "skip"
+    assert dotted["reason"].startswith(SIMULATED_REASON) and "dns-dotted-pqdn-unresolved" in dotted["reason"]
+    control = next(r for n, r in rows.items() if "test_pod_reaches_service_by_name_with_namespace[linux" in n)
     assert control["outcome"] == "skip" and control["os"] == "linux" and not control["limitations"]
     setup = next(
         r for n, r in rows.items() if n.endswith("test_every_service_type_is_created_over_windows_pods[ClusterIP]")
