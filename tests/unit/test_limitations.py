@@ -318,11 +318,27 @@ def test_env_var_name_colon_is_decided_by_the_api_servers_version_not_the_kubele
     assert not unknown.applies and unknown.unknown == ("API server version",)
 
 
-def test_the_env_var_check_takes_the_api_servers_422_refusal_as_the_deviation():
-    """Below 1.32 the documented deviation is the refusal itself: the check observes it (expect_deviation with
-    the refusal's own evidence), instead of failing with Rejected."""
-    text = (Path(__file__).resolve().parents[2] / "suites/api/test_windows_conventions.py").read_text()
-    assert "rejection.status == 422" in text and 'expect_deviation(\n            "env-var-name-colon"' in text
+def test_the_env_var_checks_take_the_api_servers_422_refusal_as_the_deviation():
+    """Below 1.32 the documented deviation is the refusal itself: the checks observe it (DeviationObserved, an
+    expected failure where the limitation applies) instead of failing with Rejected; another refusal is not it."""
+    import importlib.util
+
+    from wincon.checks.api_rules import Rejection
+    from wincon.errors import DeviationObserved, NotTheDeviation
+
+    path = Path(__file__).resolve().parents[2] / "suites/api/test_windows_conventions.py"
+    spec = importlib.util.spec_from_file_location("windows_conventions", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    message = 'Invalid value: "Logging:LogLevel": a valid environment variable name must consist of ...'
+    invalid = Rejection(422, "Invalid", "Pod is invalid", ({"field": module.ENV_NAME_FIELD, "message": message},))
+    with pytest.raises(DeviationObserved):
+        module.refusal_is_the_deviation(invalid)
+    webhook = Rejection(403, "Forbidden", "denied by a webhook", ())
+    with pytest.raises(NotTheDeviation):
+        module.refusal_is_the_deviation(webhook)
+    module.refusal_is_the_deviation(None)  # admitted: nothing to observe
 
 
 @pytest.mark.parametrize("runtime_version", ["main-5a1e6c3", ""])
