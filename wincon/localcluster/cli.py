@@ -95,6 +95,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     build.build()
+    from wincon.localcluster import addons  # optional components, cached under their own key (addons.toml)
+
+    addons.build_all()
     return ExitCode.OK
 
 

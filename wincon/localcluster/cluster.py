@@ -32,7 +32,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, dataplane, hints, images, latency, paths, procs
+from wincon.localcluster import build, cni, dataplane, hints, images, latency, metrics, paths, procs
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -306,8 +306,12 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
         "v1": client.CoreV1Api,
         "apps/v1": client.AppsV1Api,
         "rbac.authorization.k8s.io/v1": client.RbacAuthorizationV1Api,
+        "discovery.k8s.io/v1": client.DiscoveryV1Api,
+        "apiregistration.k8s.io/v1": client.ApiregistrationV1Api,
     }[obj["apiVersion"]](api)
-    kind = re.sub(r"(?<!^)(?=[A-Z])", "_", obj["kind"]).lower()  # DaemonSet -> daemon_set
+    kind = re.sub(
+        r"(?<!^)(?=[A-Z])", "_", obj["kind"].replace("APIService", "ApiService")
+    ).lower()  # DaemonSet -> daemon_set
     name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
     scope, args = ("namespaced_", (namespace,)) if namespace else ("", ())
     try:
@@ -364,11 +368,16 @@ def _provision(
             _create(api, obj)
         wanted = {node["metadata"]["name"] for node in nodes}
         real = {node.name for node in plan.nodes} if plan else set()
+        serving_metrics = False
         if plan and start_dataplane:
             dataplane.start(
                 plan, paths.bin_dir(), _api_port(kubeconfig), paths.kwok_cluster_dir(name) / "pki", deadline,
                 out or sys.stderr,
             )  # fmt: skip
+            serving_metrics = metrics.start(plan, out or sys.stderr)
+            if serving_metrics:
+                for obj in metrics.objects(plan):
+                    _create(api, obj)
         watch = dataplane.watched(plan) if plan else None
 
         def all_ready() -> bool | None:
@@ -394,6 +403,18 @@ def _provision(
 
             # CoreDNS's pods report through the same kubelets: their logs say why it is not available.
             _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, kubelet_logs)
+        if plan and serving_metrics:
+
+            def metrics_available() -> bool | None:
+                if watch:
+                    watch.check()
+                return metrics.available(api)
+
+            metrics_log = [dataplane.root(name) / f"{metrics.NAME}.log"]
+            _wait(
+                f"metrics-server (APIService {metrics.APISERVICE}) to be available",
+                metrics_available, deadline, name, started, metrics_log,
+            )  # fmt: skip
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
@@ -438,6 +459,12 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
             # Pods, Services, kubelets, webhooks and aggregated APIs through the cluster's egress proxy, inside a
             # real node's namespace (dataplane.write_egress_config): the host keeps rejecting the shared ranges.
             "egress-selector-config-file": str(dataplane.write_egress_config(plan, sdir)),
+            # The aggregator's front-proxy identity headers (kwokctl sets its client cert, not these): an
+            # aggregated API such as metrics-server authenticates the user the API server forwards.
+            "requestheader-client-ca-file": str(paths.kwok_cluster_dir(plan.cluster) / "pki" / "ca.crt"),
+            "requestheader-username-headers": "X-Remote-User",
+            "requestheader-group-headers": "X-Remote-Group",
+            "requestheader-extra-headers-prefix": "X-Remote-Extra-",
         }
     doc = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -665,6 +692,12 @@ def status(name: str | None = None) -> dict[str, Any]:
     if record.get("dataplane"):
         plan = dataplane.Plan.from_dict(record["dataplane"])
         result["dataplane"] = dataplane.processes(plan)
+        exe = metrics.binary()
+        result["metrics_server"] = {
+            "binary": str(exe) if exe else None,  # None: not built (`wincon cluster build`), not started
+            "apiservice": metrics.APISERVICE if exe else None,
+            "process": next((p for p in result["dataplane"] if p["name"] == metrics.NAME), None),
+        }
         result["external_host"] = {"ip": plan.external_ip, "name": plan.external_name}
         result["images"] = images.references()
         result["image_repo_list"] = str(paths.state_dir(name) / REPO_LIST_FILE)

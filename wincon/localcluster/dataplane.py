@@ -575,7 +575,7 @@ def _start_egress(plan: Plan, watch: _Watch, out: TextIO) -> None:
     node = plan.nodes[0]
     sock = egress_socket(plan.cluster)
     print(f"starting the API server's egress proxy in {node.name}'s namespace ({sock})", file=out, flush=True)
-    log = root(plan.cluster) / "egress.log"
+    log = root(plan.cluster) / f"{EGRESS_PROCESS}.log"
     args = [sys.executable, str(Path(egress.__file__)), str(sock), *egress_ranges(plan)]
     pid = _spawn(plan.cluster, netns.netns_name(plan.cluster, node.name), EGRESS_PROCESS, args, log)
     watch.add("the API server's egress proxy", pid, log)
@@ -596,8 +596,8 @@ def _log_of(plan: Plan, proc: str) -> Path:
     for node in plan.nodes:
         if proc.startswith(node.name + "-"):
             return node_dir(plan.cluster, node.name) / f"{proc[len(node.name) + 1 :]}.log"
-    if proc == EGRESS_PROCESS:
-        return root(plan.cluster) / "egress.log"
+    if proc in (EGRESS_PROCESS, "metrics-server"):
+        return root(plan.cluster) / f"{proc}.log"
     return root(plan.cluster) / "external" / ("http.log" if proc == "external-http" else "dns.log")
 
 
