@@ -55,13 +55,18 @@ def test_the_proxy_tunnels_to_an_allowed_address_and_refuses_others(tmp_path):
             await asyncio.sleep(0.01)
         tunneled = await _exchange(sock, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), b"hi")
         refused = await _exchange(sock, b"CONNECT 192.0.2.1:80 HTTP/1.1\r\nHost: x\r\n\r\n")
-        proxy.cancel()
         target.close()
-        return tunneled, refused
+        await target.wait_closed()
+        closed = await _exchange(sock, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        proxy.cancel()
+        return tunneled, refused, closed, port
 
-    tunneled, refused = asyncio.run(scenario())
+    tunneled, refused, closed, port = asyncio.run(scenario())
     assert tunneled == b"HTTP/1.1 200 Connection established\r\n\r\necho:hi"
-    assert refused.startswith(b"HTTP/1.1 403 ")
+    assert refused == b"HTTP/1.1 403 192.0.2.1 is outside the cluster's address ranges\r\n\r\n"
+    # The dial's own error is in the status line, which the API server quotes in its error.
+    assert closed.startswith(f"HTTP/1.1 502 dial tcp 127.0.0.1:{port}: Connection refused".encode()), closed
+    assert closed.endswith(b"\r\n\r\n") and closed.count(b"\r\n") == 2, closed
     assert oct(sock.stat().st_mode & 0o777) == "0o600"
 
 

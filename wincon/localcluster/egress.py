@@ -76,12 +76,15 @@ async def _handle(
             client_w.write(f"HTTP/1.1 400 Bad Request\r\n\r\n{exc}\n".encode())
             return
         if not allowed(host, cidrs):
-            client_w.write(b"HTTP/1.1 403 Forbidden\r\n\r\nonly the cluster's own address ranges are reachable\n")
+            client_w.write(f"HTTP/1.1 403 {host} is outside the cluster's address ranges\r\n\r\n".encode())
             return
         try:
             upstream_r, upstream = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
-            client_w.write(f"HTTP/1.1 502 Bad Gateway\r\n\r\ndial {host}:{port}: {exc}\n".encode())
+            # The reason goes in the status line: the API server's error quotes that line, not the body.
+            why = os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__  # "Connection refused"
+            reason = " ".join(f"dial tcp {host}:{port}: {why}".split())
+            client_w.write(f"HTTP/1.1 502 {reason}\r\n\r\n".encode())
             return
         upstream_w = upstream
         client_w.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
