@@ -59,6 +59,7 @@ lint: setup-python typecheck
 	ruff check .
 	ruff format --check .
 	$(PYTHON) -m wincon lint
+	$(PYTHON) -m pytest tests/unit/test_import_cycles.py -q -p no:randomly -p no:cacheprovider  # no import cycle inside wincon/
 
 # mypy on wincon/ (configuration in pyproject.toml).
 typecheck: setup-python
