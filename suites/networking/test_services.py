@@ -157,7 +157,11 @@ def dial_affinity_service(checks, client, service):
     moment after its endpoints, and dials before that get no answer, which says nothing about affinity."""
     command = conn.dial_command(client.os, client.ip, service.cluster_ip, conn.SERVICE_HTTP_PORT)
     checks.gate(command, where=checks.where(client))
-    answering, tries = conn.attempts(lambda: checks.dial_once(client, command) != "", AFFINITY_WARM_UP_TRIES)
+    # Bounded in time too, like every check of a silent target (conn.DIAL_SILENT_SECONDS): a data plane that
+    # answers nothing fails this check in about 25 s, not after 15 dials of up to 30 s each.
+    answering, tries = conn.attempts(
+        lambda: checks.dial_once(client, command) != "", AFFINITY_WARM_UP_TRIES, seconds=conn.DIAL_SILENT_SECONDS
+    )
     assert answering, f"{service.name} ({service.cluster_ip}) never answered {client.name} in {tries} dials"
     return checks.dial_each(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS)
 
