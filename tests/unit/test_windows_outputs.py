@@ -221,3 +221,65 @@ def test_agnhost_connect_answers():
     assert refused.resolved and not refused.connected
     with pytest.raises(ValueError, match="neither success"):
         conn.parse_resolve(126, "", "OCI runtime exec failed")
+
+
+# ----------------------------------------------------------------------------- ping.exe
+# Exit codes: the recordings that show one (vmware #300/#322, nscp #140) are used as recorded; the others pass 0,
+# the exit code under which the parser alone must decide (Windows ping exits 0 on "Destination host unreachable").
+
+PING_SUCCESS = {  # file: (requests sent, echo replies shown)
+    "ping-windows-servercore-ltsc2019-container-success.txt": (4, 4),
+    "ping-windows-servercore-ltsc2019-container-gateway-success.txt": (4, 4),
+    "ping-windows-server-2022-container-success-elided.txt": (100, 4),  # its author elided 96 reply lines
+    "ping-windows-n1-w-success.txt": (1, 1),
+    "ping-windows-success-reply.txt": (4, 4),
+}
+PING_FAILURE_WITH_STATISTICS = {  # file: (exit code as recorded, requests sent)
+    "ping-windows-server-general-failure.txt": (1, 3),
+    "ping-windows-server-destination-host-unreachable.txt": (0, 3),
+    "ping-windows-11-general-failure-and-unreachable.txt": (0, 3),
+    "ping-windows-destination-host-unreachable-counted-received.txt": (0, 4),
+    "ping-windows-n1-w-timeout.txt": (1, 1),
+    "ping-windows-n1-w-unreachable-cut.txt": (0, 1),
+}
+PING_FAILURE_CUT = [  # recordings cut before their statistics
+    "ping-windows-server-2019-pod-unreachable-timeout-cut.txt",
+    "ping-windows-server-2016-nanoserver-timeout-cut.txt",
+    "ping-windows-servercore-ltsc2019-container-timeout-cut.txt",
+]
+
+
+def test_every_ping_recording_is_tested():
+    ping_files = {p.name for p in CORPUS.glob("ping-*.txt")}
+    assert ping_files == set(PING_SUCCESS) | set(PING_FAILURE_WITH_STATISTICS) | set(PING_FAILURE_CUT)
+
+
+@pytest.mark.parametrize("name", sorted(PING_SUCCESS))
+def test_windows_ping_echo_replies_are_success(name):
+    sent, replies = PING_SUCCESS[name]
+    assert conn.parse_ping("windows", recorded(name)) == conn.PingResult(sent, replies)
+    assert conn.ping_succeeded("windows", 0, recorded(name))
+    assert not conn.ping_succeeded("windows", 1, recorded(name))  # never success on a failed exit code
+
+
+@pytest.mark.parametrize("name", sorted(PING_FAILURE_WITH_STATISTICS))
+def test_windows_ping_without_an_echo_reply_is_failure(name):
+    exit_code, sent = PING_FAILURE_WITH_STATISTICS[name]
+    assert conn.parse_ping("windows", recorded(name)) == conn.PingResult(sent, 0)
+    assert not conn.ping_succeeded("windows", exit_code, recorded(name))
+    assert not conn.ping_succeeded("windows", 0, recorded(name))
+
+
+def test_windows_ping_counts_unreachable_replies_as_received_but_the_parser_does_not():
+    # The deviation the parser guards against, as recorded on a Windows Server VM: exit 0, "Received = 3",
+    # and no echo reply at all.
+    text = recorded("ping-windows-server-destination-host-unreachable.txt")
+    assert "Received = 3, Lost = 0 (0% loss)" in text
+    assert conn.parse_ping("windows", text).received == 0
+
+
+@pytest.mark.parametrize("name", PING_FAILURE_CUT)
+def test_windows_ping_cut_recordings_are_failure(name):
+    assert not conn.ping_succeeded("windows", 0, recorded(name))
+    with pytest.raises(ValueError, match="no ping statistics"):
+        conn.parse_ping("windows", recorded(name))
