@@ -420,10 +420,12 @@ class PingResult:
 
 
 _WIN_STATS = re.compile(r"Packets:\s*Sent\s*=\s*(\d+),\s*Received\s*=\s*(\d+)", re.IGNORECASE)
-# Windows ping counts "Destination host unreachable" from a router as received and exits 0:
-# only an echo reply carries a TTL.
+# Windows ping counts "Destination host unreachable" (and other ICMP errors) as received and exits 0
+# (tests/data/windows-outputs/ping-windows-server-destination-host-unreachable.txt): only an echo reply prints
+# a round-trip time, and only one from the address pinged ("Pinging <target> [<address>] ...") is the target's.
+_WIN_TARGET = re.compile(r"^Pinging (\S+?)(?: \[(\S+?)\])? (?:from \S+ )?with \d+ bytes", re.IGNORECASE | re.MULTILINE)
 _WIN_REPLY = re.compile(
-    r"^Reply from \S+?: (?:bytes=\d+ )?time[=<]\d+ms(?: TTL=\d+)?\s*$", re.IGNORECASE | re.MULTILINE
+    r"^Reply from (\S+?): (?:bytes=\d+ )?time[=<]\d+ms(?: TTL=\d+)?\s*$", re.IGNORECASE | re.MULTILINE
 )
 _LINUX_STATS = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 
@@ -434,7 +436,9 @@ def parse_ping(os_name: str, output: str) -> PingResult:
         stats = _WIN_STATS.search(output)
         if not stats:
             raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")
-        return PingResult(int(stats.group(1)), len(_WIN_REPLY.findall(output)))
+        header = _WIN_TARGET.search(output)
+        targets = {a for a in header.groups() if a} if header else set()
+        return PingResult(int(stats.group(1)), sum(1 for r in _WIN_REPLY.findall(output) if r in targets))
     stats = _LINUX_STATS.search(output)
     if not stats:
         raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")

@@ -283,3 +283,20 @@ def test_windows_ping_cut_recordings_are_failure(name):
     assert not conn.ping_succeeded("windows", 0, recorded(name))
     with pytest.raises(ValueError, match="no ping statistics"):
         conn.parse_ping("windows", recorded(name))
+
+
+def test_windows_ping_reply_from_another_address_than_the_target_is_not_success():
+    # Synthetic: the recorded -n 1 success with its echo reply coming from another address than the one pinged
+    # (what a service VIP answered by its backend without reverse NAT would print). Failed before: any
+    # "Reply from <anything>: bytes=... time... TTL=..." line counted as the target's echo reply.
+    text = recorded("ping-windows-n1-w-success.txt").replace("Reply from 10.25.4.1:", "Reply from 10.25.4.9:")
+    assert conn.parse_ping("windows", text) == conn.PingResult(1, 0)
+    assert not conn.ping_succeeded("windows", 0, text)
+
+
+def test_windows_ping_of_a_name_accepts_replies_from_its_address():
+    # Synthetic: ping.exe prints "Pinging <name> [<address>] with ..." for a name, then replies from the address.
+    text = recorded("ping-windows-n1-w-success.txt").replace(
+        "Pinging 10.25.4.1 with", "Pinging gw.example [10.25.4.1] with"
+    )
+    assert conn.ping_succeeded("windows", 0, text)
