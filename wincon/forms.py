@@ -77,9 +77,22 @@ NLTEST_PARENTDOMAIN = _K + "test/e2e/windows/gmsa_kubelet.go:117 /PARENTDOMAIN"
 DXDIAG = _K + "test/e2e/windows/device_plugin.go:118 dxdiag"
 REBOOT_SCRIPT = _K + "test/e2e/windows/reboot_node.go:180 Get-WmiObject"
 DELAY_SHUTDOWN = _K + "test/e2e/windows/node_shutdown.go:254 delay-shutdown"
-NO_PING = (
-    "Windows ping.exe in a pod has no public recorded output and upstream's e2e runs no ping in a Windows pod: "
-    "the ICMP form has no evidence"
+# Windows' ping.exe (connectivity.ping_command: ping -n 1 -w 5000): upstream's e2e runs no ping in a Windows pod, so
+# its evidence is recorded output (tests/unit/test_windows_outputs.py reads all 14 ping-*.txt files). Windows Server
+# recordings: success in Windows Server Core ltsc2019 containers (microsoft/Windows-Containers#420) and in a
+# container on a Windows Server 2022 host (Windows-Containers#439); timeouts in a servercore ltsc2019 container
+# (#420), a nanoserver container on Windows Server 2016 (docker/for-win#964) and a pod on a Windows Server 2019 node
+# (ovn-kubernetes#576, with an unreachable reply); "Destination host unreachable" counted as received with exit 0,
+# and "General failure", on a Windows Server LTSC VM (vmware/ansible-vsphere-gos-validation#300). The others are
+# from Windows machines of unstated edition (the -n 1 -w forms, mickem/nscp#140) or Windows 11. No recording is
+# from a Kubernetes pod whose ping succeeded: the success forms come from Windows Server containers outside one.
+PING_OUTPUTS = (
+    OUTPUTS + "ping-windows-servercore-ltsc2019-container-success.txt TTL=",
+    OUTPUTS + "ping-windows-server-2022-container-success-elided.txt TTL=",
+    OUTPUTS + "ping-windows-servercore-ltsc2019-container-timeout-cut.txt Request timed out.",
+    OUTPUTS + "ping-windows-server-2019-pod-unreachable-timeout-cut.txt Destination host unreachable.",
+    OUTPUTS + "ping-windows-server-destination-host-unreachable.txt Destination host unreachable.",
+    OUTPUTS + "ping-windows-server-general-failure.txt General failure.",
 )
 NSLOOKUP_OUTPUT = OUTPUTS + "nslookup-windows-servercore-ltsc2022.txt Addresses"
 NSLOOKUP_TIMEOUT_OUTPUT = OUTPUTS + "nslookup-windows-timeout.txt timed-out"

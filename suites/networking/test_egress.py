@@ -60,7 +60,7 @@ def test_pod_reaches_external_host_by_name_over_tcp(checks, client, external_hos
 @pytest.mark.limitation("icmp-egress-through-vfp")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "Networking")
-@pytest.mark.windows_form(unavailable=forms.NO_PING)
+@pytest.mark.windows_form(*forms.PING_OUTPUTS)
 def test_pod_pings_external_ip(checks, client, external_ip):
     """ "ICMP packets directed to pass through a remote network (e.g. pod to external internet communication via ping) cannot be transposed and thus will not be routed back to their source" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt)."""
     reachable, result = reach_over_tcp(checks, client, external_ip)

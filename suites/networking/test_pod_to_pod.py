@@ -60,7 +60,7 @@ def test_pod_reaches_pod_on_another_node_by_ip(protocol, checks, client, remote_
 @pytest.mark.dataplane
 @pytest.mark.parametrize("where", ["same-node", "other-node"])
 @pytest.mark.documents("k8s-windows-intro", "Networking")
-@pytest.mark.windows_form(unavailable=forms.NO_PING)
+@pytest.mark.windows_form(*forms.PING_OUTPUTS)
 def test_pod_pings_pod_in_the_cluster_network(where, request, checks, client):
     """ "ICMP packets directed to destinations within the same network (e.g. pod to pod communication via ping) work as expected and without any limitations" (000_4130a90def37a825.txt, Networking)."""
     target = request.getfixturevalue("local_server" if where == "same-node" else "remote_server")

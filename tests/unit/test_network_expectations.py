@@ -280,7 +280,16 @@ def test_on_simulated_nodes_the_plan_says_skip_and_names_the_limitation(pytester
     items = collect(pytester, profile)
     cluster = ClusterProfile.from_dict(profile)
     rows = {item.nodeid: plan_row(item, cluster) for item in items}
-    # (The ICMP checks' Windows form has no evidence: they skip for that reason, wincon/forms.py.)
+    # The ICMP checks' Windows form has recorded evidence (forms.PING_OUTPUTS): they are collected again and skip
+    # at the data-plane gate like every traffic check, the egress one naming its limitation. (Failed before: they
+    # skipped at collection with "no Windows form with evidence" on every cluster.)
+    pings = {n: r for n, r in rows.items() if "pings" in n and "[windows" in n}
+    assert len(pings) == 3, sorted(pings)  # external IP, pod on the same node, pod on another node
+    for nodeid, row in pings.items():
+        assert row["outcome"] == "skip" and row["reason"].startswith(SIMULATED_REASON), (nodeid, row)
+        assert row["windows_form"]["evidence"] == list(forms.PING_OUTPUTS), nodeid
+    egress = next(r for n, r in pings.items() if "test_pod_pings_external_ip" in n)
+    assert "icmp-egress-through-vfp" in egress["reason"]
     dotted = next(r for n, r in rows.items() if "test_pod_reaches_service_by_name_with_namespace[windows" in n)
     assert dotted["outcome"] == "skip"
     assert dotted["reason"].startswith(SIMULATED_REASON) and "dns-dotted-pqdn-unresolved" in dotted["reason"]
