@@ -11,6 +11,7 @@ from wincon.checks.controllers import metrics_api_available
 from wincon.checks.pods import pin_template, pin_template_linux
 from wincon.context import get_context
 from wincon.kube import Kube
+from wincon.nodes import is_control
 from wincon.workloads.render import render
 
 # Checks that need the resource metrics API (metrics-server): where it is missing, they (and their Linux
@@ -27,6 +28,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     needing = [item for item in items if getattr(item, "originalname", item.name) in NEEDS_METRICS]
     if not needing:
         return
+    # The Linux controls deploy upstream's resource-consumer image: where the Linux nodes carry no such image
+    # (the local cluster's pull nothing), the test skips when it asks the catalog; say so at collection too.
+    no_consumer = context.catalog.linux_missing("resource-consumer")
+    if no_consumer:
+        for item in filter(is_control, needing):
+            item.add_marker(pytest.mark.skip(reason=no_consumer))
     try:
         missing = metrics_api_available(Kube(context, "default"))  # a cluster-scoped read; no gate, no exec
     except Exception:

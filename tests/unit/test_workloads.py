@@ -66,6 +66,20 @@ def test_an_image_without_a_variant_for_the_host_build_is_refused_before_deployi
         cat.image("nope")
 
 
+def test_a_linux_image_the_nodes_do_not_carry_is_named_at_collection_and_skipped_at_use(catalog):
+    """Where the Linux nodes pull nothing (the local cluster), linux_missing names the missing image, so the
+    controllers conftest marks the HPA control skipped at collection with the reason image() skips with."""
+    cat = Catalog.load(catalog)
+    assert cat.linux_missing("agnhost") is None  # any reference can be pulled
+    cat.linux_available = {"upstream.example/e2e-test-images/agnhost:2.52"}
+    assert cat.linux_missing("agnhost") is None
+    reason = cat.linux_missing("linuxonly")
+    assert reason and "is not on this cluster's Linux nodes" in reason and "agnhost:2.52" in reason
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        cat.image("linuxonly", "linux")
+    assert str(skipped.value) == reason
+
+
 def test_repo_list_overrides_registries(catalog, tmp_path):
     repo_list = tmp_path / "repos.yaml"
     repo_list.write_text("promoterE2eRegistry: mirror.internal/e2e\n")

@@ -100,14 +100,26 @@ class Catalog:
                     "build and push the image for this Windows version (images/build.sh) or use --image-repo-list",
                 )
         reference = spec.reference(self.registries)
-        if os_name == "linux" and self.linux_available is not None and reference not in self.linux_available:
+        missing = self.linux_missing(key) if os_name == "linux" else None
+        if missing:
             import pytest
 
-            pytest.skip(
-                f"image {key} ({reference}) is not on this cluster's Linux nodes, which pull nothing (they carry "
-                f"{', '.join(sorted(self.linux_available))})"
-            )
+            pytest.skip(missing)
         return reference
+
+    def linux_missing(self, key: str) -> str | None:
+        """Why a Linux pod of image ``key`` cannot run here (the cluster's Linux nodes pull nothing and do not
+        carry it), or None. Asked by :meth:`image` and at collection, so that ``wincon plan`` says the same."""
+        spec = self.images.get(key)
+        if spec is None or self.linux_available is None:
+            return None
+        reference = spec.reference(self.registries)
+        if reference in self.linux_available:
+            return None
+        return (
+            f"image {key} ({reference}) is not on this cluster's Linux nodes, which pull nothing (they carry "
+            f"{', '.join(sorted(self.linux_available))})"
+        )
 
 
 def load_repo_list(path: str | Path) -> dict[str, str]:
