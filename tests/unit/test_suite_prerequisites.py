@@ -89,7 +89,8 @@ def test_storage_against_a_profile_file_decides_nothing(monkeypatch):
 
 def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatch):
     module = load("controllers")
-    monkeypatch.setattr(module, "get_context", lambda config: object())
+    carried = NS(catalog=NS(linux_missing=lambda key: None))  # the Linux nodes can run every image
+    monkeypatch.setattr(module, "get_context", lambda config: carried)
     monkeypatch.setattr(module, "Kube", lambda context, namespace: object())
     monkeypatch.setattr(module, "metrics_api_available", lambda kube: "metrics-server is not installed")
     items = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load"), Item("test_job_runs")]
@@ -100,6 +101,22 @@ def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatc
     served = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load")]
     module.pytest_collection_modifyitems(Config(), served)
     assert served[0].skip_reason() is None
+
+
+def test_hpa_scaling_control_is_skipped_at_collection_where_the_linux_nodes_lack_its_image(monkeypatch):
+    """The metrics API is served, but the Linux nodes pull nothing and carry no resource-consumer: the control
+    is skipped with the catalog's own reason (the one image() skips with at run time); its twin is left alone."""
+    module = load("controllers")
+    reason = "image resource-consumer (r/resource-consumer:1.13) is not on this cluster's Linux nodes"
+    carried = NS(catalog=NS(linux_missing=lambda key: reason if key == "resource-consumer" else None))
+    monkeypatch.setattr(module, "get_context", lambda config: carried)
+    monkeypatch.setattr(module, "Kube", lambda context, namespace: object())
+    monkeypatch.setattr(module, "metrics_api_available", lambda kube: None)
+    name = "test_hpa_scales_a_windows_deployment_under_cpu_load"
+    control, twin = OsItem(name, "linux"), OsItem(name, "windows")
+    module.pytest_collection_modifyitems(Config(), [control, twin])
+    assert control.skip_reason() == reason
+    assert twin.skip_reason() is None
 
 
 RESERVED = "test_kube_and_system_reserved_shrink_allocatable_cpu"
