@@ -14,17 +14,28 @@ def test_metrics_server_is_an_addon_pinned_at_v0_9_0_and_checked_by_its_version_
 
 def test_the_addons_have_their_own_cache_key_apart_from_the_cluster_binaries(tmp_path, monkeypatch):
     monkeypatch.setenv("WINCON_CACHE", str(tmp_path))
-    assert addons.bin_dir() == tmp_path / "addons" / addons.key()
-    assert addons.key() != paths.versions_key()
+    assert addons.bin_dir("metrics-server") == tmp_path / "addons" / addons.key("metrics-server")
+    assert addons.key("metrics-server") != paths.versions_key()
     assert "metrics-server" not in paths.VERSIONS_FILE.read_text()  # adding it rebuilt nothing else
     assert addons.binary("metrics-server") is None and addons.missing() == ["metrics-server"]
-    addons.bin_dir().mkdir(parents=True)
-    (addons.bin_dir() / "metrics-server").write_text("")
+    bindir = addons.bin_dir("metrics-server")
+    bindir.mkdir(parents=True)
+    (bindir / "metrics-server").write_text("")
     assert addons.binary("metrics-server") is None  # present but never verified: not built
-    (addons.bin_dir() / ".built").mkdir()
-    (addons.bin_dir() / ".built" / "metrics-server").write_text("v0.9.0\n")
-    assert addons.binary("metrics-server") == addons.bin_dir() / "metrics-server"
-    assert addons.missing() == []
+    (bindir / ".built").mkdir()
+    (bindir / ".built" / "metrics-server").write_text("v0.9.0\n")
+    assert addons.binary("metrics-server") == bindir / "metrics-server"
+    assert "metrics-server" not in addons.missing()
+
+
+def test_each_addon_has_a_cache_key_of_its_own_so_adding_one_rebuilds_no_other():
+    spec = addons.load()
+    grown = {**spec, "another": {"module": "example.org/x", "version": "v1.0.0", "package": "example.org/x/cmd/x"}}
+    assert addons.key("metrics-server", grown) == addons.key("metrics-server", spec)
+    bumped = {**spec, "metrics-server": {**spec["metrics-server"], "version": "v0.9.1"}}
+    assert addons.key("metrics-server", bumped) != addons.key("metrics-server", spec)
+    (other,) = [c for c in addons.components(grown) if c.name == "another"]
+    assert other.ldflags == ("-s", "-w") and other.version_args == ("--version",) and other.expect == "v1.0.0"
 
 
 def test_metrics_server_is_an_aggregated_apiservice_behind_a_service_on_the_first_real_node():

@@ -3,14 +3,21 @@
 They are kept apart from ``versions.toml`` on purpose: the cluster's binaries are cached under a hash of
 ``versions.toml``, so adding a component there would rebuild every binary (about 17 minutes of both cores)
 and move every running cluster to a new cache directory. An add-on is built by ``wincon cluster build`` after
-the cluster's binaries, into ``${WINCON_CACHE:-~/.cache/wincon}/addons/<hash of addons.toml>/``, with the same
-verified-marker scheme (an interrupted build resumes; a complete cache is never rebuilt). ``up`` starts each
-add-on that is built and says which are not.
+the cluster's binaries, each into ``${WINCON_CACHE:-~/.cache/wincon}/addons/<hash of its own entry>/``, with the
+same verified-marker scheme (an interrupted build resumes; a complete cache is never rebuilt). Each add-on has a
+cache key of its own, so adding or bumping one never rebuilds another. ``up`` starts each add-on that is built
+and says which are not.
+
+An entry names ``module``, ``version`` and ``package`` (one binary per entry; two entries may share a module),
+and how the binary states its version: ``version_ldflag`` (an ``-X`` flag set to ``version``), and optionally
+``version_args`` (default ``["--version"]``) and ``expect`` (the text its output must contain; default
+``version``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 import tempfile
 import time
@@ -33,36 +40,47 @@ def load() -> dict[str, Any]:
         return tomllib.load(fh)
 
 
-def key() -> str:
-    """A short hash of ``addons.toml``'s bytes: the add-ons' cache key."""
-    return hashlib.sha256(ADDONS_FILE.read_bytes()).hexdigest()[:16]
+def key(name: str, addons: dict[str, Any] | None = None) -> str:
+    """A short hash of add-on ``name``'s own entry (and the Go directive): its cache key."""
+    entry = (addons or load())[name]
+    blob = json.dumps({"name": name, "entry": entry, "go": GO_DIRECTIVE}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def bin_dir() -> Path:
-    return paths.cache_root() / "addons" / key()
+def bin_dir(name: str, addons: dict[str, Any] | None = None) -> Path:
+    """Where add-on ``name`` is built: a directory of its own, keyed by its entry."""
+    return paths.cache_root() / "addons" / key(name, addons)
 
 
 def components(addons: dict[str, Any] | None = None) -> list[build.Component]:
     """One static binary per add-on, its version checked against the pinned one."""
     spec = addons or load()
-    return [
-        build.Component(
-            name,
-            name,
-            entry["package"],
-            ("-s", "-w", f"-X {entry['version_ldflag']}={entry['version']}"),
-            ("--version",),
-            entry["version"],
-            True,
+    comps = []
+    for name, entry in spec.items():
+        ldflags = ["-s", "-w"]
+        if entry.get("version_ldflag"):
+            ldflags.append(f"-X {entry['version_ldflag']}={entry['version']}")
+        comps.append(
+            build.Component(
+                name,
+                name,
+                entry["package"],
+                tuple(ldflags),
+                tuple(entry.get("version_args", ["--version"])),
+                entry.get("expect", entry["version"]),
+                True,
+            )
         )
-        for name, entry in spec.items()
-    ]
+    return comps
 
 
 def binary(name: str) -> Path | None:
-    """The built, verified binary of add-on ``name``, or None when it is not built."""
-    path = bin_dir() / name
-    return path if path.is_file() and (bin_dir() / ".built" / name).is_file() else None
+    """The built, verified binary of add-on ``name``, or None when it is not built (or not an add-on)."""
+    if name not in load():
+        return None
+    bindir = bin_dir(name)
+    path = bindir / name
+    return path if path.is_file() and (bindir / ".built" / name).is_file() else None
 
 
 def missing() -> list[str]:
@@ -70,24 +88,28 @@ def missing() -> list[str]:
 
 
 def build_all(out: TextIO | None = None) -> Path:
-    """Build every add-on not yet built; return their directory."""
+    """Build every add-on not yet built, each into its own directory; return the add-ons' root."""
     out = out or sys.stderr
-    bindir = bin_dir()
+    root = paths.cache_root() / "addons"
     spec = load()
     if not missing():
-        print(f"all add-ons present in {bindir}: nothing to build", file=out, flush=True)
-        return bindir
+        print(f"all add-ons present in {root}: nothing to build", file=out, flush=True)
+        return root
     go = build.go_binary()
-    bindir.mkdir(parents=True, exist_ok=True)
-    with build._locked(bindir / ".lock", out):
-        todo = [c for c in components(spec) if c.name in missing()]
-        (bindir / "addons.toml").write_bytes(ADDONS_FILE.read_bytes())
-        log_path = bindir / "build.log"
-        with log_path.open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-addons-") as tmp:
-            builder = build._Builder(go, bindir, log, out)
-            for comp in todo:
+    for comp in components(spec):
+        if binary(comp.name) is not None:
+            continue
+        bindir = bin_dir(comp.name, spec)
+        bindir.mkdir(parents=True, exist_ok=True)
+        with build._locked(bindir / ".lock", out):
+            if binary(comp.name) is not None:  # another build finished it while we waited
+                continue
+            entry = spec[comp.name]
+            (bindir / "entry.json").write_text(json.dumps({comp.name: entry}, indent=1, sort_keys=True) + "\n")
+            log_path = bindir / "build.log"
+            with log_path.open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-addons-") as tmp:
+                builder = build._Builder(go, bindir, log, out)
                 start = time.monotonic()
-                entry = spec[comp.name]
                 moddir = Path(tmp) / comp.name
                 moddir.mkdir()
                 (moddir / "go.mod").write_text(
@@ -101,4 +123,4 @@ def build_all(out: TextIO | None = None) -> Path:
                 builder.run(f"resolving the {comp.name} module (go mod tidy)", [go, "mod", "tidy"], moddir)
                 version_line = builder.build(comp, moddir)
                 builder.say(f"[{comp.name}] built in {build._fmt(time.monotonic() - start)}: {version_line}")
-    return bindir
+    return root

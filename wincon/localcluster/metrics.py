@@ -96,7 +96,7 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
     """Start metrics-server in the first real node's namespace; False (and say so) when it is not built."""
     exe = binary()
     if exe is None or not plan.nodes:
-        why = "no real node" if exe else f"not built ({addons.bin_dir()}; `wincon cluster build` builds it)"
+        why = "no real node" if exe else f"not built ({addons.bin_dir(NAME)}; `wincon cluster build` builds it)"
         print(f"metrics-server: {why}; the resource metrics API is not served", file=out, flush=True)
         return False
     link = dataplane.root(plan.cluster) / "bin" / NAME
