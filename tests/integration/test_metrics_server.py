@@ -79,8 +79,8 @@ def test_status_names_metrics_server_and_its_loss_is_the_apis_answer(api, local_
     if local_cluster_name is None:
         pytest.skip("the process is known only for a local cluster")
     status = cluster.status(local_cluster_name)
-    assert status["metrics_server"]["apiservice"] == metrics.APISERVICE
-    assert status["metrics_server"]["process"]["running"] is True
+    assert status["addons"]["metrics-server"]["apiservice"] == metrics.APISERVICE
+    assert status["addons"]["metrics-server"]["process"]["running"] is True
     nodes = _real_nodes(api)
     _wait_metrics(api, nodes)
     dataplane.stop_process(local_cluster_name, metrics.NAME)

@@ -32,7 +32,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, dataplane, hints, images, latency, metrics, paths, procs
+from wincon.localcluster import build, cni, dataplane, extras, hints, images, latency, metrics, paths, procs
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -96,6 +96,7 @@ def _kill(name: str, timeout: float = 5.0) -> None:
 def _stop_everything(name: str) -> None:
     """Kill the data plane (and remove its namespaces, mounts, links, rules, cgroups), then the control plane."""
     dataplane.teardown(name)
+    extras.teardown(name)
     _kill(name)
 
 
@@ -368,16 +369,15 @@ def _provision(
             _create(api, obj)
         wanted = {node["metadata"]["name"] for node in nodes}
         real = {node.name for node in plan.nodes} if plan else set()
-        serving_metrics = False
+        serving: list[Any] = []
         if plan and start_dataplane:
             dataplane.start(
                 plan, paths.bin_dir(), _api_port(kubeconfig), paths.kwok_cluster_dir(name) / "pki", deadline,
                 out or sys.stderr,
             )  # fmt: skip
-            serving_metrics = metrics.start(plan, out or sys.stderr)
-            if serving_metrics:
-                for obj in metrics.objects(plan):
-                    _create(api, obj)
+            serving = extras.start(plan, out or sys.stderr)
+            for obj in extras.objects(plan, serving):
+                _create(api, obj)
         watch = dataplane.watched(plan) if plan else None
 
         def all_ready() -> bool | None:
@@ -403,17 +403,16 @@ def _provision(
 
             # CoreDNS's pods report through the same kubelets: their logs say why it is not available.
             _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, kubelet_logs)
-        if plan and serving_metrics:
+        for mod in serving:
 
-            def metrics_available() -> bool | None:
+            def addon_available(mod: Any = mod) -> bool | None:
                 if watch:
                     watch.check()
-                return metrics.available(api)
+                return mod.available(api)
 
-            metrics_log = [dataplane.root(name) / f"{metrics.NAME}.log"]
             _wait(
-                f"metrics-server (APIService {metrics.APISERVICE}) to be available",
-                metrics_available, deadline, name, started, metrics_log,
+                f"{getattr(mod, 'WAITS_FOR', mod.NAME)} to be available",
+                addon_available, deadline, name, started, [dataplane.root(name) / f"{mod.NAME}.log"],
             )  # fmt: skip
         _wait(
             "the default service account (kube-controller-manager)",
@@ -692,12 +691,8 @@ def status(name: str | None = None) -> dict[str, Any]:
     if record.get("dataplane"):
         plan = dataplane.Plan.from_dict(record["dataplane"])
         result["dataplane"] = dataplane.processes(plan)
-        exe = metrics.binary()
-        result["metrics_server"] = {
-            "binary": str(exe) if exe else None,  # None: not built (`wincon cluster build`), not started
-            "apiservice": metrics.APISERVICE if exe else None,
-            "process": next((p for p in result["dataplane"] if p["name"] == metrics.NAME), None),
-        }
+        result["addons"] = extras.status(plan, result["dataplane"])
+        result["metrics_server"] = result["addons"][metrics.NAME]  # the key earlier releases printed
         result["external_host"] = {"ip": plan.external_ip, "name": plan.external_name}
         result["images"] = images.references()
         result["image_repo_list"] = str(paths.state_dir(name) / REPO_LIST_FILE)

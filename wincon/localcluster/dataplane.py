@@ -596,7 +596,7 @@ def _log_of(plan: Plan, proc: str) -> Path:
     for node in plan.nodes:
         if proc.startswith(node.name + "-"):
             return node_dir(plan.cluster, node.name) / f"{proc[len(node.name) + 1 :]}.log"
-    if proc in (EGRESS_PROCESS, "metrics-server"):
+    if proc == EGRESS_PROCESS or (root(plan.cluster) / f"{proc}.log").exists():  # the add-ons' (extras.py) too
         return root(plan.cluster) / f"{proc}.log"
     return root(plan.cluster) / "external" / ("http.log" if proc == "external-http" else "dns.log")
 

@@ -21,6 +21,7 @@ NAMESPACE = "kube-system"
 PORT = 4443
 APISERVICE = "v1beta1.metrics.k8s.io"
 RESOLUTION = "15s"
+WAITS_FOR = f"metrics-server (APIService {APISERVICE})"  # what `up` says it waits for
 
 
 def binary() -> Path | None:
@@ -120,3 +121,13 @@ def available(api: Any) -> bool | None:
 
 def wait_hint(plan: dataplane.Plan) -> str:
     return f"read {dataplane.root(plan.cluster) / f'{NAME}.log'} and the kube-apiserver log"
+
+
+def status(plan: dataplane.Plan, processes: list[dict[str, Any]]) -> dict[str, Any]:
+    """``cluster status --json``'s ``addons["metrics-server"]``."""
+    exe = binary()
+    return {
+        "binary": str(exe) if exe else None,  # None: not built (`wincon cluster build`), not started
+        "apiservice": APISERVICE if exe else None,
+        "process": next((p for p in processes if p["name"] == NAME), None),
+    }
