@@ -225,7 +225,12 @@ def test_pre_stop_hook_may_use_the_termination_grace_period(
     log = recorded(kube)
     # netexec logs the request's whole query (".../echo?msg=grace-step-7&..."): take the step's digits only.
     last = max((int(step) for step in re.findall(r"grace-step-(\d+)", log)), default=0)
-    with expect_deviation("termination-grace-period"):
+    # The hook must have reported at all: a recorder that heard nothing says nothing of the grace period.
+    with expect_deviation(
+        "termination-grace-period",
+        accepts=lambda: 0 < last < 20,
+        deviation="the preStop hook ran and was cut off before its 20 steps",
+    ):
         assert last == 20, f"the shutdown step was cut off after {last} of 20 seconds"
 
 
@@ -290,7 +295,11 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
         container_extra={"terminationMessagePath": message_path},
     )
     pod = run_to_exit(kube, data_plane, body, "wait for container main to exit, then read its termination message")
-    with expect_deviation("termination-message-path"):
+    with expect_deviation(
+        "termination-message-path",
+        accepts=lambda: not (terminated(pod).message or "").strip(),
+        deviation="no termination message read from the custom path",
+    ):
         assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
 
 
@@ -424,7 +433,11 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
         describe="killed by its failing liveness probe",
     )
     code = restarted.status.container_statuses[0].last_state.terminated.exit_code
-    with expect_deviation("exit-codes-differ"):
+    with expect_deviation(
+        "exit-codes-differ",
+        accepts=lambda: code is not None and code != 0,
+        deviation="the killed container reports another non-zero exit code",
+    ):
         assert code == 137, f"the killed container reported exit code {code}"
 
 

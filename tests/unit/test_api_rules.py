@@ -16,6 +16,7 @@ from wincon.checks.api_rules import (
     ForbiddenField,
     forbidden_fields,
     host_process_pod,
+    is_account_name,
     rejection_of,
     submit_pod,
     with_run_as_user_name,
@@ -215,3 +216,20 @@ def test_submit_pod_returns_a_rejection_for_422_and_raises_other_errors(monkeypa
     fake.answer = status_exception(401, {"reason": "Unauthorized"})
     with pytest.raises(ApiException):
         submit_pod(None, "ns", BASE)
+
+
+@pytest.mark.parametrize(
+    ("output", "is_name"),
+    [
+        ("ContainerUser\r\n", True),
+        ("ContainerAdministrator", True),  # 22 characters: a built-in account, longer than a SAM logon name
+        ("%username%\r\n", False),  # cmd leaves an undefined variable unexpanded
+        ("", False),
+        ("The system cannot find the file specified.", False),
+        ("ContainerUser\r\nsecond line", False),
+        ("user:name", False),
+    ],
+)
+def test_an_account_name_is_one_word_windows_allows_in_a_user_name(output: str, is_name: bool):
+    """The run-as-user deviation is another account printed; an error, nothing, or `%username%` is not it."""
+    assert is_account_name(output) is is_name

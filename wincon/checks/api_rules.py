@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,6 +269,19 @@ def with_run_as_user_name(pod: dict[str, Any], value: str, scope: str = "podSecu
         context = body["spec"]["containers"][0].setdefault("securityContext", {})
     context.setdefault("windowsOptions", {})["runAsUserName"] = value
     return body
+
+
+# An account name as `echo %username%` prints it: one word of at most 64 characters, none of " / \\ [ ] : ; | = , + * ?
+# < > @ % (characters Windows refuses in a user name; % also catches an unexpanded "%username%"). ContainerUser and
+# ContainerAdministrator (22 characters, a built-in account) match; a sentence, an error or two lines do not.
+_ACCOUNT_NAME = re.compile(r'[^"/\\\[\]:;|=,+*?<>@%\s]{1,64}')
+
+
+def is_account_name(output: str) -> bool:
+    """Whether ``output`` is one account name and nothing else: positive evidence that the process ran as *some*
+    account, so that a different name is the run-as-user deviation while an error, an empty output or an
+    unexpanded ``%username%`` is not."""
+    return bool(_ACCOUNT_NAME.fullmatch(output.strip()))
 
 
 def run_as_user_name_path(scope: str = "podSecurityContext") -> str:
