@@ -14,6 +14,9 @@ pytestmark = [pytest.mark.controllers]
 
 CONSUMER_PORT = 8080
 SCALE_UP_SECONDS = 300
+LOAD_MILLICORES = 300  # above the 200m request and limit: at the limit, 100 % utilisation against a 50 % target
+LOAD_SECONDS = 240
+TARGET_UTILIZATION = 50  # averageUtilization in manifests/controllers/hpa.yaml
 
 
 def hpa_condition(hpa, kind):
@@ -31,6 +34,33 @@ def deploy_consumer(kube, pinned, name, build, target_os="windows"):
     }
     kube.create(manifest)
     return wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
+
+
+def consume_cpu_path():
+    return f"ConsumeCPU?millicores={LOAD_MILLICORES}&durationSec={LOAD_SECONDS}"
+
+
+def consume_cpu(kube, namespace, service):
+    """POST ConsumeCPU to ``service`` through the API server's services/proxy, its arguments as query
+    parameters (as upstream's autoscaling_utils.go sendConsumeCPURequest sets them with Param); return the
+    consumer's answer. The generated ``connect_post_namespaced_service_proxy_with_path`` escapes a ``?`` in its
+    path, so the consumer saw one path ``/ConsumeCPU?millicores=...`` and answered 404 unknown function."""
+    api = kube.api_client
+    method, url, headers, body, post = api.param_serialize(
+        "POST",
+        "/api/v1/namespaces/{namespace}/services/{name}/proxy/{path}",
+        path_params={"namespace": namespace, "name": f"{service}:{CONSUMER_PORT}", "path": "ConsumeCPU"},
+        query_params=[("millicores", str(LOAD_MILLICORES)), ("durationSec", str(LOAD_SECONDS))],
+        header_params={"Accept": "*/*"},
+        auth_settings=["BearerToken"],
+    )
+
+    def post_once():
+        response = api.call_api(method, url, header_params=headers, body=body, post_params=post, _request_timeout=60)
+        response.read()
+        return api.response_deserialize(response, {"200": "str"}).data
+
+    return call(post_once)
 
 
 def create_hpa(kube, name, target, max_replicas=3):
@@ -75,7 +105,6 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
     if missing:
         pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
     deploy_consumer(kube, pinned, "loaded", build, target_os)
-    core = kube.core
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -84,9 +113,12 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
     }
     kube.create(service)
     create_hpa(kube, "loaded", "loaded", max_replicas=3)
-    path = "ConsumeCPU?millicores=300&durationSec=240"
-    data_plane(f"POST services/loaded:{CONSUMER_PORT}/proxy/{path}", where=f"namespace {namespace}")
-    call(core.connect_post_namespaced_service_proxy_with_path, f"loaded:{CONSUMER_PORT}", namespace, path)
+    data_plane(f"POST services/loaded:{CONSUMER_PORT}/proxy/{consume_cpu_path()}", where=f"namespace {namespace}")
+    answer = consume_cpu(kube, namespace, "loaded")
+    # resource-consumer's own answer (resource_consumer_handler.go handleConsumeCPU): the load has started.
+    assert answer.split() == ["ConsumeCPU", str(LOAD_MILLICORES), "millicores", str(LOAD_SECONDS), "durationSec"], (
+        f"resource-consumer did not take the ConsumeCPU request: {answer!r}"
+    )
     autoscaling = kube.autoscaling
     # A behaviour wait: an HPA that never scales up under load is the deviation the limitation documents.
     with expect_deviation("hpa-unsupported-pre-1-14"):
@@ -96,9 +128,12 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
             lambda h: bool(h.status and (h.status.desired_replicas or 0) > 1),
             None,
             SCALE_UP_SECONDS,
-            describe=f"HPA {namespace}/loaded scaling up under 300 millicores of load",
+            describe=f"HPA {namespace}/loaded scaling up under {LOAD_MILLICORES} millicores of load",
             behaviour=True,
             namespace=namespace,
         )
     assert hpa.status.desired_replicas > 1
+    # It scaled on the metrics it read: the CPU utilisation the HPA recorded is above its 50 % target.
+    read = [m.resource.current.average_utilization for m in hpa.status.current_metrics or [] if m.resource]
+    assert read and read[0] > TARGET_UTILIZATION, f"the HPA scaled without reading CPU above its target: {read}"
     assert_all_ran_on(kube.pods({"app": "loaded"}), profile, target_os, build if target_os == "windows" else None)

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from wincon.errors import ExitCode
-from wincon.localcluster import build, cluster, latency, paths
+from wincon.localcluster import build, cluster, ipfamily, latency, paths
 from wincon.localcluster.topology import CNI_CHOICES, DATAPLANE_CHOICES, WINDOWS_RELEASES, Topology
 
 DESCRIPTION = """\
@@ -67,6 +67,10 @@ def register(subparsers: Any) -> None:
                    help="make the simulated Windows nodes take as long as real ones to run and to delete a pod: "
                         "quantiles such as p50=30s,p90=54s (piecewise uniform; min=/max= bound it) or a profile: "
                         f"{', '.join(f'{k} ({v})' for k, v in latency.PROFILES.items())}; default: no delay")  # fmt: skip
+    p.add_argument("--ip-family", default="ipv4", choices=ipfamily.FAMILIES,
+                   help="ipv4 (default); dual: IPv4/IPv6 dual-stack (IPv4 primary); ipv6: IPv6 single-stack. Pods, "
+                        "Services, nodes, kube-proxy and the CNI get addresses of each family (unique local IPv6 "
+                        "ranges that never leave the machine)")  # fmt: skip
     p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: a free port)")
     p.add_argument("--timeout", type=float, default=cluster.UP_TIMEOUT, metavar="SECONDS",
                    help=f"give up after this long (default: {cluster.UP_TIMEOUT:.0f})")  # fmt: skip
@@ -98,6 +102,9 @@ def _build(args: argparse.Namespace) -> int:
     from wincon.localcluster import addons  # optional components, cached under their own key (addons.toml)
 
     addons.build_all()
+    from wincon.localcluster import consumer  # upstream's resource-consumer image, cached under its own key
+
+    consumer.build_binaries()
     return ExitCode.OK
 
 
@@ -119,6 +126,7 @@ def topology_from_args(args: argparse.Namespace) -> Topology:
         dataplane=args.dataplane,
         real_nodes=args.real_nodes,
         windows_pod_latency=getattr(args, "windows_pod_latency", None),
+        ip_family=getattr(args, "ip_family", "ipv4"),
     )
 
 

@@ -1,7 +1,9 @@
 """Container images for the real Linux nodes, written without a registry.
 
 Each image is an OCI image (a layer tarball, a config JSON and a manifest) built from files this machine
-already has: agnhost and CoreDNS from ``wincon cluster build`` (static binaries), busybox from Debian's
+already has: agnhost and CoreDNS from ``wincon cluster build`` (static binaries), upstream's resource-consumer
+(``/consumer`` and ``/consume-cpu/consume-cpu``, built by ``consumer.py`` when ``wincon cluster build`` has built
+it; the archive's name says whether it holds it), busybox from Debian's
 ``busybox-static`` (a shell and the usual tools) and Debian's curl with the shared libraries it loads (the
 checks' HTTP client, as curl.exe is on Windows). All of them go into one OCI image-layout archive whose index names every image with the
 ``io.containerd.image.name`` annotation, so that ``ctr -n k8s.io images import`` loads them into a node's
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import paths
+from wincon.localcluster import consumer, paths
 
 LOCAL_REGISTRY = "wincon.local"
 # Registry keys of the image catalog -> local names (upstream's KUBE_TEST_REPO_LIST format).
@@ -38,7 +40,7 @@ REPO_LIST = {
 BUSYBOX = "/bin/busybox"
 # Raise REVISION whenever what goes into the images changes: the archive is rebuilt under the new name.
 REVISION = 2
-ARCHIVE = f"images-r{REVISION}.oci.tar"
+ARCHIVE = f"images-r{REVISION}.oci.tar"  # with resource-consumer: images-r<REVISION>-rc<its cache key>.oci.tar
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _LAYER = "application/vnd.oci.image.layer.v1.tar"
 _CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -88,7 +90,18 @@ def _images(versions: dict[str, Any] | None = None) -> list[Image]:
         Image("busybox", _catalog_reference("busybox"), ("busybox", "curl"), (), ("sh",)),
         Image("pause", _catalog_reference("pause"), ("agnhost",), ("/agnhost", "pause")),
         Image("coredns", f"{LOCAL_REGISTRY}/k8s/coredns/coredns:{coredns}", ("coredns",), ("/coredns",)),
+        *_consumer_images(v),
     ]
+
+
+def _consumer_images(versions: dict[str, Any]) -> list[Image]:
+    """Upstream's resource-consumer, where its binaries are built: ``/consumer`` as the entrypoint (upstream's
+    Dockerfile), the working directory ``/`` from which it runs ``./consume-cpu/consume-cpu``, and a shell and the
+    usual tools (busybox) as upstream's Debian base has."""
+    if consumer.binaries(versions) is None:
+        return []
+    reference = _catalog_reference(consumer.NAME)
+    return [Image(consumer.NAME, reference, ("busybox", "consumer"), ("/consumer",))]
 
 
 def repo_list_text() -> str:
@@ -201,8 +214,23 @@ def _json(obj: Any) -> bytes:
 
 
 def archive_path(bindir: Path | None = None) -> Path:
-    """Where the image archive of the pinned versions is kept (next to the binaries it is built from)."""
-    return (bindir or paths.bin_dir()) / ARCHIVE
+    """Where the image archive of the pinned versions is kept (next to the binaries it is built from); its name
+    says whether it holds resource-consumer, so an archive written before that was built is not reused after."""
+    name = ARCHIVE
+    if consumer.binaries() is not None:
+        name = ARCHIVE.replace(".oci.tar", f"-rc{consumer.key()}.oci.tar")
+    return (bindir or paths.bin_dir()) / name
+
+
+def _layer_files(files: dict[str, Path]) -> bytes:
+    """One layer of static binaries at the given paths inside the image (their directories included)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        dirs = sorted({str(Path(inside).parent) for inside in files} - {"."})
+        _add_dirs(tar, *dirs)
+        for inside, path in sorted(files.items()):
+            _add_file(tar, inside, path.read_bytes(), 0o755)
+    return buf.getvalue()
 
 
 def build_archive(bindir: Path | None = None) -> Path:
@@ -217,6 +245,9 @@ def build_archive(bindir: Path | None = None) -> Path:
         "agnhost": _layer_binary(bindir / "agnhost", "agnhost"),
         "coredns": _layer_binary(bindir / "coredns", "coredns"),
     }
+    consumer_files = consumer.binaries()
+    if consumer_files is not None:
+        layers["consumer"] = _layer_files(consumer_files)
     blobs: dict[str, bytes] = {}
     layer_desc = {name: {"mediaType": _LAYER, **_blob(blobs, data)} for name, data in layers.items()}
     manifests = []
