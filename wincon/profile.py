@@ -132,7 +132,8 @@ class ClusterProfile:
     network_policy_source: str = "detected"
     kube_proxy_mode: str | None = None
     cloud: str = "other"
-    # default/kubernetes's spec.ipFamilies: ["IPv4"], ["IPv6"] or both (dual-stack); empty when unknown.
+    # The Service IP families: default/kubernetes's spec.ipFamilies (the primary) then the ServiceCIDRs' (so
+    # ["IPv4"], ["IPv6"] or both: dual-stack); empty when unknown.
     ip_families: list[str] = field(default_factory=list)
     # The Windows nodes `--windows-build` leaves out: the suite's pods never go there, but they are the
     # cluster's, so whole-cluster checks (a DaemonSet's count) and a pod's node lookup still see them.
@@ -567,14 +568,36 @@ def network_objects(items: Iterable[dict[str, Any]]) -> NetworkObjects:
     return objects
 
 
+def service_families(primary: Iterable[str], cidrs: Iterable[str]) -> list[str]:
+    """The cluster's Service IP families, primary first: default/kubernetes's ``ipFamilies`` (that Service is
+    single-stack, of the primary family, even on a dual-stack cluster), then the family of every other Service
+    range (``cidrs``: the ServiceCIDR objects' ``spec.cidrs``)."""
+    import ipaddress
+
+    families = list(primary)
+    for cidr in cidrs:
+        family = f"IPv{ipaddress.ip_network(cidr, strict=False).version}"
+        if family not in families:
+            families.append(family)
+    return families
+
+
 def _service_ip_families(core: Any) -> list[str]:
-    """The IP families of default/kubernetes (the cluster's own Service): what the cluster's stack is."""
+    """The IP families of the cluster's Services: default/kubernetes's (the primary) and its ServiceCIDRs'
+    (networking.k8s.io/v1, the ranges the API server was given, GA in 1.33); the Service's alone where the
+    ServiceCIDRs cannot be read (an older server, or no right to list them)."""
+    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     try:
-        return list(core.read_namespaced_service("kubernetes", "default").spec.ip_families or [])
+        primary = list(core.read_namespaced_service("kubernetes", "default").spec.ip_families or [])
     except ApiException:
         return []
+    try:
+        items = client.NetworkingV1Api(core.api_client).list_service_cidr(_request_timeout=30).items
+    except (ApiException, AttributeError):
+        items = []
+    return service_families(primary, [c for item in items for c in (item.spec.cidrs if item.spec else None) or []])
 
 
 def apply_cni_override(profile: ClusterProfile, value: str) -> None:

@@ -32,7 +32,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import build, cni, dataplane, extras, hints, images, latency, metrics, paths, procs
+from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -365,7 +365,8 @@ def _provision(
             _create(api, node)
             core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
         dns = cni.RealDns(images.references()["coredns"], dataplane.corefile(plan)) if plan else None
-        for obj in [*cni.objects(topology.cni, kube_version, dns), _hints(plan)]:
+        objects = ipfamily.adjust_objects(cni.objects(topology.cni, kube_version, dns), topology.ip_family)
+        for obj in [*objects, _hints(plan)]:
             _create(api, obj)
         wanted = {node["metadata"]["name"] for node in nodes}
         real = {node.name for node in plan.nodes} if plan else set()
@@ -465,6 +466,11 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
             "requestheader-group-headers": "X-Remote-Group",
             "requestheader-extra-headers-prefix": "X-Remote-Extra-",
         }
+        # --ip-family dual/ipv6 (ipfamily.py): both Service ranges, cluster CIDRs, IPv6 names in the cert.
+        options["kubeApiserverCertSANs"] += ipfamily.cert_sans(plan, plan.ip_family)
+        patches["kube-apiserver"] |= ipfamily.apiserver_flags(plan, plan.ip_family)
+        if cm_flags := ipfamily.controller_manager_flags(plan.ip_family):
+            patches["kube-controller-manager"] = cm_flags
     doc = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
@@ -633,7 +639,7 @@ def up(
             }
             paths.state_dir(name).mkdir(parents=True, exist_ok=True)
             if topology.real_nodes:
-                plan = dataplane.make_plan(name, topology.real_nodes, topology.simulated_count())
+                plan = dataplane.make_plan(name, topology.real_nodes, topology.simulated_count(), topology.ip_family)
                 record["dataplane"] = plan.to_dict()
                 _write_record(name, record)  # before anything is created: `down` must find it all
                 (paths.state_dir(name) / REPO_LIST_FILE).write_text(images.repo_list_text())

@@ -46,7 +46,7 @@ from typing import Any, TextIO
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import egress, images, netns, paths, procs
+from wincon.localcluster import egress, images, ipfamily, netns, paths, procs
 
 POD_RANGE = "10.244.0.0/16"
 SERVICE_RANGE = "10.0.0.0/24"
@@ -101,13 +101,17 @@ class Plan:
     external_ip: str
     nodes: list[RealNode] = field(default_factory=list)
     external_name: str = EXTERNAL_NAME
+    ip_family: str = ipfamily.DEFAULT  # ipv4, dual or ipv6 (ipfamily.py)
 
     @property
     def prefix(self) -> int:
         return ipaddress.ip_network(self.subnet).prefixlen
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.ip_family == ipfamily.DEFAULT:
+            del data["ip_family"]  # ipv4 records stay as they were
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Plan:
@@ -115,12 +119,12 @@ class Plan:
         return cls(**{**data, "nodes": nodes})
 
 
-def make_plan(cluster: str, count: int, first_pod_subnet: int) -> Plan:
+def make_plan(cluster: str, count: int, first_pod_subnet: int, ip_family: str = ipfamily.DEFAULT) -> Plan:
     """Pick the cluster's /24 and lay out ``count`` real nodes (pod subnets from ``10.244.<first>.0/24``)."""
     subnet = netns.pick_subnet(cluster)
     hosts = list(subnet.hosts())
     nodes = [RealNode(f"worker-{i}", i, str(hosts[1 + i]), f"10.244.{first_pod_subnet + i}.0/24") for i in range(count)]
-    return Plan(cluster, str(subnet), str(hosts[0]), str(hosts[-1]), nodes)
+    return Plan(cluster, str(subnet), str(hosts[0]), str(hosts[-1]), nodes, ip_family=ip_family)
 
 
 # ------------------------------------------------------------------------------------------ paths
@@ -170,7 +174,7 @@ def write_egress_config(plan: Plan, directory: Path) -> Path:
 
 def egress_ranges(plan: Plan) -> list[str]:
     """What the egress proxy may dial: the cluster's own ranges only (none of them has a route off the machine)."""
-    return [POD_RANGE, SERVICE_RANGE, plan.subnet, SIMULATED_NODE_RANGE]
+    return [POD_RANGE, SERVICE_RANGE, plan.subnet, SIMULATED_NODE_RANGE, *ipfamily.egress_ranges(plan)]
 
 
 def pids(cluster: str) -> list[int]:
@@ -212,6 +216,8 @@ def preflight() -> None:
 def prepare_network(plan: Plan) -> None:
     """Before the control plane starts: the bridge (its gateway address goes into the API server's cert)."""
     netns.create_bridge(plan.cluster, plan.gateway, plan.prefix)
+    # IPv6 gateway and prohibit routes (nothing for ipv4)
+    ipfamily.prepare_host(plan, netns.run, netns.bridge_name(plan.cluster), netns.route_metric(plan.cluster))
 
 
 def _kubeconfig(plan: Plan, api_port: int, pki: Path) -> str:
@@ -288,6 +294,9 @@ def cni_network(cluster: str) -> str:
 
 
 def _cni_config(plan: Plan, node: RealNode, ndir: Path) -> str:
+    ipam = {"ranges": [[{"subnet": node.pod_cidr}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    if plan.ip_family != ipfamily.DEFAULT:
+        ipam = ipfamily.cni_ipam(plan, node)  # a range and a default route per family
     return json.dumps(
         {
             "cniVersion": "1.0.0",
@@ -301,8 +310,7 @@ def _cni_config(plan: Plan, node: RealNode, ndir: Path) -> str:
                     "hairpinMode": True,
                     "ipam": {
                         "type": "host-local",
-                        "ranges": [[{"subnet": node.pod_cidr}]],
-                        "routes": [{"dst": "0.0.0.0/0"}],
+                        **ipam,
                         "dataDir": str(ndir / "cni" / "ipam"),
                     },
                 },
@@ -356,10 +364,10 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         # allocatable is capacity minus these (and evictionHard's memory), which the node suite checks.
         config["kubeReserved"] = dict(KUBE_RESERVED)
         config["systemReserved"] = dict(SYSTEM_RESERVED)
-    return yaml.safe_dump(config, sort_keys=False)
+    return yaml.safe_dump(ipfamily.adjust_kubelet(config, plan, node), sort_keys=False)
 
 
-def _proxy_config(node: RealNode, ndir: Path) -> str:
+def _proxy_config(node: RealNode, ndir: Path, plan: Plan | None = None) -> str:
     config = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
@@ -373,6 +381,8 @@ def _proxy_config(node: RealNode, ndir: Path) -> str:
         # Inside a namespace the conntrack table's size and timeouts belong to the host: leave them.
         "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
     }
+    if plan is not None:
+        ipfamily.adjust_proxy(config, plan)  # clusterCIDR of each family (unchanged for ipv4)
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -480,6 +490,7 @@ def _node_network(plan: Plan, node: RealNode) -> str:
     netns.sysctl_in_netns(ns, {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"})
     masquerade = ["-s", POD_RANGE, "!", "-d", POD_RANGE, "-m", "comment", "--comment", "wincon: pod egress"]
     netns.run(["iptables", "-w", "-t", "nat", "-A", "POSTROUTING", *masquerade, "-j", "MASQUERADE"], netns=ns)
+    ipfamily.prepare_node(plan, node, ns, netns.run)  # the IPv6 side of all this (nothing for ipv4)
     return ns
 
 
@@ -511,7 +522,7 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
     (ndir / "kubeconfig").write_text(_kubeconfig(plan, api_port, pki))
     (ndir / "kubeconfig").chmod(0o600)
     (ndir / "kubelet.yaml").write_text(_kubelet_config(plan, node, ndir, cgroup_root))
-    (ndir / "kube-proxy.yaml").write_text(_proxy_config(node, ndir))
+    (ndir / "kube-proxy.yaml").write_text(_proxy_config(node, ndir, plan))
     # dnsPolicy Default (and CoreDNS's upstream): the simulated external host's resolver, nothing beyond.
     (ndir / "resolv.conf").write_text(f"nameserver {plan.external_ip}\nsearch {EXTERNAL_ZONE}\n")
 
@@ -532,7 +543,7 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
         f"--config={ndir / 'kubelet.yaml'}",
         f"--kubeconfig={ndir / 'kubeconfig'}",
         f"--hostname-override={node.name}",
-        f"--node-ip={node.address}",
+        f"--node-ip={ipfamily.node_ips(plan, node)}",
         f"--root-dir={ndir / 'kubelet'}",
         f"--cert-dir={ndir / 'kubelet' / 'pki'}",
         "--v=1",
@@ -552,6 +563,10 @@ def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, o
     bdir = _link_binaries(plan.cluster, bindir)
     netns.dnat_to_loopback(plan.cluster, plan.gateway, api_port)
     watch = _Watch(plan.cluster)
+    log = root(plan.cluster) / f"{ipfamily.FORWARDER}.log"
+    pid = ipfamily.start_forwarder(plan, api_port, marker(plan.cluster), root(plan.cluster) / "pids", log)
+    if pid:
+        watch.add("the API server's IPv6 forwarder", pid, log)
     print(f"starting the external host ({plan.external_ip}, {plan.external_name})", file=out, flush=True)
     _external_host(plan, bdir, watch)
     for node in plan.nodes:

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from wincon.errors import LocalClusterError
+from wincon.localcluster import ipfamily
 
 NODE_SUBNET_BASE = "172.30.0.0/16"  # one /24 per cluster out of this range
 PROHIBITED = ("10.244.0.0/16", "10.0.0.0/24", "10.224.0.0/16")  # pods, Services, simulated node addresses
@@ -256,6 +257,7 @@ def delete_network(name: str) -> None:
     for table, chain in (("nat", "PREROUTING"), ("filter", "FORWARD")):
         for rule in iptables_rules(name, table, chain):
             run(["iptables", "-w", "-t", table, "-D", *rule], check=False)
+    ipfamily.delete_host(run, route_metric(name))  # the IPv6 prohibit routes of --ip-family dual/ipv6
 
 
 def iptables_rules(name: str, table: str = "nat", chain: str = "PREROUTING") -> list[list[str]]:
@@ -281,6 +283,8 @@ def leftovers(name: str, state_dir: Path) -> dict[str, list[str]]:
     ]
     cgroups = [str(p) for h in hierarchies() for p in h.glob(f"wincon-{name}-*")]
     rules = [" ".join(r) for t, c in (("nat", "PREROUTING"), ("filter", "FORWARD")) for r in iptables_rules(name, t, c)]
+    routes += ipfamily.host_routes6(run, route_metric(name))
+    rules += ipfamily.host_ip6tables_rules(run, comment(name))
     return {
         "netns": our_netns(name),
         "links": [link["ifname"] for link in links if link.get("ifname", "").startswith(prefix)],

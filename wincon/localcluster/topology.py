@@ -81,6 +81,7 @@ class Topology:
     dataplane: str = "linux"
     real_nodes: int = 2
     windows_pod_latency: str | None = None  # a latency.LatencyModel spec: simulated Windows pods run and delete slowly
+    ip_family: str = "ipv4"  # ipv4, dual or ipv6 (ipfamily.py)
 
     def __post_init__(self) -> None:
         if self.dataplane not in DATAPLANE_CHOICES:
@@ -123,6 +124,9 @@ class Topology:
             from wincon.localcluster.latency import LatencyModel
 
             LatencyModel.parse(self.windows_pod_latency)
+        from wincon.localcluster import ipfamily
+
+        ipfamily.check(self.ip_family, self.dataplane)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,6 +138,7 @@ class Topology:
             "dataplane": self.dataplane,
             "real_nodes": self.real_nodes,
             "windows_pod_latency": self.windows_pod_latency,
+            **({} if self.ip_family == "ipv4" else {"ip_family": self.ip_family}),  # ipv4 records stay as they were
         }
 
     @classmethod
@@ -147,6 +152,7 @@ class Topology:
             "dataplane",
             "real_nodes",
             "windows_pod_latency",
+            "ip_family",
         )
         return cls(**{k: data[k] for k in known if k in data})
 
@@ -165,6 +171,8 @@ class Topology:
 
     def nodes(self, kubelet_version: str) -> list[dict[str, Any]]:
         """The Node objects (with status) of this topology."""
+        from wincon.localcluster import ipfamily
+
         result: list[dict[str, Any]] = []
         per_release: dict[str, int] = {}
         for i in range(self.windows_nodes):
@@ -173,7 +181,7 @@ class Topology:
             result.append(self._node(index, "windows", release, kubelet_version, len(result)))
         for i in range(self.linux_nodes or 0):
             result.append(self._node(i, "linux", None, kubelet_version, len(result)))
-        return result
+        return [ipfamily.adjust_simulated_node(node, self.ip_family, i) for i, node in enumerate(result)]
 
     def _node(self, index: int, os_name: str, release: str | None, kubelet_version: str, ordinal: int) -> dict:
         labels = {
