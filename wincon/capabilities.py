@@ -22,6 +22,14 @@ def _policy(p: ClusterProfile) -> bool | None:
     return p.network_policy != "none"
 
 
+def _load_balancer(p: ClusterProfile) -> bool | None:
+    """A Service of type LoadBalancer with an ingress address shows a provider, on any cluster. Its absence is
+    conclusive only on the local cluster (cloud kwok), where nothing but its own add-on could provide one."""
+    if p.load_balancers:
+        return True
+    return False if p.cloud == "kwok" else None
+
+
 def _families(profile: ClusterProfile) -> str:
     return ", ".join(profile.ip_families) or "unknown"
 
@@ -29,8 +37,8 @@ def _families(profile: ClusterProfile) -> str:
 # capability -> (does the cluster have it? None when the profile cannot tell, reason when it does not)
 CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[[ClusterProfile], str]]] = {
     "load-balancer": (
-        lambda p: False if p.cloud == "kwok" else None,
-        lambda p: "the local cluster has no LoadBalancer provider",
+        _load_balancer,
+        lambda p: "the local cluster has no LoadBalancer provider (no Service of type LoadBalancer has an address)",
     ),
     "network-policy": (
         _policy,

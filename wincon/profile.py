@@ -135,6 +135,9 @@ class ClusterProfile:
     # The Service IP families: default/kubernetes's spec.ipFamilies (the primary) then the ServiceCIDRs' (so
     # ["IPv4"], ["IPv6"] or both: dual-stack); empty when unknown.
     ip_families: list[str] = field(default_factory=list)
+    # Services of type LoadBalancer that have an ingress address ("namespace/name address"): a LoadBalancer
+    # provider serves this cluster. None where they could not be listed (or a profile file predates the field).
+    load_balancers: list[str] | None = None
     # The Windows nodes `--windows-build` leaves out: the suite's pods never go there, but they are the
     # cluster's, so whole-cluster checks (a DaemonSet's count) and a pod's node lookup still see them.
     other_nodes: list[NodeProfile] = field(default_factory=list)
@@ -227,6 +230,7 @@ class ClusterProfile:
             "kube_proxy_mode": self.kube_proxy_mode,
             "cloud": self.cloud,
             "ip_families": list(self.ip_families),
+            "load_balancers": self.load_balancers,
             "data_plane": self.data_plane,
             "simulated": self.simulated,
             "nodes": [_node_dict(n) for n in self.nodes],
@@ -255,6 +259,7 @@ class ClusterProfile:
             kube_proxy_mode=data.get("kube_proxy_mode"),
             cloud=data.get("cloud", "other"),
             ip_families=list(data.get("ip_families") or []),
+            load_balancers=data.get("load_balancers"),
         )
 
     def summary_lines(self) -> list[str]:
@@ -535,6 +540,7 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
                 objects.configmaps[name] = data
     profile = profile_from(version, objects)
     profile.ip_families = _service_ip_families(core)
+    profile.load_balancers = _load_balancer_services(core)
     if cni_override:
         apply_cni_override(profile, cni_override)
     if policy_override:
@@ -598,6 +604,29 @@ def _service_ip_families(core: Any) -> list[str]:
     except (ApiException, AttributeError):
         items = []
     return service_families(primary, [c for item in items for c in (item.spec.cidrs if item.spec else None) or []])
+
+
+def load_balancer_ingress(services: Iterable[Any]) -> list[str]:
+    """ "namespace/name address" of each Service of type LoadBalancer that has an ingress address."""
+    found = []
+    for svc in services:
+        if svc.spec.type != "LoadBalancer":
+            continue
+        ingress = (svc.status and svc.status.load_balancer and svc.status.load_balancer.ingress) or []
+        addresses = [i.ip or i.hostname for i in ingress if i.ip or i.hostname]
+        if addresses:
+            found.append(f"{svc.metadata.namespace}/{svc.metadata.name} {','.join(addresses)}")
+    return found
+
+
+def _load_balancer_services(core: Any) -> list[str] | None:
+    """The cluster's Services of type LoadBalancer with an address (a provider serves it); None where unreadable."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return load_balancer_ingress(core.list_service_for_all_namespaces(_request_timeout=30).items)
+    except ApiException:
+        return None
 
 
 def apply_cni_override(profile: ClusterProfile, value: str) -> None:

@@ -17,7 +17,7 @@ def test_the_addons_have_their_own_cache_key_apart_from_the_cluster_binaries(tmp
     assert addons.bin_dir("metrics-server") == tmp_path / "addons" / addons.key("metrics-server")
     assert addons.key("metrics-server") != paths.versions_key()
     assert "metrics-server" not in paths.VERSIONS_FILE.read_text()  # adding it rebuilt nothing else
-    assert addons.binary("metrics-server") is None and addons.missing() == ["metrics-server"]
+    assert addons.binary("metrics-server") is None and "metrics-server" in addons.missing()
     bindir = addons.bin_dir("metrics-server")
     bindir.mkdir(parents=True)
     (bindir / "metrics-server").write_text("")

@@ -20,9 +20,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, TextIO
 
-from wincon.localcluster import dataplane, metrics
+from wincon.localcluster import dataplane, lb, metrics
 
-MODULES: list[ModuleType] = [metrics]
+MODULES: list[ModuleType] = [metrics, lb]
 
 
 def start(plan: dataplane.Plan, out: TextIO) -> list[ModuleType]:
