@@ -150,3 +150,35 @@ def test_the_profile_file_keeps_the_load_balancers():
     profile = ClusterProfile(server_version="v1.34.4", cloud="kwok", load_balancers=["a/b 1.2.3.4"])
     assert ClusterProfile.from_dict(profile.to_dict()).load_balancers == ["a/b 1.2.3.4"]
     assert ClusterProfile.from_dict({"server_version": "v1.34.4"}).load_balancers is None
+
+
+class _SilentKube:
+    """A kube whose LoadBalancer Service never gets an address, with the given profile and events."""
+
+    namespace = "ns"
+
+    def __init__(self, profile: ClusterProfile, events: list[NS]) -> None:
+        self.profile = profile
+        self.core = NS(
+            list_namespaced_event=lambda namespace, field_selector="": NS(items=events), list_namespaced_service=None
+        )
+
+    def wait_for(self, *args: object, **kwargs: object) -> None:
+        from wincon.cluster.waits import WaitTimeout
+
+        raise WaitTimeout("no ingress")
+
+
+def test_a_service_left_without_address_where_the_profile_saw_a_provider_is_an_error_not_a_skip():
+    from wincon.errors import InfrastructureError
+    from wincon.network import services
+
+    serving = ClusterProfile(server_version="v1.34.4", cloud="kwok", load_balancers=["metallb-system/lb-probe 1.2.3.4"])
+    with pytest.raises(InfrastructureError, match=r"did not provision Service lb.*serves 1 other.*lb-probe"):
+        services.wait_for_load_balancer(_SilentKube(serving, []), "lb")
+    refused = NS(reason="AllocationFailed", message='Failed to allocate IP for "ns/lb": no available IPs')
+    with pytest.raises(InfrastructureError, match="AllocationFailed: Failed to allocate"):
+        services.wait_for_load_balancer(_SilentKube(serving, [refused]), "lb")
+    nothing = ClusterProfile(server_version="v1.34.4", cloud="other", load_balancers=[])
+    with pytest.raises(pytest.skip.Exception, match="no LoadBalancer provider"):
+        services.wait_for_load_balancer(_SilentKube(nothing, []), "lb")

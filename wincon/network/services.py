@@ -142,9 +142,11 @@ def create_service(
     return ref
 
 
-# The service controller's events about a LoadBalancer it works on: present only where a provider exists.
+# The service controller's events about a LoadBalancer it works on: present only where a provider exists;
+# and MetalLB's controller's when it cannot allocate (its controller/service.go).
 LOADBALANCER_EVENTS = frozenset(
     {"EnsuringLoadBalancer", "EnsuredLoadBalancer", "SyncLoadBalancerFailed", "CreatingLoadBalancerFailed"}
+    | {"AllocationFailed", "LoadBalancerFailed"}
 )
 
 
@@ -171,6 +173,14 @@ def wait_for_load_balancer(kube: Any, name: str) -> str:
                 f"the LoadBalancer provider did not provision Service {name} within {timeout:.0f}s: "
                 f"{tried[-1].reason}: {tried[-1].message}",
                 "see the cloud provider's service controller (quota, permissions, subnet)",
+            ) from exc
+        serving = getattr(kube.profile, "load_balancers", None)
+        if serving:
+            # The profile saw a provider serve this cluster (another Service's address): it did not serve this one.
+            raise InfrastructureError(
+                f"the LoadBalancer provider did not provision Service {name} within {timeout:.0f}s, although it "
+                f"serves {len(serving)} other Service(s) ({serving[0]}); no event on the Service says why",
+                "see the LoadBalancer provider's controller (its log and the Service's events)",
             ) from exc
         pytest.skip(
             f"the cluster has no LoadBalancer provider: Service {name} got no ingress address within {timeout:.0f}s"
