@@ -146,10 +146,6 @@ def node_address6(plan: Plan, node: RealNode) -> str:
     return address6(plan.subnet, node.address)
 
 
-def simulated_address6(ordinal: int) -> str:
-    return str(ipaddress.IPv6Network(SIMULATED_NODE_RANGE6).network_address + 4 + ordinal)
-
-
 # ------------------------------------------------------------------------------------------ configuration
 
 
@@ -244,18 +240,14 @@ def adjust_objects(objects: list[dict[str, Any]], family: str) -> list[dict[str,
     return objects
 
 
-def adjust_simulated_node(node: dict[str, Any], family: str, ordinal: int) -> dict[str, Any]:
-    """A simulated node's podCIDRs (and InternalIP) of each family (unchanged for ipv4)."""
+def adjust_simulated_node(node: dict[str, Any], family: str) -> dict[str, Any]:
+    """A simulated node's podCIDRs of each family, primary first (unchanged for ipv4). Its InternalIP stays IPv4:
+    the status patch that sets addresses merges them by type, so a second InternalIP could not be added there."""
     if family == DEFAULT:
         return node
     spec, v4 = node["spec"], node["spec"]["podCIDR"]
     spec["podCIDRs"] = per_family(family, v4, pod_cidr6(v4))
     spec["podCIDR"] = spec["podCIDRs"][0]
-    addresses = node["status"]["addresses"]
-    internal = [a for a in addresses if a["type"] == "InternalIP"]
-    others = [a for a in addresses if a["type"] != "InternalIP"]
-    v6 = {"type": "InternalIP", "address": simulated_address6(ordinal)}
-    node["status"]["addresses"] = (internal + [v6] if family == "dual" else [v6]) + others
     return node
 
 

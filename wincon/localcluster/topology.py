@@ -181,7 +181,7 @@ class Topology:
             result.append(self._node(index, "windows", release, kubelet_version, len(result)))
         for i in range(self.linux_nodes or 0):
             result.append(self._node(i, "linux", None, kubelet_version, len(result)))
-        return [ipfamily.adjust_simulated_node(node, self.ip_family, i) for i, node in enumerate(result)]
+        return [ipfamily.adjust_simulated_node(node, self.ip_family) for node in result]
 
     def _node(self, index: int, os_name: str, release: str | None, kubelet_version: str, ordinal: int) -> dict:
         labels = {
