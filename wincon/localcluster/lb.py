@@ -9,7 +9,9 @@ go.universe.tf/metallb) and run as processes of the data plane, as a real cluste
   ``eth0`` only (the L2Advertisement names that interface), which is the node's veth on the cluster's bridge: the
   host's real interfaces are in another namespace, out of its reach. Memberlist is off (no ``--ml-bindaddr``),
   so each speaker takes every eligible node as alive: the L2Advertisement's node selector leaves out the
-  simulated nodes (``type=kwok``), which run no speaker.
+  simulated nodes (``type=kwok``), which run no speaker. A speaker reads its own Pod at start (it owns its
+  ServiceL2Status objects by it): each has one, ``metallb-system/speaker-<node>``, a host-network pause pod bound
+  to its node, standing for the process that runs beside the node's kubelet (there is no MetalLB image here).
 
 The pool is ``.200-.220`` of the cluster's node /24 (no node, gateway or external host address: those are
 ``.1``, ``.2`` upwards and ``.254``). MetalLB's CRDs are applied by ``start`` from the module's own files in the
