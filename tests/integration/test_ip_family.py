@@ -1,0 +1,171 @@
+"""``wincon cluster up --ip-family dual`` on the local cluster: pods get both families, pods talk over IPv6 across
+nodes, an IPv6 ClusterIP answers, the host rejects the IPv6 ranges, and ``down`` leaves nothing.
+
+The cluster is started by this module (two real nodes, so that IPv6 crosses the node network) under the name
+``$WINCON_IPFAMILY_CLUSTER`` (default: a fresh ``ipf-test-<hex>``) and removed by its last test. Traffic is
+observed from inside the cluster: agnhost netexec's ``/dial`` on the first pod, reached through the API
+server's ``pods/proxy``, dials the target and answers with what the target said (its hostname).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import urllib3
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from wincon.localcluster import cluster, dataplane, hints, ipfamily, netns, paths
+from wincon.localcluster.topology import Topology
+
+pytestmark = pytest.mark.xdist_group("ip-family")  # one worker: the tests share one cluster, the last removes it
+
+PORT = 9080
+WAIT = 90.0
+DUAL = Topology(windows_nodes=1, windows_versions=["ltsc2022"], cni="none", real_nodes=2, ip_family="dual")
+
+
+def _wait(what: str, probe: Any, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+            if value:
+                return value
+        except (ApiException, requests.RequestException, ValueError) as exc:
+            last = exc
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last})")
+
+
+@pytest.fixture(scope="module")
+def name(localcluster_binaries: Path) -> Iterator[str]:
+    if os.geteuid() != 0:
+        pytest.skip("the real Linux data plane needs root")
+    name = os.environ.get("WINCON_IPFAMILY_CLUSTER") or f"ipf-test-{uuid.uuid4().hex[:6]}"
+    cluster.up(name, DUAL)
+    yield name
+    cluster.down(name)
+    cluster.lock_path(name).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def api(name: str) -> Iterator[Any]:
+    api = cluster._api_client(cluster.kubeconfig_path(name))
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="module")
+def served(api: Any) -> Iterator[tuple[str, list[Any]]]:
+    """A netexec pod on each real node (their Pod objects once running)."""
+    core = client.CoreV1Api(api)
+    nodes = sorted(n.metadata.name for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok")
+    assert len(nodes) == 2, nodes
+    image = hints.images(hints.read(api))["agnhost"]
+    ns = f"wincon-ipf-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        names = [f"ipf-{i}" for i in range(len(nodes))]
+        for pod, node in zip(names, nodes, strict=True):
+            container = {"name": "c", "image": image, "args": ["netexec", f"--http-port={PORT}"]}
+            spec = {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [container]}
+            core.create_namespaced_pod(ns, {"metadata": {"name": pod, "labels": {"app": pod}}, "spec": spec})
+        pods = [
+            _wait(f"pod {pod} to run", lambda pod=pod: _running(core.read_namespaced_pod(pod, ns))) for pod in names
+        ]
+        yield ns, pods
+    finally:
+        with contextlib.suppress(ApiException, urllib3.exceptions.HTTPError):  # gone with the cluster (the last test)
+            core.delete_namespace(ns)
+
+
+def _running(pod: Any) -> Any:
+    return pod if pod.status.phase == "Running" and pod.status.pod_ips else None
+
+
+def _dial(api: Any, ns: str, pod: str, host: str, port: int) -> dict[str, Any]:
+    """netexec's /dial on ``pod`` (through pods/proxy): what ``host:port`` answered to ``hostname``."""
+    cfg = api.configuration
+    url = f"{cfg.host}/api/v1/namespaces/{ns}/pods/{pod}:{PORT}/proxy/dial"
+    params = {"request": "hostname", "protocol": "http", "host": host, "port": str(port), "tries": "1"}
+    response = requests.get(url, params=params, cert=(cfg.cert_file, cfg.key_file), verify=cfg.ssl_ca_cert, timeout=30)
+    response.raise_for_status()
+    return json.loads(response.text)
+
+
+def test_pods_get_an_address_of_each_family_from_their_node_s_subnets(name, served):
+    plan = dataplane.Plan.from_dict(cluster._read_record(name)["dataplane"])
+    subnets = {n.name: (n.pod_cidr, ipfamily.pod_cidr6(n.pod_cidr)) for n in plan.nodes}
+    _, pods = served
+    for pod in pods:
+        v4, v6 = subnets[pod.spec.node_name]
+        addresses = [ipaddress.ip_address(p.ip) for p in pod.status.pod_ips]
+        assert [a.version for a in addresses] == [4, 6], (pod.metadata.name, addresses)
+        assert addresses[0] in ipaddress.ip_network(v4) and addresses[1] in ipaddress.ip_network(v6), addresses
+
+
+def test_a_pod_reaches_a_pod_on_the_other_node_over_ipv6(api, served):
+    ns, (first, second) = served
+    target = next(p.ip for p in second.status.pod_ips if ipaddress.ip_address(p.ip).version == 6)
+    answer = _wait(
+        f"{first.metadata.name} to reach [{target}]:{PORT}",
+        lambda: _dial(api, ns, first.metadata.name, target, PORT).get("responses"),
+    )
+    assert answer == [second.metadata.name]
+
+
+def test_an_ipv6_cluster_ip_answers(api, served):
+    ns, (first, second) = served
+    core = client.CoreV1Api(api)
+    spec = {
+        "ipFamilyPolicy": "RequireDualStack",
+        "selector": {"app": second.metadata.name},
+        "ports": [{"port": 80, "targetPort": PORT}],
+    }
+    service = core.create_namespaced_service(ns, {"metadata": {"name": "ipf"}, "spec": spec})
+    assert service.spec.ip_families == ["IPv4", "IPv6"]
+    v6 = next(ip for ip in service.spec.cluster_ips if ipaddress.ip_address(ip).version == 6)
+    assert ipaddress.ip_address(v6) in ipaddress.ip_network(ipfamily.SERVICE_RANGE6)
+    answer = _wait(
+        f"{first.metadata.name} to reach the Service at [{v6}]:80",
+        lambda: _dial(api, ns, first.metadata.name, v6, 80).get("responses"),
+    )
+    assert answer == [second.metadata.name]
+
+
+@pytest.mark.parametrize("cidr", ipfamily.PROHIBITED6)
+def test_the_host_rejects_the_ipv6_ranges(name, cidr):
+    """The cluster's own prohibit route is there, and ``ip route get`` refuses (EACCES) the range's first,
+    middle and last addresses: none of them leaves by the default route."""
+    metric = netns.route_metric(name)
+    listed = subprocess.run(
+        ["ip", "-6", "route", "show", "type", "prohibit", "exact", cidr], capture_output=True, text=True, check=True
+    ).stdout
+    assert f"prohibit {cidr} dev lo metric {metric}" in listed, listed
+    network = ipaddress.ip_network(cidr)
+    for address in (network[1], network[network.num_addresses // 2], network[-2]):
+        got = subprocess.run(["ip", "-6", "route", "get", str(address)], capture_output=True, text=True)
+        assert got.returncode != 0 and "Permission denied" in got.stderr, (address, got.stdout, got.stderr)
+
+
+def test_down_leaves_nothing(name):
+    assert ipfamily.host_routes6(netns.run, netns.route_metric(name)), "the IPv6 routes were not there to remove"
+    cluster.down(name)
+    left = {k: v for k, v in dataplane.leftovers(name).items() if v}
+    assert left == {}, f"cluster {name} left behind: {left}"
+    assert ipfamily.host_routes6(netns.run, netns.route_metric(name)) == []
+    assert cluster.cluster_pids(name) == []
+    assert not paths.state_dir(name).exists()
