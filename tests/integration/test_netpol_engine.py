@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_the_same_ruleset_without_the_queue_is_taken_in_the_probes_namespace() -
 
 
 def test_the_kernel_answers_the_queue_rule_and_the_probe_leaves_nothing_behind(
-    record_property: pytest.RecordProperty,
+    record_property: Callable[[str, object], None],
 ) -> None:
     answer = netpol.ask_kernel()
     record_property("kernel_answer", answer.describe())
