@@ -257,3 +257,17 @@ def test_the_forwarder_forwards_to_the_loopback_port():
         return data
 
     assert asyncio.run(scenario()) == b"got hello\n"
+
+
+def test_add_ons_start_on_the_families_they_declare():
+    import io
+    from types import SimpleNamespace
+
+    out = io.StringIO()
+    plain = SimpleNamespace(NAME="metrics-server")
+    anywhere = SimpleNamespace(NAME="x", IP_FAMILIES=ipfamily.FAMILIES)
+    assert ipfamily.serves(plain, "ipv4", out) and ipfamily.serves(plain, "dual", out)
+    assert out.getvalue() == ""
+    assert not ipfamily.serves(plain, "ipv6", out)
+    assert out.getvalue() == "not starting metrics-server on this ipv6 cluster: it is set up for ipv4, dual only\n"
+    assert ipfamily.serves(anywhere, "ipv6", out)

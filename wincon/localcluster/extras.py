@@ -2,6 +2,7 @@
 
 Each module in ``MODULES`` offers:
 
+- optionally ``IP_FAMILIES``: the ``--ip-family`` values it runs on (default ipv4 and dual; ipfamily.serves);
 - ``NAME``: its name (its process name in ``cluster status --json``'s ``dataplane`` list, its key in ``addons``);
 - ``start(plan, out) -> bool``: start its processes (``dataplane._spawn``) and say so; False (and say why on
   ``out``) when it is not built or cannot run, so ``up`` goes on without it;
@@ -20,14 +21,14 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, TextIO
 
-from wincon.localcluster import dataplane, lb, metrics
+from wincon.localcluster import dataplane, ipfamily, lb, metrics
 
 MODULES: list[ModuleType] = [metrics, lb]
 
 
 def start(plan: dataplane.Plan, out: TextIO) -> list[ModuleType]:
-    """Start every add-on that can run; return those started."""
-    return [mod for mod in MODULES if mod.start(plan, out)]
+    """Start every add-on that can run (on the cluster's IP family: ipfamily.serves); return those started."""
+    return [mod for mod in MODULES if ipfamily.serves(mod, plan.ip_family, out) and mod.start(plan, out)]
 
 
 def objects(plan: dataplane.Plan, started: list[ModuleType]) -> list[dict[str, Any]]:

@@ -251,6 +251,16 @@ def adjust_simulated_node(node: dict[str, Any], family: str) -> dict[str, Any]:
     return node
 
 
+def serves(module: Any, family: str, out: Any) -> bool:
+    """Whether add-on ``module`` (extras.py) runs on a cluster of ``family``: its ``IP_FAMILIES`` (default ipv4 and
+    dual: an add-on that serves on the nodes' IPv4 addresses, a dual cluster's primary family). On ``out``, why not."""
+    if family in getattr(module, "IP_FAMILIES", ("ipv4", "dual")):
+        return True
+    families = ", ".join(getattr(module, "IP_FAMILIES", ("ipv4", "dual")))
+    print(f"not starting {module.NAME} on this {family} cluster: it is set up for {families} only", file=out)
+    return False
+
+
 def dns_service_ip(family: str, ipv4: str) -> str:
     return DNS_SERVICE_IP6 if family == "ipv6" else ipv4
 
