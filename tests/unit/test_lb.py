@@ -182,3 +182,20 @@ def test_a_service_left_without_address_where_the_profile_saw_a_provider_is_an_e
     nothing = ClusterProfile(server_version="v1.34.4", cloud="other", load_balancers=[])
     with pytest.raises(pytest.skip.Exception, match="no LoadBalancer provider"):
         services.wait_for_load_balancer(_SilentKube(nothing, []), "lb")
+
+
+def test_start_goes_on_without_metallb_when_its_module_cannot_be_had(monkeypatch, capsys, tmp_path):
+    import sys
+
+    from wincon.errors import LocalClusterError
+
+    def no_go() -> None:
+        raise LocalClusterError("the Go toolchain is not installed", "install Go")
+
+    monkeypatch.setattr(lb, "binaries", lambda: (tmp_path / "c", tmp_path / "s"))
+    monkeypatch.setattr(lb, "module_dir", no_go)
+    spawned: list[str] = []
+    monkeypatch.setattr(dataplane, "_spawn", lambda cluster, ns, name, args, log: spawned.append(name) or 1)
+    assert lb.start(plan(), sys.stdout) is False
+    assert "could not be configured (the Go toolchain is not installed" in capsys.readouterr().out
+    assert spawned == []

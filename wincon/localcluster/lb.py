@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from wincon.errors import LocalClusterError
 from wincon.localcluster import addons, build, dataplane, images, netns, paths
 
 NAME = "metallb"  # the controller's process name and log (dataplane root); the speakers are <node>-metallb-speaker
@@ -239,7 +240,7 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
         kconfig.load_kube_config(config_file=str(_admin_kubeconfig(plan.cluster)), client_configuration=configuration_)
         with client.ApiClient(configuration_) as api:
             configure(api, plan, directory)
-    except (OSError, ValueError, TimeoutError, ApiException, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, TimeoutError, ApiException, subprocess.SubprocessError, LocalClusterError) as exc:
         print(f"MetalLB: could not be configured ({exc}); no LoadBalancer provider", file=out, flush=True)
         return False
     bin_root = dataplane.root(plan.cluster) / "bin"
