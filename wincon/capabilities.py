@@ -49,11 +49,11 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
     ),
     "dual-stack": (
         lambda p: len(set(p.ip_families)) == 2 if p.ip_families else None,
-        lambda p: f"the cluster is not IPv4/IPv6 dual-stack (default/kubernetes has families {_families(p)})",
+        lambda p: f"the cluster is not IPv4/IPv6 dual-stack (its Service ranges have families {_families(p)})",
     ),
     "ipv6-single-stack": (
         lambda p: p.ip_families == ["IPv6"] if p.ip_families else None,
-        lambda p: f"the cluster is not IPv6 single-stack (default/kubernetes has families {_families(p)})",
+        lambda p: f"the cluster is not IPv6 single-stack (its Service ranges have families {_families(p)})",
     ),
 }
 
