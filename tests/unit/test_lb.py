@@ -107,6 +107,7 @@ def test_status_names_controller_and_speakers(monkeypatch, tmp_path):
     status = lb.status(plan(), procs)
     assert status["controller"]["pid"] == 1 and [s["pid"] for s in status["speakers"]] == [2]
     assert status["pool"] == "172.30.9.200-172.30.9.220" and status["probe_service"] == "metallb-system/lb-probe"
+    assert lb.status(plan(), procs[1:])["pool"] is None  # built but not started (an IPv6 cluster's up skips it)
     monkeypatch.setattr(lb, "binaries", lambda: (None, None))
     assert lb.status(plan(), [])["pool"] is None
 

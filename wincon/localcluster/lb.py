@@ -279,11 +279,11 @@ def available(api: Any) -> bool | None:
 def status(plan: dataplane.Plan, processes: list[dict[str, Any]]) -> dict[str, Any]:
     """``cluster status --json``'s ``addons["metallb"]``."""
     controller, speaker = binaries()
-    built = bool(controller and speaker)
+    started = next((p for p in processes if p["name"] == NAME), None)
     return {
         "binaries": {CONTROLLER: str(controller) if controller else None, SPEAKER: str(speaker) if speaker else None},
-        "pool": pool_range(plan) if built and plan.nodes else None,
-        "probe_service": f"{NAMESPACE}/{PROBE}" if built else None,
-        "controller": next((p for p in processes if p["name"] == NAME), None),
+        "pool": pool_range(plan) if started else None,  # not started (not built, an IPv6 cluster): no pool
+        "probe_service": f"{NAMESPACE}/{PROBE}" if started else None,
+        "controller": started,
         "speakers": [p for p in processes if p["name"].endswith(f"-{SPEAKER}")],
     }
