@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.controllers import metrics_api_available
+from wincon.checks.controllers import metrics_api_available, metrics_api_installed
 from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for, wait_for_deployment
-from wincon.errors import expect_deviation
+from wincon.errors import InfrastructureError, expect_deviation
 
 pytestmark = [pytest.mark.controllers]
 
@@ -34,6 +34,33 @@ def deploy_consumer(kube, pinned, name, build, target_os="windows"):
     }
     kube.create(manifest)
     return wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
+
+
+def require_metrics_api(kube):
+    """Skip where the cluster does not register the resource metrics API; where it registers it but the API is
+    not Available, the check cannot run: an infrastructure error with the APIService's own condition."""
+    missing = metrics_api_available(kube)
+    if missing is None:
+        return
+    if not metrics_api_installed(kube):
+        pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
+    raise InfrastructureError(
+        f"HPA scaling needs the resource metrics API: {missing}",
+        "see the metrics-server pods and logs (kubectl -n kube-system logs -l k8s-app=metrics-server)",
+    )
+
+
+def metrics_api_failed(kube, hpa):
+    """While the HPA waits: where it cannot read the CPU metrics (ScalingActive False, FailedGetResourceMetric)
+    and the metrics API is not Available either, the cluster failed under the check: both reasons. An HPA that
+    merely has no sample of a new pod yet reads the same condition while the API stays Available: wait on."""
+    active = hpa_condition(hpa, "ScalingActive")
+    if active is None or active.status != "False" or active.reason != "FailedGetResourceMetric":
+        return None
+    missing = metrics_api_available(kube)
+    if missing is None:
+        return None
+    return f"{missing}; the HPA says {active.reason}: {active.message}"
 
 
 def consume_cpu_path():
@@ -101,9 +128,7 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, 
 @pytest.mark.windows_form(same_as_control=True)
 def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane, target_os):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
-    missing = metrics_api_available(kube)
-    if missing:
-        pytest.skip(f"HPA scaling needs the resource metrics API: {missing}")
+    require_metrics_api(kube)
     deploy_consumer(kube, pinned, "loaded", build, target_os)
     service = {
         "apiVersion": "v1",
@@ -126,7 +151,7 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
             autoscaling.list_namespaced_horizontal_pod_autoscaler,
             "loaded",
             lambda h: bool(h.status and (h.status.desired_replicas or 0) > 1),
-            None,
+            lambda h: metrics_api_failed(kube, h),
             SCALE_UP_SECONDS,
             describe=f"HPA {namespace}/loaded scaling up under {LOAD_MILLICORES} millicores of load",
             behaviour=True,
@@ -136,4 +161,7 @@ def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned,
     # It scaled on the metrics it read: the CPU utilisation the HPA recorded is above its 50 % target.
     read = [m.resource.current.average_utilization for m in hpa.status.current_metrics or [] if m.resource]
     assert read and read[0] > TARGET_UTILIZATION, f"the HPA scaled without reading CPU above its target: {read}"
+    # The replicas it added run, each on the intended OS: waited for first (a replica that cannot start is the
+    # cluster's error), since the pods the scale-up just created are not scheduled yet when the HPA says so.
+    wait_for_deployment(kube.api_client, kube.namespace, "loaded", kube.pod_start_timeout)
     assert_all_ran_on(kube.pods({"app": "loaded"}), profile, target_os, build if target_os == "windows" else None)

@@ -93,6 +93,7 @@ def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatc
     monkeypatch.setattr(module, "get_context", lambda config: carried)
     monkeypatch.setattr(module, "Kube", lambda context, namespace: object())
     monkeypatch.setattr(module, "metrics_api_available", lambda kube: "metrics-server is not installed")
+    monkeypatch.setattr(module, "metrics_api_installed", lambda kube: False)
     items = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load"), Item("test_job_runs")]
     module.pytest_collection_modifyitems(Config(), items)
     assert items[0].skip_reason() == "HPA scaling needs the resource metrics API: metrics-server is not installed"
@@ -101,6 +102,20 @@ def test_hpa_scaling_is_skipped_at_collection_without_the_metrics_api(monkeypatc
     served = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load")]
     module.pytest_collection_modifyitems(Config(), served)
     assert served[0].skip_reason() is None
+
+
+def test_hpa_scaling_runs_where_the_metrics_api_is_registered_but_not_available(monkeypatch):
+    """A registered APIService that is not Available is the cluster failing (metrics-server down): not skipped
+    at collection; the test itself then ends in an error naming the APIService's condition."""
+    module = load("controllers")
+    monkeypatch.setattr(module, "get_context", lambda config: NS(catalog=NS(linux_missing=lambda key: None)))
+    monkeypatch.setattr(module, "Kube", lambda context, namespace: object())
+    down = "the APIService v1beta1.metrics.k8s.io is not available (FailedDiscoveryCheck: connection refused)"
+    monkeypatch.setattr(module, "metrics_api_available", lambda kube: down)
+    monkeypatch.setattr(module, "metrics_api_installed", lambda kube: True)
+    items = [Item("test_hpa_scales_a_windows_deployment_under_cpu_load")]
+    module.pytest_collection_modifyitems(Config(), items)
+    assert items[0].skip_reason() is None
 
 
 def test_hpa_scaling_control_is_skipped_at_collection_where_the_linux_nodes_lack_its_image(monkeypatch):

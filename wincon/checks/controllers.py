@@ -232,6 +232,18 @@ class Invariant:
 METRICS_APISERVICE = "v1beta1.metrics.k8s.io"
 
 
+def metrics_api_installed(kube: Any) -> bool:
+    """Whether the cluster registers the resource metrics API at all (its APIService exists). Where it does but
+    the API is not Available, the HPA checks cannot run: the cluster failing, not a capability it lacks."""
+    try:
+        call(kube.apiregistration.read_api_service, METRICS_APISERVICE)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
 def metrics_api_available(kube: Any) -> str | None:
     """None when the resource metrics API (metrics-server) is served; else why not."""
     registration = kube.apiregistration

@@ -1,0 +1,88 @@
+"""Fault injection (issue 21, item 4b): metrics-server stopped, the HPA scaling control errors with the reason.
+
+Against a local cluster with real Linux nodes, metrics-server and upstream's resource-consumer image, the HPA
+scaling control (``suites/controllers/test_hpa.py``, its Linux control) first runs as it is, where it must pass
+(the HPA scales up on the CPU metrics metrics-server serves); then metrics-server is killed (SIGKILL, as a
+crash is) and the same control runs again at once: it must end in an error (the cluster could not run the
+check) naming the resource metrics API's APIService, never pass, xfail or skip. Each affected check's time to
+fail is printed. metrics-server is started again afterwards and the APIService waited for.
+
+``WINCON_FAULT_CLUSTER=<name>`` runs it on a cluster of that name (started or reused by ``up``, brought down
+at the end) instead of a fresh ``faults-metrics-<hex>``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.test_faults import assert_broken, run_checks
+from wincon.localcluster import cluster, consumer, dataplane, metrics
+
+pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+
+HPA = ("suites/controllers/test_hpa.py", "hpa_scales_a_windows_deployment_under_cpu_load")
+APISERVICE_SECONDS = 120.0
+
+
+@pytest.fixture(scope="module")
+def metrics_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
+    if os.geteuid() != 0:
+        pytest.skip("fault injection needs the real Linux data plane, which needs root")
+    if metrics.binary() is None or consumer.binaries() is None:
+        pytest.skip("metrics-server or resource-consumer is not built (`wincon cluster build` builds both)")
+    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-metrics-{uuid.uuid4().hex[:6]}"
+    try:
+        kubeconfig = cluster.up(name)
+        yield name, kubeconfig
+    finally:
+        cluster.down(name)
+        cluster.lock_path(name).unlink(missing_ok=True)
+
+
+def apiservice_available(kubeconfig: Path) -> bool:
+    api = cluster._api_client(kubeconfig)
+    try:
+        return bool(metrics.available(api))
+    finally:
+        api.close()
+
+
+def wait_apiservice_available(kubeconfig: Path) -> float:
+    """Seconds until the aggregator says the metrics APIService is Available again."""
+    start = time.monotonic()
+    while not apiservice_available(kubeconfig):
+        if time.monotonic() - start > APISERVICE_SECONDS:
+            pytest.fail(
+                f"the APIService {metrics.APISERVICE} was not Available {APISERVICE_SECONDS:.0f} s after a restart"
+            )
+        time.sleep(1)
+    return time.monotonic() - start
+
+
+def test_stopped_metrics_server_makes_the_hpa_control_error_with_the_reason(metrics_cluster, tmp_path):
+    name, kubeconfig = metrics_cluster
+    before = run_checks(kubeconfig, HPA, tmp_path)
+    messages: dict[str, str] = {}
+    stopped_at = time.monotonic()
+    dataplane.stop_process(name, metrics.NAME)
+    try:
+        after = run_checks(kubeconfig, HPA, tmp_path, messages=messages)
+        since_stop = time.monotonic() - stopped_at
+        still_available = apiservice_available(kubeconfig)
+    finally:
+        dataplane.restart_process(name, metrics.NAME)
+        back = wait_apiservice_available(kubeconfig)
+    for nodeid, verdict in after.items():
+        print(f"[metrics-server stopped] {nodeid}: {verdict}; {since_stop:.1f} s from the stop to the run's end")
+        print(f"[metrics-server stopped] {nodeid}: {messages.get(nodeid, '')[:600]}")
+    print(f"[metrics-server restarted] APIService {metrics.APISERVICE} Available again after {back:.1f} s")
+    assert not still_available, f"the APIService {metrics.APISERVICE} still said Available with metrics-server killed"
+    assert_broken(before, after, allowed=("error",))
+    unsaid = {k: m for k, m in messages.items() if metrics.APISERVICE not in m}
+    assert not unsaid, f"these errors do not name the resource metrics API ({metrics.APISERVICE}): {unsaid}"
