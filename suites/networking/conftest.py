@@ -20,8 +20,9 @@ import pytest
 from wincon import connectivity as conn
 from wincon.fixtures import make_namespace, module_prefix
 from wincon.kube import Kube
-from wincon.network import pods, services
+from wincon.network import modulepods, pods, services
 from wincon.network.flows import FlowChecks
+from wincon.network.modulepods import ModulePods
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
@@ -85,23 +86,54 @@ def linux_workers(profile: Any, linux_node: NodeProfile) -> list[NodeProfile]:
 
 
 @pytest.fixture(scope="module")
-def netservers(net: NetworkObjects, windows_nodes: list[NodeProfile]) -> list[PodRef]:
-    """``netserver-N`` on every Windows node in turn, at least two: the endpoints of every check."""
-    count = max(2, len(windows_nodes))
-    manifests = [
-        net.windows_netexec_manifest(
-            f"netserver-{i}", windows_nodes[i % len(windows_nodes)], hostname=f"netserver-{i}", subdomain=SUBDOMAIN
+def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePods:
+    """The module's netservers and client of each OS, created together and awaited together where the module's
+    checks (those that run in this process) need both (wincon.network.modulepods); each started once."""
+    module = request.node
+    items = [i for i in request.session.items if i.getparent(pytest.Module) is module]
+
+    def nodes(os_name: str) -> list[NodeProfile]:
+        return request.getfixturevalue("windows_nodes" if os_name == "windows" else "linux_workers")
+
+    def servers(os_name: str) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+        placed = modulepods.nodes_for_servers(nodes(os_name))
+        if os_name == "windows":
+            manifests = [
+                net.windows_netexec_manifest(f"netserver-{i}", node, hostname=f"netserver-{i}", subdomain=SUBDOMAIN)
+                for i, node in enumerate(placed)
+            ]
+        else:
+            manifests = [
+                net.linux_netexec(f"lin-netserver-{i}", node, hostname=f"lin-netserver-{i}", subdomain=LINUX_SUBDOMAIN)
+                for i, node in enumerate(placed)
+            ]
+        names = [m["metadata"]["name"] for m in manifests]
+        return manifests, lambda started: [pod_ref(started[n], os_name, "netexec") for n in names]
+
+    def client(os_name: str) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+        node = nodes(os_name)[0]
+        if os_name == "windows":
+            manifest, has_tools = pods.windows_client_manifest(net.kube.catalog, "client", node)
+            tools = "tools" if has_tools else None
+            return [manifest], lambda started: pod_ref(started["client"], "windows", "netexec", tools=tools)
+        manifest = net.linux_netexec(
+            "lin-client", node, http_port=conn.CLIENT_HTTP_PORT, udp_port=None, labels={APP_LABEL: "lin-client"}
         )
-        for i in range(count)
-    ]
-    started = net.start(manifests)
-    return [pod_ref(started[m["metadata"]["name"]], "windows", "netexec") for m in manifests]
+        return [manifest], lambda started: pod_ref(started["lin-client"], "linux", "netexec")
+
+    return ModulePods(net.start_each, lambda os_name: modulepods.together(items, os_name), servers, client)
 
 
 @pytest.fixture(scope="module")
-def windows_client(net: NetworkObjects, windows_nodes: list[NodeProfile]) -> PodRef:
+def netservers(module_pods: ModulePods) -> list[PodRef]:
+    """``netserver-N`` on every Windows node in turn, at least two: the endpoints of every check."""
+    return list(module_pods.get("servers", "windows"))
+
+
+@pytest.fixture(scope="module")
+def windows_client(module_pods: ModulePods) -> PodRef:
     """The client pod, on the first Windows node (where netserver-0 runs too)."""
-    return net.windows_client("client", windows_nodes[0])
+    return module_pods.get("client", "windows")  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -141,30 +173,16 @@ def remote_node(request: pytest.FixtureRequest, windows_nodes: list[NodeProfile]
 
 
 @pytest.fixture(scope="module")
-def linux_netservers(net: NetworkObjects, linux_workers: list[NodeProfile]) -> list[PodRef]:
+def linux_netservers(module_pods: ModulePods) -> list[PodRef]:
     """``lin-netserver-N`` on every Linux worker in turn, at least two: the Linux endpoints of the hybrid
     checks and of the Linux controls (hostname and subdomain set, as the Windows netservers')."""
-    count = max(2, len(linux_workers))
-    manifests = [
-        net.linux_netexec(
-            f"lin-netserver-{i}",
-            linux_workers[i % len(linux_workers)],
-            hostname=f"lin-netserver-{i}",
-            subdomain=LINUX_SUBDOMAIN,
-        )
-        for i in range(count)
-    ]
-    started = net.start(manifests)
-    return [pod_ref(started[m["metadata"]["name"]], "linux", "netexec") for m in manifests]
+    return list(module_pods.get("servers", "linux"))
 
 
 @pytest.fixture(scope="module")
-def linux_client(net: NetworkObjects, linux_node: NodeProfile) -> PodRef:
-    """A Linux client pod running netexec on 9080, for dials from Linux."""
-    manifest = net.linux_netexec(
-        "lin-client", linux_node, http_port=conn.CLIENT_HTTP_PORT, udp_port=None, labels={APP_LABEL: "lin-client"}
-    )
-    return pod_ref(net.start([manifest])["lin-client"], "linux", "netexec")
+def linux_client(module_pods: ModulePods) -> PodRef:
+    """A Linux client pod running netexec on 9080, for dials from Linux (on ``linux_node``)."""
+    return module_pods.get("client", "linux")  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------- Services

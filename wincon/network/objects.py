@@ -12,6 +12,7 @@ from wincon.network import pods
 from wincon.network.pods import APP_LABEL, LINUX_NETSERVERS, NETSERVER_LABEL, WINDOWS_NETSERVERS, PodRef, pod_ref
 from wincon.network.services import ServiceRef, create_service, wait_for_endpoints, wait_for_load_balancer
 from wincon.profile import NodeProfile
+from wincon.workloads.deploy import check_placement
 
 
 class NetworkObjects:
@@ -57,6 +58,24 @@ class NetworkObjects:
     def start(self, manifests: list[dict[str, Any]], done: Callable[[Any], bool] = pod_running_ready) -> dict[str, Any]:
         """Create the pods, wait for each, check where each ran; name -> pod."""
         return dict(self.kube.start_pods(manifests, done))
+
+    def start_each(
+        self, manifests: list[dict[str, Any]], done: Callable[[Any], bool] = pod_running_ready
+    ) -> dict[str, Any]:
+        """Create every pod first (their starts overlap), then wait for each and check where it ran: name -> pod,
+        or the exception its wait or placement check raised (so each of the pods' users errors on its own pod)."""
+        for manifest in manifests:
+            self.kube.create_pod(manifest)
+        outcome: dict[str, Any] = {}
+        for manifest in manifests:
+            name = manifest["metadata"]["name"]
+            try:
+                pod = self.kube.wait_pod(name, done=done)
+                check_placement(pod, manifest, self.kube.profile)
+                outcome[name] = pod
+            except Exception as exc:  # noqa: BLE001 - handed to the fixture whose pod it is
+                outcome[name] = exc
+        return outcome
 
     def windows_client(self, name: str, node: NodeProfile, **spec: Any) -> PodRef:
         manifest, has_tools = pods.windows_client_manifest(self.kube.catalog, name, node, **spec)

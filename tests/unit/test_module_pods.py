@@ -1,0 +1,150 @@
+"""A networking module's netservers and client of one OS created together and awaited together (issue 22, item 3):
+wincon.network.modulepods and NetworkObjects.start_each."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+from typing import Any
+
+import pytest
+
+from wincon.errors import InfrastructureError
+from wincon.network import modulepods
+from wincon.network.modulepods import ModulePods
+from wincon.network.objects import NetworkObjects
+
+
+def item(*fixtures: str, os_name: str | None = None, skipped: bool = False) -> Any:
+    callspec = NS(params={"target_os": os_name}) if os_name else None
+    return NS(
+        fixturenames=list(fixtures),
+        callspec=callspec,
+        get_closest_marker=lambda name: object() if (skipped and name == "skip") else None,
+    )
+
+
+def test_needs_reads_the_items_fixtures_per_os():
+    assert modulepods.needs(item("checks", "client", "servers", os_name="linux")) == {
+        ("client", "linux"),
+        ("servers", "linux"),
+    }
+    assert modulepods.needs(item("client", "server_service", os_name="windows")) == {
+        ("client", "windows"),
+        ("servers", "windows"),
+    }
+    # a hybrid check: the Linux client against the Windows servers
+    assert modulepods.needs(item("linux_client", "server_service", "servers", os_name="windows")) == {
+        ("client", "linux"),
+        ("servers", "windows"),
+    }
+    assert modulepods.needs(item("kube", "netservers")) == {("servers", "windows")}
+    assert modulepods.needs(item("kube", "namespace")) == set()
+
+
+def test_together_only_where_the_module_needs_both_of_that_os():
+    dial = item("client", "servers", os_name="linux")
+    assert modulepods.together([dial], "linux")
+    assert not modulepods.together([dial], "windows")
+    assert not modulepods.together([item("client", os_name="linux"), item("kube", "netservers")], "linux")
+    # the two needs may come from different items of the module
+    assert modulepods.together([item("client", os_name="linux"), item("servers", os_name="linux")], "linux")
+    # an item skipped at collection runs no fixture
+    assert not modulepods.together(
+        [item("client", os_name="linux"), item("servers", os_name="linux", skipped=True)], "linux"
+    )
+
+
+def manifest(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}}
+
+
+class Starts:
+    """A fake start_each: records each call's pod names; pods named in ``broken`` fail their wait."""
+
+    def __init__(self, broken: tuple[str, ...] = ()) -> None:
+        self.calls: list[list[str]] = []
+        self.broken = broken
+
+    def __call__(self, manifests: list[dict[str, Any]]) -> dict[str, Any]:
+        names = [m["metadata"]["name"] for m in manifests]
+        self.calls.append(names)
+        return {n: InfrastructureError(f"{n} never ran") if n in self.broken else NS(name=n) for n in names}
+
+
+def plans() -> tuple[Any, Any]:
+    def servers(os_name: str) -> Any:
+        ms = [manifest(f"{os_name}-netserver-0"), manifest(f"{os_name}-netserver-1")]
+        return ms, lambda started: [started[m["metadata"]["name"]].name for m in ms]
+
+    def client(os_name: str) -> Any:
+        name = f"{os_name}-client"
+        return [manifest(name)], lambda started: started[name].name
+
+    return servers, client
+
+
+def test_joint_start_creates_servers_and_client_in_one_start_whichever_comes_first():
+    starts = Starts()
+    pods = ModulePods(starts, lambda os_name: True, *plans())
+    assert pods.get("client", "linux") == "linux-client"
+    assert pods.get("servers", "linux") == ["linux-netserver-0", "linux-netserver-1"]
+    assert starts.calls == [["linux-netserver-0", "linux-netserver-1", "linux-client"]], "one start, each pod once"
+    pods.get("client", "linux")
+    assert len(starts.calls) == 1
+
+
+def test_without_a_joint_need_each_kind_starts_alone_as_before():
+    starts = Starts()
+    pods = ModulePods(starts, lambda os_name: False, *plans())
+    pods.get("servers", "windows")
+    assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
+    pods.get("client", "windows")
+    assert starts.calls[-1] == ["windows-client"]
+
+
+def test_each_kind_raises_only_its_own_pods_error():
+    starts = Starts(broken=("linux-netserver-1",))
+    pods = ModulePods(starts, lambda os_name: True, *plans())
+    assert pods.get("client", "linux") == "linux-client", "the client ran: a client-only check goes on"
+    with pytest.raises(InfrastructureError, match="linux-netserver-1 never ran"):
+        pods.get("servers", "linux")
+    with pytest.raises(InfrastructureError):
+        pods.get("servers", "linux")  # and again for the next check that needs them, without a new start
+    assert len(starts.calls) == 1
+
+
+class FakeKube:
+    namespace = "ns"
+    profile = None
+
+    def __init__(self, failing: str = "") -> None:
+        self.events: list[str] = []
+        self.failing = failing
+
+    def create_pod(self, manifest: dict[str, Any]) -> None:
+        self.events.append(f"create {manifest['metadata']['name']}")
+
+    def wait_pod(self, name: str, done: Any = None) -> Any:
+        self.events.append(f"wait {name}")
+        if name == self.failing:
+            raise InfrastructureError(f"pod {name}: ImagePullBackOff")
+        return NS(metadata=NS(name=name))
+
+
+def test_start_each_creates_every_pod_before_waiting_and_hands_back_each_error(monkeypatch):
+    placed: list[str] = []
+    monkeypatch.setattr(
+        "wincon.network.objects.check_placement", lambda pod, manifest, profile: placed.append(pod.metadata.name)
+    )
+    kube = FakeKube(failing="b")
+    started = NetworkObjects(kube).start_each([manifest("a"), manifest("b"), manifest("c")])
+    assert kube.events == ["create a", "create b", "create c", "wait a", "wait b", "wait c"]
+    assert started["a"].metadata.name == "a" and started["c"].metadata.name == "c"
+    assert isinstance(started["b"], InfrastructureError) and "ImagePullBackOff" in str(started["b"])
+    assert placed == ["a", "c"], "every pod that ran is checked to have run where pinned"
+
+
+def test_nodes_for_servers_at_least_two_one_per_node():
+    a, b, c = (NS(name=n) for n in "abc")
+    assert modulepods.nodes_for_servers([a]) == [a, a]
+    assert modulepods.nodes_for_servers([a, b, c]) == [a, b, c]
