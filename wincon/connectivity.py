@@ -869,6 +869,18 @@ def mounttest_content(output: str, file: str) -> str | None:
     return output.rsplit(marker, 1)[1].strip() if marker in output else None
 
 
+MOUNTTEST_ERRORS = ("error reading file content for", "error writing new file")  # mt.go:150, :168
+
+
+def mounttest_answered(output: str, file: str) -> bool:
+    """Whether mounttest ran and spoke of ``file``: its content line, or its own error line for that very file
+    (``error reading file content for %q: %v``, ``error writing new file %q: %v``, mt.go:150, :168). A volume's
+    documented deviation (the file missing, unreadable or different) shows as one of these; an exec that printed
+    neither (a crash, another tool's error) is not that deviation."""
+    quoted = json.dumps(file)
+    return f"content of file {quoted}: " in output or any(f"{err} {quoted}: " in output for err in MOUNTTEST_ERRORS)
+
+
 # ----------------------------------------------------------------------------- Get-Volume
 
 

@@ -598,3 +598,16 @@ def test_cluster_domain_from_corefile():
     assert c.cluster_domain_from_corefile("kubernetes corp.example. in-addr.arpa {") == "corp.example"
     assert c.cluster_domain_from_corefile(".:53 { forward . 8.8.8.8 }") is None
     assert c.cluster_domain_from_corefile("") is None
+
+
+def test_mounttest_answered_is_its_content_line_or_its_own_error_line_for_that_file():
+    """mt.go:150, :154, :168: what mounttest prints of a file; anything else (a crash, another file) is not."""
+    win = "C:\\app\\settings.txt"
+    assert c.mounttest_answered('content of file "C:\\\\app\\\\settings.txt": level=debug\n', win)
+    assert c.mounttest_answered(
+        'error reading file content for "/app/x": open /app/x: no such file or directory\n', "/app/x"
+    )
+    assert c.mounttest_answered('error writing new file "/sub/f": open /sub/f: read-only file system\n', "/sub/f")
+    assert not c.mounttest_answered('content of file "/other": x\n', "/app/x")
+    assert not c.mounttest_answered("OCI runtime exec failed: exec failed: unable to start container process", "/x")
+    assert not c.mounttest_answered("", "/x")
