@@ -26,3 +26,11 @@ def test_worker_0_reserves_cpu_and_memory_and_the_other_workers_do_not(tmp_path)
     assert nothing_reserved(second, "worker-1") == (
         "the kubelet of worker-1 reserves no CPU or memory (kubeReserved, systemReserved unset)"
     )
+
+
+def test_a_process_dead_of_used_up_inotify_instances_gets_the_fix_not_a_plain_retry():
+    """Seen here with four clusters up: a kubelet exits with `inotify_init: too many open files`."""
+    tail = "    E1124 05:20:11 kubelet: failed to create cAdvisor: inotify_init: too many open files"
+    hint = dataplane.exit_hint(tail)
+    assert hint is not None and "fs.inotify.max_user_instances" in hint and "cluster down --name" in hint
+    assert dataplane.exit_hint("    panic: listen tcp 172.30.1.2:10250: bind: address already in use") is None

@@ -456,10 +456,30 @@ class _Watch:
     def check(self) -> None:
         for name, (pid, log) in self.procs.items():
             if not _alive(pid):
+                tail = _tail(log)
                 raise LocalClusterError(
-                    f"{name} of cluster {self.cluster} exited while starting (log: {log}); last lines:\n{_tail(log)}",
-                    f"read {log}; then run `wincon cluster up --name {self.cluster}` again",
+                    f"{name} of cluster {self.cluster} exited while starting (log: {log}); last lines:\n{tail}",
+                    exit_hint(tail) or f"read {log}; then run `wincon cluster up --name {self.cluster}` again",
                 )
+
+
+INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
+
+
+def exit_hint(tail: str) -> str | None:
+    """The fix for a data-plane process that died of a known host limit, from the last lines of its log."""
+    if "inotify" in tail and "too many open files" in tail.lower():
+        try:
+            limit = INOTIFY_LIMIT.read_text().strip()
+        except OSError:
+            limit = "unknown"
+        return (
+            f"the host's inotify instances are used up (fs.inotify.max_user_instances = {limit}; every kubelet "
+            f"and containerd takes several): stop other local clusters (those under {paths.cache_root() / 'clusters'}: "
+            "`wincon cluster down --name N`) or raise the limit, e.g. `sysctl fs.inotify.max_user_instances=512`, "
+            "then run `wincon cluster up` again"
+        )
+    return None
 
 
 def _wait(what: str, probe: Any, deadline: float, watch: _Watch, hint: str) -> Any:
