@@ -1,5 +1,5 @@
 """``wincon cluster up --ip-family dual`` on the local cluster: pods get both families, pods talk over IPv6 across
-nodes, an IPv6 ClusterIP answers, the host rejects the IPv6 ranges, and ``down`` leaves nothing.
+nodes, an IPv6 ClusterIP answers, the cluster DNS answers AAAA with it, the host rejects the IPv6 ranges, and ``down`` leaves nothing.
 
 The cluster is started by this module (two real nodes, so that IPv6 crosses the node network) under the name
 ``$WINCON_IPFAMILY_CLUSTER`` (default: a fresh ``ipf-test-<hex>``) and removed by its last test. Traffic is
@@ -144,6 +144,26 @@ def test_an_ipv6_cluster_ip_answers(api, served):
         lambda: _dial(api, ns, first.metadata.name, v6, 80).get("responses"),
     )
     assert answer == [second.metadata.name]
+
+
+def test_cluster_dns_answers_aaaa_with_the_ipv6_cluster_ip(api, served):
+    """CoreDNS (its kubernetes plugin) answers the Service's name with its IPv6 ClusterIP for an AAAA query,
+    asked from a pod through the cluster DNS (busybox's nslookup, run by netexec's /shell)."""
+    ns, (first, _) = served
+    service = client.CoreV1Api(api).read_namespaced_service("ipf", ns)  # made by the previous test
+    v6 = next(ip for ip in service.spec.cluster_ips if ipaddress.ip_address(ip).version == 6)
+    cfg = api.configuration
+    url = f"{cfg.host}/api/v1/namespaces/{ns}/pods/{first.metadata.name}:{PORT}/proxy/shell"
+    fqdn = f"ipf.{ns}.svc.cluster.local"
+    params = {"cmd": f"nslookup -type=AAAA {fqdn}"}
+
+    def looked_up() -> str | None:
+        got = requests.get(url, params=params, cert=(cfg.cert_file, cfg.key_file), verify=cfg.ssl_ca_cert, timeout=30)
+        output = json.loads(got.text).get("output", "")
+        return output if v6 in output else None
+
+    output = _wait(f"an AAAA answer for {fqdn}", looked_up)
+    assert f"Address: {v6}" in output, output
 
 
 @pytest.mark.parametrize("cidr", ipfamily.PROHIBITED6)
