@@ -189,3 +189,41 @@ def test_down_leaves_nothing(name):
     assert ipfamily.host_routes6(netns.run, netns.route_metric(name)) == []
     assert cluster.cluster_pids(name) == []
     assert not paths.state_dir(name).exists()
+
+
+# ------------------------------------------------------------------------------------------ ipv6 single-stack
+
+IPV6 = Topology(windows_nodes=1, windows_versions=["ltsc2022"], cni="none", real_nodes=1, ip_family="ipv6")
+
+
+def test_an_ipv6_single_stack_cluster_serves_its_pods_over_ipv6_and_down_leaves_nothing(localcluster_binaries):
+    """The kubernetes and kube-dns Services are IPv6, CoreDNS runs on an IPv6 pod address and is Ready (its
+    kubernetes plugin synced with the API server through the kubernetes Service, that is through the host's
+    IPv6 forwarder, which status names), and down removes the forwarder with the rest."""
+    if os.geteuid() != 0:
+        pytest.skip("the real Linux data plane needs root")
+    name = os.environ.get("WINCON_IPFAMILY_CLUSTER6") or f"ipf6-test-{uuid.uuid4().hex[:6]}"
+    try:
+        kubeconfig = cluster.up(name, IPV6)
+        with cluster._api_client(kubeconfig) as api:
+            core = client.CoreV1Api(api)
+            assert core.read_namespaced_service("kubernetes", "default").spec.cluster_ips == [
+                ipfamily.KUBERNETES_SERVICE_IP6
+            ]
+            assert core.read_namespaced_service("kube-dns", "kube-system").spec.cluster_ips == [
+                ipfamily.DNS_SERVICE_IP6
+            ]
+            dns = core.list_namespaced_pod("kube-system", label_selector="k8s-app=kube-dns").items
+            assert dns and all(
+                [ipaddress.ip_address(p.ip).version for p in pod.status.pod_ips] == [6]
+                and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+                for pod in dns
+            ), [(p.status.pod_ips, p.status.conditions) for p in dns]
+        forwarder = [p for p in cluster.status(name)["dataplane"] if p["name"] == ipfamily.FORWARDER]
+        assert len(forwarder) == 1 and forwarder[0]["running"], forwarder
+    finally:
+        cluster.down(name)
+        cluster.lock_path(name).unlink(missing_ok=True)
+    left = {k: v for k, v in dataplane.leftovers(name).items() if v}
+    assert left == {}, f"cluster {name} left behind: {left}"
+    assert cluster.cluster_pids(name) == []
