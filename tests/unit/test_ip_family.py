@@ -188,7 +188,13 @@ def test_the_leftover_check_reads_ipv6_routes_and_ip6tables_rules():
         ): f"prohibit fd00:10:244::/56 dev lo metric {metric} pref medium\n"
         "prohibit fd00:10:244::/56 dev lo metric 1 pref medium\n",
         ("ip6tables", "-w", "-t", "nat", "-S"): '-A PREROUTING -m comment --comment "wincon:wincon-h5" -j ACCEPT\n',
-        ("ip6tables", "-w", "-t", "filter", "-S"): "-P INPUT ACCEPT\n",
+        (
+            "ip6tables",
+            "-w",
+            "-t",
+            "filter",
+            "-S",
+        ): "-P INPUT ACCEPT\n-A FORWARD -m comment --comment wincon:wincon-h5 -j DROP\n",
     }
 
     def run(args: list[str], **kw: object) -> str:
@@ -196,7 +202,8 @@ def test_the_leftover_check_reads_ipv6_routes_and_ip6tables_rules():
 
     assert ipfamily.host_routes6(run, metric) == [f"prohibit fd00:10:244::/56 dev lo metric {metric} pref medium"]
     assert ipfamily.host_ip6tables_rules(run, netns.comment("wincon-h5")) == [
-        'nat -A PREROUTING -m comment --comment "wincon:wincon-h5" -j ACCEPT'
+        "filter -A FORWARD -m comment --comment wincon:wincon-h5 -j DROP",  # quoted or not, as iptables -S prints
+        'nat -A PREROUTING -m comment --comment "wincon:wincon-h5" -j ACCEPT',
     ]
     assert ipfamily.host_ip6tables_rules(run, netns.comment("wincon-h")) == []  # another cluster's name
 

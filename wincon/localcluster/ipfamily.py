@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -335,7 +336,7 @@ def host_ip6tables_rules(run: Run, tag: str) -> list[str]:
     found = []
     for table in ("filter", "nat"):
         out = run(["ip6tables", "-w", "-t", table, "-S"], check=False)
-        found += [f"{table} {line}" for line in out.splitlines() if line.startswith("-A ") and f'"{tag}"' in line]
+        found += [f"{table} {line}" for line in out.splitlines() if line.startswith("-A ") and tag in shlex.split(line)]
     return found
 
 
