@@ -200,6 +200,7 @@ class DialOutcome:
     tries: int = 0
     seconds: float = 0.0
     last_new_try: int = 0  # the try at which the last endpoint not seen before answered
+    note: str = ""  # why the dial stopped where it did, when not its own bounds alone (FlowChecks.dial)
 
     @property
     def reached_all(self) -> bool:
@@ -210,7 +211,11 @@ class DialOutcome:
         got = ", ".join(sorted(self.responses)) or "none"
         want = ", ".join(sorted(self.expected)) or "none"
         errors = "; ".join(dict.fromkeys(self.errors))[:600] or "none"
-        return f"after {self.tries} tries in {self.seconds:.0f} s: answered by [{got}], expected [{want}]; errors: {errors}"
+        note = f" ({self.note})" if self.note else ""
+        return (
+            f"after {self.tries} tries in {self.seconds:.0f} s{note}: answered by [{got}], expected [{want}]; "
+            f"errors: {errors}"
+        )
 
 
 class _StopWhenSilent(stop_base):

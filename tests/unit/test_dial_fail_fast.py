@@ -136,6 +136,7 @@ def test_a_module_whose_server_is_silent_fails_its_next_dials_after_fewer_tries(
             return ExecResult(0, self.stdout, "")
 
     monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
+    monkeypatch.setattr(flows.FlowChecks, "silent_clients", set())
     dial = c.collect_dial
     monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
     client = PodRef("client", "10.0.0.9", ("10.0.0.9",), "worker-0", "", "linux", "netexec")
@@ -144,9 +145,52 @@ def test_a_module_whose_server_is_silent_fails_its_next_dials_after_fewer_tries(
     assert first.tries == c.DIAL_SILENT_TRIES and not first.reached_all
     second = flows.FlowChecks(silent).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"])
     assert second.tries == flows.SILENT_AGAIN_TRIES and not second.reached_all  # its own dials, fewer of them
+    assert "answered nothing earlier in this module" in second.describe()  # the failure says why so few
     other = flows.FlowChecks(silent).dial(client, "10.0.0.6", 8083, "http", ["netserver-1"])
-    assert other.tries == c.DIAL_SILENT_TRIES  # another target: its full bound
+    assert other.tries == flows.SILENT_AGAIN_TRIES  # another target, but this client reached nothing over http
+    udp = flows.FlowChecks(silent).dial(client, "10.0.0.6", 8081, "udp", ["netserver-1"])
+    assert udp.tries == c.DIAL_SILENT_TRIES  # another protocol: its full bound
+    client2 = PodRef("client-2", "10.0.0.8", ("10.0.0.8",), "worker-0", "", "linux", "netexec")
+    assert flows.FlowChecks(silent).dial(client2, "10.0.0.7", 8083, "http", ["x"]).tries == c.DIAL_SILENT_TRIES
     answering = Kube(json.dumps({"responses": ["netserver-0"]}))
     assert flows.FlowChecks(answering).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"]).reached_all
     again = flows.FlowChecks(silent).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"])
     assert again.tries == c.DIAL_SILENT_TRIES  # an answer in between lifted the lower bound
+    assert "earlier in this module" not in again.describe()
+    # a partial answer lifts the client's bound too: after it, a silent target of its own gets its full bound
+    partial = Kube(json.dumps({"responses": ["netserver-0"]}))
+    assert (
+        not flows.FlowChecks(partial).dial(client, "10.0.0.9", 80, "http", ["netserver-0", "netserver-1"]).reached_all
+    )
+    assert flows.FlowChecks(silent).dial(client, "10.0.0.10", 80, "http", ["y"]).tries == c.DIAL_SILENT_TRIES
+
+
+def test_a_working_flow_passes_on_its_first_try_even_after_a_silent_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lower bound never touches a flow that works: it answers on the first try and passes."""
+    from wincon.cluster.exec import ExecResult
+    from wincon.network import flows
+    from wincon.network.pods import PodRef
+
+    class Kube:
+        namespace = "wincon-mod"
+
+        def __init__(self, answers: dict[str, str]) -> None:
+            self.answers = answers
+
+        def gate(self, command: object, where: str = "") -> None:
+            pass
+
+        def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
+                 timeout: float = 60.0) -> ExecResult:  # fmt: skip
+            url = command[-1]
+            return ExecResult(0, next((v for k, v in self.answers.items() if f"host={k}&" in url), SILENT), "")
+
+    monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
+    monkeypatch.setattr(flows.FlowChecks, "silent_clients", set())
+    dial = c.collect_dial
+    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    client = PodRef("client", "10.0.0.9", ("10.0.0.9",), "worker-0", "", "linux", "netexec")
+    kube = Kube({"10.0.0.6": json.dumps({"responses": ["netserver-1"]})})
+    assert not flows.FlowChecks(kube).dial(client, "10.0.0.5", 8083, "http", ["netserver-0"]).reached_all
+    works = flows.FlowChecks(kube).dial(client, "10.0.0.6", 8083, "http", ["netserver-1"])
+    assert works.reached_all and works.tries == 1
