@@ -193,13 +193,23 @@ def test_down_leaves_nothing(name):
 
 # ------------------------------------------------------------------------------------------ ipv6 single-stack
 
+
+def _http_code(name: str, url: str) -> str:
+    """The HTTP status ``url`` answers from worker-0's namespace (curl's ``000`` when nothing connects)."""
+    command = ["curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", url]
+    got = subprocess.run(
+        ["ip", "netns", "exec", netns.netns_name(name, "worker-0"), *command], capture_output=True, text=True
+    )
+    return got.stdout.strip()
+
+
 IPV6 = Topology(windows_nodes=1, windows_versions=["ltsc2022"], cni="none", real_nodes=1, ip_family="ipv6")
 
 
 def test_an_ipv6_single_stack_cluster_serves_its_pods_over_ipv6_and_down_leaves_nothing(localcluster_binaries):
     """The kubernetes and kube-dns Services are IPv6, CoreDNS runs on an IPv6 pod address and is Ready (its
     kubernetes plugin synced with the API server through the kubernetes Service, that is through the host's
-    IPv6 forwarder, which status names), and down removes the forwarder with the rest."""
+    IPv6 forwarder, which status names, stops and restarts), and down removes the forwarder with the rest."""
     if os.geteuid() != 0:
         pytest.skip("the real Linux data plane needs root")
     name = os.environ.get("WINCON_IPFAMILY_CLUSTER6") or f"ipf6-test-{uuid.uuid4().hex[:6]}"
@@ -221,6 +231,15 @@ def test_an_ipv6_single_stack_cluster_serves_its_pods_over_ipv6_and_down_leaves_
             ), [(p.status.pod_ips, p.status.conditions) for p in dns]
         forwarder = [p for p in cluster.status(name)["dataplane"] if p["name"] == ipfamily.FORWARDER]
         assert len(forwarder) == 1 and forwarder[0]["running"], forwarder
+        # From a node's namespace the API server answers at the IPv6 gateway; with the forwarder stopped nothing
+        # does; restarted as up started it, it answers again.
+        plan = dataplane.Plan.from_dict(cluster._read_record(name)["dataplane"])
+        url = f"https://[{ipfamily.gateway6(plan)}]:{cluster._api_port(kubeconfig)}/livez"
+        assert _http_code(name, url) == "200"
+        dataplane.stop_process(name, ipfamily.FORWARDER)
+        assert _http_code(name, url) == "000"  # curl's code for no connection
+        dataplane.restart_process(name, ipfamily.FORWARDER)
+        assert _wait("the restarted forwarder to answer", lambda: _http_code(name, url) == "200", 15)
     finally:
         cluster.down(name)
         cluster.lock_path(name).unlink(missing_ok=True)

@@ -584,7 +584,7 @@ def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, o
     netns.dnat_to_loopback(plan.cluster, plan.gateway, api_port)
     watch = _Watch(plan.cluster)
     log = root(plan.cluster) / f"{ipfamily.FORWARDER}.log"
-    pid = ipfamily.start_forwarder(plan, api_port, marker(plan.cluster), root(plan.cluster) / "pids", log)
+    pid = ipfamily.start_forwarder(plan, api_port, marker(plan.cluster), _spawn, log)
     if pid:
         watch.add("the API server's IPv6 forwarder", pid, log)
     print(f"starting the external host ({plan.external_ip}, {plan.external_name})", file=out, flush=True)

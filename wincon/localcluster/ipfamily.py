@@ -33,9 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -81,6 +79,9 @@ SIMULATED_NODE_RANGE6 = "fd00:10:224::/64"  # the simulated nodes' IPv6 addresse
 NODE_NETWORK6 = "fd00:172:30::/48"  # one /64 per cluster: fd00:172:30:<k>::/64 beside 172.30.<k>.0/24
 PROHIBITED6 = (POD_RANGE6, SERVICE_RANGE6, SIMULATED_NODE_RANGE6)
 FORWARDER = "apiserver-ipv6"  # the process name (pid file, log) of the IPv6 forwarder to the API server
+# The forwarder runs in the host's network namespace: its recorded "namespace", relative to /run/netns, is the
+# starting process's own, so that dataplane.restart_process (nsenter --net=/run/netns/<ns>) starts it there again.
+HOST_NS = "../../proc/self/ns/net"
 
 
 def check(family: str, dataplane: str = "linux") -> str:
@@ -302,21 +303,14 @@ def prepare_node(plan: Plan, node: RealNode, ns: str, run: Run) -> None:
     run(["ip6tables", "-w", "-t", "nat", "-A", "POSTROUTING", *masquerade, "-j", "MASQUERADE"], netns=ns)
 
 
-def start_forwarder(plan: Plan, api_port: int, marker: str, pid_dir: Path, log: Path) -> int | None:
+def start_forwarder(plan: Plan, api_port: int, marker: str, spawn: Callable[..., int], log: Path) -> int | None:
     """With ipv6, the host process that lets pods reach the API server at [IPv6 gateway]:port (bound to that
-    address only) and forwards to 127.0.0.1:port. Returns its pid (None for ipv4 and dual)."""
+    address only) and forwards to 127.0.0.1:port, started by ``spawn`` (dataplane._spawn: recorded, restartable,
+    killed by ``down`` by ``marker`` in its command line). Returns its pid (None for ipv4 and dual)."""
     if plan.ip_family != "ipv6":
         return None
     args = [sys.executable, "-m", "wincon.localcluster.ipfamily", "forward", gateway6(plan), str(api_port), marker]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as fh:
-        proc = subprocess.Popen(
-            args, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-    pid_dir.mkdir(parents=True, exist_ok=True)
-    (pid_dir / f"{FORWARDER}.pid").write_text(f"{proc.pid}\n")
-    (pid_dir / f"{FORWARDER}.cmd").write_text(json.dumps({"ns": "", "args": args, "log": str(log)}))
-    return proc.pid
+    return spawn(plan.cluster, HOST_NS, FORWARDER, args, log)
 
 
 def delete_host(run: Run, metric: int) -> None:
