@@ -21,9 +21,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, TextIO
 
-from wincon.localcluster import dataplane, ipfamily, lb, metrics
+from wincon.localcluster import dataplane, ipfamily, lb, metrics, storage
 
-MODULES: list[ModuleType] = [metrics, lb]
+MODULES: list[ModuleType] = [metrics, lb, storage]
 
 
 def start(plan: dataplane.Plan, out: TextIO) -> list[ModuleType]:
