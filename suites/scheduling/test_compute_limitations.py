@@ -12,7 +12,7 @@ import pytest
 from kubernetes.utils import parse_quantity
 
 from wincon import forms
-from wincon.checks.node import kubelet_json
+from wincon.checks.node import kubelet_json, pod_cpu_cores
 from wincon.checks.pods import (
     eventually,
     nodes_for,
@@ -185,9 +185,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
             return None
         # The client's str answer is a repr, not JSON (found by the Linux control): read the raw body.
         summary, _ = kubelet_json(wincon.api_client, node, "stats/summary")
-        entry = next((p for p in summary.get("pods", []) if p["podRef"]["name"] == "busy"), None)
-        cores = sum(c.get("cpu", {}).get("usageNanoCores", 0) for c in (entry or {}).get("containers", [])) / 1e9
-        return cores if entry else None
+        return pod_cpu_cores(summary, namespace, "busy")
 
     cores = eventually(usage_after_warmup, 120, "CPU usage of pod busy in the node's stats/summary", interval=5)
     # The probe works: two busy threads under a 500m limit use at least a quarter core, else nothing ran.

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from wincon import forms
-from wincon.checks.node import kubelet_json, summary_pods
+from wincon.checks.node import kubelet_json, pod_cpu_cores
 from wincon.checks.pods import nodes_for, os_pod, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running
 from wincon.errors import expect_deviation
@@ -61,13 +61,12 @@ def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, w
         kube.wait_pod(name, done=pod_running, timeout=wincon.pod_start_timeout, failure=pod_failure)
     time.sleep(LOAD_SECONDS)
     summary, _ = kubelet_json(kube.api_client, node, "stats/summary")
-    stats = {p["podRef"]["name"]: p for p in summary_pods(summary, kube.namespace)}
     over = []
     for cpu, name in names.items():
         pod = kube.read_pod(name)
         assert pod.status.phase == "Running", f"{name} (limit {cpu}) is {pod.status.phase} after the load"
-        assert name in stats, f"/stats/summary of {node} does not list {name}"
-        cores = (stats[name].get("cpu") or {}).get("usageNanoCores", 0) / 1e9
+        cores = pod_cpu_cores(summary, kube.namespace, name)
+        assert cores is not None, f"/stats/summary of {node} does not list {name}"
         request.node.user_properties.append((f"cpu_cores_limit_{cpu}", f"{cores:.3f}"))
         assert cores > 0, f"{name} (limit {cpu}) reports {cores} cores: the load did not run"
         if cores >= MAX_CORES:
