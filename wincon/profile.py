@@ -539,7 +539,7 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
             if data is not None:
                 objects.configmaps[name] = data
     profile = profile_from(version, objects)
-    profile.ip_families = _service_ip_families(core)
+    profile.ip_families = _service_ip_families(core, raw_nodes)
     profile.load_balancers = _load_balancer_services(core)
     if cni_override:
         apply_cni_override(profile, cni_override)
@@ -588,10 +588,11 @@ def service_families(primary: Iterable[str], cidrs: Iterable[str]) -> list[str]:
     return families
 
 
-def _service_ip_families(core: Any) -> list[str]:
+def _service_ip_families(core: Any, raw_nodes: Iterable[dict[str, Any]] = ()) -> list[str]:
     """The IP families of the cluster's Services: default/kubernetes's (the primary) and its ServiceCIDRs'
-    (networking.k8s.io/v1, the ranges the API server was given, GA in 1.33); the Service's alone where the
-    ServiceCIDRs cannot be read (an older server, or no right to list them)."""
+    (networking.k8s.io/v1, the ranges the API server was given, GA in 1.33); where the ServiceCIDRs cannot be read
+    (an older server, or no right to list them), the nodes' podCIDRs stand in for them (a dual-stack cluster's
+    node IPAM gives each node one of each family)."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -602,8 +603,17 @@ def _service_ip_families(core: Any) -> list[str]:
     try:
         items = client.NetworkingV1Api(core.api_client).list_service_cidr(_request_timeout=30).items
     except (ApiException, AttributeError):
-        items = []
+        return service_families(primary, node_pod_cidrs(raw_nodes))
     return service_families(primary, [c for item in items for c in (item.spec.cidrs if item.spec else None) or []])
+
+
+def node_pod_cidrs(raw_nodes: Iterable[dict[str, Any]]) -> list[str]:
+    """Every node's ``spec.podCIDRs`` (or its single ``podCIDR``), in node order."""
+    cidrs: list[str] = []
+    for node in raw_nodes:
+        spec = node.get("spec") or {}
+        cidrs += spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
+    return cidrs
 
 
 def load_balancer_ingress(services: Iterable[Any]) -> list[str]:

@@ -14,7 +14,7 @@ import yaml
 from wincon.errors import UsageError
 from wincon.localcluster import cli, cluster, cni, dataplane, ipfamily, netns, paths
 from wincon.localcluster.topology import Topology
-from wincon.profile import service_families
+from wincon.profile import node_pod_cidrs, service_families
 
 ULA = ipaddress.ip_network("fd00::/8")
 
@@ -278,3 +278,33 @@ def test_add_ons_start_on_the_families_they_declare():
     assert not ipfamily.serves(plain, "ipv6", out)
     assert out.getvalue() == "not starting metrics-server on this ipv6 cluster: it is set up for ipv4, dual only\n"
     assert ipfamily.serves(anywhere, "ipv6", out)
+
+
+def test_without_service_cidrs_the_nodes_pod_cidrs_stand_in():
+    nodes = [
+        {"spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24", "fd00:10:244::/64"]}},
+        {"spec": {"podCIDR": "10.244.1.0/24"}},
+        {"spec": {}},
+    ]
+    assert node_pod_cidrs(nodes) == ["10.244.0.0/24", "fd00:10:244::/64", "10.244.1.0/24"]
+    assert service_families(["IPv4"], node_pod_cidrs(nodes)) == ["IPv4", "IPv6"]
+    assert service_families(["IPv4"], node_pod_cidrs(nodes[1:])) == ["IPv4"]
+    # The simulated nodes of a dual local cluster carry both, as a dual-stack cluster's node IPAM gives them.
+    assert service_families(["IPv4"], node_pod_cidrs(Topology(ip_family="dual").nodes("v1.34.4"))) == ["IPv4", "IPv6"]
+
+
+def test_the_profile_falls_back_to_node_pod_cidrs_where_service_cidrs_cannot_be_listed():
+    from kubernetes.client.rest import ApiException
+
+    from wincon import profile
+
+    core = mock.Mock()
+    core.read_namespaced_service.return_value.spec.ip_families = ["IPv4"]
+    nodes = [{"spec": {"podCIDRs": ["10.244.0.0/24", "fd00:10:244::/64"]}}]
+    with mock.patch("kubernetes.client.NetworkingV1Api") as networking:
+        networking.return_value.list_service_cidr.side_effect = ApiException(status=403)
+        assert profile._service_ip_families(core, nodes) == ["IPv4", "IPv6"]
+        networking.return_value.list_service_cidr.side_effect = None
+        networking.return_value.list_service_cidr.return_value.items = [mock.Mock(spec=["spec"])]
+        networking.return_value.list_service_cidr.return_value.items[0].spec.cidrs = ["10.0.0.0/24"]
+        assert profile._service_ip_families(core, nodes) == ["IPv4"]  # the Service ranges win where readable
