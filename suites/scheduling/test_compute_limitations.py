@@ -12,7 +12,7 @@ import pytest
 from kubernetes.utils import parse_quantity
 
 from wincon import forms
-from wincon.checks.node import kubelet_json, pod_cpu_cores
+from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_json, pod_cpu_cores
 from wincon.checks.pods import (
     eventually,
     nodes_for,
@@ -191,7 +191,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
     # The probe works: two busy threads under a 500m limit use at least a quarter core, else nothing ran.
     assert cores >= 0.25, f"the busy container used only {cores:.2f} cores: its load never ran, nothing to judge"
     with expect_deviation("cpu-limits-not-hard"):
-        assert cores <= 0.525, (
+        assert cores <= MAX_CORES_UNDER_500M, (
             f"the container used {cores:.2f} cores under a 500m limit (at most 0.525: the limit plus 5 %)"
         )
 

@@ -221,6 +221,11 @@ def summary_pods(summary: dict[str, Any], namespace: str) -> list[dict[str, Any]
     return [p for p in summary.get("pods") or [] if (p.get("podRef") or {}).get("namespace") == namespace]
 
 
+# A pod under a 500m CPU limit may use at most this much (the limit plus 5 %), in both CPU-limit checks; upstream
+# allows up to 0.84 (test/e2e/windows/cpu_limits.go:47 at v1.34.4).
+MAX_CORES_UNDER_500M = 0.525
+
+
 def pod_cpu_cores(summary: dict[str, Any], namespace: str, pod: str) -> float | None:
     """The cores pod ``namespace/pod`` uses now by the kubelet's /stats/summary: the sum of its containers'
     ``cpu.usageNanoCores`` (what each container's CPU limit caps; a container not yet sampled counts 0), or None
