@@ -192,3 +192,64 @@ def test_the_storage_suite_runs_the_claim_and_skips_block_and_expansion_on_this_
         "test_raw_block_volume_is_attached_as_a_device": False,  # hostPath directories: no raw block device
         "test_expanded_claim_grows_the_filesystem_the_pod_sees": False,  # no allowVolumeExpansion
     }
+
+
+# A claim's pod that never runs (the provisioner stopped: tests/faults/test_fault_storage.py) times out with the
+# cluster's reason: the claim's phase and the PV controller's newest event on it.
+PROVISIONING = (
+    "Waiting for a volume to be created either by the external provisioner 'rancher.io/local-path' or manually by "
+    "the system administrator. If volume creation is delayed, please verify that the provisioner is "
+    "running and correctly registered."
+)
+
+
+class ClaimCore:
+    def __init__(self, phase: str, events: list[Any]) -> None:
+        self.phase, self.events, self.selectors = phase, events, []
+
+    def list_namespaced_pod(self, namespace: str, **_: Any) -> Any:  # what wait_for would watch (faked here)
+        raise AssertionError("not called: wait_for is faked")
+
+    def read_namespaced_pod(self, name: str, namespace: str, **_: Any) -> Any:
+        volumes = [NS(persistent_volume_claim=None), NS(persistent_volume_claim=NS(claim_name="data"))]
+        return NS(spec=NS(volumes=volumes))
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str, **_: Any) -> Any:
+        return NS(status=NS(phase=self.phase))
+
+    def list_namespaced_event(self, namespace: str, field_selector: str, **_: Any) -> Any:
+        self.selectors.append(field_selector)
+        return NS(items=self.events)
+
+
+def event(reason: str, message: str, second: int) -> Any:
+    import datetime
+
+    when = datetime.datetime(2026, 1, 1, 0, 0, second, tzinfo=datetime.UTC)
+    return NS(reason=reason, message=message, last_timestamp=when, event_time=None, metadata=NS())
+
+
+def test_a_pod_wait_timing_out_on_an_unbound_claim_says_the_claims_reason(monkeypatch):
+    from wincon.cluster import waits
+
+    core = ClaimCore("Pending", [event("WaitForFirstConsumer", "waiting for first consumer", 1),
+                                event("ExternalProvisioning", PROVISIONING, 9)])  # fmt: skip
+    monkeypatch.setattr(waits.client, "CoreV1Api", lambda api_client: core)
+
+    def times_out(*a: object, **k: object) -> None:
+        raise waits.WaitTimeout("pod ns/pvc-user did not become ready within 45s (last phase: Pending)", "pulling?")
+
+    monkeypatch.setattr(waits, "wait_for", times_out)
+    with pytest.raises(waits.WaitTimeout) as caught:
+        waits.wait_for_pod(object(), "ns", "pvc-user")  # type: ignore[arg-type]
+    assert caught.value.message == (
+        "pod ns/pvc-user did not become ready within 45s (last phase: Pending); "
+        f"claim data Pending: ExternalProvisioning: {PROVISIONING}"
+    )
+    assert caught.value.fix == waits.CLAIM_HINT
+    assert core.selectors == ["involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data"]
+
+    core.phase = "Bound"  # a bound claim is not the reason: the timeout's own message and hint stand
+    with pytest.raises(waits.WaitTimeout) as caught:
+        waits.wait_for_pod(object(), "ns", "pvc-user")  # type: ignore[arg-type]
+    assert caught.value.message.endswith("(last phase: Pending)") and caught.value.fix == "pulling?"

@@ -309,8 +309,45 @@ def wait_for_pod(
             namespace=namespace,
         )
         return pod
+    except WaitTimeout as exc:
+        claims = unbound_claims(core, namespace, name)
+        if not claims:
+            raise
+        raise WaitTimeout(f"{exc.message}; {claims}", CLAIM_HINT) from exc
     finally:
         record_wait(namespace, name, pod, start, time.time())
+
+
+CLAIM_HINT = "nothing provisioned the claim's volume: check that its StorageClass's provisioner runs (its events)"
+
+
+def unbound_claims(core: Any, namespace: str, name: str) -> str:
+    """The cluster's reason a pod's claims are not bound: each unbound claim's phase and newest event (the PV
+    controller's, e.g. ExternalProvisioning naming the provisioner it waits for); '' when every claim is bound,
+    the pod has none, or they cannot be read (the timeout's own message stands)."""
+    try:
+        pod = core.read_namespaced_pod(name, namespace, _request_timeout=10)
+        said = []
+        for volume in pod.spec.volumes or []:
+            if volume.persistent_volume_claim is None:
+                continue
+            claim = volume.persistent_volume_claim.claim_name
+            pvc = core.read_namespaced_persistent_volume_claim(claim, namespace, _request_timeout=10)
+            phase = pvc.status.phase if pvc.status else None
+            if phase == "Bound":
+                continue
+            selector = f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={claim}"
+            events = core.list_namespaced_event(namespace, field_selector=selector, _request_timeout=10).items
+            newest = max(
+                events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp, default=None
+            )
+            said.append(
+                f"claim {claim} {phase or 'without a phase'}"
+                + (f": {newest.reason}: {newest.message}" if newest else " (no events)")
+            )
+        return "; ".join(said)
+    except Exception:  # a diagnosis only: never hide the timeout behind a failed read
+        return ""
 
 
 POD_LEDGER_ENV = LEDGER_ENV

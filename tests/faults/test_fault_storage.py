@@ -1,0 +1,75 @@
+"""Fault injection (issue 21, item 4): the default StorageClass's provisioner stopped, the claim control never passes.
+
+Against a local cluster with real Linux nodes and rancher/local-path-provisioner (storage.py), the Linux control
+of ``test_persistent_volume_claim_of_the_default_storage_class`` (``suites/storage/test_volume_types.py``) first
+runs as it is, where it must pass (a claim of the default class is provisioned, written and read back); then the
+provisioner is killed (SIGKILL, as a crash is) and the same control runs again: nothing provisions the claim, it
+stays Pending and its pod never runs, so the control must end in an error (the cluster could not run the check)
+with the cluster's reason (the claim Pending, the PV controller's event naming the provisioner it waits for), or
+fail; never pass, xfail or skip. The provisioner is started again afterwards.
+
+``WINCON_FAULT_CLUSTER=<name>`` runs it on a cluster of that name (started or reused by ``up``, brought down at
+the end) instead of a fresh ``faults-storage-<hex>``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.test_faults import assert_broken, run_checks
+from wincon.localcluster import cluster, dataplane, procs, storage
+
+pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+
+PVC = ("suites/storage/test_volume_types.py", "persistent_volume_claim_of_the_default_storage_class")
+
+
+@pytest.fixture(scope="module")
+def storage_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
+    if os.geteuid() != 0:
+        pytest.skip("fault injection needs the real Linux data plane, which needs root")
+    if storage.binary() is None:
+        pytest.skip("local-path-provisioner is not built (`wincon cluster build` builds it)")
+    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-storage-{uuid.uuid4().hex[:6]}"
+    try:
+        kubeconfig = cluster.up(name)
+        yield name, kubeconfig
+    finally:
+        cluster.down(name)
+        cluster.lock_path(name).unlink(missing_ok=True)
+
+
+def provisioner_pid(name: str) -> int | None:
+    """The provisioner's pid while it runs, else None."""
+    pid = int((dataplane.root(name) / "pids" / f"{storage.NAME}.pid").read_text().strip())
+    cmdline = procs.cmdline(pid)
+    return pid if cmdline and dataplane.marker(name) in cmdline else None
+
+
+def test_stopped_provisioner_makes_the_claim_control_error_or_fail_never_pass(storage_cluster, tmp_path):
+    name, kubeconfig = storage_cluster
+    before = run_checks(kubeconfig, PVC, tmp_path)
+    messages: dict[str, str] = {}
+    stopped_at = time.monotonic()
+    dataplane.stop_process(name, storage.NAME)
+    try:
+        assert provisioner_pid(name) is None, "the provisioner still runs after SIGKILL"
+        after = run_checks(kubeconfig, PVC, tmp_path, messages=messages)
+        since_stop = time.monotonic() - stopped_at
+    finally:
+        dataplane.restart_process(name, storage.NAME)
+    for nodeid, verdict in after.items():
+        print(f"[{storage.NAME} stopped] {nodeid}: {verdict}; {since_stop:.1f} s from the stop to the run's end")
+        print(f"[{storage.NAME} stopped] message: {messages.get(nodeid)}")
+    assert_broken(before, after, allowed=("error", "failed"))
+    # The cluster's reason: the claim stayed Pending, the PV controller waiting for the provisioner by name.
+    reason = ("claim data Pending", storage.PROVISIONER)
+    unsaid = {k: m for k, m in messages.items() if after[k] == "error" and not all(r in (m or "") for r in reason)}
+    assert not unsaid, f"these errors do not say the claim stayed Pending for {storage.PROVISIONER}: {unsaid}"
+    assert provisioner_pid(name) is not None, "the provisioner did not start again"
