@@ -47,7 +47,7 @@ main: setup binaries
 	$(PYTHON) -m wincon run --local --cluster-name $(CLUSTER)
 
 # The IPv6 controls on the clusters they need (the default cluster stays ipv4): a dual-stack and an IPv6
-# single-stack cluster in turn, each up, `-m control -k ipv6`, down (2 min 14 s for both, measured on 2 cores).
+# single-stack cluster in turn, each up, `-m control -k ipv6`, down (1 min 47 s - 2 min 14 s for both on 2 cores).
 IP_FAMILIES ?= dual ipv6
 IP_FAMILY_CLUSTER ?= $(CLUSTER)-ipf
 main-ip-families:
