@@ -87,55 +87,61 @@ def _real_node(api: Any) -> Any:
     return real[-1]  # the last one: not the node the provisioner runs in, so the helper pod crosses nodes
 
 
+def _write_through_a_claim(name: str, core: Any, namespace: str, node: Any) -> tuple[Any, Path]:
+    """A claim of the default class and a pod on ``node`` writing TEXT to it; return the PV and the file the pod
+    wrote, as found on the host, once the pod runs."""
+    hostname = node.metadata.labels["kubernetes.io/hostname"]
+    core.create_namespace({"metadata": {"name": namespace}})
+    core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "64Mi"}}},
+        },
+    )
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "writer"},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": hostname},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "writer",
+                        "image": images.references()["busybox"],
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["sh", "-c", f"echo '{TEXT}' > /data/f && sleep 3600"],
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                    }
+                ],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            },
+        },
+    )
+
+    def running() -> bool:
+        return core.read_namespaced_pod("writer", namespace).status.phase == "Running"
+
+    _wait("the claim's pod to run", running)
+    claim = core.read_namespaced_persistent_volume_claim("data", namespace)
+    assert claim.status.phase == "Bound" and claim.spec.storage_class_name == storage.STORAGE_CLASS
+    pv = core.read_persistent_volume(claim.spec.volume_name)
+    directory = Path(pv.spec.host_path.path)
+    assert directory.parent == storage.node_path(name, node.metadata.name), directory
+    terms = pv.spec.node_affinity.required.node_selector_terms
+    assert [e.values for t in terms for e in t.match_expressions] == [[hostname]]
+    # What the pod wrote is in that node's directory of the cluster on the host.
+    written = _wait(f"{directory / 'f'} on the host", lambda: (directory / "f").is_file() and directory / "f")
+    assert written.read_text() == TEXT + "\n"
+    return pv, written
+
+
 def test_a_claim_of_the_default_class_is_a_directory_of_the_pods_node_and_is_removed_with_it(name, api):
     core = client.CoreV1Api(api)
-    node = _real_node(api)
-    hostname = node.metadata.labels["kubernetes.io/hostname"]
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
     try:
-        core.create_namespaced_persistent_volume_claim(
-            NAMESPACE,
-            {
-                "metadata": {"name": "data"},
-                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "64Mi"}}},
-            },
-        )
-        core.create_namespaced_pod(
-            NAMESPACE,
-            {
-                "metadata": {"name": "writer"},
-                "spec": {
-                    "nodeSelector": {"kubernetes.io/hostname": hostname},
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "writer",
-                            "image": images.references()["busybox"],
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["sh", "-c", f"echo '{TEXT}' > /data/f && sleep 3600"],
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                        }
-                    ],
-                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                },
-            },
-        )
-
-        def running() -> bool:
-            return core.read_namespaced_pod("writer", NAMESPACE).status.phase == "Running"
-
-        _wait("the claim's pod to run", running)
-        claim = core.read_namespaced_persistent_volume_claim("data", NAMESPACE)
-        assert claim.status.phase == "Bound" and claim.spec.storage_class_name == storage.STORAGE_CLASS
-        pv = core.read_persistent_volume(claim.spec.volume_name)
-        directory = Path(pv.spec.host_path.path)
-        assert directory.parent == storage.node_path(name, node.metadata.name), directory
-        terms = pv.spec.node_affinity.required.node_selector_terms
-        assert [e.values for t in terms for e in t.match_expressions] == [[hostname]]
-        # What the pod wrote is in that node's directory of the cluster on the host.
-        written = _wait(f"{directory / 'f'} on the host", lambda: (directory / "f").is_file() and directory / "f")
-        assert written.read_text() == TEXT + "\n"
-
+        pv, written = _write_through_a_claim(name, core, NAMESPACE, _real_node(api))
+        directory = written.parent
         core.delete_namespaced_pod("writer", NAMESPACE, grace_period_seconds=0)
         _wait("the pod to be gone", lambda: not core.list_namespaced_pod(NAMESPACE).items)
         core.delete_namespaced_persistent_volume_claim("data", NAMESPACE)
@@ -153,11 +159,13 @@ def test_a_claim_of_the_default_class_is_a_directory_of_the_pods_node_and_is_rem
         core.delete_namespace(NAMESPACE)
 
 
-def test_down_leaves_nothing(name):
+def test_down_leaves_nothing_even_with_a_volume_in_use(name, api):
+    """``down`` with a claim still bound and its pod running: the volume's directory goes with the cluster."""
+    _, written = _write_through_a_claim(name, client.CoreV1Api(api), f"{NAMESPACE}-kept", _real_node(api))
     base = storage.base_dir(name)
-    assert base.is_dir(), f"{base} was not there to remove"
+    assert written.is_relative_to(base)
     cluster.down(name)
-    assert not base.exists()
+    assert not written.exists() and not base.exists()
     left = {k: v for k, v in dataplane.leftovers(name).items() if v}
     assert left == {}, f"cluster {name} left behind: {left}"
     assert cluster.cluster_pids(name) == []
