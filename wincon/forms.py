@@ -57,6 +57,9 @@ POWERSHELL_BUSYBOX = _K + "test/e2e/windows/cpu_limits.go:143 powershell.exe"
 HOST_BINARY_BY_PATH = _K + "test/e2e/windows/host_process.go:295 cmd.exe"
 SANDBOX_MOUNT_POINT = _K + "test/e2e/windows/host_process.go:306 CONTAINER_SANDBOX_MOUNT_POINT"
 TESTLIMIT = _K + "test/e2e/windows/eviction.go:124 testlimit.exe"
+TESTLIMIT_CONSUME_MEM = (
+    _K + "test/images/resource-consumer/utils_windows.go:40 -accepteula"
+)  # ConsumeMem: testlimit.exe
 STATS_WORKING_SET = _K + "test/e2e/windows/kubelet_stats.go:89 WorkingSetBytes"
 # Generic [Conformance]/[NodeConformance] tests, which SIG Windows runs on Windows nodes, run busybox's sh and
 # its applets in Windows pods with the very command lines of Linux pods (busybox-w32 in the images' C:\bin).
@@ -64,6 +67,15 @@ BUSYBOX_SH_ENV = _K + "test/e2e/common/node/expansion.go:62 env"
 BUSYBOX_SH_PROBE = _K + "test/e2e/common/node/container_probe.go:136 /bin/sh"
 AGNHOST_DNS = _K + "test/e2e/network/dns.go:457 /agnhost"
 AGNHOST_CONNECT = _K + "test/e2e/network/netpol/kubemanager.go:169 connect"
+# The Windows agnhost image is built FROM upstream's Windows busybox image (test/images/agnhost/BASEIMAGE), whose
+# C:\bin carries busybox-w32 with these applets (its Dockerfile_windows's BUSYBOX_EXES list: env, printenv, seq,
+# sleep, dd, df, stat, ...): a Windows twin runs them with its control's very command line.
+BUSYBOX_W32_APPLETS = _K + "test/images/busybox/Dockerfile_windows:25 seq"
+BUSYBOX_W32_DD = _K + "test/images/busybox/Dockerfile_windows:25 dd"
+# Conformance preStop/postStart exec hooks run `sh -c "curl http://..."` in the agnhost image on Windows nodes too.
+PRESTOP_SH_CURL = _K + "test/e2e/common/node/lifecycle_hook.go:161 curl"
+# A HostProcess pod's hostname is its node's name (compared case-insensitively), as upstream checks in one.
+HOSTPROCESS_HOSTNAME = _K + "test/e2e/windows/host_process.go:108 hostname"
 ACCESS_DENIED = _K + "test/e2e/windows/volumes.go:106 Access is denied."
 HOSTPROCESS_IDLE = _K + "test/e2e/windows/host_process.go:648 powershell.exe"
 CMD_LOCALGROUP = _K + "test/e2e/windows/host_process.go:758 localgroup"

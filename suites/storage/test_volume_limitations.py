@@ -36,10 +36,6 @@ RAW_BLOCK_UNAVAILABLE = (
     "no Windows command with evidence shows a raw block device inside a pod (diskpart's output in a container has no "
     "public recording, and upstream has no Windows block-volume e2e): the Linux control still runs"
 )
-MEMORY_MEDIUM_UNAVAILABLE = (
-    "writing N MiB into a Windows pod's volume: fsutil's createnew does not write the data (a RAM-backed medium would "
-    "not fill) and busybox-w32's dd from /dev/zero has no evidence in a Windows pod"
-)
 
 # agnhost mounttest on both OSes (upstream's volume tests use it): it writes a new file with this content and
 # prints a file's content as: content of file "PATH": CONTENT (test/images/agnhost/mounttest/mt.go).
@@ -95,7 +91,7 @@ def host_process_pod(kube, name, build, node, command):
 @pytest.mark.dataplane
 @pytest.mark.limitation("emptydir-medium-memory")
 @pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
-@pytest.mark.windows_form(unavailable=MEMORY_MEDIUM_UNAVAILABLE)
+@pytest.mark.windows_form(forms.BUSYBOX_W32_DD, forms.BUSYBOX_SH_PROBE, same_as_control=True)
 def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube, target_os):
     """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
     body = mounted_pod(
@@ -108,10 +104,13 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
     )
     body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}}
 
+    root = "C:" if target_os == "windows" else ""  # busybox's dd and stat on both OSes (C:\bin on Windows)
+
     def create(file: str, size: int) -> list[str]:
-        if target_os == "windows":
-            return ["cmd", "/c", f"fsutil file createnew C:\\mem\\{file} {size}"]
-        return ["dd", "if=/dev/zero", f"of=/mem/{file}", "bs=1048576", f"count={size // 1048576}"]
+        """busybox dd writes ``size`` bytes of zeros (real data, so a RAM-backed medium fills): the Windows image's
+        busybox-w32 carries dd (test/images/busybox/Dockerfile_windows); fsutil's createnew, the former Windows form,
+        allocates without writing."""
+        return ["sh", "-c", f"dd if=/dev/zero of={root}/mem/{file} bs=1048576 count={size // 1048576}"]
 
     try:
         pod = run_os_pod(wincon, namespace, body)
@@ -123,9 +122,14 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
     restarts = sum(s.restart_count for s in pod.status.container_statuses or [])
     # The probe works: the same command writes 1 MiB into the volume.
     small = kube.exec(pod.metadata.name, create("small.bin", 1048576))
-    assert small.ok, (
-        f"the command cannot write 1 MiB into the volume, so nothing can be judged: {small.stdout} {small.stderr}"
-    )
+    size = kube.exec(pod.metadata.name, ["sh", "-c", f"stat -c %s {root}/mem/small.bin"])
+    if not (small.ok and size.ok and size.stdout.strip() == "1048576"):
+        raise SuiteError(
+            "dd did not write 1 MiB into the volume (stat reads back its size), so nothing can be judged",
+            image="the OS's agnhost image (busybox dd and stat)",
+            tool="dd",
+            output=f"dd: {small.stdout} {small.stderr}; stat: {size.stdout} {size.stderr}"[:300],
+        )
     # 200 MiB into a RAM-backed volume of a container limited to 64 MiB: on Linux the write fails or the
     # container is OOM-killed, because tmpfs pages count against the container's memory.
     try:

@@ -137,3 +137,37 @@ def test_plan_rows_carry_the_declaration_and_unavailable_skips_the_windows_item(
     assert unavailable["outcome"] == "skip" and "no Windows form with evidence" in unavailable["reason"]
     assert rows["test_unavailable[linux]"]["windows_form"] is None
     assert rows["test_unavailable[linux]"]["outcome"] != "skip"
+
+
+def _evidence_constants() -> dict[str, str]:
+    return {
+        name: value
+        for name, value in vars(forms).items()
+        if name.isupper()
+        and isinstance(value, str)
+        and value.startswith(("k8s.io/kubernetes@", forms.OUTPUTS))
+        and " " in value
+    }
+
+
+def test_every_evidence_constant_resolves_against_the_pinned_module():
+    """Each evidence constant the suites cite names a file and line of k8s.io/kubernetes at the pinned version that
+    carries its word (or a recorded output with its source): the new busybox-w32 applets (Dockerfile_windows), the
+    conformance preStop hook's sh/curl and the HostProcess hostname comparison included."""
+    root = (forms.module_cache() or Path("/nonexistent")) / f"k8s.io/kubernetes@{forms.pinned_version()}"
+    if not root.is_dir():
+        pytest.skip(f"k8s.io/kubernetes@{forms.pinned_version()} is not in the Go module cache here")
+    constants = _evidence_constants()
+    for name in ("BUSYBOX_W32_APPLETS", "BUSYBOX_W32_DD", "PRESTOP_SH_CURL", "HOSTPROCESS_HOSTNAME"):
+        assert name in constants
+    problems = {name: forms.evidence_problems(value) for name, value in constants.items()}
+    assert {name: p for name, p in problems.items() if p} == {}
+
+
+def test_a_constant_whose_word_moved_off_its_line_is_a_problem():
+    root = (forms.module_cache() or Path("/nonexistent")) / f"k8s.io/kubernetes@{forms.pinned_version()}"
+    if not root.is_dir():
+        pytest.skip(f"k8s.io/kubernetes@{forms.pinned_version()} is not in the Go module cache here")
+    ref = forms.BUSYBOX_W32_DD.split(" ")[0]
+    assert forms.evidence_problems(f"{ref} fsutil")  # the applet list carries no fsutil
+    assert forms.evidence_problems(forms.PRESTOP_SH_CURL.replace(":161", ":160"))
