@@ -87,10 +87,8 @@ def linux_workers(profile: Any, linux_node: NodeProfile) -> list[NodeProfile]:
 
 @pytest.fixture(scope="module")
 def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePods:
-    """The module's netservers and client of each OS, created together and awaited together where the module's
-    checks (those that run in this process) need both (wincon.network.modulepods); each started once."""
-    module = request.node
-    items = [i for i in request.session.items if i.getparent(pytest.Module) is module]
+    """The module's netservers and client of each OS, created together and awaited together where the check that
+    first needs either needs both (wincon.network.modulepods); each started once."""
 
     def nodes(os_name: str) -> list[NodeProfile]:
         return request.getfixturevalue("windows_nodes" if os_name == "windows" else "linux_workers")
@@ -121,19 +119,27 @@ def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePo
         )
         return [manifest], lambda started: pod_ref(started["lin-client"], "linux", "netexec")
 
-    return ModulePods(net.start_each, lambda os_name: modulepods.together(items, os_name), servers, client)
+    def joint(os_name: str, item: Any) -> bool:
+        return item is not None and modulepods.together([item], os_name)
+
+    return ModulePods(net.start_each, joint, servers, client)
+
+
+def asking_item(request: pytest.FixtureRequest) -> Any:
+    """The check whose setup asks for a module fixture (pytest's FixtureRequest keeps it as ``_pyfuncitem``)."""
+    return getattr(request, "_pyfuncitem", None)
 
 
 @pytest.fixture(scope="module")
-def netservers(module_pods: ModulePods) -> list[PodRef]:
+def netservers(request: pytest.FixtureRequest, module_pods: ModulePods) -> list[PodRef]:
     """``netserver-N`` on every Windows node in turn, at least two: the endpoints of every check."""
-    return list(module_pods.get("servers", "windows"))
+    return list(module_pods.get("servers", "windows", asking_item(request)))
 
 
 @pytest.fixture(scope="module")
-def windows_client(module_pods: ModulePods) -> PodRef:
+def windows_client(request: pytest.FixtureRequest, module_pods: ModulePods) -> PodRef:
     """The client pod, on the first Windows node (where netserver-0 runs too)."""
-    return module_pods.get("client", "windows")  # type: ignore[no-any-return]
+    return module_pods.get("client", "windows", asking_item(request))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -173,16 +179,16 @@ def remote_node(request: pytest.FixtureRequest, windows_nodes: list[NodeProfile]
 
 
 @pytest.fixture(scope="module")
-def linux_netservers(module_pods: ModulePods) -> list[PodRef]:
+def linux_netservers(request: pytest.FixtureRequest, module_pods: ModulePods) -> list[PodRef]:
     """``lin-netserver-N`` on every Linux worker in turn, at least two: the Linux endpoints of the hybrid
     checks and of the Linux controls (hostname and subdomain set, as the Windows netservers')."""
-    return list(module_pods.get("servers", "linux"))
+    return list(module_pods.get("servers", "linux", asking_item(request)))
 
 
 @pytest.fixture(scope="module")
-def linux_client(module_pods: ModulePods) -> PodRef:
+def linux_client(request: pytest.FixtureRequest, module_pods: ModulePods) -> PodRef:
     """A Linux client pod running netexec on 9080, for dials from Linux (on ``linux_node``)."""
-    return module_pods.get("client", "linux")  # type: ignore[no-any-return]
+    return module_pods.get("client", "linux", asking_item(request))  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------- Services

@@ -41,7 +41,7 @@ def test_needs_reads_the_items_fixtures_per_os():
     assert modulepods.needs(item("kube", "namespace")) == set()
 
 
-def test_together_only_where_the_module_needs_both_of_that_os():
+def test_together_only_where_the_items_need_both_of_that_os():
     dial = item("client", "servers", os_name="linux")
     assert modulepods.together([dial], "linux")
     assert not modulepods.together([dial], "windows")
@@ -85,7 +85,7 @@ def plans() -> tuple[Any, Any]:
 
 def test_joint_start_creates_servers_and_client_in_one_start_whichever_comes_first():
     starts = Starts()
-    pods = ModulePods(starts, lambda os_name: True, *plans())
+    pods = ModulePods(starts, lambda os_name, item: True, *plans())
     assert pods.get("client", "linux") == "linux-client"
     assert pods.get("servers", "linux") == ["linux-netserver-0", "linux-netserver-1"]
     assert starts.calls == [["linux-netserver-0", "linux-netserver-1", "linux-client"]], "one start, each pod once"
@@ -95,7 +95,7 @@ def test_joint_start_creates_servers_and_client_in_one_start_whichever_comes_fir
 
 def test_without_a_joint_need_each_kind_starts_alone_as_before():
     starts = Starts()
-    pods = ModulePods(starts, lambda os_name: False, *plans())
+    pods = ModulePods(starts, lambda os_name, item: False, *plans())
     pods.get("servers", "windows")
     assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
     pods.get("client", "windows")
@@ -104,7 +104,7 @@ def test_without_a_joint_need_each_kind_starts_alone_as_before():
 
 def test_each_kind_raises_only_its_own_pods_error():
     starts = Starts(broken=("linux-netserver-1",))
-    pods = ModulePods(starts, lambda os_name: True, *plans())
+    pods = ModulePods(starts, lambda os_name, item: True, *plans())
     assert pods.get("client", "linux") == "linux-client", "the client ran: a client-only check goes on"
     with pytest.raises(InfrastructureError, match="linux-netserver-1 never ran"):
         pods.get("servers", "linux")
@@ -148,3 +148,17 @@ def test_nodes_for_servers_at_least_two_one_per_node():
     a, b, c = (NS(name=n) for n in "abc")
     assert modulepods.nodes_for_servers([a]) == [a, a]
     assert modulepods.nodes_for_servers([a, b, c]) == [a, b, c]
+
+
+def test_the_asking_check_decides_so_no_pod_starts_that_was_not_started_before():
+    """A worker whose first check of the module needs only the servers starts only them; the client follows
+    when a check needs it (as before); a first check needing both starts both in one start."""
+    starts = Starts()
+    pods = ModulePods(starts, lambda os_name, it: modulepods.together([it], os_name), *plans())
+    servers_only = item("kube", "netservers")
+    pods.get("servers", "windows", servers_only)
+    assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
+    pods.get("client", "windows", item("client", "servers", os_name="windows"))
+    assert starts.calls[-1] == ["windows-client"], "the servers ran already: only the client starts"
+    pods.get("client", "linux", item("client", "local_server", os_name="linux"))
+    assert starts.calls[-1] == ["linux-netserver-0", "linux-netserver-1", "linux-client"]

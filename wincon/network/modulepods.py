@@ -1,11 +1,11 @@
 """A module's shared netservers and client of one OS, created together and awaited together (issue 22, item 3).
 
-Where the module's checks need both the netservers of an OS and its client, whichever of the two fixtures comes
-first creates every one of those pods before it waits for any, so their starts overlap: on real Windows nodes,
-where a pod takes tens of seconds to start, one wait instead of two in a row. Each pod is still waited for and
-checked to have run where pinned on its own, and each fixture raises only its own pods' error: a client-only
-check does not error because a netserver failed to start. Where the module needs only one of the two (or runs
-none of its items that need the other), only that one is started, as before.
+Where the check that first needs the netservers of an OS or its client needs both, the first of the two fixtures
+creates every one of those pods before it waits for any, so their starts overlap: on real Windows nodes, where a
+pod takes tens of seconds to start, one wait instead of two in a row. Each pod is still waited for and checked to
+have run where pinned on its own, and each fixture raises only its own pods' error: a client-only check does not
+error because a netserver failed to start. Where that check needs only one of the two, only that one starts, as
+before (the other when a later check needs it): the run starts no pod it did not start before.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def needs(item: pytest.Item) -> set[tuple[str, str]]:
 
 
 def together(items: Iterable[pytest.Item], os_name: str) -> bool:
-    """True when the items (a module's, those that will run) need both the netservers and the client of
-    ``os_name``: then they are started together."""
+    """True when the items need both the netservers and the client of ``os_name``: then they are started
+    together. Asked of the check that first needs either (so a worker that runs only a module's server-only
+    checks never starts its client: no pod is started that the run did not start before)."""
     wanted: set[tuple[str, str]] = set()
     for item in items:
         if item.get_closest_marker("skip") is None:
@@ -66,7 +67,7 @@ class ModulePods:
     def __init__(
         self,
         start_each: Callable[[list[dict[str, Any]]], dict[str, Any]],
-        joint: Callable[[str], bool],
+        joint: Callable[[str, Any], bool],
         servers: Callable[[str], tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]],
         client: Callable[[str], tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]],
     ) -> None:
@@ -77,10 +78,12 @@ class ModulePods:
         self._plans = {"servers": servers, "client": client}
         self._done: dict[tuple[str, str], Any] = {}
 
-    def get(self, kind: str, os_name: str) -> Any:
+    def get(self, kind: str, os_name: str, item: Any = None) -> Any:
+        """The fixture value of ``kind`` ('servers' | 'client') of ``os_name``, started on first use, together
+        with the other kind where ``joint(os_name, item)`` (``item``: the check that asks)."""
         key = (kind, os_name)
         if key not in self._done:
-            kinds = ["servers", "client"] if self._joint(os_name) else [kind]
+            kinds = ["servers", "client"] if self._joint(os_name, item) else [kind]
             plans = {k: self._plans[k](os_name) for k in kinds if (k, os_name) not in self._done}
             started = self._start_each([m for manifests, _ in plans.values() for m in manifests])
             for k, (manifests, make) in plans.items():
