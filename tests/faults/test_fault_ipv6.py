@@ -13,15 +13,14 @@ skip. The rules are removed afterwards.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.faults.conftest import own_cluster
 from tests.faults.test_faults import assert_broken, node_namespaces, run_checks
-from wincon.localcluster import cluster, ipfamily, netns
+from wincon.localcluster import ipfamily, netns
 from wincon.localcluster.topology import Topology
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
@@ -33,14 +32,8 @@ REJECT += ["-j", "REJECT", "--reject-with", "tcp-reset"]
 
 @pytest.fixture(scope="module")
 def dual_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
-    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-ipv6-{uuid.uuid4().hex[:6]}"
-    try:
-        yield name, cluster.up(name, Topology(ip_family="dual"))
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    with own_cluster("faults-ipv6", Topology(ip_family="dual")) as found:
+        yield found
 
 
 def test_ipv6_refused_between_pods_fails_the_dual_stack_controls(dual_cluster, tmp_path):

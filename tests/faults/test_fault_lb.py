@@ -11,22 +11,19 @@ Stopping the speakers instead breaks nothing this control sees: kube-proxy trans
 the cluster's own pods without any ARP (the in-cluster path every kube-proxy takes); the external host's path,
 which needs the speakers, is checked by tests/integration/test_loadbalancer.py.
 
-``WINCON_FAULT_CLUSTER=<name>`` runs it on a cluster of that name (started or reused by ``up``, brought down at
-the end) instead of a fresh ``faults-lb-<hex>``.
+It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh ``faults-<hex>``, or the one
+``WINCON_FAULT_CLUSTER=<name>`` names), and restores what it stopped.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.faults.test_faults import SERVICES, assert_broken, run_checks
-from wincon.localcluster import cluster, dataplane, lb
+from wincon.localcluster import dataplane, lb
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
@@ -34,18 +31,10 @@ LOADBALANCER = (SERVICES, "loadbalancer_service_reaches_windows_pods")
 
 
 @pytest.fixture(scope="module")
-def lb_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
+def lb_cluster(fault_cluster: tuple[str, Path]) -> tuple[str, Path]:
     if None in lb.binaries():
         pytest.skip("MetalLB is not built (`wincon cluster build` builds it)")
-    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-lb-{uuid.uuid4().hex[:6]}"
-    try:
-        kubeconfig = cluster.up(name)
-        yield name, kubeconfig
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    return fault_cluster
 
 
 def test_stopped_metallb_controller_makes_the_loadbalancer_control_error_with_the_reason(lb_cluster, tmp_path):

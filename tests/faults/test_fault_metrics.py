@@ -7,16 +7,13 @@ crash is) and the same control runs again at once: it must end in an error (the 
 check) naming the resource metrics API's APIService, never pass, xfail or skip. Each affected check's time to
 fail is printed. metrics-server is started again afterwards and the APIService waited for.
 
-``WINCON_FAULT_CLUSTER=<name>`` runs it on a cluster of that name (started or reused by ``up``, brought down
-at the end) instead of a fresh ``faults-metrics-<hex>``.
+It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh ``faults-<hex>``, or the one
+``WINCON_FAULT_CLUSTER=<name>`` names), and restores what it stopped.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,18 +28,10 @@ APISERVICE_SECONDS = 120.0
 
 
 @pytest.fixture(scope="module")
-def metrics_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
+def metrics_cluster(fault_cluster: tuple[str, Path]) -> tuple[str, Path]:
     if metrics.binary() is None or consumer.binaries() is None:
         pytest.skip("metrics-server or resource-consumer is not built (`wincon cluster build` builds both)")
-    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-metrics-{uuid.uuid4().hex[:6]}"
-    try:
-        kubeconfig = cluster.up(name)
-        yield name, kubeconfig
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    return fault_cluster
 
 
 def apiservice_available(kubeconfig: Path) -> bool:

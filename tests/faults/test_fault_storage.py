@@ -8,22 +8,19 @@ stays Pending and its pod never runs, so the control must end in an error (the c
 with the cluster's reason (the claim Pending, the PV controller's event naming the provisioner it waits for), or
 fail; never pass, xfail or skip. The provisioner is started again afterwards.
 
-``WINCON_FAULT_CLUSTER=<name>`` runs it on a cluster of that name (started or reused by ``up``, brought down at
-the end) instead of a fresh ``faults-storage-<hex>``.
+It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh ``faults-<hex>``, or the one
+``WINCON_FAULT_CLUSTER=<name>`` names), and restores what it stopped.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.faults.test_faults import assert_broken, run_checks
-from wincon.localcluster import cluster, dataplane, procs, storage
+from wincon.localcluster import dataplane, procs, storage
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
@@ -31,18 +28,10 @@ PVC = ("suites/storage/test_volume_types.py", "persistent_volume_claim_of_the_de
 
 
 @pytest.fixture(scope="module")
-def storage_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
+def storage_cluster(fault_cluster: tuple[str, Path]) -> tuple[str, Path]:
     if storage.binary() is None:
         pytest.skip("local-path-provisioner is not built (`wincon cluster build` builds it)")
-    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"faults-storage-{uuid.uuid4().hex[:6]}"
-    try:
-        kubeconfig = cluster.up(name)
-        yield name, kubeconfig
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    return fault_cluster
 
 
 def provisioner_pid(name: str) -> int | None:
