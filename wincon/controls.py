@@ -170,8 +170,11 @@ def failed_step(item: pytest.Item, call: pytest.CallInfo[Any]) -> str:
     from wincon.errors import DeviationObserved, NotTheDeviation
 
     if isinstance(exc, (DeviationObserved, NotTheDeviation)) and isinstance(cause, AssertionError):
-        # expect_deviation re-raised it: the step is the assertion inside the block, not the `with` line alone
-        frames += [(f.filename, f.lineno or 0) for f in traceback.extract_tb(cause.__traceback__)]
+        # expect_deviation re-raised it: the step is the assertion inside the block (its own chain from the test
+        # body), not the `with` line; a Linux control's same assertion fails as itself there (errors.linux_control)
+        # with exactly that chain, so the two steps compare equal.
+        outer = [frame for frame in frames if Path(frame[0]) not in _PLUMBING][:-1]  # up to the `with` line's frame
+        frames = outer + [(f.filename, f.lineno or 0) for f in traceback.extract_tb(cause.__traceback__)]
     return "call: " + " > ".join(_locations(frames, root))
 
 

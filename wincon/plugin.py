@@ -10,12 +10,13 @@ The work lives by concern: ``wincon.options`` (options, markers), ``wincon.conte
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
 
 from wincon import collection, context, controls, nodes, options, reports
-from wincon.errors import WinconError
+from wincon.errors import WinconError, linux_control
 from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,
     data_plane,
@@ -79,7 +80,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if context.get_profile(item.config) is None:
         yield
         return
-    with nodes.running(item):
+    with nodes.running(item), linux_control() if controls.is_control(item) else nullcontext():
         yield
 
 

@@ -9,7 +9,7 @@ control hit. Then the results side: the table and the gate call an error cluster
 from __future__ import annotations
 
 from tests.support import synthetic
-from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
+from tests.unit.test_controls import check, suite  # noqa: F401  (the pytester fixture)
 from wincon.results.model import Verdict, pair
 from wincon.results.report import table
 
@@ -142,3 +142,39 @@ def test_the_table_names_what_a_control_that_failed_elsewhere_hit_and_does_not_c
     text = table([control, windows])
     assert "its Linux control failed elsewhere: in setup (a fixture, an image, a pod that never ran): ErrImag" in text
     assert "cluster-wide" not in text
+
+
+def test_a_linux_control_failing_inside_a_deviation_block_fails_as_itself(suite):  # noqa: F811
+    """Seen under a fault: the Linux control of a Service check failed as 'DeviationObserved: overlay-kube-proxy-
+    alpha, ...', a Windows limitation named for a Linux pod. Now its assertion fails as itself; the twin still
+    sees the same step (the limitation cannot be judged here)."""
+    result = suite(check(False, False, limitation=True), "-m", "control")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: no reply*"])
+    result.stdout.no_fnmatch_line("*DeviationObserved: icmp-egress*")
+    result.stdout.no_fnmatch_line("*icmp-egress: no reply*")
+
+
+IN_A_HELPER = """
+import pytest
+from wincon.errors import expect_deviation
+
+def observe(ok):
+    with expect_deviation("icmp-egress"):
+        assert ok, "no reply"
+
+@pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0309")
+@pytest.mark.dataplane
+@pytest.mark.limitation("icmp-egress")
+def test_flow(target_os, data_plane):
+    data_plane("ping 1.2.3.4")
+    observe(False)
+"""
+
+
+def test_a_deviation_block_in_a_helper_is_the_same_step_for_the_twin_and_its_control(suite):  # noqa: F811
+    """The control's assertion fails as itself (test > helper's assert), the twin's as the deviation whose cause
+    has that chain: the same step, so the limitation cannot be judged here."""
+    result = suite(IN_A_HELPER)
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*the limitation cannot be judged here*"])
