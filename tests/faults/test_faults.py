@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from tests.faults.conftest import own_cluster
 from wincon.localcluster import cluster, dataplane, netns, paths
 from wincon.results.junit import parse
 
@@ -57,17 +58,9 @@ KUBELET_TO_POD = (
 
 @pytest.fixture(scope="module")
 def fault_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
-    import os
-
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
-    name = f"faults-{uuid.uuid4().hex[:6]}"
-    try:
-        kubeconfig = cluster.up(name)
-        yield name, kubeconfig
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    """This module's own cluster (its faults touch every node's network; conftest's own_cluster)."""
+    with own_cluster("faults") as found:
+        yield found
 
 
 def run_checks(
