@@ -386,15 +386,21 @@ def _proxy_config(node: RealNode, ndir: Path, plan: Plan | None = None) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def link_binary(cluster: str, name: str, exe: Path) -> Path:
+    """A link to ``exe`` under the cluster's directory, named ``name``: its path marks the process as ours (an
+    add-on's binary as well as the nodes')."""
+    link = root(cluster) / "bin" / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(exe)
+    return link
+
+
 def _link_binaries(cluster: str, bindir: Path) -> Path:
     """Links to the binaries under the cluster's directory: their path marks the processes as ours."""
-    bdir = root(cluster) / "bin"
-    bdir.mkdir(parents=True, exist_ok=True)
     for name in ("kubelet", "kube-proxy", "agnhost", "coredns"):
-        link = bdir / name
-        if not link.exists():
-            link.symlink_to(bindir / name)
-    return bdir
+        link_binary(cluster, name, bindir / name)
+    return root(cluster) / "bin"
 
 
 def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path) -> int:

@@ -243,13 +243,10 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
     except (OSError, ValueError, TimeoutError, ApiException, subprocess.SubprocessError, LocalClusterError) as exc:
         print(f"MetalLB: could not be configured ({exc}); no LoadBalancer provider", file=out, flush=True)
         return False
-    bin_root = dataplane.root(plan.cluster) / "bin"
-    bin_root.mkdir(parents=True, exist_ok=True)
-    links = {}
-    for name, exe in ((CONTROLLER, controller), (SPEAKER, speaker)):
-        links[name] = bin_root / name
-        if not links[name].exists():
-            links[name].symlink_to(exe)
+    links = {
+        name: dataplane.link_binary(plan.cluster, name, exe)
+        for name, exe in ((CONTROLLER, controller), (SPEAKER, speaker))
+    }
     first = plan.nodes[0]
     print(f"starting MetalLB (L2, pool {pool_range(plan)}): controller in {first.name}'s namespace", file=out, flush=True)  # fmt: skip
     root = dataplane.root(plan.cluster)

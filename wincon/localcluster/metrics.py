@@ -100,10 +100,7 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
         why = "no real node" if exe else f"not built ({addons.bin_dir(NAME)}; `wincon cluster build` builds it)"
         print(f"metrics-server: {why}; the resource metrics API is not served", file=out, flush=True)
         return False
-    link = dataplane.root(plan.cluster) / "bin" / NAME
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.exists():
-        link.symlink_to(exe)
+    link = dataplane.link_binary(plan.cluster, NAME, exe)
     node = plan.nodes[0]
     print(f"starting metrics-server in {node.name}'s namespace ({node.address}:{PORT})", file=out, flush=True)
     ns = netns.netns_name(plan.cluster, node.name)

@@ -190,10 +190,7 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
     except (OSError, ValueError, ApiException) as exc:
         print(f"{NAME}: could not be configured ({exc}); no default StorageClass", file=out, flush=True)
         return False
-    link = dataplane.root(plan.cluster) / "bin" / NAME
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.exists():
-        link.symlink_to(exe)
+    link = dataplane.link_binary(plan.cluster, NAME, exe)
     node = plan.nodes[0]
     print(
         f"starting {NAME} in {node.name}'s namespace (default StorageClass {STORAGE_CLASS}, volumes under "
