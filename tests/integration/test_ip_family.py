@@ -127,15 +127,21 @@ def test_a_pod_reaches_a_pod_on_the_other_node_over_ipv6(api, served):
     assert answer == [second.metadata.name]
 
 
-def test_an_ipv6_cluster_ip_answers(api, served):
-    ns, (first, second) = served
-    core = client.CoreV1Api(api)
+@pytest.fixture(scope="module")
+def dual_service(api: Any, served: tuple[str, list[Any]]) -> Any:
+    """A RequireDualStack Service ``ipf`` over the second pod, in ``served``'s namespace (gone with it)."""
+    ns, (_, second) = served
     spec = {
         "ipFamilyPolicy": "RequireDualStack",
         "selector": {"app": second.metadata.name},
         "ports": [{"port": 80, "targetPort": PORT}],
     }
-    service = core.create_namespaced_service(ns, {"metadata": {"name": "ipf"}, "spec": spec})
+    return client.CoreV1Api(api).create_namespaced_service(ns, {"metadata": {"name": "ipf"}, "spec": spec})
+
+
+def test_an_ipv6_cluster_ip_answers(api, served, dual_service):
+    ns, (first, second) = served
+    service = dual_service
     assert service.spec.ip_families == ["IPv4", "IPv6"]
     v6 = next(ip for ip in service.spec.cluster_ips if ipaddress.ip_address(ip).version == 6)
     assert ipaddress.ip_address(v6) in ipaddress.ip_network(ipfamily.SERVICE_RANGE6)
@@ -146,11 +152,11 @@ def test_an_ipv6_cluster_ip_answers(api, served):
     assert answer == [second.metadata.name]
 
 
-def test_cluster_dns_answers_aaaa_with_the_ipv6_cluster_ip(api, served):
+def test_cluster_dns_answers_aaaa_with_the_ipv6_cluster_ip(api, served, dual_service):
     """CoreDNS (its kubernetes plugin) answers the Service's name with its IPv6 ClusterIP for an AAAA query,
     asked from a pod through the cluster DNS (busybox's nslookup, run by netexec's /shell)."""
     ns, (first, _) = served
-    service = client.CoreV1Api(api).read_namespaced_service("ipf", ns)  # made by the previous test
+    service = client.CoreV1Api(api).read_namespaced_service(dual_service.metadata.name, ns)
     v6 = next(ip for ip in service.spec.cluster_ips if ipaddress.ip_address(ip).version == 6)
     cfg = api.configuration
     url = f"{cfg.host}/api/v1/namespaces/{ns}/pods/{first.metadata.name}:{PORT}/proxy/shell"
