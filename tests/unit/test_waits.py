@@ -152,3 +152,44 @@ def test_a_setup_wait_times_out_as_an_infrastructure_error_and_a_behaviour_wait_
 )
 def test_each_reason_gets_its_own_fix(reason, fix):
     assert fix in hint_for(reason)
+
+
+class RecordingWatch:
+    """A quiet watch that records the window each stream asked the API server for."""
+
+    windows: list[int] = []
+
+    def stream(self, *args: object, **kwargs: object) -> list:
+        RecordingWatch.windows.append(int(kwargs["timeout_seconds"]))  # type: ignore[call-overload]
+        return []
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_failure_outside_the_object_is_seen_within_the_recheck_not_the_watchs_minute(monkeypatch):
+    """The HPA's wait: its failure also reads the metrics APIService, which goes unavailable without an event on
+    the HPA. Before ``recheck`` the watch on an unchanged HPA ran its full 60 s before the failure was read again
+    (the metrics-server fault errored in 61 s)."""
+    hpa = NS(metadata=NS(name="loaded"), spec=NS(), status=NS(conditions=[]))
+    outside = {"available": True}
+    RecordingWatch.windows = []
+    monkeypatch.setattr(waits.watch, "Watch", RecordingWatch)
+    monkeypatch.setattr(waits, "_controller_pods_check", lambda list_fn, namespace: None)
+
+    def list_hpa(namespace: str, **kwargs: object) -> NS:
+        if len(RecordingWatch.windows) == 2:
+            outside["available"] = False  # the component behind the object dies while the wait goes on
+        return NS(items=[hpa], metadata=NS(resource_version="1"))
+
+    def failure(obj: NS) -> str | None:
+        return None if outside["available"] else "the APIService v1beta1.metrics.k8s.io is not available"
+
+    with pytest.raises(InfrastructureError, match="scaling up: the APIService .* is not available"):
+        wait_for(list_hpa, "loaded", lambda h: False, failure, 300, "scaling up", True, recheck=10, namespace="ns")
+    assert RecordingWatch.windows == [10, 10]
+    # Without it, the same wait asks for the watch's minute each time (the window nothing could see through).
+    RecordingWatch.windows, outside["available"] = [], True
+    with pytest.raises(InfrastructureError):
+        wait_for(list_hpa, "loaded", lambda h: False, failure, 300, "scaling up", True, namespace="ns")
+    assert RecordingWatch.windows == [60, 60]

@@ -93,13 +93,16 @@ def wait_for(
     timeout: float = 300.0,
     describe: str = "",
     behaviour: bool = False,
+    recheck: float | None = None,
     **list_kwargs: Any,
 ) -> Any:
     """Watch ``list_fn(**list_kwargs)`` for the object ``name`` until ``done(obj)`` holds.
 
     ``failure(obj)`` returning a reason ends the wait at once with that reason; so does a pod of a
     controller (an object with ``spec.selector.matchLabels``) that cannot run. A missing object is
-    waited for. Returns the object in its final state. Out of time: ``WaitTimeout`` for a setup wait,
+    waited for. Where ``failure`` also reads something outside the object (an APIService behind it), which
+    changes without an event on the object, ``recheck`` seconds: the object is read again at least that
+    often, so the failure is seen within that long instead of the watch's minute. Returns the object in its final state. Out of time: ``WaitTimeout`` for a setup wait,
     ``BehaviourNotObserved`` for a behaviour wait (``behaviour=True``).
     """
     deadline = time.monotonic() + timeout
@@ -123,6 +126,7 @@ def wait_for(
             if pods_check is not None:
                 _check_pods(pods_check, obj, what)
         poll_pods = pods_check is not None and bool(_selector_labels(last))
+        window = min(60.0, CONTROLLER_POLL if poll_pods else 60.0, recheck or 60.0)
         stream = watch.Watch()
         try:
             for event in stream.stream(
@@ -130,7 +134,7 @@ def wait_for(
                 field_selector=selector,
                 resource_version=listing.metadata.resource_version,
                 # A controller's pods change without an event on the controller: look at them every few seconds.
-                timeout_seconds=max(1, int(min(remaining, CONTROLLER_POLL if poll_pods else 60))),
+                timeout_seconds=max(1, int(min(remaining, window))),
                 **list_kwargs,
             ):
                 if event["type"] == "ERROR":
