@@ -14,7 +14,9 @@ for Windows and Linux without a cluster:
   ``/etc/resolv.conf``, ``cmd /c set`` against ``env``.
 
 Every builder returns an argv list for an exec without a shell, so nothing is quoted twice. Retries
-are bounded (:func:`dial_tries`, :func:`collect_dial`), never an open-ended loop.
+are bounded (:func:`dial_tries`, :func:`collect_dial`), never an open-ended loop. A parser that cannot read a
+tool's output raises ``UnreadableOutput`` (a SuiteError, and a ValueError) quoting what the tool printed: the
+suite's gap, reported as an error, never the behaviour failing nor a documented deviation.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from urllib.parse import urlencode
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, stop_any, wait_fixed
 from tenacity.stop import stop_base
 
+from wincon.errors import UnreadableOutput
+
 OS = Literal["windows", "linux"]
 OPERATING_SYSTEMS: tuple[str, ...] = ("windows", "linux")
 
@@ -42,6 +46,7 @@ CLIENT_HTTP_PORT = 9080  # netexec --http-port of the client ("test container") 
 SERVICE_HTTP_PORT = 80  # the Services' TCP port, targeting NETSERVER_HTTP_PORT
 SERVICE_UDP_PORT = 90  # the Services' UDP port, targeting NETSERVER_UDP_PORT
 KUBELET_PORT = 10250  # every node's kubelet listens here: a TCP target on the node itself
+READINESS_PERIOD_SECONDS = 3  # a netexec pod's readiness probe, from its start (upstream's service jig.go:686)
 
 CONNECT_TIMEOUT_SECONDS = 10  # curl --connect-timeout, as upstream's Windows checks use
 MAX_TIME_SECONDS = 30  # curl --max-time: no single request may hang an exec
@@ -103,18 +108,25 @@ def netexec_container(
     http_port: int = NETSERVER_HTTP_PORT,
     udp_port: int | None = NETSERVER_UDP_PORT,
 ) -> dict[str, Any]:
-    """A netexec container as upstream's netserver pods run it: ports declared, ready once /healthz answers."""
+    """A netexec container as upstream's netserver pods run it: ports declared, ready once /healthz answers.
+
+    Readiness is asked from the container's start on, every READINESS_PERIOD_SECONDS, as upstream's Service
+    tests ask their netexec backends (k8s.io/kubernetes@v1.34.4 test/e2e/framework/service/jig.go:685-686: no
+    initial delay, period 3 s): netexec answers /healthz as soon as it listens, so a delay only postpones Ready.
+    Upstream's netserver pods (test/e2e/framework/network/utils.go:588-593) wait 10 s and probe every 10 s, slower
+    still. The liveness probe keeps its 30 s grace: it restarts a server that stopped answering, never gates it.
+    """
     ports: list[dict[str, Any]] = [{"name": "http", "containerPort": http_port, "protocol": "TCP"}]
     if udp_port is not None:
         ports.append({"name": "udp", "containerPort": udp_port, "protocol": "UDP"})
-    probe = {"httpGet": {"path": "/healthz", "port": http_port}, "periodSeconds": 5, "failureThreshold": 3}
+    healthz = {"httpGet": {"path": "/healthz", "port": http_port}, "failureThreshold": 3}
     return {
         "name": name,
         "image": image,
         "args": netexec_args(http_port, udp_port),
         "ports": ports,
-        "readinessProbe": {**probe, "initialDelaySeconds": 5},
-        "livenessProbe": {**probe, "initialDelaySeconds": 30},
+        "readinessProbe": {**healthz, "periodSeconds": READINESS_PERIOD_SECONDS},
+        "livenessProbe": {**healthz, "periodSeconds": 5, "initialDelaySeconds": 30},
     }
 
 
@@ -164,14 +176,22 @@ class DialResult:
     errors: tuple[str, ...]
 
 
+class DialAnswer(str):
+    """What curl printed in a try in which it exited 0: the client netexec's own answer to /dial. A dial's
+    ``run`` returns its output as a DialAnswer; any other text it returns is a try that got no answer (an exec
+    that failed, a curl that reached nothing)."""
+
+
 def parse_dial(text: str) -> DialResult:
-    """The JSON netexec's /dial prints; ValueError naming the output when it is anything else."""
+    """The JSON netexec's /dial prints; UnreadableOutput quoting the output when it is anything else."""
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"netexec /dial did not answer JSON: {text.strip()[:200]!r}") from exc
+        raise UnreadableOutput("netexec /dial did not answer JSON", tool="netexec /dial", output=text) from exc
     if not isinstance(data, dict) or not isinstance(data.get("responses", []), list):
-        raise ValueError(f"netexec /dial answered JSON without a responses list: {text.strip()[:200]!r}")
+        raise UnreadableOutput(
+            "netexec /dial answered JSON without a responses list", tool="netexec /dial", output=text
+        )
     responses = tuple(str(r).strip() for r in data.get("responses") or [] if str(r).strip())
     errors = tuple(str(e) for e in data.get("errors") or [])
     return DialResult(responses, errors)
@@ -248,8 +268,11 @@ def collect_dial(
 ) -> DialOutcome:
     """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran).
 
-    ``run()`` returns the dial's output; an output that is not a dial answer counts as a failed try with
-    its text as the error (upstream counts a failed exec as a try too). Never more than ``max_tries``; fewer
+    ``run()`` returns the dial's output: a :class:`DialAnswer` where curl exited 0, else the text of a try that
+    got no answer, which counts as a failed try with its text as the error (upstream counts a failed exec as a
+    try too). A DialAnswer that is not netexec's JSON raises UnreadableOutput at once: the client's netexec
+    answered something the suite cannot read, and counting it as a try would turn it into an endpoint that did
+    not answer (a failure, or a documented deviation), or into a denial. Never more than ``max_tries``; fewer
     when nothing answers (DIAL_SILENT_TRIES / DIAL_SILENT_SECONDS) or when the endpoints still missing had a
     fair number of tries (``fair_tries``); ``silent_tries`` lowers the silent bound (a target already seen
     silent in the module). The outcome says how long it took (``seconds``).
@@ -262,12 +285,16 @@ def collect_dial(
     def attempt() -> bool:
         outcome.tries += 1
         try:
-            result = parse_dial(run())
-        except ValueError as exc:
-            outcome.errors.append(str(exc))
-            return False
+            output = run()
         finally:
             outcome.seconds = clock() - start
+        try:
+            result = parse_dial(output)
+        except UnreadableOutput:
+            if isinstance(output, DialAnswer):
+                raise
+            outcome.errors.append(f"netexec /dial did not answer: {output.strip()[:200]!r}")
+            return False
         if not set(result.responses) <= outcome.responses:
             outcome.last_new_try = outcome.tries
         outcome.responses.update(result.responses)
@@ -436,25 +463,27 @@ _LINUX_STATS = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?receiv
 
 
 def parse_ping(os_name: str, output: str) -> PingResult:
-    """Echo requests sent and echo replies received; ValueError when the output has no statistics."""
+    """Echo requests sent and echo replies received; UnreadableOutput when the output has no statistics."""
     if _check_os(os_name) == "windows":
         stats = _WIN_STATS.search(output)
         if not stats:
-            raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")
+            raise UnreadableOutput("no ping statistics in the output", tool="ping", output=output)
         header = _WIN_TARGET.search(output)
         targets = {a for a in header.groups() if a} if header else set()
         return PingResult(int(stats.group(1)), sum(1 for r in _WIN_REPLY.findall(output) if r in targets))
     stats = _LINUX_STATS.search(output)
     if not stats:
-        raise ValueError(f"no ping statistics in {output.strip()[:200]!r}")
+        raise UnreadableOutput("no ping statistics in the output", tool="ping", output=output)
     return PingResult(int(stats.group(1)), int(stats.group(2)))
 
 
 def ping_succeeded(os_name: str, exit_code: int, output: str) -> bool:
-    """True only for a real echo reply: exit 0 and a reply in the output (never exit 0 alone)."""
+    """True only for a real echo reply: exit 0 and a reply in the output (never exit 0 alone). An output without
+    statistics is no reply: False, never a pass; it is no evidence of a missing reply either (a deviation needs
+    its own: ping's statistics with none received). An unknown operating system is the caller's error (ValueError)."""
     try:
         return exit_code == 0 and parse_ping(os_name, output).ok
-    except ValueError:
+    except UnreadableOutput:
         return False
 
 
@@ -526,7 +555,7 @@ _CONNECT_KINDS = ("DNS:", "TIMEOUT", "REFUSED", "OTHER:", "UNKNOWN:")
 def parse_resolve(exit_code: int, stdout: str, stderr: str) -> Resolution:
     """``agnhost connect``'s answer (test/images/agnhost/connect/connect.go): exit 0 is resolved and connected;
     a ``DNS:`` line is the resolver's failure; TIMEOUT, REFUSED or OTHER come only after the name resolved.
-    Anything else is not connect's answer: ValueError (the suite's gap, not the node's)."""
+    Anything else is not connect's answer: UnreadableOutput (the suite's gap, not the node's)."""
     text = (stderr or stdout).strip()
     if exit_code == 0:
         return Resolution(True, True, False, None)
@@ -535,7 +564,11 @@ def parse_resolve(exit_code: int, stdout: str, stderr: str) -> Resolution:
         return Resolution(False, False, go_not_found(first), first[:300])
     if first.startswith(("TIMEOUT", "REFUSED", "OTHER:")):
         return Resolution(True, False, False, first[:300])
-    raise ValueError(f"agnhost connect answered neither success nor one of {', '.join(_CONNECT_KINDS)}: {text[:300]!r}")
+    raise UnreadableOutput(
+        f"agnhost connect answered neither success nor one of {', '.join(_CONNECT_KINDS)}",
+        tool="agnhost connect",
+        output=text,
+    )
 
 
 def absolute(name: str) -> str:
@@ -798,14 +831,16 @@ def parse_agnhost_list(output: str) -> tuple[str, ...]:
 
 
 def parse_agnhost_dns(suffixes: str, servers: str) -> DnsConfig:
-    """A DnsConfig from the outputs of :func:`agnhost_dns_commands`; ValueError for a server that is not an IP
-    (the output is not what agnhost prints)."""
+    """A DnsConfig from the outputs of :func:`agnhost_dns_commands`; UnreadableOutput for a server that is not
+    an IP (the output is not what agnhost prints)."""
     nameservers = []
     for server in parse_agnhost_list(servers):
         address = _ip(server)
         if address is None:
-            raise ValueError(
-                f"agnhost dns-server-list printed {server!r}, not an IP address: {servers.strip()[:200]!r}"
+            raise UnreadableOutput(
+                f"agnhost dns-server-list printed {server!r}, not an IP address",
+                tool="agnhost dns-server-list",
+                output=servers,
             )
         nameservers.append(address)
     return DnsConfig(tuple(dict.fromkeys(nameservers)), parse_agnhost_list(suffixes))
@@ -912,7 +947,7 @@ def get_volume_command(path: str) -> list[str]:
 
 def parse_get_volume(output: str) -> list[str]:
     """The FileSystem column of Get-Volume's default table, one entry per volume row
-    (tests/data/windows-outputs/get-volume-windows-server.txt); ValueError where there is no such table.
+    (tests/data/windows-outputs/get-volume-windows-server.txt); UnreadableOutput where there is no such table.
 
     The columns are found from the dashes under the header: FileSystem is left-aligned, so its cell runs from
     its dashes' start to the next column's."""
@@ -930,7 +965,7 @@ def parse_get_volume(output: str) -> list[str]:
         end = starts[column + 1] if column + 1 < len(starts) else None
         rows = [row for row in lines[index + 2 :] if row.strip()]
         return [row[begin:end].strip() for row in rows]
-    raise ValueError(f"no Get-Volume table with a FileSystem column in {output.strip()[:300]!r}")
+    raise UnreadableOutput("no Get-Volume table with a FileSystem column", tool="Get-Volume", output=output)
 
 
 # ----------------------------------------------------------------------------- Service environment variables
