@@ -24,6 +24,40 @@ EXEC_TIMEOUT = 90.0
 # the partial bound (fair_tries) applies as before. On a cluster where the client's flows work, nothing changes.
 SILENT_AGAIN_TRIES = 2
 
+# curl's exit codes for a server that never answered: could not connect, timed out, empty reply, failure receiving
+# data (conn.CURL_EXIT_MEANINGS). curl.exe on Windows is the same curl with the same exit codes.
+CURL_NO_ANSWER = frozenset({7, 28, 52, 56})
+
+
+def no_answer(result: ExecResult) -> bool:
+    """curl ran and nothing answered on the path: the evidence of a flow that does not carry the traffic (a
+    node-to-pod or Service-VIP deviation), never of a wrong answer, a bad URL or a missing tool."""
+    return result.exit_code in CURL_NO_ANSWER
+
+
+# ping.exe's lines for a request that went out and got no echo reply, as recorded (forms.PING_OUTPUTS,
+# tests/data/windows-outputs). Not "General failure.": that one is the sender's own stack failing to transmit
+# (recorded with the adapter disabled), not ICMP that is not routed back.
+WINDOWS_PING_NO_REPLY = ("Request timed out.", "Destination host unreachable.")
+
+
+def ping_unanswered(os_name: str, result: ExecResult) -> bool:
+    """ping sent its echo requests and no echo reply came from the target: the ICMP deviation's own evidence.
+
+    On Windows, ping.exe printed a "Request timed out." or "Destination host unreachable." line (which it counts
+    as received: only a reply with a time is one) and no reply from the target; on Linux, the statistics say
+    requests were sent and none received. Never a missing tool, an unknown host or an unreadable output.
+    """
+    if os_name == "windows":
+        lines = [line.strip() for line in result.stdout.splitlines()]
+        failed = any(line.endswith(WINDOWS_PING_NO_REPLY) for line in lines)
+        return failed and not conn.ping_succeeded(os_name, 0, result.stdout)
+    try:
+        ping = conn.parse_ping(os_name, result.stdout)
+    except ValueError:
+        return False
+    return ping.sent > 0 and not ping.ok
+
 
 class FlowChecks:
     """Checks run from pods of one namespace, through a ``Kube`` bound to it (with the test's gate)."""
