@@ -3,15 +3,22 @@ projected, downwardAPI, persistentVolumeClaim, and volumes shared or mounted rea
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.checks.pods import nodes_for, os_pod, run_os_pod
+from wincon.checks.pods import create_or_reject, nodes_for, os_pod, run_os_pod
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
-from wincon.kube import ApiException
-from wincon.workloads.deploy import container
+from wincon.fixtures import make_namespace
+from wincon.kube import ApiException, Kube
+from wincon.nodes import build_for
+from wincon.nodes import target_os as os_of
+from wincon.workloads.deploy import await_pod, container
+from wincon.workloads.sharedpods import SharedPods, parts_to_run
 
 pytestmark = [pytest.mark.storage]
 
@@ -113,11 +120,11 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     host = host_path.format(ns=namespace) if target_os == "windows" else LINUX_HOST_DIR
     volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
     mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
-    writer = run_os_pod(
-        wincon, namespace, mounted_pod(wincon, f"hp-writer-{tag}", target_os, build, mounts, volumes, node=node)
-    )
-    reader = run_os_pod(
-        wincon, namespace, mounted_pod(wincon, f"hp-reader-{tag}", target_os, build, mounts, volumes, node=node)
+    # Both pods created before either is waited for: their starts overlap (one pod start's wait, not two).
+    writer, reader = start_together(
+        wincon,
+        namespace,
+        [mounted_pod(wincon, f"hp-{role}-{tag}", target_os, build, mounts, volumes, node=node) for role in ROLES],
     )
     assert writer.spec.node_name == reader.spec.node_name == node
     shared = path(target_os, "host", "shared.txt" if target_os == "windows" else f"{namespace}-{tag}.txt")
@@ -127,6 +134,17 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     if target_os == "linux":
         kube.exec(reader.metadata.name, ["rm", "-f", shared])
     assert content(seen, shared) == NEW_FILE, f"{seen.stdout} {seen.stderr}"
+
+
+ROLES = ("writer", "reader")
+
+
+def start_together(wincon, namespace: str, bodies: list[dict[str, Any]]) -> list[Any]:
+    """``run_os_pod`` for several pods of one check: every pod is created first, then each is waited for and
+    checked to have run where its spec pins it, in order (the first one's error is the check's)."""
+    for body in bodies:
+        create_or_reject(wincon.api_client, namespace, body)
+    return [await_pod(wincon, namespace, body) for body in bodies]
 
 
 def config_objects(kube):
@@ -164,6 +182,140 @@ SOURCES = {
     "secret": ("creds", "username", "wincon-user", "secretKeyRef", {"secret": {"secretName": "creds"}}),
 }
 
+# ----------------------------------------------------------------------------- checks that only read
+#
+# The checks below only READ what a volume of theirs holds, so they share one pod per OS and build
+# (wincon.workloads.sharedpods): it mounts the volumes of those of them that run, at the paths a check's own pod
+# would use, and each check reads its own file (and its own environment variable) there. If the shared pod cannot
+# start, each check falls back to a pod of its own holding only its volume, so its verdict stays its own.
+
+# the part (volume) each reading check reads: configMap and secret by the parameter ``kind``
+READERS = {
+    "test_service_account_token_is_mounted": "token",
+    "test_projected_volume_combines_config_map_secret_downward_api_and_token": "projected",
+    "test_downward_api_volume_exposes_labels_and_name": "downward",
+}
+BY_KIND = "test_config_map_and_secret_as_environment_and_volume"
+# a check's own pod (the fallback), by part
+OWN_POD = {
+    "configMap": "configmap-consumer",
+    "secret": "secret-consumer",
+    "token": "sa-token",
+    "projected": "projected",
+    "downward": "downward",
+}
+# the environment variable each of configMap / secret sets from its key
+ENV = {"configMap": "WINCON_CONFIGMAP", "secret": "WINCON_SECRET"}
+
+
+def reader_part(item: Any) -> str | None:
+    """The part a collected item of this module reads, or None where it is not a reading check."""
+    name = getattr(item, "originalname", item.name)
+    if name == BY_KIND:
+        return str(item.callspec.params["kind"])
+    return READERS.get(name)
+
+
+def reader_key(target_os: str, build: int | None) -> tuple[str, int | None]:
+    """The shared pod a check uses: one per OS, and per build on Windows (a control's build does not apply)."""
+    return (target_os, build if target_os == "windows" else None)
+
+
+def projected_sources() -> dict[str, Any]:
+    return {
+        "sources": [
+            {"configMap": {"name": "special-config", "items": [{"key": "special.how", "path": "how"}]}},
+            {"secret": {"name": "creds", "items": [{"key": "username", "path": "user"}]}},
+            {"downwardAPI": {"items": [{"path": "podname", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
+        ]
+    }
+
+
+DOWNWARD = [
+    {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+]
+
+
+def reader_manifest(wincon, name: str, target_os: str, build: int | None, parts: set[str]) -> dict[str, Any]:
+    """A pod holding the volumes (and environment) of ``parts``, each at its own path: configMap and secret at
+    /configmap and /secret (each with its key's value in its own variable), projected at /all, downwardAPI at
+    /info (with the label tier=wincon it shows); the service-account token is mounted in every pod."""
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    env: list[dict[str, Any]] = []
+    for part in sorted(parts):
+        if part in SOURCES:
+            source, key, _, ref, volume = SOURCES[part]
+            volumes.append({"name": part.lower(), **volume})
+            env.append({"name": ENV[part], "valueFrom": {ref: {"name": source, "key": key}}})
+        elif part == "projected":
+            volumes.append({"name": "all", "projected": projected_sources()})
+        elif part == "downward":
+            volumes.append({"name": "info", "downwardAPI": {"items": DOWNWARD}})
+        else:
+            assert part == "token", f"not a reading check's part: {part}"
+    mounts = [{"name": v["name"], "mountPath": path(target_os, v["name"])} for v in volumes]
+    body = mounted_pod(wincon, name, target_os, build, mounts, volumes, env=env or None)
+    if "downward" in parts:
+        body["metadata"]["labels"]["tier"] = "wincon"
+    return body
+
+
+@pytest.fixture(scope="module")
+def reader_namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[str]:
+    """The namespace of the module's shared reading pods (made only when a reading check runs)."""
+    yield from make_namespace(request, wincon, "volume-readers")
+
+
+@pytest.fixture(scope="module")
+def reader_pods(request: pytest.FixtureRequest, wincon: Any, reader_namespace: str) -> Iterator[SharedPods]:
+    """The shared reading pod of each (OS, build), started when the first reading check of that key asks."""
+    setup = Kube(wincon, reader_namespace)  # creates and waits; commands run through each check's own gate
+    builds = sorted({n.windows_build for n in wincon.profile.ready_windows_nodes if n.windows_build})
+
+    def key_of(item: Any) -> tuple[str, int | None]:
+        return reader_key(os_of(item), build_for(item.nodeid, builds))
+
+    def start(key: Any, part: str) -> tuple[Any, set[str]]:
+        os_name, build = key
+        parts = parts_to_run(request.session.items, reader_part, key_of, key) | {part}
+        config_objects(setup)
+        name = f"readers-{os_name}" + (f"-{build}" if build else "")
+        return run_os_pod(wincon, reader_namespace, reader_manifest(wincon, name, os_name, build, parts)), parts
+
+    try:
+        yield SharedPods(start)
+    finally:
+        setup.close()
+
+
+@pytest.fixture
+def reader(
+    request: pytest.FixtureRequest,
+    wincon: Any,
+    namespace: str,
+    build: int | None,
+    kube: Kube,
+    target_os: str,
+    data_plane: Callable[..., None],
+    reader_pods: SharedPods,
+) -> Callable[[str], tuple[Any, Kube]]:
+    """``reader(part)`` -> (pod, kube to exec in it through this check's gate): the shared pod of the check's
+    OS and build where it started and holds ``part``, else a pod of the check's own holding only ``part``."""
+
+    def get(part: str) -> tuple[Any, Kube]:
+        pod = reader_pods.get(reader_key(target_os, build), part)
+        if pod is not None:
+            shared = Kube(wincon, pod.metadata.namespace, data_plane)
+            request.addfinalizer(shared.close)
+            return pod, shared
+        config_objects(kube)
+        return run_os_pod(wincon, namespace, reader_manifest(wincon, OWN_POD[part], target_os, build, {part})), kube
+
+    return get
+
 
 @pytest.mark.test_id("41e73f68-0cf2-4d75-b894-5b45ed772db9")
 @pytest.mark.dataplane
@@ -176,27 +328,13 @@ SOURCES = {
 )
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(forms.BUSYBOX_SH_ENV, same_as_control=True)
-def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, build, kube, kind, target_os):
+def test_config_map_and_secret_as_environment_and_volume(reader, target_os, kind):
     """ "ConfigMap, Secrets: as environment variables or volumes" (002_8a7e76f95009f44f.txt, Pods): the value is in the environment and in a file."""
-    config_objects(kube)
-    name, key, value, ref, source = SOURCES[kind]
-    env = [{"name": "WINCON_VALUE", "valueFrom": {ref: {"name": name, "key": key}}}]
-    pod = run_os_pod(
-        wincon,
-        namespace,
-        mounted_pod(
-            wincon,
-            f"{kind.lower()}-consumer",
-            target_os,
-            build,
-            [{"name": "src", "mountPath": path(target_os, "src")}],
-            [{"name": "src", **source}],
-            env=env,
-        ),
-    )
-    from_env = kube.exec(pod.metadata.name, echo_env(target_os, "WINCON_VALUE"))
-    file = path(target_os, "src", key)
-    from_file = kube.exec(pod.metadata.name, read(file))
+    _, key, value, _, _ = SOURCES[kind]
+    pod, kube = reader(kind)
+    from_env = kube.exec(pod, echo_env(target_os, ENV[kind]))
+    file = path(target_os, kind.lower(), key)
+    from_file = kube.exec(pod, read(file))
     # The value from the environment is not the documented deviation (symlinked volume files are): asserted apart.
     assert from_env.ok and from_env.stdout.strip() == value, f"environment: {from_env.stdout!r} {from_env.stderr}"
     with expect_deviation(
@@ -212,19 +350,19 @@ def test_config_map_and_secret_as_environment_and_volume(wincon, namespace, buil
 @pytest.mark.limitation("configmap-secret-volumes-pre-1803")
 @pytest.mark.documents("k8s-handbook-windows", "Note 2")
 @pytest.mark.windows_form(same_as_control=True)
-def test_service_account_token_is_mounted(wincon, namespace, build, kube, target_os):
+def test_service_account_token_is_mounted(reader, target_os):
     """ "Windows Server 1803 ... fixes issues with Windows container symlinks, allowing ServiceAccount and ConfigMap to function normally" (001_feb1108140134f87.txt, Note 2)."""
-    pod = run_os_pod(wincon, namespace, os_pod(wincon, "sa-token", target_os, build))
+    pod, kube = reader("token")
     directory = ("var", "run", "secrets", "kubernetes.io", "serviceaccount")
     ns_file, token_file = path(target_os, *directory, "namespace"), path(target_os, *directory, "token")
-    result = kube.exec(pod.metadata.name, read(ns_file))
-    token = kube.exec(pod.metadata.name, read(token_file))
+    result = kube.exec(pod, read(ns_file))
+    token = kube.exec(pod, read(token_file))
     with expect_deviation(
         "configmap-secret-volumes-pre-1803",
         accepts=lambda: answered((result, ns_file), (token, token_file)),
         deviation="mounttest reports the token's files missing or different",
     ):
-        assert content(result, ns_file) == namespace, f"{result.stdout!r} {result.stderr}"
+        assert content(result, ns_file) == pod.metadata.namespace, f"{result.stdout!r} {result.stderr}"
         assert (content(token, token_file) or "").count(".") == 2, f"the token must be a JWT: {token.stderr!r}"
 
 
@@ -233,39 +371,19 @@ def test_service_account_token_is_mounted(wincon, namespace, build, kube, target
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "ConfigMap, Secrets: as volumes")
 @pytest.mark.windows_form(same_as_control=True)
-def test_projected_volume_combines_config_map_secret_downward_api_and_token(wincon, namespace, build, kube, target_os):
+def test_projected_volume_combines_config_map_secret_downward_api_and_token(reader, target_os):
     """Projected volumes of ConfigMap, Secret, downward API and token sources (002_8a7e76f95009f44f.txt, ConfigMap, Secrets: as volumes): every source shows in one directory."""
-    config_objects(kube)
-    projected = {
-        "sources": [
-            {"configMap": {"name": "special-config", "items": [{"key": "special.how", "path": "how"}]}},
-            {"secret": {"name": "creds", "items": [{"key": "username", "path": "user"}]}},
-            {"downwardAPI": {"items": [{"path": "podname", "fieldRef": {"fieldPath": "metadata.name"}}]}},
-            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
-        ]
-    }
-    pod = run_os_pod(
-        wincon,
-        namespace,
-        mounted_pod(
-            wincon,
-            "projected",
-            target_os,
-            build,
-            [{"name": "all", "mountPath": path(target_os, "all")}],
-            [{"name": "all", "projected": projected}],
-        ),
-    )
+    pod, kube = reader("projected")
     results = {
-        file: (kube.exec(pod.metadata.name, read(file)), expected)
+        file: (kube.exec(pod, read(file)), expected)
         for file, expected in (
             (path(target_os, "all", "how"), "very"),
             (path(target_os, "all", "user"), "wincon-user"),
-            (path(target_os, "all", "podname"), "projected"),
+            (path(target_os, "all", "podname"), pod.metadata.name),
         )
     }
     token_file = path(target_os, "all", "token")
-    token = kube.exec(pod.metadata.name, read(token_file))
+    token = kube.exec(pod, read(token_file))
     with expect_deviation(
         "volume-types-limited",
         accepts=lambda: answered(*((result, file) for file, (result, _) in results.items()), (token, token_file)),
@@ -281,31 +399,18 @@ def test_projected_volume_combines_config_map_secret_downward_api_and_token(winc
 @pytest.mark.limitation("volume-types-limited")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(same_as_control=True)
-def test_downward_api_volume_exposes_labels_and_name(wincon, namespace, build, kube, target_os):
+def test_downward_api_volume_exposes_labels_and_name(reader, target_os):
     """ "Pod status fields" and metadata reach Windows containers (002_8a7e76f95009f44f.txt, Pods): a downwardAPI volume holds the pod's name and labels."""
-    items = [
-        {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
-        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
-    ]
-    body = mounted_pod(
-        wincon,
-        "downward",
-        target_os,
-        build,
-        [{"name": "info", "mountPath": path(target_os, "info")}],
-        [{"name": "info", "downwardAPI": {"items": items}}],
-    )
-    body["metadata"]["labels"]["tier"] = "wincon"
-    pod = run_os_pod(wincon, namespace, body)
+    pod, kube = reader("downward")
     name_file, labels_file = path(target_os, "info", "name"), path(target_os, "info", "labels")
-    name = kube.exec(pod.metadata.name, read(name_file))
-    labels = kube.exec(pod.metadata.name, read(labels_file))
+    name = kube.exec(pod, read(name_file))
+    labels = kube.exec(pod, read(labels_file))
     with expect_deviation(
         "volume-types-limited",
         accepts=lambda: answered((name, name_file), (labels, labels_file)),
         deviation="mounttest reports a downward API file missing or different",
     ):
-        assert content(name, name_file) == "downward", f"{name.stdout!r} {name.stderr}"
+        assert content(name, name_file) == pod.metadata.name, f"{name.stdout!r} {name.stderr}"
         assert 'tier="wincon"' in (content(labels, labels_file) or ""), f"{labels.stdout!r} {labels.stderr}"
 
 
