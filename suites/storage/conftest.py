@@ -15,6 +15,47 @@ from wincon.kube import Kube
 
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
+# Provisioners of file systems (network shares), which cannot hand a pod a raw block device although their names
+# say "csi": the production drivers listed with "Read/Write Multiple Pods" and no "Raw Block" among their
+# features in the Kubernetes CSI project's driver table (https://kubernetes-csi.github.io/docs/drivers.html,
+# kubernetes-csi/docs book/src/drivers.md: Azure file, AWS Elastic File System, AWS FSx for Lustre, Google Cloud
+# Filestore, CephFS, OpenStack Manila), GKE's name of the Filestore driver, and the SMB, NFS and Azure Blob drivers
+# (kubernetes-csi/csi-driver-smb, kubernetes-csi/csi-driver-nfs, kubernetes-sigs/blob-csi-driver), which mount
+# shares.
+FILE_ONLY_PROVISIONERS = frozenset(
+    {
+        "file.csi.azure.com",
+        "efs.csi.aws.com",
+        "fsx.csi.aws.com",
+        "com.google.csi.filestore",
+        "filestore.csi.storage.gke.io",
+        "cephfs.csi.ceph.com",
+        "manila.csi.openstack.org",
+        "smb.csi.k8s.io",
+        "nfs.csi.k8s.io",
+        "blob.csi.azure.com",
+    }
+)
+# In-tree disk plugins whose names say neither "csi" nor "disk" (EKS's gp2 and GKE's older standard class); with
+# CSI migration their volumes are the EBS / GCE PD CSI drivers', listed there with "Raw Block".
+IN_TREE_BLOCK_PROVISIONERS = frozenset({"kubernetes.io/aws-ebs", "kubernetes.io/gce-pd"})
+
+
+def block_capable(storage_class: Any) -> bool:
+    """True when ``storage_class``'s provisioner can provision a raw block volume (volumeMode: Block): a disk
+    plugin, or a CSI driver that is not one of the file-only ones above."""
+    provisioner = str(storage_class.provisioner or "")
+    if provisioner in FILE_ONLY_PROVISIONERS:
+        return False
+    return provisioner in IN_TREE_BLOCK_PROVISIONERS or "csi" in provisioner or "disk" in provisioner
+
+
+@pytest.fixture(scope="session")
+def block_capable_class() -> Callable[[Any], bool]:
+    """The suite's one rule for a block-capable StorageClass (``block_capable``), for the check's own look-up."""
+    return block_capable
+
+
 # test function -> (the StorageClass it needs, the reason its own look-up skips with)
 NEEDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "test_persistent_volume_claim_of_the_default_storage_class": (
@@ -22,7 +63,7 @@ NEEDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned",
     ),
     "test_raw_block_volume_is_attached_as_a_device": (
-        lambda c: "csi" in c.provisioner or "disk" in c.provisioner,
+        block_capable,
         "no StorageClass of a block-capable (disk) provisioner",
     ),
     "test_expanded_claim_grows_the_filesystem_the_pod_sees": (

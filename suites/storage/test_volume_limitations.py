@@ -414,9 +414,9 @@ def storage_class_where(kube, predicate):
 @pytest.mark.limitation("block-device-mapping")
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod.volumeDevices")
 @pytest.mark.windows_form(unavailable=RAW_BLOCK_UNAVAILABLE)
-def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube, target_os):
+def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube, target_os, block_capable_class):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
-    storage_class = storage_class_where(kube, lambda c: "csi" in c.provisioner or "disk" in c.provisioner)
+    storage_class = storage_class_where(kube, block_capable_class)
     if storage_class is None:
         pytest.skip("no StorageClass of a block-capable (disk) provisioner")
     claim = {
