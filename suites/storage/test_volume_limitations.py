@@ -9,6 +9,7 @@ from kubernetes.utils import parse_quantity
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import (
+    create_or_reject,
     os_pod,
     run_or_refused,
     run_os_pod,
@@ -20,7 +21,7 @@ from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
-from wincon.workloads.deploy import container
+from wincon.workloads.deploy import await_pod, container
 
 pytestmark = [pytest.mark.storage]
 
@@ -363,22 +364,22 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
         pytest.skip("no Ready Windows node")
     node = nodes[0].name
     ensure_secret(kube)
-    consumer = run_windows_pod(
+    holder = mounted_pod(
         wincon,
-        namespace,
-        mounted_pod(
-            wincon,
-            "secret-holder",
-            build,
-            [{"name": "creds", "mountPath": "C:\\creds"}],
-            [{"name": "creds", "secret": {"secretName": "creds"}}],
-            node=node,
-        ),
+        "secret-holder",
+        build,
+        [{"name": "creds", "mountPath": "C:\\creds"}],
+        [{"name": "creds", "secret": {"secretName": "creds"}}],
+        node=node,
     )
     # Idle as upstream's HostProcess pods do (test/e2e/windows/host_process.go:648).
     idle = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]
-    inspector = host_process_pod(kube, "disk-inspector", build, node, idle)
-    run_windows_pod(wincon, namespace, inspector)
+    inspector = host_process_pod(kube, "disk-inspector", build, node, idle)  # skips before any pod starts
+    # Both created before either is awaited (the inspector only idles until the reads below): one start's wait.
+    for body in (holder, inspector):
+        create_or_reject(wincon.api_client, namespace, body)
+    consumer = await_pod(wincon, namespace, holder, os_name="windows")
+    await_pod(wincon, namespace, inspector, os_name="windows")
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
     # The tool works on a target that must answer: the secret's file is there, read from the host.
     result = kube.exec("disk-inspector", ["cmd", "/c", "type", path])
