@@ -293,6 +293,8 @@ EXIT_ZERO = ["cmd.exe", "/c", "exit", "/b", "0"]  # upstream host_process.go:562
 @pytest.mark.test_id("d7a5e889-012b-49d8-9c92-9376d6042ed1")
 @pytest.mark.dataplane
 @pytest.mark.windows_only("the kubelet's HostProcess container counters exist on Windows nodes only")
+# serial: reads the node's kubelet counters before and after its two pods; another test's HostProcess pods on the
+# node raise the same counters, so in parallel the rise might not be this test's own evidence.
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS)
@@ -312,10 +314,10 @@ def test_kubelet_counts_started_and_failed_host_process_containers(wincon, kube,
     failing["spec"]["containers"][0]["securityContext"] = {"windowsOptions": {"runAsUserName": BAD_USER}}
     kube.gate(f"GET /api/v1/nodes/{node}/proxy/metrics", where=f"the kubelet of {node}", pod_node=node)
     before = host_process_counters(kube, node)
-    for body in (failing_init, failing):
+    for body in (failing_init, failing):  # created together, then awaited together
         create_host_process(kube, body)
-        name = body["metadata"]["name"]
-        kube.wait_pod(name, done=finished, failure=start_failure, timeout=180)
+    for body in (failing_init, failing):
+        kube.wait_pod(body["metadata"]["name"], done=finished, failure=start_failure, timeout=180)
     after = host_process_counters(kube, node)
     unchanged = [f"{key}: {before[key]:g} -> {after[key]:g}" for key in before if not after[key] > before[key]]
     assert not unchanged, f"HostProcess counters of {node} that did not rise: {'; '.join(unchanged)}"

@@ -54,6 +54,7 @@ def running_times(kube, namespace: str, names: set[str], timeout: float) -> dict
 
 @pytest.mark.test_id("1b9b629a-07a9-4dd7-aa44-74fc120f78ef")
 @pytest.mark.dataplane
+# serial: measures pod start latency on one node: other tests' pods starting there would slow it (density.go:44).
 @pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.documents("kep-windows-node-support", "Test Plan")

@@ -19,7 +19,7 @@ from wincon.cluster.waits import pod_running_ready
 pytestmark = [
     pytest.mark.lifecycle,
     pytest.mark.disruptive,
-    pytest.mark.serial,
+    pytest.mark.serial,  # reboots or shuts down a Windows node (reboot_node.go:47, node_shutdown.go:47: [Serial])
     pytest.mark.slow,
     pytest.mark.dataplane,
 ]

@@ -16,6 +16,7 @@ from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running
 
+# serial: pages a Windows node until its kubelet evicts (upstream eviction.go:52, [Serial] [Disruptive]).
 pytestmark = [pytest.mark.scheduling, pytest.mark.disruptive, pytest.mark.serial, pytest.mark.slow]
 
 MI = 1024 * 1024

@@ -83,6 +83,8 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int,
 
 @pytest.mark.test_id("e7e41373-d1be-4fe2-9fab-d44b000944e5")
 @pytest.mark.dataplane
+# serial: times the kubelet's /stats/summary with this test's 10 pods on the node: other tests' pods there (and
+# their starts) add to what the kubelet gathers and slow the answer (upstream kubelet_stats.go:41, [Serial]).
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(no_command="times the kubelet's stats/summary through the API server")

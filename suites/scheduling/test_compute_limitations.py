@@ -240,7 +240,7 @@ def node_condition(kube, node: str, kind: str):
 @pytest.mark.test_id("59f98279-7e2e-40a8-9d83-fac1d04c2437")
 @pytest.mark.dataplane
 @pytest.mark.disruptive
-@pytest.mark.serial
+@pytest.mark.serial  # exhausts a node's memory: no other test's pod may share the node meanwhile
 @pytest.mark.slow
 @pytest.mark.limitation("memory-pressure-not-reported")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
@@ -279,7 +279,7 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, bui
 @pytest.mark.test_id("5d61de70-2ae3-471d-8a5e-80fa06452eb6")
 @pytest.mark.dataplane
 @pytest.mark.disruptive
-@pytest.mark.serial
+@pytest.mark.serial  # exhausts a node's memory: no other test's pod may share the node meanwhile
 @pytest.mark.slow
 @pytest.mark.limitation("enforce-node-allocatable-not-implemented")
 @pytest.mark.documents("k8s-windows-intro", "Memory Reservations and Handling")
@@ -312,7 +312,7 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_pl
 @pytest.mark.test_id("a800bd52-c9c5-48ed-a038-4549f126b47d")
 @pytest.mark.dataplane
 @pytest.mark.disruptive
-@pytest.mark.serial
+@pytest.mark.serial  # exhausts a node's memory: no other test's pod may share the node meanwhile
 @pytest.mark.slow
 @pytest.mark.limitation("kubelet-host-memory-unrestricted")
 @pytest.mark.windows_only("the memory is exhausted from a HostProcess pod on the Windows host")
@@ -352,7 +352,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, winco
 @pytest.mark.test_id("4bcbc723-af4d-4d21-9dcf-dee88abf5cc5")
 @pytest.mark.dataplane
 @pytest.mark.disruptive
-@pytest.mark.serial
+@pytest.mark.serial  # exhausts a node's memory: no other test's pod may share the node meanwhile
 @pytest.mark.slow
 @pytest.mark.limitation("resource-requests-not-guaranteed")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")

@@ -28,6 +28,8 @@ def with_memory_limit(body: dict, limit: int) -> dict:
 
 
 @pytest.mark.test_id("6915894a-800e-48d7-8f9b-315e2a3eb7aa")
+# serial: fills every Windows node's allocatable memory: no other test's Windows pod could be scheduled meanwhile
+# (upstream memory_limits.go:44, [Serial]).
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
 def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(kube, wincon, namespace):

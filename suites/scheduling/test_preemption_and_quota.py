@@ -32,6 +32,8 @@ def with_cpu(body: dict, cores: Decimal) -> dict:
 
 
 @pytest.mark.test_id("2f151ef2-7d01-4ffa-833f-66c359dedb6f")
+# serial: fills a node's unrequested CPU, and its priority-1000000 pod may preempt any lower-priority pod on the
+# node: other tests' pods (priority 0) would be the scheduler's first victims.
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.documents("kep-windows-node-support", "What works today")

@@ -31,6 +31,8 @@ def with_cpu(body, cores: Decimal):
 
 
 @pytest.mark.test_id("d4007b5e-e560-4901-8e0a-0a5044c45e60")
+# serial: fills a node's unrequested CPU: other tests' pods bound for that node meanwhile would be refused, and
+# their requests would change what is left between the reading and the filler.
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
 def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, wincon, namespace, build):

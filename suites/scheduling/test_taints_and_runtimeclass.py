@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.pods import (
+    create_or_reject,
     pod_unschedulable,
     run_windows_pod,
     windows_nodes_of_build,
@@ -22,6 +23,7 @@ WINDOWS_HANDLER = "runhcs-wcow-process"  # containerd's process-isolated Windows
 
 
 @pytest.mark.test_id("a953a9a7-259d-4c0f-b24d-7f10a965e8ac")
+# serial: taints a Windows node NoSchedule: other tests' pods pinned to it would not be scheduled meanwhile.
 @pytest.mark.serial
 @pytest.mark.disruptive
 @pytest.mark.documents("k8s-windows-guide", "Taints and Tolerations")
@@ -36,17 +38,19 @@ def test_tainted_windows_node_takes_only_pods_with_the_matching_toleration(kube,
     assert node_has_taint(wincon.api_client, node, TAINT_KEY)
 
     untolerated = windows_pod(wincon, "no-toleration", build, node=node)
+    tolerant = windows_pod(wincon, "with-toleration", build, node=node)
+    tolerant["spec"]["tolerations"].append(
+        {"key": TAINT_KEY, "operator": "Equal", "value": taint["value"], "effect": "NoSchedule"}
+    )
+    # Both created at once, after the taint: the tolerant pod starts while the other is refused.
     kube.create(untolerated)
+    create_or_reject(wincon.api_client, namespace, tolerant)
     pending = kube.wait_pod("no-toleration", done=pod_unschedulable, timeout=60, failure=None)
     assert pending.spec.node_name is None
     message = kube.wait_event("no-toleration", "FailedScheduling")[-1].message
     assert "untolerated taint" in message, message
 
-    tolerant = windows_pod(wincon, "with-toleration", build, node=node)
-    tolerant["spec"]["tolerations"].append(
-        {"key": TAINT_KEY, "operator": "Equal", "value": taint["value"], "effect": "NoSchedule"}
-    )
-    pod = run_windows_pod(wincon, namespace, tolerant)
+    pod = kube.await_pod(tolerant, os_name="windows")
     assert pod.spec.node_name == node
 
 
