@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import own_cluster
-from tests.faults.test_faults import assert_broken, node_namespaces, run_checks
+from tests.faults.conftest import assert_broken, node_namespaces, own_cluster, run_checks
 from wincon.localcluster import ipfamily, netns
 from wincon.localcluster.topology import Topology
 
@@ -39,7 +38,7 @@ def dual_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
 def test_ipv6_refused_between_pods_fails_the_dual_stack_controls(dual_cluster, tmp_path):
     name, kubeconfig = dual_cluster
     before = run_checks(kubeconfig, DUAL_STACK, tmp_path)
-    assert len(before) == 2, before
+    assert len(before.verdicts) == 2, before
     namespaces = node_namespaces(name)
     for ns in namespaces:
         netns.run(["ip6tables", "-w", "-I", *REJECT], netns=ns)
@@ -48,4 +47,4 @@ def test_ipv6_refused_between_pods_fails_the_dual_stack_controls(dual_cluster, t
     finally:
         for ns in namespaces:
             netns.run(["ip6tables", "-w", "-D", *REJECT], netns=ns, check=False)
-    assert_broken(before, after)
+    assert_broken("IPv6 refused between pods", before, after)

@@ -17,17 +17,16 @@ It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults.test_faults import SERVICES, assert_broken, run_checks
-from wincon.localcluster import dataplane, lb
+from tests.faults.conftest import assert_broken, run_checks, stopped
+from wincon.localcluster import lb
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
-LOADBALANCER = (SERVICES, "loadbalancer_service_reaches_windows_pods")
+LOADBALANCER = ("suites/networking/test_services.py", "loadbalancer_service_reaches_windows_pods")
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +39,8 @@ def lb_cluster(fault_cluster: tuple[str, Path]) -> tuple[str, Path]:
 def test_stopped_metallb_controller_makes_the_loadbalancer_control_error_with_the_reason(lb_cluster, tmp_path):
     name, kubeconfig = lb_cluster
     before = run_checks(kubeconfig, LOADBALANCER, tmp_path)
-    messages: dict[str, str] = {}
-    stopped_at = time.monotonic()
-    dataplane.stop_process(name, lb.NAME)
-    try:
-        after = run_checks(kubeconfig, LOADBALANCER, tmp_path, messages=messages)
-        since_stop = time.monotonic() - stopped_at
-    finally:
-        dataplane.restart_process(name, lb.NAME)
-    for nodeid, verdict in after.items():
-        print(f"[MetalLB controller stopped] {nodeid}: {verdict}; {since_stop:.1f} s from the stop to the run's end")
-    assert_broken(before, after, allowed=("error",))
-    unsaid = {k: m for k, m in messages.items() if "did not provision" not in m}
+    with stopped(name, lb.NAME) as at:
+        after = run_checks(kubeconfig, LOADBALANCER, tmp_path)
+    assert_broken("MetalLB controller stopped", before, after, allowed=("error",), injected_at=at)
+    unsaid = {k: m for k, m in after.messages.items() if "did not provision" not in m}
     assert not unsaid, f"these errors do not say the provider did not provision the Service: {unsaid}"

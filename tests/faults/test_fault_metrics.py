@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.test_faults import assert_broken, run_checks
-from wincon.localcluster import cluster, consumer, dataplane, metrics
+from tests.faults.conftest import assert_broken, run_checks, stopped
+from wincon.localcluster import cluster, consumer, metrics
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
@@ -57,21 +57,16 @@ def wait_apiservice_available(kubeconfig: Path) -> float:
 def test_stopped_metrics_server_makes_the_hpa_control_error_with_the_reason(metrics_cluster, tmp_path):
     name, kubeconfig = metrics_cluster
     before = run_checks(kubeconfig, HPA, tmp_path)
-    messages: dict[str, str] = {}
-    stopped_at = time.monotonic()
-    dataplane.stop_process(name, metrics.NAME)
     try:
-        after = run_checks(kubeconfig, HPA, tmp_path, messages=messages)
-        since_stop = time.monotonic() - stopped_at
-        still_available = apiservice_available(kubeconfig)
+        with stopped(name, metrics.NAME) as at:
+            after = run_checks(kubeconfig, HPA, tmp_path)
+            still_available = apiservice_available(kubeconfig)
     finally:
-        dataplane.restart_process(name, metrics.NAME)
         back = wait_apiservice_available(kubeconfig)
-    for nodeid, verdict in after.items():
-        print(f"[metrics-server stopped] {nodeid}: {verdict}; {since_stop:.1f} s from the stop to the run's end")
-        print(f"[metrics-server stopped] {nodeid}: {messages.get(nodeid, '')[:600]}")
+    for nodeid, message in after.messages.items():
+        print(f"[metrics-server stopped] {nodeid}: {message[:600]}")
     print(f"[metrics-server restarted] APIService {metrics.APISERVICE} Available again after {back:.1f} s")
+    assert_broken("metrics-server stopped", before, after, allowed=("error",), injected_at=at)
     assert not still_available, f"the APIService {metrics.APISERVICE} still said Available with metrics-server killed"
-    assert_broken(before, after, allowed=("error",))
-    unsaid = {k: m for k, m in messages.items() if metrics.APISERVICE not in m}
+    unsaid = {k: m for k, m in after.messages.items() if metrics.APISERVICE not in m}
     assert not unsaid, f"these errors do not name the resource metrics API ({metrics.APISERVICE}): {unsaid}"

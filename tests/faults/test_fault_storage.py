@@ -14,12 +14,11 @@ It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults.test_faults import assert_broken, run_checks
+from tests.faults.conftest import assert_broken, run_checks, stopped
 from wincon.localcluster import dataplane, procs, storage
 
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
@@ -44,21 +43,18 @@ def provisioner_pid(name: str) -> int | None:
 def test_stopped_provisioner_makes_the_claim_control_error_or_fail_never_pass(storage_cluster, tmp_path):
     name, kubeconfig = storage_cluster
     before = run_checks(kubeconfig, PVC, tmp_path)
-    messages: dict[str, str] = {}
-    stopped_at = time.monotonic()
-    dataplane.stop_process(name, storage.NAME)
-    try:
+    with stopped(name, storage.NAME) as at:
         assert provisioner_pid(name) is None, "the provisioner still runs after SIGKILL"
-        after = run_checks(kubeconfig, PVC, tmp_path, messages=messages)
-        since_stop = time.monotonic() - stopped_at
-    finally:
-        dataplane.restart_process(name, storage.NAME)
-    for nodeid, verdict in after.items():
-        print(f"[{storage.NAME} stopped] {nodeid}: {verdict}; {since_stop:.1f} s from the stop to the run's end")
-        print(f"[{storage.NAME} stopped] message: {messages.get(nodeid)}")
-    assert_broken(before, after, allowed=("error", "failed"))
+        after = run_checks(kubeconfig, PVC, tmp_path)
+    for nodeid, message in after.messages.items():
+        print(f"[{storage.NAME} stopped] {nodeid}: {message[:600]}")
+    assert_broken(f"{storage.NAME} stopped", before, after, allowed=("error", "failed"), injected_at=at)
     # The cluster's reason: the claim stayed Pending, the PV controller waiting for the provisioner by name.
     reason = ("claim data Pending", storage.PROVISIONER)
-    unsaid = {k: m for k, m in messages.items() if after[k] == "error" and not all(r in (m or "") for r in reason)}
+    unsaid = {
+        k: m
+        for k, m in after.messages.items()
+        if after.verdicts[k] == "error" and not all(r in (m or "") for r in reason)
+    }
     assert not unsaid, f"these errors do not say the claim stayed Pending for {storage.PROVISIONER}: {unsaid}"
     assert provisioner_pid(name) is not None, "the provisioner did not start again"

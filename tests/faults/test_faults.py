@@ -18,10 +18,8 @@ The runs are real pytest runs of the suites (``pytest suites -m control -k ...``
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,11 +27,17 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.faults.conftest import own_cluster
+from tests.faults.conftest import (
+    assert_broken,
+    node_namespaces,
+    node_processes,
+    own_cluster,
+    real_nodes,
+    run_checks,
+    stopped,
+)
 from wincon.localcluster import cluster, dataplane, netns, paths
-from wincon.results.junit import parse
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
 
 # The checks each fault must break: Linux controls, by suite file and keyword.
@@ -63,53 +67,6 @@ def fault_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
         yield found
 
 
-def run_checks(
-    kubeconfig: Path, checks: tuple[str, str], tmp: Path, *extra: str, messages: dict[str, str] | None = None
-) -> dict[str, str]:
-    """Run the Linux controls ``checks`` (suite files, keyword); return nodeid -> verdict (passed, failed, ...),
-    and fill ``messages`` (if given) with nodeid -> the verdict's message."""
-    files, selection = checks
-    junit = tmp / f"junit-{uuid.uuid4().hex[:6]}.xml"
-    args = [sys.executable, "-m", "pytest", *files.split(), "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
-    args += ["--kubeconfig", str(kubeconfig), "-m", "control", "-k", selection, f"--junitxml={junit}"]
-    args += ["--results-dir", str(tmp / f"results-{junit.stem}"), "--pod-start-timeout", "45", *extra]
-    start = time.monotonic()
-    result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
-    wall = time.monotonic() - start
-    if not junit.is_file():
-        pytest.fail(
-            f"the suite run wrote no JUnit (exit {result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-2000:]}"
-        )
-    cases = parse(junit)
-    verdicts = {f"{c.classname}::{c.name}": c.verdict.value for c in cases}
-    # The time each check took (setup, call and teardown, from the JUnit) and the run's: with and without a
-    # fault side by side in the test's output (-rA shows it; issue 22: a check fails within 60 s of its fault).
-    for case in cases:
-        print(f"[{selection}] {case.classname}::{case.name}: {case.verdict.value} in {case.duration:.1f} s")
-    print(f"[{selection}] {len(cases)} checks, {wall:.1f} s for the whole run{' ' + ' '.join(extra) if extra else ''}")
-    if messages is not None:
-        messages.update({f"{c.classname}::{c.name}": c.message for c in cases})
-    assert verdicts, f"`-m control -k {selection!r}` selected nothing:\n{result.stdout[-2000:]}"
-    return verdicts
-
-
-def assert_broken(before: dict[str, str], after: dict[str, str], allowed: tuple[str, ...] = ("failed",)) -> None:
-    """Every check passed before the fault and ends in ``allowed`` with it; none passes, xfails or skips."""
-    assert set(before.values()) == {"passed"}, f"the checks must pass without the fault first: {before}"
-    assert set(after) == set(before), f"not the same checks ran: {sorted(set(before) ^ set(after))}"
-    wrong = {k: v for k, v in after.items() if v not in allowed}
-    assert not wrong, f"with the fault these checks did not end in {allowed}: {wrong}"
-
-
-def real_nodes(name: str) -> list[str]:
-    record = cluster._read_record(name) or {}
-    return [n.name for n in dataplane.Plan.from_dict(record["dataplane"]).nodes]
-
-
-def node_namespaces(name: str) -> list[str]:
-    return [netns.netns_name(name, node) for node in real_nodes(name)]
-
-
 @contextmanager
 def iptables_fault(name: str, table: str, chain: str, match: list[str], target: list[str]) -> Iterator[None]:
     """Insert a rule first in ``chain`` of every real node's namespace; delete it afterwards."""
@@ -123,19 +80,6 @@ def iptables_fault(name: str, table: str, chain: str, match: list[str], target: 
     finally:
         for ns in inserted:
             netns.run(["iptables", "-w", "-t", table, "-D", chain, *rule], netns=ns)
-
-
-@contextmanager
-def stopped(name: str, component: str) -> Iterator[None]:
-    """SIGKILL ``component`` (kubelet, kube-proxy) of every real node; start them again afterwards."""
-    processes = [f"{node}-{component}" for node in real_nodes(name)]
-    try:
-        for proc in processes:
-            dataplane.stop_process(name, proc)
-        yield
-    finally:
-        for proc in processes:
-            dataplane.restart_process(name, proc)
 
 
 MOUNT_SOURCE = "wincon-fault"  # the device name of every tmpfs a fault mounts, to find and remove them
@@ -161,7 +105,8 @@ def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[
     def current() -> set[Path]:
         return {d for root in roots for pattern in patterns for d in root.glob(pattern)}
 
-    before, mounted, stop = current(), [], threading.Event()
+    before, stop = current(), threading.Event()
+    mounted: list[str] = []
 
     def cover() -> None:
         while not stop.wait(0.005):
@@ -207,17 +152,17 @@ def test_dropped_pod_to_pod_tcp_fails_the_pod_to_pod_tcp_checks(fault_cluster, t
     pods = ["-s", "10.244.0.0/16", "-d", "10.244.0.0/16", "-p", "tcp"]
     with iptables_fault(name, "filter", "FORWARD", pods, ["-j", "REJECT", "--reject-with", "tcp-reset"]):
         after = run_checks(kubeconfig, POD_TCP, tmp_path)
-    assert_broken(before, after)
+    assert_broken("pod-to-pod TCP refused", before, after)
 
 
 def test_removed_service_rules_fail_the_service_checks(fault_cluster, tmp_path):
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, SERVICE, tmp_path)
-    with stopped(name, "kube-proxy"):
+    with stopped(name, *node_processes(name, "kube-proxy")) as at:
         for ns in node_namespaces(name):
             netns.run(["iptables", "-w", "-t", "nat", "-F", "KUBE-SERVICES"], netns=ns)
         after = run_checks(kubeconfig, SERVICE, tmp_path)
-    assert_broken(before, after)
+    assert_broken("Service rules removed", before, after, injected_at=at)
 
 
 def test_external_host_down_fails_the_egress_checks(fault_cluster, tmp_path):
@@ -229,7 +174,7 @@ def test_external_host_down_fails_the_egress_checks(fault_cluster, tmp_path):
         after = run_checks(kubeconfig, EGRESS_TCP, tmp_path)
     finally:
         netns.run(["ip", "link", "set", "eth0", "up"], netns=ext)
-    assert_broken(before, after)
+    assert_broken("external host down", before, after)
 
 
 def test_closed_probe_and_hook_targets_fail_the_probe_and_http_hook_checks(fault_cluster, tmp_path):
@@ -244,7 +189,7 @@ def test_closed_probe_and_hook_targets_fail_the_probe_and_http_hook_checks(fault
     with iptables_fault(name, "filter", "OUTPUT", to_pods, refuse):
         after = run_checks(kubeconfig, KUBELET_TO_POD, tmp_path)
     # The failing httpGet hook kills its container: the check fails naming the kubelet's FailedPostStartHook.
-    assert_broken(before, after)
+    assert_broken("probe and hook targets closed", before, after)
 
 
 def test_volumes_mounted_empty_fail_the_volume_checks(fault_cluster, tmp_path):
@@ -255,7 +200,7 @@ def test_volumes_mounted_empty_fail_the_volume_checks(fault_cluster, tmp_path):
     with volumes_mounted_empty(name, (*CONTENT_VOLUMES, "empty-dir")) as covered:
         after = run_checks(kubeconfig, VOLUMES, tmp_path)
     assert covered, "the fault covered no volume: the checks' pods set up none on the real nodes"
-    assert_broken(before, after)
+    assert_broken("volumes mounted empty", before, after)
 
 
 def test_post_start_hook_exiting_non_zero_fails_the_exec_hook_check(fault_cluster, tmp_path):
@@ -263,11 +208,10 @@ def test_post_start_hook_exiting_non_zero_fails_the_exec_hook_check(fault_cluste
     non-zero: the check fails, and says the kubelet reported the hook failed."""
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, EXEC_HOOK, tmp_path)
-    messages: dict[str, str] = {}
     with volumes_mounted_empty(name, ("empty-dir",)):
-        after = run_checks(kubeconfig, EXEC_HOOK, tmp_path, messages=messages)
-    assert_broken(before, after)
-    unsaid = {k: m for k, m in messages.items() if "FailedPostStartHook" not in m}
+        after = run_checks(kubeconfig, EXEC_HOOK, tmp_path)
+    assert_broken("post-start hook exits non-zero", before, after)
+    unsaid = {k: m for k, m in after.messages.items() if "FailedPostStartHook" not in m}
     assert not unsaid, f"these failures do not name the failed hook: {unsaid}"
 
 
@@ -275,11 +219,11 @@ def test_stopped_kubelets_make_every_check_error_none_pass(fault_cluster, tmp_pa
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, ALL_PODS, tmp_path)
     try:
-        with stopped(name, "kubelet"):
+        with stopped(name, *node_processes(name, "kubelet")) as at:
             after = run_checks(kubeconfig, ALL_PODS, tmp_path, "--pod-start-timeout", "20")
     finally:
         wait_nodes_ready(kubeconfig)
-    assert_broken(before, after, allowed=("error",))
+    assert_broken("kubelets stopped", before, after, allowed=("error",), injected_at=at)
 
 
 def test_every_fault_is_gone_afterwards(fault_cluster):
