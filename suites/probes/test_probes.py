@@ -54,6 +54,25 @@ def restarts(pod, name: str) -> int:
     return next((s.restart_count for s in pod.status.container_statuses or [] if s.name == name), 0)
 
 
+def startup_probe_gave_up(api_client, namespace: str):
+    """A wait's failure for a pod whose startup probe must pass: once the kubelet has restarted its container
+    (the startup probe failed failureThreshold times in a row), it says so with the kubelet's last word on the
+    probe. Before, such a pod was waited for to the end (120 s): it is restarted every few seconds and never
+    Ready while its probe's target cannot be reached."""
+
+    def failure(pod):
+        count = restarts(pod, "main")
+        if not count:
+            return None
+        events = events_for(api_client, namespace, pod.metadata.name, "Unhealthy")
+        said = [e for e in events if "Startup probe failed" in (e.message or "")]
+        newest = max(said, key=lambda e: e.count or 1).message if said else None
+        seen = f"the kubelet: {newest}" if newest else "no Startup probe failed event"
+        return f"container main restarted {count} time(s) before it was ready: its startup probe gave up ({seen})"
+
+    return failure
+
+
 @pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
@@ -323,7 +342,7 @@ def test_startup_probe_delays_readiness_by_its_initial_delay(
         pod.metadata.name,
         done=pod_running_ready,
         timeout=120,
-        failure=None,
+        failure=startup_probe_gave_up(wincon.api_client, namespace),
         behaviour=True,
     )
     started_at = ready.status.container_statuses[0].state.running.started_at
