@@ -3,6 +3,7 @@ wincon.network.modulepods and NetworkObjects.start_each."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -138,10 +139,35 @@ def test_start_each_creates_every_pod_before_waiting_and_hands_back_each_error(m
     )
     kube = FakeKube(failing="b")
     started = NetworkObjects(kube).start_each([manifest("a"), manifest("b"), manifest("c")])
-    assert kube.events == ["create a", "create b", "create c", "wait a", "wait b", "wait c"]
+    assert kube.events[:3] == ["create a", "create b", "create c"]
+    assert sorted(kube.events[3:]) == ["wait a", "wait b", "wait c"]
     assert started["a"].metadata.name == "a" and started["c"].metadata.name == "c"
     assert isinstance(started["b"], InfrastructureError) and "ImagePullBackOff" in str(started["b"])
-    assert placed == ["a", "c"], "every pod that ran is checked to have run where pinned"
+    assert sorted(placed) == ["a", "c"], "every pod that ran is checked to have run where pinned"
+
+
+class StuckKube(FakeKube):
+    """Pods that never start: each wait returns only once every wait is in progress at the same time (a barrier),
+    and times out as the cluster's error."""
+
+    def __init__(self, pods: int) -> None:
+        super().__init__()
+        self.all_waiting = threading.Barrier(pods)
+
+    def wait_pod(self, name: str, done: Any = None) -> Any:
+        self.events.append(f"wait {name}")
+        self.all_waiting.wait(timeout=10)  # BrokenBarrierError if the waits ran one after another
+        raise InfrastructureError(f"pod {name} did not become ready within 20s (last phase: Pending)")
+
+
+def test_start_each_waits_for_its_pods_side_by_side_so_pods_that_never_start_cost_one_timeout():
+    """Every kubelet stopped (tests/faults): the module's 3 pods each ran into the 20 s pod-start timeout one
+    after another, 61.5 s before the first check errored. Side by side, the pods' waits are in progress at once."""
+    started = NetworkObjects(StuckKube(3)).start_each([manifest("a"), manifest("b"), manifest("c")])
+    assert list(started) == ["a", "b", "c"]
+    for name, outcome in started.items():
+        assert isinstance(outcome, InfrastructureError), outcome
+        assert f"pod {name} did not become ready within 20s" in str(outcome)
 
 
 def test_nodes_for_servers_at_least_two_one_per_node():
