@@ -70,6 +70,37 @@ def test_the_proxy_tunnels_to_an_allowed_address_and_refuses_others(tmp_path):
     assert oct(sock.stat().st_mode & 0o777) == "0o600"
 
 
+def test_relay_carries_both_ways_passes_each_eof_on_and_closes_both_ends():
+    async def scenario() -> tuple[bytes, bytes, bool, bool]:
+        async def pair() -> tuple[
+            asyncio.StreamReader, asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamWriter
+        ]:
+            accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+            server = await asyncio.start_server(lambda r, w: accepted.set_result((r, w)), "127.0.0.1", 0)
+            outer_r, outer_w = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+            inner_r, inner_w = await accepted
+            server.close()
+            return outer_r, outer_w, inner_r, inner_w
+
+        # a: the client's connection (the relay holds its inner end); b: the upstream's connection, likewise.
+        client_r, client_w, a_r, a_w = await pair()
+        upstream_r, upstream_w, b_r, b_w = await pair()
+        relayed = asyncio.create_task(egress.relay(a_r, a_w, b_r, b_w))
+        client_w.write(b"request")
+        client_w.write_eof()
+        request = await asyncio.wait_for(upstream_r.read(), 5)  # to EOF: the client's half-close came through
+        upstream_w.write(b"answer to " + request)
+        upstream_w.write_eof()
+        answer = await asyncio.wait_for(client_r.read(), 5)
+        await asyncio.wait_for(relayed, 5)
+        closed = a_w.transport.is_closing(), b_w.transport.is_closing()
+        client_w.close()
+        upstream_w.close()
+        return request, answer, *closed
+
+    assert asyncio.run(scenario()) == (b"request", b"answer to request", True, True)
+
+
 def test_the_api_servers_egress_selector_names_the_proxy_socket(tmp_path):
     plan = dataplane.Plan("wincon-h6", "172.30.9.0/24", "172.30.9.1", "172.30.9.254")
     path = dataplane.write_egress_config(plan, tmp_path)

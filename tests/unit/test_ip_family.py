@@ -266,6 +266,37 @@ def test_the_forwarder_forwards_to_the_loopback_port():
     assert asyncio.run(scenario()) == b"got hello\n"
 
 
+def test_the_forwarder_passes_the_clients_eof_on_and_still_carries_the_answer():
+    """A request ended by the client's EOF (a half-close) still gets its answer: the EOF reaches the backend and
+    the connection stays open the other way until the backend has answered and closed."""
+    import asyncio
+
+    async def scenario() -> tuple[bytes, bytes]:
+        got = asyncio.get_running_loop().create_future()
+
+        async def answer_after_eof(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            request = await reader.read()  # to EOF
+            got.set_result(request)
+            writer.write(b"read " + request)
+            await writer.drain()
+            writer.close()
+
+        backend = await asyncio.start_server(answer_after_eof, "127.0.0.1", 0)
+        port = backend.sockets[0].getsockname()[1]
+        front = await asyncio.start_server(lambda r, w: ipfamily._forward_one(port, r, w), "127.0.0.2", port)
+        reader, writer = await asyncio.open_connection("127.0.0.2", port)
+        writer.write(b"everything")
+        writer.write_eof()
+        data = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        front.close()
+        backend.close()
+        return await asyncio.wait_for(got, 5), data
+
+    got = asyncio.run(scenario())
+    assert got == (b"everything", b"read everything"), got
+
+
 def test_add_ons_start_on_the_families_they_declare():
     import io
     from types import SimpleNamespace

@@ -62,6 +62,23 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                 writer.write_eof()
 
 
+async def relay(
+    a_reader: asyncio.StreamReader,
+    a_writer: asyncio.StreamWriter,
+    b_reader: asyncio.StreamReader,
+    b_writer: asyncio.StreamWriter,
+) -> None:
+    """Copy what end a sends to end b and back until both have finished sending (an end's EOF is passed on as a
+    half-close, so a request ended by EOF still gets its answer), then close both. The egress proxy's tunnel and
+    the IPv6 API forwarder (ipfamily.py) both relay with this."""
+    try:
+        await asyncio.gather(_pipe(a_reader, b_writer), _pipe(b_reader, a_writer))
+    finally:
+        for writer in (a_writer, b_writer):
+            with contextlib.suppress(OSError, RuntimeError):
+                writer.close()
+
+
 async def _handle(
     cidrs: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network],
     client_r: asyncio.StreamReader,
@@ -89,7 +106,7 @@ async def _handle(
         upstream_w = upstream
         client_w.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await client_w.drain()
-        await asyncio.gather(_pipe(client_r, upstream), _pipe(upstream_r, client_w))
+        await relay(client_r, client_w, upstream_r, upstream)
     except (ConnectionError, OSError):
         pass
     finally:

@@ -31,7 +31,6 @@ cluster's data-plane directory, by which ``down`` finds the process).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import shlex
 import sys
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from wincon.errors import UsageError
+from wincon.localcluster import egress
 
 
 class RealNode(Protocol):
@@ -337,25 +337,13 @@ def host_ip6tables_rules(run: Run, tag: str) -> list[str]:
 # ------------------------------------------------------------------------------------------ the forwarder
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            writer.close()
-
-
 async def _forward_one(port: int, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
     try:
         server_r, server_w = await asyncio.open_connection("127.0.0.1", port)
     except OSError:
         client_w.close()
         return
-    await asyncio.gather(_pipe(client_r, server_w), _pipe(server_r, client_w))
+    await egress.relay(client_r, client_w, server_r, server_w)
 
 
 async def forward(address: str, port: int) -> None:
