@@ -9,6 +9,7 @@ The work lives by concern: ``wincon.options`` (options, markers), ``wincon.conte
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any
@@ -44,6 +45,9 @@ def pytest_configure(config: pytest.Config) -> None:
         context.start_run(config)
     except WinconError as exc:
         pytest.exit(exc.render(), returncode=int(exc.exit_code))
+    # What the start loaded (the client's model classes, the profile) lives as long as the process: out of the
+    # cyclic collector's way, every later collection (pytest's at unconfigure, the interpreter's at exit) skips it.
+    gc.freeze()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

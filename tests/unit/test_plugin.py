@@ -246,3 +246,26 @@ def test_project_tests_do_not_touch_a_cluster(pytester):
 def test_header_shows_the_profile(suite):
     result = suite(ICMP.format(outcome="False"))
     result.stdout.fnmatch_lines(["wincon run *", "*kubernetes v1.34.4*", "*data plane: none (simulated nodes)*"])
+
+
+FROZEN = """
+import gc
+
+def test_frozen():
+    print("frozen objects:", gc.get_freeze_count())
+"""
+
+
+def test_a_suite_run_freezes_what_its_start_loaded(suite, pytester):
+    """The objects alive once the run has started (the client's classes, the profile) are out of the cyclic
+    collector's way, so pytest's collection at unconfigure and the interpreter's at exit skip them; a run of the
+    project's own tests is left as it is."""
+    import re
+
+    result = suite(FROZEN, "-s")
+    result.assert_outcomes(passed=1)
+    assert int(re.search(r"frozen objects: (\d+)", result.stdout.str()).group(1)) > 10_000
+    pytester.makepyfile(test_plain=FROZEN)
+    plain = pytester.runpytest_subprocess("test_plain.py", "-s")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["*frozen objects: 0*"])
