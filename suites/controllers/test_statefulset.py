@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.controllers import Invariant, replicas_ready
-from wincon.checks.pods import assert_all_ran_on, pod_events_since, resource_version_now
+from wincon.checks.pods import PodHistory, assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for
 from wincon.errors import expect_deviation
@@ -26,8 +26,13 @@ def at_most_one_unready(sts):
     return None
 
 
+def all_ready(timeline, name, replicas):
+    """Every member was seen Ready in the pod history."""
+    return {f"{name}-{i}" for i in range(replicas)} <= {pod for _, pod, ready in timeline if ready}
+
+
 def started_out_of_order(timeline, name, replicas):
-    """The pods that appeared before their predecessor was Ready, from a replayed pod watch."""
+    """The pods that appeared before their predecessor was Ready, from the pod history."""
     ready: set[str] = set()
     seen: set[str] = set()
     problems = []
@@ -40,7 +45,7 @@ def started_out_of_order(timeline, name, replicas):
         if is_ready:
             ready.add(pod)
     if len(seen) < replicas:
-        problems.append(f"the replayed history shows only {sorted(seen)}")
+        problems.append(f"the pod history shows only {sorted(seen)}")
     return problems
 
 
@@ -50,20 +55,22 @@ def started_out_of_order(timeline, name, replicas):
 def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namespace, pinned, build, profile):
     """StatefulSets are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): web-0, web-1, web-2 start one after another."""
     image = wincon.catalog.image("agnhost", "windows", build)
-    before = resource_version_now(wincon.api_client, namespace)
-    for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
-        kube.create(manifest)
-    apps = kube.apps
     ordered = Invariant(replicas_ready(REPLICAS), at_most_one_unready)
-    wait_for(
-        apps.list_namespaced_stateful_set,
-        "web",
-        ordered,
-        None,
-        wincon.pod_start_timeout * REPLICAS,
-        describe=f"statefulset {namespace}/web",
-        namespace=namespace,
-    )
+    # The pod history as the API server stores it, watched from before the StatefulSet exists.
+    with PodHistory(wincon.api_client, namespace, {"app": "web"}) as history:
+        for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
+            kube.create(manifest)
+        apps = kube.apps
+        wait_for(
+            apps.list_namespaced_stateful_set,
+            "web",
+            ordered,
+            None,
+            wincon.pod_start_timeout * REPLICAS,
+            describe=f"statefulset {namespace}/web",
+            namespace=namespace,
+        )
+        timeline = history.events(until=lambda events: all_ready(events, "web", REPLICAS))
     with expect_deviation("statefulset-unsupported-pre-1-14"):
         assert not ordered.violations, f"pods were not started one by one: {ordered.violations}"
         pods = kube.pods({"app": "web"})
@@ -71,8 +78,7 @@ def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namesp
         assert_all_ran_on(pods, profile, "windows", build)
         created = [p.metadata.creation_timestamp for p in pods]
         assert created == sorted(created), f"creation order differs from ordinal order: {created}"
-        # The pod history in the order the API server stored it: web-i appears only after web-(i-1) is Ready.
-        timeline = pod_events_since(wincon.api_client, namespace, {"app": "web"}, before)
+        # web-i appears in the pod history only after web-(i-1) is Ready.
         assert not started_out_of_order(timeline, "web", REPLICAS), started_out_of_order(timeline, "web", REPLICAS)
         for pod in pods:
             assert pod.spec.hostname == pod.metadata.name and pod.spec.subdomain == "web"

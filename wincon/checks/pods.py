@@ -338,41 +338,91 @@ def resource_version_now(api_client: client.ApiClient, namespace: str) -> str:
     return call(core.list_namespaced_pod, namespace, limit=1).metadata.resource_version
 
 
-def pod_events_since(
-    api_client: client.ApiClient, namespace: str, labels: dict[str, str], resource_version: str, seconds: int = 2
-) -> list[tuple[str, str, bool]]:
-    """Replay the pod watch from ``resource_version``: (event type, pod name, Ready) in the order the API
-    server stored the changes. The stream ends after ``seconds`` without waiting for anything."""
-    from kubernetes import watch
-    from kubernetes.client.exceptions import ApiException
+PodEvent = tuple[str, str, bool]  # (event type, pod name, Ready)
 
-    from wincon.cluster.waits import pod_running_ready
 
-    core = client.CoreV1Api(api_client)
-    stream = watch.Watch()
-    events: list[tuple[str, str, bool]] = []
-    try:
-        for event in stream.stream(
-            core.list_namespaced_pod,
-            namespace,
-            label_selector=label_selector(labels),
-            resource_version=resource_version,
-            timeout_seconds=seconds,
-        ):
-            if event["type"] == "ERROR":
-                raise InfrastructureError(
-                    f"the pod history of {namespace} since resourceVersion {resource_version} is gone",
-                    "rerun the test: the API server's watch cache no longer holds the window",
-                )
-            pod = event["object"]
-            events.append((event["type"], pod.metadata.name, pod_running_ready(pod)))
-    except ApiException as exc:
-        if exc.status == 410:
+class PodHistory:
+    """The changes to a namespace's pods (those with ``labels``) in the order the API server stored them, watched
+    live from when it is entered until ``events()``.
+
+    It replaces replaying a watch from a resourceVersion once the check is over, which fails with 410 Gone when the
+    API server's watch cache has moved past that resourceVersion: seen under the Windows pod-latency model, where
+    a StatefulSet of 3 Windows pods took 99 s while the run's other namespaces filled the cache. A watch opened at
+    the start is served as the changes happen; when the server ends it (every ``window`` seconds) it is resumed from
+    the last resourceVersion it saw, which bookmarks keep fresh.
+    """
+
+    def __init__(self, api_client: client.ApiClient, namespace: str, labels: dict[str, str], window: int = 20) -> None:
+        import threading
+
+        self.api_client, self.namespace, self.labels, self.window = api_client, namespace, labels, window
+        self._events: list[PodEvent] = []
+        self._error: Exception | None = None
+        self._stopping = threading.Event()
+        self._stream: Any = None
+        self._resource_version = ""
+        self._thread = threading.Thread(target=self._watch, daemon=True, name=f"pod-history-{namespace}")
+
+    def __enter__(self) -> PodHistory:
+        self._resource_version = resource_version_now(self.api_client, self.namespace)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _watch(self) -> None:
+        from kubernetes import watch
+
+        from wincon.cluster.waits import pod_running_ready
+
+        core = client.CoreV1Api(self.api_client)
+        while not self._stopping.is_set():
+            self._stream = watch.Watch()
+            try:
+                for event in self._stream.stream(
+                    core.list_namespaced_pod,
+                    self.namespace,
+                    label_selector=label_selector(self.labels),
+                    resource_version=self._resource_version,
+                    timeout_seconds=self.window,
+                    allow_watch_bookmarks=True,
+                ):
+                    version = (event.get("raw_object") or {}).get("metadata", {}).get("resourceVersion")
+                    if event["type"] != "BOOKMARK":
+                        pod = event["object"]
+                        self._events.append((event["type"], pod.metadata.name, pod_running_ready(pod)))
+                    self._resource_version = version or self._resource_version
+            except Exception as exc:  # a 410 or a broken stream; or the connection closed by _stop
+                if not self._stopping.is_set():
+                    self._error = exc
+                return
+
+    def _stop(self) -> None:
+        self._stopping.set()
+        response = getattr(self._stream, "_resp", None)
+        if response is not None:
+            try:
+                response.close()  # ends the blocked read at once instead of at the window's end
+            except Exception:  # noqa: BLE001  # closing a stream that is already closed
+                pass
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.window + 5)
+
+    def events(self, until: Any = None, timeout: float = 15.0) -> list[PodEvent]:
+        """What the watch saw, once ``until(events)`` holds (changes already stored may still be on the way) or
+        ``timeout`` seconds passed; then the watch stops. InfrastructureError where the watch itself failed."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while until is not None and not until(list(self._events)) and time.monotonic() < deadline:
+            if self._error is not None or not self._thread.is_alive():
+                break
+            time.sleep(0.2)
+        self._stop()
+        if self._error is not None:
             raise InfrastructureError(
-                f"the pod history of {namespace} since resourceVersion {resource_version} is gone (410)",
-                "rerun the test: the API server's watch cache no longer holds the window",
-            ) from exc
-        raise
-    finally:
-        stream.stop()
-    return events
+                f"the pod watch of {self.namespace} failed while the check ran: {self._error}",
+                "rerun the test; if it recurs, the API server ends watches early (see its log)",
+            )
+        return list(self._events)
