@@ -1,6 +1,10 @@
 """Fixtures of the integration tests: a Kubernetes cluster to run against.
 
-``kubeconfig`` (session): the kubeconfig path of the cluster under test.
+``kubeconfig`` (session): the kubeconfig path of the cluster under test. A module that starts a cluster of its
+own (tests/support/clusters.py) overrides it with that cluster's, and the fixtures below follow.
+``api`` / ``core`` (module): a client of that cluster (closed after the module) and its CoreV1Api.
+``local_hints`` / ``linux_api`` (module): the cluster's wincon hints and ``api``, both skipping the module's tests
+unless the cluster has wincon's real Linux data plane.
 
 - ``WINCON_TEST_KUBECONFIG`` set: that file, as is (the cluster is not started nor stopped).
 - otherwise: the local simulated cluster named ``$WINCON_CLUSTER_NAME`` (default ``wincon-test``),
@@ -16,11 +20,13 @@ first time) that a test run must not start it behind the user's back.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from wincon.localcluster import build, cluster, paths
+from wincon.localcluster import build, cluster, hints, paths
 
 DEFAULT_TEST_CLUSTER = "wincon-test"
 SESSION_ENV = "WINCON_TEST_SESSION"  # set by the controller (tests/conftest.py), inherited by xdist workers
@@ -79,3 +85,34 @@ def local_cluster_name(kubeconfig: Path) -> str | None:
     if resolved.name == cluster.KUBECONFIG_FILE and resolved.parent.parent == root.resolve():
         return resolved.parent.name
     return None
+
+
+@pytest.fixture(scope="module")
+def api(kubeconfig: Path) -> Iterator[Any]:
+    """An API client of the cluster under test, closed after the module."""
+    api_client = cluster._api_client(kubeconfig)
+    yield api_client
+    api_client.close()
+
+
+@pytest.fixture(scope="module")
+def core(api: Any) -> Any:
+    """The CoreV1Api of ``api``."""
+    from kubernetes import client
+
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture(scope="module")
+def local_hints(api: Any) -> dict[str, str]:
+    """The hints wincon's local cluster leaves on the API (hints.py); skips without its real Linux data plane."""
+    found = hints.read(api)
+    if found.get("dataplane") != "linux":
+        pytest.skip("the cluster under test has no wincon real Linux data plane (start it with --dataplane linux)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def linux_api(api: Any, local_hints: dict[str, str]) -> Any:
+    """``api`` of a cluster with wincon's real Linux data plane (skips on any other)."""
+    return api

@@ -13,53 +13,32 @@ from __future__ import annotations
 import ipaddress
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, netns
+
+pytestmark = pytest.mark.usefixtures("local_hints")  # every check needs the real Linux data plane
 
 WAIT = 90.0
 PORT = 9080
 
 
 def _wait(what: str, probe: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-        except ApiException as exc:
-            last = exc
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last})")
+    return eventually(what, probe, timeout, errors=(ApiException,))
 
 
 @pytest.fixture(scope="module")
-def core(kubeconfig: Path) -> Iterator[Any]:
-    api = cluster._api_client(kubeconfig)
-    found = hints.read(api)
-    if found.get("dataplane") != "linux":
-        api.close()
-        pytest.skip("the cluster under test has no wincon real Linux data plane (start it with --dataplane linux)")
-    yield client.CoreV1Api(api)
-    api.close()
-
-
-@pytest.fixture(scope="module")
-def served(core: Any) -> Iterator[tuple[str, list[str]]]:
+def served(core: Any, local_hints: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
     """A namespace with an agnhost netexec pod on each real node and a Service in front of the first."""
     nodes = sorted(n.metadata.name for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok")
     assert nodes, "the cluster has no real Linux node"
-    image = hints.images(hints.read(core.api_client))["agnhost"]
+    image = hints.images(local_hints)["agnhost"]
     ns = f"wincon-reach-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": ns}})
     try:

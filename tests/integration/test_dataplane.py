@@ -27,6 +27,8 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
+from tests.support.clusters import fresh_name, needs_root, removed_after
+from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, netns, paths, procs
 from wincon.localcluster.topology import Topology
 from wincon.profile import discover
@@ -40,34 +42,7 @@ def _ready(pod: Any) -> bool:
 
 
 def wait_for(what: str, probe: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
-
-
-@pytest.fixture(scope="module")
-def api(kubeconfig: Path) -> Iterator[Any]:
-    api_client = cluster._api_client(kubeconfig)
-    yield api_client
-    api_client.close()
-
-
-@pytest.fixture(scope="module")
-def core(api: Any) -> Any:
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope="module")
-def local_hints(api: Any) -> dict[str, str]:
-    found = hints.read(api)
-    if found.get("dataplane") != "linux":
-        pytest.skip("the cluster under test has no wincon real Linux data plane (start it with --dataplane linux)")
-    return found
+    return eventually(what, probe, timeout)
 
 
 @pytest.fixture(scope="module")
@@ -321,12 +296,9 @@ def _nothing_left(name: str) -> None:
 
 @pytest.fixture
 def dp_name(localcluster_binaries: Path) -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("the real Linux data plane needs root")
-    name = f"dp-test-{uuid.uuid4().hex[:6]}"
-    yield name
-    cluster.down(name)
-    cluster.lock_path(name).unlink(missing_ok=True)
+    needs_root()
+    with removed_after(fresh_name("dp-test")) as name:
+        yield name
 
 
 def test_down_leaves_nothing_after_up_and_after_up_twice(dp_name):

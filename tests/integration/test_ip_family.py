@@ -12,9 +12,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
-import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.support.clusters import own_cluster
+from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, ipfamily, netns, paths
 from wincon.localcluster.topology import Topology
 
@@ -37,35 +37,19 @@ DUAL = Topology(windows_nodes=1, windows_versions=["ltsc2022"], cni="none", real
 
 
 def _wait(what: str, probe: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-        except (ApiException, requests.RequestException, ValueError) as exc:
-            last = exc
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last})")
+    return eventually(what, probe, timeout, errors=(ApiException, requests.RequestException, ValueError))
 
 
 @pytest.fixture(scope="module")
 def name(localcluster_binaries: Path) -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("the real Linux data plane needs root")
-    name = os.environ.get("WINCON_IPFAMILY_CLUSTER") or f"ipf-test-{uuid.uuid4().hex[:6]}"
-    cluster.up(name, DUAL)
-    yield name
-    cluster.down(name)
-    cluster.lock_path(name).unlink(missing_ok=True)
+    with own_cluster("ipf-test", DUAL, env="WINCON_IPFAMILY_CLUSTER") as (name, _):
+        yield name
 
 
 @pytest.fixture(scope="module")
-def api(name: str) -> Iterator[Any]:
-    api = cluster._api_client(cluster.kubeconfig_path(name))
-    yield api
-    api.close()
+def kubeconfig(name: str) -> Path:
+    """This module's own cluster is the cluster under test (conftest's ``api`` and ``core`` follow)."""
+    return cluster.kubeconfig_path(name)
 
 
 @pytest.fixture(scope="module")
@@ -216,11 +200,7 @@ def test_an_ipv6_single_stack_cluster_serves_its_pods_over_ipv6_and_down_leaves_
     """The kubernetes and kube-dns Services are IPv6, CoreDNS runs on an IPv6 pod address and is Ready (its
     kubernetes plugin synced with the API server through the kubernetes Service, that is through the host's
     IPv6 forwarder, which status names, stops and restarts), and down removes the forwarder with the rest."""
-    if os.geteuid() != 0:
-        pytest.skip("the real Linux data plane needs root")
-    name = os.environ.get("WINCON_IPFAMILY_CLUSTER6") or f"ipf6-test-{uuid.uuid4().hex[:6]}"
-    try:
-        kubeconfig = cluster.up(name, IPV6)
+    with own_cluster("ipf6-test", IPV6, env="WINCON_IPFAMILY_CLUSTER6") as (name, kubeconfig):
         with cluster._api_client(kubeconfig) as api:
             core = client.CoreV1Api(api)
             assert core.read_namespaced_service("kubernetes", "default").spec.cluster_ips == [
@@ -246,9 +226,6 @@ def test_an_ipv6_single_stack_cluster_serves_its_pods_over_ipv6_and_down_leaves_
         assert _http_code(name, url) == "000"  # curl's code for no connection
         dataplane.restart_process(name, ipfamily.FORWARDER)
         assert _wait("the restarted forwarder to answer", lambda: _http_code(name, url) == "200", 15)
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
     left = {k: v for k, v in dataplane.leftovers(name).items() if v}
     assert left == {}, f"cluster {name} left behind: {left}"
     assert cluster.cluster_pids(name) == []

@@ -15,39 +15,25 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, lb, netns
 
 WAIT = 60.0
 
 
 def wait_for(what: str, probe: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
+    return eventually(what, probe, timeout)
 
 
-@pytest.fixture(scope="module")
-def api(kubeconfig: Path) -> Iterator[Any]:
-    api_client = cluster._api_client(kubeconfig)
-    if hints.read(api_client).get("dataplane") != "linux":
-        api_client.close()
-        pytest.skip("the cluster under test has no wincon real Linux data plane (start it with --dataplane linux)")
+@pytest.fixture(scope="module", autouse=True)
+def metallb_built(linux_api: Any) -> None:
     if None in lb.binaries():
-        api_client.close()
         pytest.skip("MetalLB is not built: run `wincon cluster build`")
-    yield api_client
-    api_client.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,6 @@ helper pod), and ``down`` leaves nothing (processes, the volume directories, the
 
 from __future__ import annotations
 
-import os
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.support.clusters import own_cluster
+from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, images, paths, storage
 
 pytestmark = pytest.mark.xdist_group("local-storage")  # one worker: the tests share one cluster, the last removes it
@@ -31,40 +30,21 @@ TEXT = "written through the claim by wincon"
 
 
 def _wait(what: str, probe: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-            last = value
-        except (ApiException, OSError) as exc:
-            last = exc
-        time.sleep(1)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last})")
+    return eventually(what, probe, timeout, interval=1, errors=(ApiException, OSError))
 
 
 @pytest.fixture(scope="module")
 def name(localcluster_binaries: Path) -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("the real Linux data plane needs root")
     if storage.binary() is None:
         pytest.skip("local-path-provisioner is not built: run `wincon cluster build`")
-    name = os.environ.get("WINCON_STORAGE_CLUSTER") or f"lps-test-{uuid.uuid4().hex[:6]}"
-    try:
-        cluster.up(name)
+    with own_cluster("lps-test", env="WINCON_STORAGE_CLUSTER") as (name, _):
         yield name
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
-def api(name: str) -> Iterator[Any]:
-    api = cluster._api_client(cluster.kubeconfig_path(name))
-    yield api
-    api.close()
+def kubeconfig(name: str) -> Path:
+    """This module's own cluster is the cluster under test (conftest's ``api`` and ``core`` follow)."""
+    return cluster.kubeconfig_path(name)
 
 
 def test_the_default_storage_class_is_local_path_and_status_names_it(name, api):

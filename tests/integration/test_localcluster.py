@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +24,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.support.clusters import fresh_name, removed_after
+from tests.support.waits import eventually
 from wincon.errors import ExitCode, LocalClusterError
 from wincon.localcluster import cluster, cni, paths
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, WINDOWS_RELEASES, Topology
@@ -32,34 +34,10 @@ T = TypeVar("T")
 WAIT = 60.0
 
 
-def eventually(what: str, probe: Callable[[], T | None], timeout: float = WAIT) -> T:
-    """Poll ``probe`` until it returns something other than None; fail naming ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value is not None:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
-
-
 def pgrep(pattern: str) -> list[str]:
     """Live processes whose command line contains ``pattern`` (pgrep -f -a)."""
     result = subprocess.run(["pgrep", "-a", "-f", pattern], capture_output=True, text=True)
     return [line for line in result.stdout.splitlines() if "pgrep" not in line]
-
-
-@pytest.fixture(scope="module")
-def api(kubeconfig: Path) -> Iterator[Any]:
-    api_client = cluster._api_client(kubeconfig)
-    yield api_client
-    api_client.close()
-
-
-@pytest.fixture(scope="module")
-def core(api: Any) -> Any:
-    return client.CoreV1Api(api)
 
 
 @pytest.fixture
@@ -164,7 +142,7 @@ def test_windows_pinned_deployment_runs_all_pods_on_windows_nodes_none_on_linux(
         running = [p for p in pods if p.status.phase == "Running"]
         return running if len(running) == replicas else None
 
-    pods = eventually(f"{replicas} Running pods of the Windows Deployment", all_running)
+    pods = eventually(f"{replicas} Running pods of the Windows Deployment", all_running, WAIT)
     node_os = {n.metadata.name: n.metadata.labels["kubernetes.io/os"] for n in core.list_node().items}
     placed = {p.metadata.name: p.spec.node_name for p in pods}
     assert all(node_os[node] == "windows" for node in placed.values()), placed
@@ -229,6 +207,7 @@ def test_service_account_token_authenticates_and_rbac_denies_what_it_was_not_gra
         lambda: next(
             (sa for sa in core.list_namespaced_service_account(namespace).items if sa.metadata.name == "default"), None
         ),
+        WAIT,
     )
     token = core.create_namespaced_service_account_token(
         "nobody", namespace, {"spec": {"expirationSeconds": 600}}
@@ -271,7 +250,7 @@ def test_cni_daemonsets_run_their_pods_on_the_nodes_of_their_os(api, core, topol
             ready = ds.status.number_ready == wanted and ds.status.desired_number_scheduled == wanted
             return ds if ready else None
 
-        ds = eventually(f"DaemonSet {namespace}/{name} ready on its {wanted} {os_name} node(s)", scheduled)
+        ds = eventually(f"DaemonSet {namespace}/{name} ready on its {wanted} {os_name} node(s)", scheduled, WAIT)
         selector = ",".join(f"{k}={v}" for k, v in ds.spec.selector.match_labels.items())
         pods = [p for p in core.list_namespaced_pod(namespace, label_selector=selector).items]
         owned = [p for p in pods if any(o.name == name for o in p.metadata.owner_references or [])]
@@ -302,10 +281,8 @@ SMALL = Topology(windows_nodes=1, linux_nodes=1, windows_versions=["ltsc2022"], 
 @pytest.fixture
 def lifecycle_name(localcluster_binaries: Path) -> Iterator[str]:
     """A fresh cluster name for one lifecycle test; the cluster is always brought down afterwards."""
-    name = f"lc-test-{uuid.uuid4().hex[:6]}"
-    yield name
-    cluster.down(name)
-    cluster.lock_path(name).unlink(missing_ok=True)  # the name is never used again
+    with removed_after(fresh_name("lc-test")) as name:
+        yield name
     assert pgrep(str(paths.kwok_cluster_dir(name)) + "/") == []
 
 

@@ -9,8 +9,6 @@ aggregator's error instead of metrics, then recovers once it runs again.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,22 +16,15 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from wincon.localcluster import cluster, dataplane, hints, metrics
+from wincon.localcluster import cluster, dataplane, metrics
 
 WAIT = 120.0
 
 
-@pytest.fixture(scope="module")
-def api(kubeconfig: Path) -> Iterator[Any]:
-    api_client = cluster._api_client(kubeconfig)
-    if hints.read(api_client).get("dataplane") != "linux":
-        api_client.close()
-        pytest.skip("the cluster under test has no wincon real Linux data plane (start it with --dataplane linux)")
+@pytest.fixture(scope="module", autouse=True)
+def metrics_server_built(linux_api: Any) -> None:
     if metrics.binary() is None:
-        api_client.close()
         pytest.skip("metrics-server is not built: run `wincon cluster build`")
-    yield api_client
-    api_client.close()
 
 
 def _node_metrics(api: Any) -> dict[str, dict[str, str]]:

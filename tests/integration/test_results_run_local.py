@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 
 import pytest
 
+from tests.support.clusters import fresh_name, removed_after
 from wincon.cli import main
 from wincon.errors import ExitCode
 from wincon.results.artifacts import load_run
@@ -22,14 +22,8 @@ from wincon.results.runner import REPO
 @pytest.fixture
 def own_cluster(localcluster_binaries):
     """A cluster of this test's own: two tests of this module may run at once under xdist."""
-    from wincon.localcluster.cluster import down, lock_path
-
-    name = f"wincon-results-{uuid.uuid4().hex[:6]}"
-    try:
+    with removed_after(fresh_name("wincon-results")) as name:
         yield name
-    finally:
-        down(name)
-        lock_path(name).unlink(missing_ok=True)
 
 
 def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):
