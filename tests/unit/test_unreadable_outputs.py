@@ -11,8 +11,11 @@ import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from tests.unit.test_coverage_parity import go_modcache
+from tests.unit.test_network import CLIENT, FakeKube
 from wincon import connectivity as c
-from wincon.errors import SuiteError, UnreadableOutput
+from wincon.cluster.exec import ExecResult
+from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
+from wincon.network.flows import FlowChecks
 
 GARBLED = "<html><body>404 page not found</body></html>"
 
@@ -67,6 +70,42 @@ def test_a_try_that_got_no_answer_still_counts_as_a_failed_try():
     outcome = c.collect_dial(lambda: next(answers), {"netserver-0"}, max_tries=5, sleep=lambda s: None)
     assert outcome.reached_all and outcome.tries == 2
     assert outcome.errors == ["netexec /dial did not answer: 'exit 7: curl: (7) Failed to connect'"]
+
+
+def fresh_flows(monkeypatch, results) -> tuple[FlowChecks, FakeKube]:
+    monkeypatch.setattr(FlowChecks, "silent_targets", set())
+    monkeypatch.setattr(FlowChecks, "silent_clients", set())
+    kube = FakeKube(results)
+    return FlowChecks(kube), kube
+
+
+def test_flow_checks_dial_hands_curls_answer_over_as_such(monkeypatch):
+    """FlowChecks.dial: a curl that exited 0 is the client's answer (unreadable: the suite's error, after one
+    exec); a failed exec or a curl that reached nothing is a failed try, as before."""
+    monkeypatch.setattr(c.time, "sleep", lambda s: None)
+    flows, kube = fresh_flows(monkeypatch, [ExecResult(0, GARBLED, "")])
+    with pytest.raises(UnreadableOutput, match="404 page not found"):
+        flows.dial(CLIENT, "10.0.0.5", 8083, "http", ["netserver-0"])
+    assert len(kube.execs) == 1
+    answer = json.dumps({"responses": ["netserver-0"]})
+    failed = [InfrastructureError("exec timed out", ""), ExecResult(7, "", "curl: (7) Failed to connect")]
+    flows, kube = fresh_flows(monkeypatch, [*failed, ExecResult(0, answer, "")])
+    outcome = flows.dial(CLIENT, "10.0.0.5", 8083, "http", ["netserver-0"])
+    assert outcome.reached_all and outcome.tries == 3 and len(outcome.errors) == 2
+    assert "exec failed: exec timed out" in outcome.errors[0] and "Failed to connect" in outcome.errors[1]
+
+
+def test_a_single_dial_that_cannot_be_read_is_neither_a_miss_nor_a_denial(monkeypatch):
+    """FlowChecks.dial_once ('' is what the NetworkPolicy checks count as denied): before, an unreadable answer
+    was ''."""
+    flows, _ = fresh_flows(monkeypatch, [ExecResult(0, GARBLED, "")])
+    command = c.dial_command("windows", CLIENT.ip, "10.0.0.5", 8083)
+    with pytest.raises(UnreadableOutput):
+        flows.dial_once(CLIENT, command)
+    answer = json.dumps({"responses": ["netserver-1"]})
+    flows, _ = fresh_flows(monkeypatch, [ExecResult(28, "", "timed out"), ExecResult(0, answer, "")])
+    assert flows.dial_once(CLIENT, command) == ""
+    assert flows.dial_once(CLIENT, command) == "netserver-1"
 
 
 def test_an_unreadable_ping_is_no_reply_and_a_bad_os_is_not_swallowed():

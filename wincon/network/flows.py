@@ -12,7 +12,7 @@ from typing import Any
 
 from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
-from wincon.errors import InfrastructureError
+from wincon.errors import InfrastructureError, UnreadableOutput
 from wincon.network.pods import PodRef
 
 EXEC_TIMEOUT = 90.0
@@ -110,7 +110,12 @@ class FlowChecks:
                 result = self.exec(client_pod, command)
             except InfrastructureError as exc:  # an exec that fails counts as a try, as upstream counts it
                 return f"exec failed: {exc}"
-            return result.stdout if result.ok else f"exit {result.exit_code}: {result.stderr or result.stdout}"
+            # curl exited 0: the client's own answer (unreadable, it is the suite's error, never a failed try)
+            return (
+                conn.DialAnswer(result.stdout)
+                if result.ok
+                else f"exit {result.exit_code}: {result.stderr or result.stdout}"
+            )
 
         namespace = str(getattr(self.kube, "namespace", ""))
         key, client_key = (namespace, target, port, protocol), (namespace, client_pod.name, protocol)
@@ -195,10 +200,14 @@ class FlowChecks:
         return [self.dial_once(client_pod, command) for _ in range(times)]
 
     def dial_once(self, client_pod: PodRef, command: list[str]) -> str:
+        """The endpoint one dial reached ('' where none did, or curl got no answer). An answer of a curl that
+        exited 0 which the suite cannot read raises UnreadableOutput: neither a miss nor a denial."""
         result = self.exec(client_pod, command)
         try:
             responses = conn.parse_dial(result.stdout).responses
-        except ValueError:
+        except UnreadableOutput:
+            if result.ok:
+                raise
             return ""
         return responses[0] if responses else ""
 
