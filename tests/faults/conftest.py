@@ -10,19 +10,19 @@ is at most 2x). The times are printed, never asserted."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import localcluster_binaries  # noqa: F401
+from tests.support import clusters
 from wincon.localcluster import cluster, dataplane, netns
 from wincon.localcluster.topology import Topology
 from wincon.results.junit import parse
@@ -32,18 +32,10 @@ FAIL_WITHIN = 60.0  # issue 22, item 5: an affected check fails within this long
 RATIO_TARGET = 2.0  # ... and the affected controls as a whole take at most twice their clean time
 
 
-@contextmanager
-def own_cluster(prefix: str, topology: Topology | None = None) -> Iterator[tuple[str, Path]]:
+def own_cluster(prefix: str, topology: Topology | None = None) -> AbstractContextManager[tuple[str, Path]]:
     """A local cluster for fault injection (``WINCON_FAULT_CLUSTER`` names one to start or reuse), brought down
-    at the end with its lock: (name, kubeconfig)."""
-    if os.geteuid() != 0:
-        pytest.skip("fault injection needs the real Linux data plane, which needs root")
-    name = os.environ.get("WINCON_FAULT_CLUSTER") or f"{prefix}-{uuid.uuid4().hex[:6]}"
-    try:
-        yield name, cluster.up(name, topology)
-    finally:
-        cluster.down(name)
-        cluster.lock_path(name).unlink(missing_ok=True)
+    at the end with its lock: (name, kubeconfig); tests/support/clusters.py, as for the integration tests."""
+    return clusters.own_cluster(prefix, topology, env="WINCON_FAULT_CLUSTER")
 
 
 @pytest.fixture(scope="session")
