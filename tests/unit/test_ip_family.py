@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import json
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -241,60 +242,50 @@ def test_the_profile_reads_the_families_of_the_service_ranges(primary, cidrs, ex
     assert service_families(primary, cidrs) == expected
 
 
-def test_the_forwarder_forwards_to_the_loopback_port():
+def _through_the_forwarder(backend: Any, request: bytes, *, eof: bool) -> bytes:
+    """What a client reads back (to the end) after sending ``request`` (then EOF, with ``eof``) through the
+    forwarder to a server running ``backend``."""
     import asyncio
 
     async def scenario() -> bytes:
-        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.write(b"got " + await reader.readline())
-            await writer.drain()
-            writer.close()
-
-        backend = await asyncio.start_server(echo, "127.0.0.1", 0)
-        port = backend.sockets[0].getsockname()[1]
+        server = await asyncio.start_server(backend, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
         # The forwarder listens on another loopback address at the same port, as it does on the IPv6 gateway.
         front = await asyncio.start_server(lambda r, w: ipfamily._forward_one(port, r, w), "127.0.0.2", port)
         reader, writer = await asyncio.open_connection("127.0.0.2", port)
-        writer.write(b"hello\n")
+        writer.write(request)
+        if eof:
+            writer.write_eof()
         await writer.drain()
         data = await asyncio.wait_for(reader.read(), 5)
         writer.close()
         front.close()
-        backend.close()
+        server.close()
         return data
 
-    assert asyncio.run(scenario()) == b"got hello\n"
+    return asyncio.run(scenario())
+
+
+def test_the_forwarder_forwards_to_the_loopback_port():
+    async def echo_line(reader: Any, writer: Any) -> None:
+        writer.write(b"got " + await reader.readline())
+        await writer.drain()
+        writer.close()
+
+    assert _through_the_forwarder(echo_line, b"hello\n", eof=False) == b"got hello\n"
 
 
 def test_the_forwarder_passes_the_clients_eof_on_and_still_carries_the_answer():
     """A request ended by the client's EOF (a half-close) still gets its answer: the EOF reaches the backend and
     the connection stays open the other way until the backend has answered and closed."""
-    import asyncio
 
-    async def scenario() -> tuple[bytes, bytes]:
-        got = asyncio.get_running_loop().create_future()
-
-        async def answer_after_eof(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            request = await reader.read()  # to EOF
-            got.set_result(request)
-            writer.write(b"read " + request)
-            await writer.drain()
-            writer.close()
-
-        backend = await asyncio.start_server(answer_after_eof, "127.0.0.1", 0)
-        port = backend.sockets[0].getsockname()[1]
-        front = await asyncio.start_server(lambda r, w: ipfamily._forward_one(port, r, w), "127.0.0.2", port)
-        reader, writer = await asyncio.open_connection("127.0.0.2", port)
-        writer.write(b"everything")
-        writer.write_eof()
-        data = await asyncio.wait_for(reader.read(), 5)
+    async def answer_after_eof(reader: Any, writer: Any) -> None:
+        writer.write(b"read " + await reader.read())  # to EOF
+        await writer.drain()
         writer.close()
-        front.close()
-        backend.close()
-        return await asyncio.wait_for(got, 5), data
 
-    got = asyncio.run(scenario())
-    assert got == (b"everything", b"read everything"), got
+    got = _through_the_forwarder(answer_after_eof, b"everything", eof=True)
+    assert got == b"read everything", got
 
 
 def test_add_ons_start_on_the_families_they_declare():
