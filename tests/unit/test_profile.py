@@ -169,3 +169,97 @@ def test_nodes_are_read_page_by_page():
     names = [n["metadata"]["name"] for n in iter_nodes(api, page_size=2)]
     assert names == [f"n{i}" for i in range(5)]
     assert api.calls == [(2, 0), (2, 2), (2, 4)]
+
+
+class _Cluster:
+    """The reads discovery makes, served from objects, each taking 50 ms; counts how many are in flight at once."""
+
+    def __init__(self, nodes, daemonsets, configmaps):
+        import threading
+
+        self.nodes, self.daemonsets, self.configmaps = nodes, daemonsets, configmaps
+        self.lock, self.in_flight, self.most, self.reads = threading.Lock(), 0, 0, 0
+
+    def read(self, answer):
+        import time
+
+        with self.lock:
+            self.in_flight += 1
+            self.reads += 1
+            self.most = max(self.most, self.in_flight)
+        time.sleep(0.05)
+        with self.lock:
+            self.in_flight -= 1
+        return answer()
+
+    def apis(self):
+        from types import SimpleNamespace
+
+        from kubernetes.client.exceptions import ApiException
+
+        def missing():
+            raise ApiException(status=404)
+
+        def config_map(name, namespace):
+            data = self.configmaps.get((namespace, name))
+            return self.read(lambda: SimpleNamespace(data=data) if data is not None else missing())
+
+        def list_node(limit, _preload_content, _continue=None):
+            return self.read(lambda: SimpleNamespace(data=json.dumps({"items": self.nodes, "metadata": {}})))
+
+        def custom(group, version, namespace, plural):
+            assert (group, version, plural) == ("apps", "v1", "daemonsets")
+            return self.read(lambda: {"items": self.daemonsets.get(namespace, [])})
+
+        service = SimpleNamespace(spec=SimpleNamespace(ip_families=["IPv4"]))
+        core = SimpleNamespace(
+            list_node=list_node,
+            read_namespaced_config_map=config_map,
+            read_namespaced_service=lambda name, namespace: self.read(lambda: service),
+            list_service_for_all_namespaces=lambda **kw: self.read(lambda: SimpleNamespace(items=[])),
+            api_client=None,
+        )
+        return {
+            "CoreV1Api": lambda api: core,
+            "CustomObjectsApi": lambda api: SimpleNamespace(list_namespaced_custom_object=custom),
+            "VersionApi": lambda api: SimpleNamespace(
+                get_code=lambda: self.read(lambda: SimpleNamespace(git_version="v1.34.4"))
+            ),
+            "NetworkingV1Api": lambda api: SimpleNamespace(
+                list_service_cidr=lambda **kw: self.read(lambda: SimpleNamespace(items=[]))
+            ),
+        }
+
+
+def test_discovery_issues_its_reads_together_and_merges_them_in_namespace_order():
+    """About 35 independent reads: issued together (several in flight at once), the profile is the one the same
+    objects give read one after another; a ConfigMap of a later namespace in CNI_NAMESPACES wins, as before."""
+    from unittest import mock
+
+    from wincon.profile import CNI_NAMESPACES, NetworkObjects, discover, profile_from
+
+    flannel = {"metadata": {"name": "kube-flannel-ds"}, "spec": {"template": {"spec": {"containers": []}}}}
+    nodes = [node("w1"), node("l1", os_name="linux")]
+    cluster = _Cluster(
+        nodes,
+        {"kube-flannel": [flannel]},
+        {
+            ("kube-system", "kube-flannel-cfg"): {"net-conf.json": '{"Backend": {"Type": "host-gw"}}'},
+            ("kube-flannel", "kube-flannel-cfg"): {"net-conf.json": '{"Backend": {"Type": "vxlan"}}'},
+        },
+    )
+    with mock.patch.multiple("kubernetes.client", **cluster.apis()):
+        profile = discover(object())
+    assert cluster.reads == 3 + len(CNI_NAMESPACES) * 5 + 2  # version, nodes, services; DaemonSets, ConfigMaps
+    assert cluster.most > 1, "discovery's reads were made one after another"
+    assert CNI_NAMESPACES.index("kube-flannel") > CNI_NAMESPACES.index("kube-system")
+    read_in_turn = NetworkObjects(
+        nodes=nodes,
+        daemonsets={"kube-flannel-ds": flannel},
+        configmaps={"kube-flannel-cfg": {"net-conf.json": '{"Backend": {"Type": "vxlan"}}'}},
+        cloud=detect_cloud([node_profile(n) for n in nodes]),
+    )
+    expected = profile_from("v1.34.4", read_in_turn)
+    expected.ip_families, expected.load_balancers = ["IPv4"], []
+    assert profile.to_dict() == expected.to_dict()
+    assert (profile.cni, profile.cni_backend) == ("flannel", "vxlan")  # kube-flannel's ConfigMap, read last
