@@ -307,6 +307,8 @@ class WinconContext:
         except Exception:
             return  # the next run's reaper finds them
         for ns in items:
+            if ns.metadata.deletion_timestamp is not None:
+                continue  # its deletion is under way (a test's teardown asked for it): asking again adds nothing
             try:
                 delete_namespace(core, ns.metadata.name)
             except Exception:
