@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
+from tests.support.clusters import netexec_on_each_real_node
 from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, netns
 
@@ -36,17 +37,11 @@ def _wait(what: str, probe: Any, timeout: float = WAIT) -> Any:
 @pytest.fixture(scope="module")
 def served(core: Any, local_hints: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
     """A namespace with an agnhost netexec pod on each real node and a Service in front of the first."""
-    nodes = sorted(n.metadata.name for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok")
-    assert nodes, "the cluster has no real Linux node"
-    image = hints.images(local_hints)["agnhost"]
     ns = f"wincon-reach-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": ns}})
     try:
-        pods = [f"reach-{i}" for i in range(len(nodes))]
-        for pod, node in zip(pods, nodes, strict=True):
-            container = {"name": "c", "image": image, "args": ["netexec", f"--http-port={PORT}"]}
-            spec = {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [container]}
-            core.create_namespaced_pod(ns, {"metadata": {"name": pod, "labels": {"app": pod}}, "spec": spec})
+        pods = netexec_on_each_real_node(core, ns, "reach", hints.images(local_hints)["agnhost"], PORT)
+        assert pods, "the cluster has no real Linux node"
         service = {"selector": {"app": pods[0]}, "ports": [{"port": 80, "targetPort": PORT}]}
         core.create_namespaced_service(ns, {"metadata": {"name": "reach"}, "spec": service})
         for pod in pods:

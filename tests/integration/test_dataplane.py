@@ -27,7 +27,7 @@ import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
-from tests.support.clusters import fresh_name, needs_root, removed_after
+from tests.support import clusters
 from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, netns, paths, procs
 from wincon.localcluster.topology import Topology
@@ -52,7 +52,7 @@ def image(local_hints: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def real_nodes(core: Any, local_hints: dict[str, str]) -> list[Any]:
-    nodes = [n for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok"]
+    nodes = clusters.real_nodes(core)
     assert len(nodes) >= 2, f"expected two real Linux nodes, found {[n.metadata.name for n in nodes]}"
     return nodes
 
@@ -296,8 +296,8 @@ def _nothing_left(name: str) -> None:
 
 @pytest.fixture
 def dp_name(localcluster_binaries: Path) -> Iterator[str]:
-    needs_root()
-    with removed_after(fresh_name("dp-test")) as name:
+    clusters.needs_root()
+    with clusters.removed_after(clusters.fresh_name("dp-test")) as name:
         yield name
 
 

@@ -24,7 +24,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.support.clusters import own_cluster
+from tests.support.clusters import netexec_on_each_real_node, own_cluster
 from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, ipfamily, netns, paths
 from wincon.localcluster.topology import Topology
@@ -56,17 +56,11 @@ def kubeconfig(name: str) -> Path:
 def served(api: Any) -> Iterator[tuple[str, list[Any]]]:
     """A netexec pod on each real node (their Pod objects once running)."""
     core = client.CoreV1Api(api)
-    nodes = sorted(n.metadata.name for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok")
-    assert len(nodes) == 2, nodes
-    image = hints.images(hints.read(api))["agnhost"]
     ns = f"wincon-ipf-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": ns}})
     try:
-        names = [f"ipf-{i}" for i in range(len(nodes))]
-        for pod, node in zip(names, nodes, strict=True):
-            container = {"name": "c", "image": image, "args": ["netexec", f"--http-port={PORT}"]}
-            spec = {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [container]}
-            core.create_namespaced_pod(ns, {"metadata": {"name": pod, "labels": {"app": pod}}, "spec": spec})
+        names = netexec_on_each_real_node(core, ns, "ipf", hints.images(hints.read(api))["agnhost"], PORT)
+        assert len(names) == 2, names
         pods = [
             _wait(f"pod {pod} to run", lambda pod=pod: _running(core.read_namespaced_pod(pod, ns))) for pod in names
         ]

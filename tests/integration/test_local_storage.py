@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.support.clusters import own_cluster
+from tests.support.clusters import own_cluster, real_nodes
 from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, images, paths, storage
 
@@ -61,8 +61,7 @@ def test_the_default_storage_class_is_local_path_and_status_names_it(name, api):
 
 
 def _real_node(api: Any) -> Any:
-    nodes = client.CoreV1Api(api).list_node().items
-    real = sorted((n for n in nodes if (n.metadata.labels or {}).get("type") != "kwok"), key=lambda n: n.metadata.name)
+    real = real_nodes(client.CoreV1Api(api))
     assert real, "no real node"
     return real[-1]  # the last one: not the node the provisioner runs in, so the helper pod crosses nodes
 

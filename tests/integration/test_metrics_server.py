@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
+from tests.support.clusters import real_nodes
 from wincon.localcluster import cluster, dataplane, metrics
 
 WAIT = 120.0
@@ -47,8 +48,7 @@ def _wait_metrics(api: Any, nodes: set[str]) -> dict[str, dict[str, str]]:
 
 
 def _real_nodes(api: Any) -> set[str]:
-    items = client.CoreV1Api(api).list_node().items
-    return {n.metadata.name for n in items if (n.metadata.labels or {}).get("type") != "kwok"}
+    return {n.metadata.name for n in real_nodes(client.CoreV1Api(api))}
 
 
 def test_the_metrics_apiservice_is_available(api):

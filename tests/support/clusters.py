@@ -1,4 +1,4 @@
-"""Local clusters a test module (or one test) starts for itself, and always brings down.
+"""Local clusters a test module (or one test) starts for itself, and always brings down; their real nodes.
 
 The integration tests that need a topology of their own (two real nodes, an IP family, a cluster to break) and
 the fault tests share these: a name (from an environment variable when it is set, so a run can be pointed at a
@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,22 @@ def own_cluster(prefix: str, topology: Topology | None = None, *, env: str | Non
     needs_root()
     with removed_after(fresh_name(prefix, env)) as name:
         yield name, cluster.up(name, topology)
+
+
+def real_nodes(core: Any) -> list[Any]:
+    """The cluster's real nodes (not simulated by kwok: a local cluster's Linux workers), by name."""
+    nodes = (n for n in core.list_node().items if (n.metadata.labels or {}).get("type") != "kwok")
+    return sorted(nodes, key=lambda n: n.metadata.name)
+
+
+def netexec_on_each_real_node(core: Any, namespace: str, prefix: str, image: str, port: int) -> list[str]:
+    """Create an agnhost netexec pod (HTTP on ``port``, labelled ``app=<its name>``) on each real node, in
+    ``namespace``: ``<prefix>-0``, ``<prefix>-1``... in the nodes' order. Returns their names (not awaited)."""
+    names = []
+    for i, node in enumerate(real_nodes(core)):
+        name = f"{prefix}-{i}"
+        container = {"name": "c", "image": image, "args": ["netexec", f"--http-port={port}"]}
+        spec = {"nodeName": node.metadata.name, "terminationGracePeriodSeconds": 1, "containers": [container]}
+        core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": {"app": name}}, "spec": spec})
+        names.append(name)
+    return names
