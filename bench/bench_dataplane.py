@@ -6,11 +6,13 @@
 3. The framework's overhead per test, as a ratio of the pod latency (target: at most 10 %): a pytest suite
    run (``--wincon``) of N tests that each start one Linux pod through the framework (namespace, pinning,
    wait, cleanup); each test's pytest time (setup + call + teardown) minus its pod's create -> Ready measured
-   inside it; and per run, with the run's fixed cost (interpreter, imports, discovery) spread over its tests.
+   inside it; and per run, with the run's fixed cost (interpreter, imports, discovery) spread over its tests,
+   broken down into the start (process start to the first test), the tests and the end (last test to exit),
+   against the floor: an empty pytest run with the plugin loaded and the kubernetes client's CoreV1Api imported.
 4. Memory of the whole cluster at rest: the RSS of every control-plane, data-plane and container process,
    summed (highest of 5 samples), after `up` and again after the pods above.
 
-Usage: python bench/bench_dataplane.py [--name dp-bench] [--pods 20]
+Usage: python bench/bench_dataplane.py [--name dp-bench] [--pods 20] [--tests 10] [--repo CHECKOUT]
 Exits 0 whatever the figures (the reader judges), 10 when the cluster cannot be started.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,6 +55,35 @@ def test_pod_{i}(wincon, fresh_namespace, profile):
     with open("{out}", "a") as f:
         f.write(json.dumps({{"test": "test_pod_{i}", "latency": time.perf_counter() - t0}}) + "\\n")
 """
+
+
+# The bench's own conftest: when the first test starts and the last one ends (wall clock, as the bench's own).
+MARKS_CONFTEST = """
+import json, time
+_marks = {{}}
+def pytest_runtest_logstart(nodeid, location):
+    _marks.setdefault("first", time.time())
+def pytest_runtest_logfinish(nodeid, location):
+    _marks["last"] = time.time()
+def pytest_unconfigure(config):
+    with open("{out}", "w") as f:
+        json.dump(_marks, f)
+"""
+# The floor of any run: the interpreter, pytest with wincon's plugins (inert: not a suite run) and the client,
+# frozen as a suite run freezes what its start loaded (so the interpreter's exit costs what a suite run's does).
+FLOOR_CONFTEST = """
+import gc
+import kubernetes.config
+from kubernetes import client
+client.CoreV1Api
+gc.freeze()
+"""
+
+
+def child_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def rss_mib(pids: list[int]) -> float:
@@ -124,24 +156,29 @@ class Overhead:
     wall: float  # the whole pytest process: interpreter, imports, discovery, every test
     per_test: list[float]  # each test's setup + call + teardown (junit time)
     latency: list[float]  # each test's pod create -> Ready, measured inside the test
+    start: float = 0.0  # process start -> the first test starts (interpreter, imports, plugins, discovery)
+    end: float = 0.0  # the last test ends -> the process has exited (session finish, results, interpreter exit)
+    cpu: float = 0.0  # CPU seconds of the whole pytest process
 
 
-def framework_overhead(kubeconfig: Path, tests: int) -> Overhead:
+def framework_overhead(kubeconfig: Path, tests: int, repo: Path = REPO) -> Overhead:
     """A pytest run (a suite run: ``--wincon``) of ``tests`` one-pod tests; each records its pod's latency."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "latency.jsonl"
         junit = Path(tmp) / "junit.xml"
+        marks = Path(tmp) / "marks.json"
         body = "\n".join(POD_TEST.format(tid=uuid.uuid4(), i=i, out=out) for i in range(tests))
         (Path(tmp) / "test_bench.py").write_text(textwrap.dedent(body))
-        (Path(tmp) / "conftest.py").write_text("")
+        (Path(tmp) / "conftest.py").write_text(MARKS_CONFTEST.format(out=marks))
         cmd = [
             sys.executable, "-m", "pytest", tmp, "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--wincon",
             "--kubeconfig", str(kubeconfig), "--rootdir", tmp, "--results-dir", str(Path(tmp) / "results"),
             "--junitxml", str(junit),
         ]  # fmt: skip
-        start = time.monotonic()
-        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        wall = time.monotonic() - start
+        cpu, launched, start = child_cpu(), time.time(), time.monotonic()
+        result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+        wall, exited, cpu = time.monotonic() - start, time.time(), child_cpu() - cpu
+        times = json.loads(marks.read_text()) if marks.exists() else {}
         latency = {}
         for line in out.read_text().splitlines() if out.exists() else []:
             record = json.loads(line)
@@ -153,7 +190,40 @@ def framework_overhead(kubeconfig: Path, tests: int) -> Overhead:
                 f"latencies):\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
             )
     names = sorted(latency)
-    return Overhead(tests, wall, [cases[n] for n in names], [latency[n] for n in names])
+    return Overhead(
+        tests,
+        wall,
+        [cases[n] for n in names],
+        [latency[n] for n in names],
+        start=times["first"] - launched,
+        end=exited - times["last"],
+        cpu=cpu,
+    )
+
+
+def floor_run(repo: Path = REPO) -> tuple[float, float]:
+    """Wall and CPU seconds of an empty pytest run (no test) with wincon's plugins and CoreV1Api imported."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "conftest.py").write_text(FLOOR_CONFTEST)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            tmp,
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            tmp,
+        ]
+        cpu, start = child_cpu(), time.monotonic()
+        result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+        wall, cpu = time.monotonic() - start, child_cpu() - cpu
+    if result.returncode != 5:  # pytest's "no tests collected": anything else is not the empty run measured
+        raise RuntimeError(f"the empty run exited {result.returncode}:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="dp-bench")
     parser.add_argument("--pods", type=int, default=20)
     parser.add_argument("--tests", type=int, default=10)
+    parser.add_argument(
+        "--repo", type=Path, default=REPO, help="the checkout whose wincon the framework runs use (before/after)"
+    )
     args = parser.parse_args(argv)
     stopped = False
     try:
@@ -179,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         bare = statistics.median(pod_latencies(api, args.tests, image, None))
-        run = framework_overhead(kubeconfig, args.tests)
+        run = framework_overhead(kubeconfig, args.tests, args.repo)
         # Per test: pytest's own time of the test (namespace, fixtures, pinning, wait, cleanup) beyond its pod's
         # create -> Ready. Per run: the same with the run's fixed cost (interpreter, imports, cluster discovery)
         # spread over its tests, as any run spreads it.
@@ -208,6 +281,22 @@ def main(argv: list[str] | None = None) -> int:
             f"framework, per run: {run.wall:.1f} s for {run.tests} tests = {run.wall / run.tests:.2f} s per test: "
             f"{per_run:.2f} s = {per_run / statistics.mean(run.latency) * 100:.0f} % of the mean latency, the "
             "pytest start and discovery included",
+            flush=True,
+        )
+        tests_wall = run.wall - run.start - run.end
+        print(
+            f"framework, per run, where the {run.wall:.1f} s went: the start (process start to the first test) "
+            f"{run.start:.2f} s, the {run.tests} tests {tests_wall:.2f} s, the end (last test to exit) {run.end:.2f} s; "
+            f"the process's CPU {run.cpu:.2f} s",
+            flush=True,
+        )
+        floors = [floor_run(args.repo) for _ in range(3)]
+        floor_wall, floor_cpu = statistics.median(w for w, _ in floors), statistics.median(c for _, c in floors)
+        budget = OVERHEAD_TARGET * run.tests * statistics.mean(run.latency)
+        print(
+            f"floor of any run (median of 3): an empty pytest run with wincon's plugins and CoreV1Api imported "
+            f"{floor_wall:.2f} s ({floor_cpu:.2f} s CPU), against the {budget:.2f} s a {run.tests}-test run may spend "
+            f"beyond its pods at the {OVERHEAD_TARGET * 100:.0f} % target",
             flush=True,
         )
         api.close()
