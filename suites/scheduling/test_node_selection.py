@@ -19,15 +19,23 @@ pytestmark = [pytest.mark.scheduling]
 NO_SUCH_BUILD = 99999
 
 
-def deploy(kube, name, build, replicas, image_build):
+def create_deployment(kube, name, build, replicas, image_build):
     image = kube.catalog.image("agnhost", "windows", image_build)
     (manifest,) = render(
         "controllers/deployment.yaml", name=name, replicas=replicas, container="main", image=image, port=8080
     )
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
     kube.create(pin_template(manifest, build))
+
+
+def deployed_pods(kube, name):
     wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
     return pods_with(kube.api_client, kube.namespace, {"app": name})
+
+
+def deploy(kube, name, build, replicas, image_build):
+    create_deployment(kube, name, build, replicas, image_build)
+    return deployed_pods(kube, name)
 
 
 @pytest.mark.test_id("7675e72b-3837-438e-8a27-0f831775c65c")
@@ -48,8 +56,10 @@ def test_windows_build_node_selector_places_pods_on_nodes_of_that_build(kube, pr
     """ "Windows containers with process isolation have strict compatibility rules, where the host OS version must match the container base image OS version" (000_4130a90def37a825.txt): windows-build pins each pod to its build."""
     if not profile.windows_builds:
         pytest.skip("no Windows node reports node.kubernetes.io/windows-build")
+    for build in profile.windows_builds:  # every build's Deployment created before any is waited for
+        create_deployment(kube, f"build-{build}", build, 2, build)
     for build in profile.windows_builds:
-        pods = deploy(kube, f"build-{build}", build, 2, build)
+        pods = deployed_pods(kube, f"build-{build}")
         nodes = assert_all_ran_on(pods, profile, "windows", build)
         assert {n.windows_build for n in nodes} == {build}
 
