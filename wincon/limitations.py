@@ -74,7 +74,8 @@ def load(path: str | Path | None = None) -> dict[str, Limitation]:
     """Every entry of the file by id. Raises LimitationsError naming file, entry and field on any defect."""
     path = Path(path) if path else DEFAULT_PATH
     try:
-        document = yaml.safe_load(path.read_text())
+        # libyaml's loader where PyYAML has it: the same document, 0.01 s against 0.09 s of every run's start.
+        document = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError as exc:
         raise LimitationsError(
             f"{path}: file not found", "pass --limitations PATH or restore limitations.yaml"
