@@ -3,13 +3,16 @@
 On a running local cluster (``--name``, started with ``wincon cluster up``), runs ``pytest <selection> -m
 control`` (one process, as tests/faults runs its checks) first as the cluster is, then with a fault: by default
 pod-to-pod TCP silenced, an iptables DROP of 10.244.0.0/16 -> 10.244.0.0/16 TCP first in the FORWARD chain of
-every real node's namespace (the "one kind of traffic silenced" of the issue; removed afterwards, whatever
-happens). Printed: each run's wall time and outcome counts, the ratio fault/clean (target at most 2x), every
+every real node's namespace (the "one kind of traffic silenced" of the issue); ``reject`` refuses it instead
+(tcp-reset); ``service-rules`` stops every real node's kube-proxy and flushes its KUBE-SERVICES chain (the
+tests/faults fault "Service rules removed"); ``external-down`` takes the external host's link down (the
+tests/faults fault "external host down"). Each is removed afterwards, whatever happens. Printed: each run's wall time and outcome counts, the ratio fault/clean (target at most 2x), every
 check that failed with the fault and the time it took (target: within 60 s each), the slowest of them, and the
 machine's load average beside each run. Asserts nothing: exits 0 whatever the figures, 10 when the cluster is
 not up.
 
-    python bench/bench_faults.py --name wincon-h6 [--fault drop|reject] [--only clean|fault] [-- SELECTION...]
+    python bench/bench_faults.py --name wincon-h6 [--fault drop|reject|service-rules|external-down]
+        [--only clean|fault] [-- SELECTION...]
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,16 +38,55 @@ from wincon.results.junit import CaseResult, parse  # noqa: E402
 DEFAULT_SELECTION = ["suites/networking"]
 PODS = ["-s", "10.244.0.0/16", "-d", "10.244.0.0/16", "-p", "tcp"]
 FAULTS = {"drop": ["-j", "DROP"], "reject": ["-j", "REJECT", "--reject-with", "tcp-reset"]}
+OTHER_FAULTS = ("service-rules", "external-down")
 
 
 def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def real_nodes(name: str) -> list[str]:
+    record = cluster._read_record(name) or {}
+    return [n.name for n in dataplane.Plan.from_dict(record["dataplane"]).nodes]
+
+
+@contextmanager
+def service_rules_removed(name: str) -> Iterator[None]:
+    """Every real node's kube-proxy killed and its KUBE-SERVICES chain flushed; the proxies started again after
+    (they write their rules back)."""
+    stopped: list[str] = []
+    try:
+        for node in real_nodes(name):
+            dataplane.stop_process(name, f"{node}-kube-proxy")
+            stopped.append(f"{node}-kube-proxy")
+            netns.run(["iptables", "-w", "-t", "nat", "-F", "KUBE-SERVICES"], netns=netns.netns_name(name, node))
+        yield
+    finally:
+        for proc in stopped:
+            dataplane.restart_process(name, proc)
+
+
+@contextmanager
+def external_host_down(name: str) -> Iterator[None]:
+    ext = netns.netns_name(name, "ext")
+    netns.run(["ip", "link", "set", "eth0", "down"], netns=ext)
+    try:
+        yield
+    finally:
+        netns.run(["ip", "link", "set", "eth0", "up"], netns=ext)
+
+
+def fault(name: str, kind: str) -> AbstractContextManager[None]:
+    if kind == "service-rules":
+        return service_rules_removed(name)
+    if kind == "external-down":
+        return external_host_down(name)
+    return pod_tcp_fault(name, FAULTS[kind])
+
+
 @contextmanager
 def pod_tcp_fault(name: str, target: list[str]) -> Iterator[None]:
-    record = cluster._read_record(name) or {}
-    nodes = [n.name for n in dataplane.Plan.from_dict(record["dataplane"]).nodes]
+    nodes = real_nodes(name)
     rule = [*PODS, "-m", "comment", "--comment", "wincon-bench-fault", *target]
     inserted: list[str] = []
     try:
@@ -83,7 +125,7 @@ def show(label: str, wall: float, cases: list[CaseResult], loads: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", default=os.environ.get("WINCON_CLUSTER_NAME", "wincon"))
-    parser.add_argument("--fault", choices=tuple(FAULTS), default="drop")
+    parser.add_argument("--fault", choices=(*FAULTS, *OTHER_FAULTS), default="drop")
     parser.add_argument("--only", choices=("clean", "fault"))
     parser.add_argument("selection", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -94,16 +136,17 @@ def main() -> int:
         return 10
     kubeconfig = cluster.kubeconfig_path(args.name)
     tmp = Path(tempfile.mkdtemp(prefix="bench-faults-"))
-    print(f"selection: {' '.join(selection)} -m control; fault: pod-to-pod TCP {args.fault}; cluster {args.name}")
+    label = f"pod-to-pod TCP {args.fault}" if args.fault in FAULTS else args.fault
+    print(f"selection: {' '.join(selection)} -m control; fault: {label}; cluster {args.name}")
     clean: tuple[float, list[CaseResult], str] | None = None
     if args.only != "fault":
         clean = run(kubeconfig, selection, tmp)
         show("clean", *clean)
     if args.only == "clean":
         return 0
-    with pod_tcp_fault(args.name, FAULTS[args.fault]):
+    with fault(args.name, args.fault):
         faulty = run(kubeconfig, selection, tmp)
-    show(f"pod-to-pod TCP {args.fault}", *faulty)
+    show(label, *faulty)
     failed = [c for c in faulty[1] if c.verdict.value in ("failed", "error")]
     over = [c for c in failed if c.duration > 60]
     if failed:
