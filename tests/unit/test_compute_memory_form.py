@@ -9,16 +9,13 @@ stats/summary, as for the Linux control.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-SUITE = Path(__file__).resolve().parents[2] / "suites" / "scheduling" / "test_compute_limitations.py"
-spec = importlib.util.spec_from_file_location("h2_test_compute_limitations", SUITE)
-compute = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compute)
+from tests.support import suites
+
+compute = suites.load("suites/scheduling/test_compute_limitations.py")
 
 MIB = 1024 * 1024
 

@@ -8,27 +8,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from tests.support import suites
 from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, NotTheDeviation, SuiteError
 from wincon.network.pods import PodRef, resolver_config
 from wincon.network.services import ServiceRef
 
-SUITES = Path(__file__).resolve().parents[2] / "suites" / "networking"
-
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"h2_{name}", SUITES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return suites.load(f"suites/networking/{name}.py")
 
 
 test_dns = load("test_dns")

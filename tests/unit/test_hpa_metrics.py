@@ -3,20 +3,15 @@ with its condition, at the start or while the HPA waits), and the ConsumeCPU req
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
 from kubernetes import client
 
+from tests.support import suites
 from wincon.errors import InfrastructureError
 
-SUITE = Path(__file__).resolve().parents[2] / "suites" / "controllers" / "test_hpa.py"
-spec = importlib.util.spec_from_file_location("h4_test_hpa", SUITE)
-assert spec and spec.loader
-hpa_suite = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(hpa_suite)
+hpa_suite = suites.load("suites/controllers/test_hpa.py")
 
 DOWN = NS(type="Available", status="False", reason="FailedDiscoveryCheck", message="connection refused")
 UP = NS(type="Available", status="True", reason="Passed", message="all checks passed")

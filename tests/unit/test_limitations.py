@@ -1,9 +1,9 @@
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.support import suites
 from wincon.errors import ExitCode, LimitationsError
 from wincon.limitations import Limitation, load, match, parse_version
 from wincon.profile import ClusterProfile, NodeProfile
@@ -321,16 +321,11 @@ def test_env_var_name_colon_is_decided_by_the_api_servers_version_not_the_kubele
 def test_the_env_var_checks_take_the_api_servers_422_refusal_as_the_deviation():
     """Below 1.32 the documented deviation is the refusal itself: the checks observe it (DeviationObserved, an
     expected failure where the limitation applies) instead of failing with Rejected; another refusal is not it."""
-    import importlib.util
 
     from wincon.checks.api_rules import Rejection
     from wincon.errors import DeviationObserved, NotTheDeviation
 
-    path = Path(__file__).resolve().parents[2] / "suites/api/test_windows_conventions.py"
-    spec = importlib.util.spec_from_file_location("windows_conventions", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = suites.load("suites/api/test_windows_conventions.py")
     message = 'Invalid value: "Logging:LogLevel": a valid environment variable name must consist of ...'
     invalid = Rejection(422, "Invalid", "Pod is invalid", ({"field": module.ENV_NAME_FIELD, "message": message},))
     with pytest.raises(DeviationObserved):

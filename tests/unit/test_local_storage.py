@@ -3,7 +3,6 @@ its build entry, configuration, objects, start, status and teardown, and how the
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from pathlib import Path
@@ -13,9 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.support import suites
 from wincon.localcluster import addons, dataplane, extras, images, storage
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -175,11 +173,7 @@ def test_available_once_the_default_class_of_this_provisioner_exists(plan, monke
 
 
 def load_storage_conftest() -> Any:
-    spec = importlib.util.spec_from_file_location("_conftest_storage_h7", ROOT / "suites" / "storage" / "conftest.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return suites.load("suites/storage/conftest.py")
 
 
 def test_the_storage_suite_runs_the_claim_and_skips_block_and_expansion_on_this_class(plan):

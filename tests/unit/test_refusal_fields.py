@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace as NS
 from typing import Any
 
 import pytest
 
 import wincon.checks.api_rules as api_rules
+from tests.support import suites
 from tests.unit.test_os_pods import Catalog
 from wincon.checks import pods
 from wincon.checks.api_rules import Rejection, forbidden_paths_in
@@ -101,13 +99,7 @@ def test_forbidden_paths_in_names_every_linux_only_field_a_pod_sets_where_the_se
 
 
 def load_suite_module() -> Any:
-    path = Path(__file__).resolve().parents[2] / "suites" / "api" / "test_linux_security_fields_on_windows.py"
-    spec = importlib.util.spec_from_file_location("linux_security_fields_suite", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass resolves annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return suites.load("suites/api/test_linux_security_fields_on_windows.py")
 
 
 def test_every_linux_security_effect_names_exactly_the_field_it_sets():

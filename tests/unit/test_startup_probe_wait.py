@@ -4,20 +4,15 @@ its 120 s (the fault test's closed probe target: 121.7 and 122.2 s before)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
 
+from tests.support import suites
 from wincon.cluster import waits
 from wincon.cluster.waits import WorkloadFailed
 
-SUITE = Path(__file__).resolve().parents[2] / "suites" / "probes" / "test_probes.py"
-spec = importlib.util.spec_from_file_location("h3_test_probes", SUITE)
-assert spec and spec.loader
-probes = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probes)
+probes = suites.load("suites/probes/test_probes.py")
 
 REFUSED = (
     'Startup probe failed: Get "http://10.244.2.7:8080/healthz": dial tcp 10.244.2.7:8080: connect: connection refused'

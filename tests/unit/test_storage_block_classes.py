@@ -4,23 +4,20 @@ its control skip there instead of failing on a claim that cannot be a device."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace as NS
 from typing import Any
 
 import pytest
 
+from tests.support import suites
+
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK_CHECK = "test_raw_block_volume_is_attached_as_a_device"
 
 
 def load_conftest() -> Any:
-    spec = importlib.util.spec_from_file_location("_conftest_storage_h2", ROOT / "suites" / "storage" / "conftest.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return suites.load("suites/storage/conftest.py")
 
 
 def sc(name: str, provisioner: str, default: bool = False, expansion: bool = True) -> Any:

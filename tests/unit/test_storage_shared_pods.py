@@ -3,26 +3,18 @@ wincon.workloads.sharedpods and the reading checks' layout in suites/storage/tes
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace as NS
 from typing import Any
 
 import pytest
 
+from tests.support import suites
 from wincon.errors import InfrastructureError
 from wincon.workloads.sharedpods import SharedPods, parts_to_run
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def load_volume_types() -> Any:
-    path = ROOT / "suites" / "storage" / "test_volume_types.py"
-    spec = importlib.util.spec_from_file_location("_storage_volume_types_h2", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return suites.load("suites/storage/test_volume_types.py")
 
 
 class Starts:

@@ -3,22 +3,16 @@ cluster lacks what it needs, so `wincon plan` and the run agree (both planned a 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 from types import SimpleNamespace as NS
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import suites
 
 
 def load(suite: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_conftest_{suite}", ROOT / "suites" / suite / "conftest.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return suites.load(f"suites/{suite}/conftest.py")
 
 
 class Item:

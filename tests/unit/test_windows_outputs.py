@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import suites
 from wincon import connectivity as conn
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
@@ -189,15 +190,11 @@ def test_mounttest_content_reads_go_quoted_windows_paths():
 
 def test_the_volume_suites_read_mounttest_output_of_a_windows_path():
     # Failed before: their content() looked for 'content of file "C:\data\x"' and found nothing on Windows.
-    import importlib.util
     from types import SimpleNamespace
 
-    suites = Path(__file__).resolve().parents[2] / "suites" / "storage"
     result = SimpleNamespace(ok=True, stdout='content of file "C:\\\\creds\\\\username": wincon-user\n')
     for name in ("test_volume_types", "test_volume_limitations"):
-        spec = importlib.util.spec_from_file_location(f"h2_{name}", suites / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = suites.load(f"suites/storage/{name}.py")
         assert module.content(result, "C:\\creds\\username") == "wincon-user", name
 
 
