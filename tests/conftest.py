@@ -8,11 +8,19 @@ line) is loaded there, and only the controller knows that every worker is done.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 
 import pytest
 
 pytest_plugins = ["pytester"]
+
+# The tests interrupt the runs they start with SIGINT, as a user's Ctrl-C would. A background job of a
+# non-interactive shell starts with SIGINT ignored, and an ignored signal stays ignored in every child: those runs
+# would never see it (CI started that way failed the three interrupt tests). Catching it here makes the children
+# start with the default again (a caught signal is reset at exec).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config: pytest.Config) -> None:
