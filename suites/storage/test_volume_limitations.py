@@ -9,10 +9,10 @@ from kubernetes.utils import parse_quantity
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import (
-    create_or_reject,
     os_pod,
     run_or_refused,
     run_os_pod,
+    run_os_pods,
     run_windows_pod,
     windows_nodes_of_build,
     windows_pod,
@@ -21,7 +21,7 @@ from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
-from wincon.workloads.deploy import await_pod, container
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]
 
@@ -376,10 +376,7 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
     idle = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]
     inspector = host_process_pod(kube, "disk-inspector", build, node, idle)  # skips before any pod starts
     # Both created before either is awaited (the inspector only idles until the reads below): one start's wait.
-    for body in (holder, inspector):
-        create_or_reject(wincon.api_client, namespace, body)
-    consumer = await_pod(wincon, namespace, holder, os_name="windows")
-    await_pod(wincon, namespace, inspector, os_name="windows")
+    consumer, _ = run_os_pods(wincon, namespace, [holder, inspector], os_name="windows")
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
     # The tool works on a target that must answer: the secret's file is there, read from the host.
     result = kube.exec("disk-inspector", ["cmd", "/c", "type", path])

@@ -10,14 +10,14 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.checks.pods import create_or_reject, nodes_for, os_pod, run_os_pod
+from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
 from wincon.fixtures import make_namespace
 from wincon.kube import ApiException, Kube
 from wincon.nodes import build_for
 from wincon.nodes import target_os as os_of
-from wincon.workloads.deploy import await_pod, container
+from wincon.workloads.deploy import container
 from wincon.workloads.sharedpods import SharedPods, parts_to_run
 
 pytestmark = [pytest.mark.storage]
@@ -121,10 +121,13 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
     mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
     # Both pods created before either is waited for: their starts overlap (one pod start's wait, not two).
-    writer, reader = start_together(
+    writer, reader = run_os_pods(
         wincon,
         namespace,
-        [mounted_pod(wincon, f"hp-{role}-{tag}", target_os, build, mounts, volumes, node=node) for role in ROLES],
+        [
+            mounted_pod(wincon, f"hp-{role}-{tag}", target_os, build, mounts, volumes, node=node)
+            for role in ("writer", "reader")
+        ],
     )
     assert writer.spec.node_name == reader.spec.node_name == node
     shared = path(target_os, "host", "shared.txt" if target_os == "windows" else f"{namespace}-{tag}.txt")
@@ -134,17 +137,6 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     if target_os == "linux":
         kube.exec(reader.metadata.name, ["rm", "-f", shared])
     assert content(seen, shared) == NEW_FILE, f"{seen.stdout} {seen.stderr}"
-
-
-ROLES = ("writer", "reader")
-
-
-def start_together(wincon, namespace: str, bodies: list[dict[str, Any]]) -> list[Any]:
-    """``run_os_pod`` for several pods of one check: every pod is created first, then each is waited for and
-    checked to have run where its spec pins it, in order (the first one's error is the check's)."""
-    for body in bodies:
-        create_or_reject(wincon.api_client, namespace, body)
-    return [await_pod(wincon, namespace, body) for body in bodies]
 
 
 def config_objects(kube):

@@ -9,7 +9,9 @@ the few observations the framework's waits do not cover (events). Waiting itself
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from kubernetes import client
@@ -299,6 +301,15 @@ def run_os_pod(wincon: Any, namespace: str, body: dict[str, Any], ready: bool = 
     return await_pod(wincon, namespace, body, ready)
 
 
+def run_os_pods(wincon: Any, namespace: str, bodies: list[dict[str, Any]], os_name: str | None = None) -> list[Any]:
+    """``run_os_pod`` for several pods of one check whose starts may overlap: every pod is created before any is
+    waited for (one pod start's wait, not one per pod), then each is waited for and checked to have run where its
+    spec pins it (``os_name``: as ``run_windows_pod`` does), in order: the first one's error is the check's."""
+    for body in bodies:
+        create_or_reject(wincon.api_client, namespace, body)
+    return [await_pod(wincon, namespace, body, os_name=os_name) for body in bodies]
+
+
 def slug(text: str, limit: int = 40) -> str:
     """A DNS-1123 label fragment from any text: 'podSecurityContext.runAsUser' -> 'podsecuritycontext-runasuser'."""
     out = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
@@ -353,8 +364,6 @@ class PodHistory:
     """
 
     def __init__(self, api_client: client.ApiClient, namespace: str, labels: dict[str, str], window: int = 20) -> None:
-        import threading
-
         self.api_client, self.namespace, self.labels, self.window = api_client, namespace, labels, window
         self._events: list[PodEvent] = []
         self._error: Exception | None = None
@@ -409,11 +418,9 @@ class PodHistory:
         if self._thread.is_alive():
             self._thread.join(timeout=self.window + 5)
 
-    def events(self, until: Any = None, timeout: float = 15.0) -> list[PodEvent]:
+    def events(self, until: Callable[[list[PodEvent]], bool] | None = None, timeout: float = 15.0) -> list[PodEvent]:
         """What the watch saw, once ``until(events)`` holds (changes already stored may still be on the way) or
         ``timeout`` seconds passed; then the watch stops. InfrastructureError where the watch itself failed."""
-        import time
-
         deadline = time.monotonic() + timeout
         while until is not None and not until(list(self._events)) and time.monotonic() < deadline:
             if self._error is not None or not self._thread.is_alive():
