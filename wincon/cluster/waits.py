@@ -102,8 +102,9 @@ def wait_for(
     controller (an object with ``spec.selector.matchLabels``) that cannot run. A missing object is
     waited for. Where ``failure`` also reads something outside the object (an APIService behind it), which
     changes without an event on the object, ``recheck`` seconds: the object is read again at least that
-    often, so the failure is seen within that long instead of the watch's minute. Returns the object in its final state. Out of time: ``WaitTimeout`` for a setup wait,
-    ``BehaviourNotObserved`` for a behaviour wait (``behaviour=True``).
+    often, so the failure is seen within that long instead of the watch's minute. Returns the object in its
+    final state. Out of time: ``WaitTimeout`` for a setup wait, ``BehaviourNotObserved`` for a behaviour wait
+    (``behaviour=True``).
     """
     deadline = time.monotonic() + timeout
     selector = f"metadata.name={name}"
@@ -126,7 +127,7 @@ def wait_for(
             if pods_check is not None:
                 _check_pods(pods_check, obj, what)
         poll_pods = pods_check is not None and bool(_selector_labels(last))
-        window = min(60.0, CONTROLLER_POLL if poll_pods else 60.0, recheck or 60.0)
+        window = min(CONTROLLER_POLL if poll_pods else 60.0, recheck or 60.0)
         stream = watch.Watch()
         try:
             for event in stream.stream(
