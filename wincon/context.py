@@ -220,9 +220,10 @@ class WinconContext:
             from wincon.workloads.catalog import Catalog
 
             repo_list = self.config.getoption("wincon_repo_list")
+            repo_map = None
             if not repo_list and not os.environ.get("KUBE_TEST_REPO_LIST"):
-                repo_list = hints.repo_list_file(self.local_hints)
-            self._catalog = Catalog.load(repo_list=repo_list)
+                repo_map = hints.repo_list(self.local_hints)
+            self._catalog = Catalog.load(repo_list=repo_list, repo_map=repo_map)
             carried = hints.images(self.local_hints)
             if carried:
                 self._catalog.linux_available = set(carried.values())

@@ -1,9 +1,12 @@
+import tempfile
+
 import pytest
 
 from wincon.cluster.diagnostics import scrub
 from wincon.cluster.exec import exit_code_from_status
 from wincon.cluster.waits import pod_failure
 from wincon.errors import InfrastructureError, UsageError
+from wincon.localcluster import hints
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.catalog import Catalog, build_compatible, load_repo_list
 from wincon.workloads.pinning import WrongNode, assert_ran_on, pin_linux, pin_windows
@@ -88,6 +91,26 @@ def test_repo_list_overrides_registries(catalog, tmp_path):
     repo_list.write_text("- not a map\n")
     with pytest.raises(UsageError, match="must map registry keys"):
         load_repo_list(repo_list)
+
+
+def test_a_local_clusters_repo_list_is_read_from_its_hint_without_a_temporary_file(catalog, tmp_path, monkeypatch):
+    """The repo list a local cluster hands to the suite (its ConfigMap) is parsed in memory: a run used to leave a
+    wincon-repo-list-*.yaml in the temporary directory each time it read it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    repo_map = hints.repo_list({"image-repo-list": "promoterE2eRegistry: wincon.local/e2e-test-images\n"})
+    cat = Catalog.load(catalog, repo_map=repo_map)
+    assert cat.image("agnhost", "windows", 17763) == "wincon.local/e2e-test-images/agnhost:2.52"
+    assert list(scratch.iterdir()) == []
+    assert hints.repo_list({}) is None
+    with pytest.raises(UsageError, match="in ConfigMap kube-public/wincon-local-cluster must map registry keys"):
+        hints.repo_list({"image-repo-list": "- not a map\n"})
+    # A repo list given by the user (--image-repo-list, KUBE_TEST_REPO_LIST) still wins over the hint.
+    given = tmp_path / "repos.yaml"
+    given.write_text("promoterE2eRegistry: mirror.internal/e2e\n")
+    cat = Catalog.load(catalog, repo_list=given, repo_map=repo_map)
+    assert cat.image("agnhost", "windows", 17763) == "mirror.internal/e2e/agnhost:2.52"
 
 
 def test_the_projects_catalog_covers_the_core_images_for_every_version():

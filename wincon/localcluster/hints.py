@@ -8,7 +8,6 @@ authenticated user); the plugin reads it once and uses it where ``--external-ip`
 from __future__ import annotations
 
 import json
-import tempfile
 from typing import Any
 
 NAMESPACE = "kube-public"
@@ -39,14 +38,14 @@ def read(api_client: Any) -> dict[str, str]:
     return dict(cm.data or {})
 
 
-def repo_list_file(hints: dict[str, str]) -> str | None:
-    """A temporary file holding the hinted image repo list (upstream format), or None."""
+def repo_list(hints: dict[str, str]) -> dict[str, str] | None:
+    """The hinted image repo list (upstream's format, read as a map), or None."""
+    from wincon.workloads.catalog import parse_repo_list
+
     text = hints.get("image-repo-list")
     if not text:
         return None
-    with tempfile.NamedTemporaryFile("w", prefix="wincon-repo-list-", suffix=".yaml", delete=False) as fh:
-        fh.write(text)
-    return fh.name
+    return parse_repo_list(text, f"in ConfigMap {NAMESPACE}/{NAME}")
 
 
 def images(hints: dict[str, str]) -> dict[str, str]:

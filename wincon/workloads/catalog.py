@@ -53,7 +53,11 @@ class Catalog:
         self.linux_available: set[str] | None = None
 
     @classmethod
-    def load(cls, path: str | Path | None = None, repo_list: str | Path | None = None) -> Catalog:
+    def load(
+        cls, path: str | Path | None = None, repo_list: str | Path | None = None, repo_map: dict[str, str] | None = None
+    ) -> Catalog:
+        """The catalog at ``path``, its registries overridden by ``repo_list`` (a file; else KUBE_TEST_REPO_LIST),
+        else by ``repo_map`` (a repo list already read, e.g. the one a local cluster hands to the suite)."""
         path = Path(path) if path else DEFAULT_CATALOG
         try:
             data = yaml.safe_load(path.read_text()) or {}
@@ -63,6 +67,8 @@ class Catalog:
         repo_list = repo_list or os.environ.get("KUBE_TEST_REPO_LIST")
         if repo_list:
             registries.update(load_repo_list(repo_list))
+        elif repo_map:
+            registries.update(repo_map)
         windows = {name: int(v["build"]) for name, v in (data.get("windows_versions") or {}).items()} or dict(
             OS_VERSION_BUILDS
         )
@@ -125,12 +131,23 @@ class Catalog:
 def load_repo_list(path: str | Path) -> dict[str, str]:
     """Upstream's KUBE_TEST_REPO_LIST format: a YAML map of registry keys to registry paths."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        text = Path(path).read_text()
+    except OSError as exc:
         raise UsageError(f"image repo list {path} cannot be read: {exc}", "pass a YAML file of key: registry") from exc
+    return parse_repo_list(text, str(path))
+
+
+def parse_repo_list(text: str, source: str) -> dict[str, str]:
+    """A repo list's text (upstream's KUBE_TEST_REPO_LIST format); ``source`` names it in errors."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(
+            f"image repo list {source} cannot be read: {exc}", "pass a YAML file of key: registry"
+        ) from exc
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise UsageError(
-            f"image repo list {path} must map registry keys to strings, e.g. 'promoterE2eRegistry: my.registry/e2e'",
+            f"image repo list {source} must map registry keys to strings, e.g. 'promoterE2eRegistry: my.registry/e2e'",
             "fix the file's format",
         )
     return data
