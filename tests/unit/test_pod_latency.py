@@ -46,10 +46,10 @@ def test_invalid_models_are_usage_errors(text: str) -> None:
         latency.LatencyModel.parse(text)
 
 
-def test_sampling_the_pieces_by_weight_reproduces_the_quantiles() -> None:
+def test_sampling_the_pieces_by_weight_reproduces_the_quantiles(tmp_path: Path) -> None:
     # What kwok does with the stages: pick one by weight (Lifecycle.Match), then delay uniformly in
     # [durationMilliseconds, jitterDurationMilliseconds) (Stage.Delay). Simulated here on the stage documents.
-    stage_dir = _fake_stage_dir()
+    stage_dir = _fake_stage_dir(tmp_path)
     docs = latency.stages(latency.LatencyModel.parse("p50=30s,p90=54s"), ["win2019-0"], stage_dir)
     ready = [d for d in docs if d["metadata"]["name"].startswith("windows-pod-ready-")]
     rng = random.Random(7)
@@ -64,11 +64,8 @@ def test_sampling_the_pieces_by_weight_reproduces_the_quantiles() -> None:
     assert draws[int(len(draws) * 0.9)] == pytest.approx(54, abs=1.0)
 
 
-def _fake_stage_dir(tmp: Path | None = None) -> Path:
+def _fake_stage_dir(root: Path) -> Path:
     """A stand-in for kwok's kustomize/stage directory: each default stage file with its name and a selector."""
-    import tempfile
-
-    root = tmp or Path(tempfile.mkdtemp())
     for relative in latency.DEFAULT_STAGE_FILES:
         name = Path(relative).stem
         path = root / relative
