@@ -311,6 +311,15 @@ def started_despite_non_root(pod: Any) -> str | None:
     return None
 
 
+USERNAME_COMMAND = ["cmd", "/S", "/C", "echo %username%"]
+
+
+def ran_as_administrator(result: Any) -> bool:
+    """cmd's ``echo %username%`` (``USERNAME_COMMAND``) exited 0 and printed ContainerAdministrator alone (in any
+    letter case: the check asks for it as ``containeradministrator`` too)."""
+    return bool(result.ok) and result.stdout.strip().lower() == "containeradministrator"
+
+
 def refused_by_kubelet(pod: Any) -> bool:
     for status in (pod.status.container_statuses if pod.status else None) or []:
         waiting = status.state.waiting if status.state else None
@@ -340,6 +349,14 @@ def test_run_as_non_root_keeps_container_administrator_from_starting(kube, winco
         describe="its container refused by the kubelet (runAsNonRoot) or started",
     )
     started = started_despite_non_root(pod)
-    with expect_deviation("run-as-non-root-no-root-user"):
-        assert started is None, started
+    # The deviation's own evidence: the started container runs as the administrator. Read as upstream reads a
+    # container's account, cmd's %username% (security_context.go:132; ContainerAdministrator is the output it
+    # expects for that runAsUserName, :135); any other account, an error or nothing is not this deviation.
+    account = kube.exec(pod, USERNAME_COMMAND) if started is not None else None
+    with expect_deviation(
+        "run-as-non-root-no-root-user",
+        accepts=lambda: account is not None and ran_as_administrator(account),
+        deviation="the container started and runs as ContainerAdministrator",
+    ):
+        assert started is None, f"{started}" + (f"; %username% printed {account.stdout!r}" if account else "")
     assert refused_by_kubelet(pod)

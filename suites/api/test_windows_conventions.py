@@ -62,8 +62,26 @@ def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon
     assert result.ok and any(line.startswith("KUBERNETES_SERVICE_HOST=") for line in lines), (
         f"env printed no KUBERNETES_SERVICE_HOST line, so it cannot show the name: {result.stdout!r} {result.stderr}"
     )
-    with expect_deviation("env-var-name-colon"):
+    with expect_deviation(
+        "env-var-name-colon",
+        accepts=lambda: not any(line.split("=", 1)[0] == "Logging:LogLevel" for line in lines),
+        deviation="the variable is absent from env's output",
+    ):
         assert "Logging:LogLevel=Debug" in lines, f"no Logging:LogLevel=Debug line in env's output: {result.stdout!r}"
+
+
+# What cmd's type says of an unquoted path with '/' separators, as recorded on Windows: `type d:/bat/so/second.bat`
+# printed "The syntax of the command is incorrect." (https://superuser.com/a/1060315, answering "How does pushd
+# exactly behave regarding path with slashes?"); the same path quoted gave "The system cannot find the file
+# specified." and is not this check's command.
+SYNTAX_INCORRECT = "The syntax of the command is incorrect."
+
+
+def slash_path_refused(result: Any) -> bool:
+    """The documented deviation's own evidence: cmd refused the '/' path as a syntax error and printed no content
+    (its exit code is not asked: the recording does not show it). Any other failure (another error, another file's
+    content, nothing) is not it."""
+    return SYNTAX_INCORRECT in result.stdout + result.stderr and "slash-ok" not in result.stdout
 
 
 @pytest.mark.test_id("cab6c720-3f1c-4273-bf5f-fae10fae6034")
@@ -82,7 +100,11 @@ def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace
     write = ["cmd", "/c", "echo slash-ok> C:\\data\\file.txt"]
     assert kube.exec(pod, write).ok
     result = kube.exec(pod, ["cmd", "/c", "type C:/data/file.txt"])
-    with expect_deviation("backslash-paths-in-commands"):
+    with expect_deviation(
+        "backslash-paths-in-commands",
+        accepts=lambda: slash_path_refused(result),
+        deviation=f"cmd's {SYNTAX_INCORRECT!r}",
+    ):
         assert result.ok and "slash-ok" in result.stdout, (
             f"`type C:/data/file.txt` gave {result.stdout!r} {result.stderr!r}"
         )
