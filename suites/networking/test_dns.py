@@ -25,7 +25,10 @@ FORMS_THAT_RESOLVE = ["single-label", "fqdn"]
 FQDN_FORM = pytest.mark.windows_form(forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 # A name that needs the search list (a single label, a dotted name) is resolved as applications resolve it, by
 # Go's resolver in `/agnhost connect` on both OSes (the system's GetAddrInfoW on Windows).
-RESOLVER_FORM = pytest.mark.windows_form(forms.AGNHOST_CONNECT, same_as_control=True)
+RESOLVER_FORM = pytest.mark.windows_form(forms.AGNHOST_CONNECT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
+# A check by name runs one `nslookup name` first when a look-up earlier in the worker found no DNS server
+# (FlowChecks.resolver_still_silent): the same command on both OSes, whose Windows no-server form is recorded.
+BY_NAME_FORM = pytest.mark.windows_form(forms.CURL_EXE, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 DOTTED_FORMS = ["with-namespace", "with-namespace-svc"]
 
 
@@ -48,15 +51,21 @@ def resolve(checks, pod, name: str, port: int, connect: bool = False, tries: int
     """``name`` resolved by Go's resolver in the pod's agnhost container (conn.resolve_command), retried while the
     resolver fails (a new Service's record may need a moment) and, with ``connect``, until the connection to
     ``name:port`` is made too (the data plane may need a moment to program a new Service); SuiteError when
-    agnhost's answer is unreadable."""
+    agnhost's answer is unreadable. After a look-up in this worker found no DNS server, one nslookup of the
+    name first: when it finds none either, the resolver's silence is the answer (Go's resolver would spend 50 s
+    on it), quoted as the error."""
     command = conn.resolve_command(name, port)
+    silent = checks.resolver_still_silent(pod, name)
+    if silent is not None:
+        output = (silent.stdout + silent.stderr).strip()[:300]
+        return conn.Resolution(False, False, False, f"no DNS server answered nslookup {name}: {output}")
 
     def done(result) -> bool:
         return result.exit_code == 0 or (
             not connect and not (result.stderr or result.stdout).lstrip().startswith("DNS:")
         )
 
-    _, result = checks.until(pod, command, done, tries, container=pod.container)
+    _, result = checks.until(pod, command, done, tries, container=pod.container, resolver="agnhost-connect")
     try:
         return conn.parse_resolve(result.exit_code, result.stdout, result.stderr)
     except ValueError as exc:
@@ -118,7 +127,7 @@ def test_service_name_resolves_with_namespace_and_svc(form, service, checks, cli
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.parametrize("form", FORMS_THAT_RESOLVE)
 @pytest.mark.documents("k8s-windows-guide", "Networking")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@BY_NAME_FORM
 def test_pod_reaches_service_by_single_label_name_and_fqdn(
     form, protocol, checks, client, server_service, servers, cluster_dns
 ):
@@ -136,7 +145,7 @@ def test_pod_reaches_service_by_single_label_name_and_fqdn(
 @pytest.mark.parametrize("form", DOTTED_FORMS)
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.documents("k8s-windows-intro", "DNS")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@BY_NAME_FORM
 def test_pod_reaches_service_by_name_with_namespace(form, checks, client, server_service, servers, cluster_dns):
     """ "Pod -> Service (PQDN, but only if there are no '.')" (002_8a7e76f95009f44f.txt, Networking): Windows "treats all names with a '.' as a FQDN" (000_4130a90def37a825.txt, DNS)."""
     name = service_name(server_service, form, cluster_dns)
@@ -171,7 +180,7 @@ def test_headless_service_name_resolves_to_every_pod_ip(checks, client, server_h
 @pytest.mark.dataplane
 @pytest.mark.parametrize("protocol", ["http", "udp"])
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality > Networking")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@BY_NAME_FORM
 def test_pod_reaches_pod_by_hostname_and_subdomain(
     protocol, checks, client, server_headless, remote_or_local_server, cluster_dns
 ):
@@ -208,7 +217,7 @@ def test_externalname_service_resolves_to_its_target(checks, client, server_alia
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@BY_NAME_FORM
 def test_pod_reaches_service_through_externalname(checks, client, server_alias, servers):
     """Windows "services can utilize ... ExternalName" (002_8a7e76f95009f44f.txt, Services)."""
     outcome = checks.dial(client, server_alias.fqdn, conn.SERVICE_HTTP_PORT, "http", pod_names(servers))
@@ -220,7 +229,7 @@ def test_pod_reaches_service_through_externalname(checks, client, server_alias, 
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
-@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.AGNHOST_CONNECT, same_as_control=True)
+@pytest.mark.windows_form(forms.AGNHOST_DNS, forms.AGNHOST_CONNECT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, server_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
     if not cluster_dns.ip:

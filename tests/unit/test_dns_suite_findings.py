@@ -50,9 +50,14 @@ class FakeChecks:
     exec_result: ExecResult | None = None
     dial_result: conn.DialOutcome | None = None
 
-    def until(self, pod, command, ok, tries=5, container=None):
-        assert command[:2] == ["/agnhost", "connect"] and container == "netexec"
+    silent: ExecResult | None = None  # FlowChecks.resolver_still_silent's answer: None while no silence was seen
+
+    def until(self, pod, command, ok, tries=5, container=None, resolver=None):
+        assert command[:2] == ["/agnhost", "connect"] and container == "netexec" and resolver == "agnhost-connect"
         return ok(self.exec_result), self.exec_result
+
+    def resolver_still_silent(self, pod, name):
+        return self.silent
 
     def dial(self, client, target, port, protocol, expected):
         return self.dial_result
@@ -81,6 +86,15 @@ def test_dotted_name_timeout_or_servfail_is_not_the_deviation(stderr):
     # Failed before: any failed look-up inside the block became DeviationObserved (an xfail).
     with pytest.raises(NotTheDeviation):
         dotted_lookup(ExecResult(1, "", stderr))
+
+
+def test_a_name_whose_resolver_is_still_silent_fails_with_the_look_up_it_saw_not_the_deviation():
+    """After a look-up in the worker found no DNS server, one nslookup that finds none either is the answer: the
+    check fails quoting it (never an xfail: silence is not NXDOMAIN), and agnhost connect does not run."""
+    silent = ExecResult(1, ";; connection timed out; no servers could be reached\n", "")
+    checks = FakeChecks(exec_result=None, silent=silent)
+    with pytest.raises(NotTheDeviation, match="no servers could be reached"):
+        test_dns.test_service_name_resolves_with_namespace_and_svc("with-namespace", NETSERVER, checks, CLIENT, DNS)
 
 
 def test_dotted_name_that_resolves_passes_even_if_the_port_does_not_answer():

@@ -7,8 +7,12 @@ lines and the parsing of their output live in ``wincon.connectivity``.
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
@@ -27,6 +31,102 @@ SILENT_AGAIN_TRIES = 2
 # curl's exit codes for a server that never answered: could not connect, timed out, empty reply, failure receiving
 # data (conn.CURL_EXIT_MEANINGS). curl.exe on Windows is the same curl with the same exit codes.
 CURL_NO_ANSWER = frozenset({7, 28, 52, 56})
+
+
+# A look-up's own words for "no DNS server answered at all" (never an NXDOMAIN or a SERVFAIL: those are answers).
+# BIND's and busybox's nslookup: ";; connection timed out; no servers could be reached" (recorded on the local
+# cluster with the Service rules removed, busybox in agnhost 2.56). Windows' nslookup.exe: "DNS request timed
+# out." and "*** Request to <server> timed-out" (tests/data/windows-outputs/nslookup-windows-timeout.txt). Go's
+# resolver (agnhost connect, Linux): "lookup <name> on <server>:53: read udp ...: i/o timeout" (recorded there
+# too). curl: "Resolving timed out after N milliseconds", exit 28 (recorded there on Linux; curl.exe is the same
+# curl).
+_NSLOOKUP_NO_SERVER = re.compile(
+    r"no servers could be reached|^DNS request timed out\.|^\*\*\* Request to \S+ timed-out", re.MULTILINE
+)
+_GO_NO_SERVER = re.compile(r"lookup \S+ on \S+: .*i/o timeout")
+_CURL_RESOLVE_TIMEOUT = re.compile(r"Resolving timed out after \d+ milliseconds")
+CURL_COULD_NOT_RESOLVE = 6
+
+
+def resolver_silent(tool: str, result: ExecResult) -> bool:
+    """The output of a look-up by ``tool`` (nslookup, agnhost-connect, curl) says no DNS server answered at all:
+    no address, no NXDOMAIN, and the tool's own words for a timeout without any answer."""
+    text = f"{result.stdout}\n{result.stderr}"
+    if tool == "nslookup":
+        lookup = conn.parse_lookup("nslookup", result.stdout, result.exit_code, result.stderr)
+        return not lookup.addresses and not lookup.not_found and bool(_NSLOOKUP_NO_SERVER.search(text))
+    if tool == "agnhost-connect":
+        return result.exit_code != 0 and bool(_GO_NO_SERVER.search(text))
+    if tool == "curl":
+        return result.exit_code == 28 and bool(_CURL_RESOLVE_TIMEOUT.search(text))
+    return False
+
+
+# curl's exit codes that come only after the name resolved: connected or not, a server was found for the name.
+CURL_RESOLVED = frozenset({0, 7, 22, 52, 56})
+_NSLOOKUP_SERVER_ANSWER = re.compile(r"SERVFAIL|Server failed|REFUSED", re.IGNORECASE)
+
+
+def resolver_answered(tool: str, result: ExecResult) -> bool:
+    """The look-up's output shows a DNS server answered: an address, an NXDOMAIN, a SERVFAIL or REFUSED (nslookup),
+    a name that resolved or Go's "no such host" / "server misbehaving" (agnhost connect), a curl that got past
+    resolving the name. A missing tool or an output the suite cannot read shows nothing either way."""
+    text = f"{result.stdout}\n{result.stderr}"
+    if resolver_silent(tool, result):
+        return False
+    if tool == "nslookup":
+        lookup = conn.parse_lookup("nslookup", result.stdout, result.exit_code, result.stderr)
+        return lookup.ok or lookup.not_found or bool(_NSLOOKUP_SERVER_ANSWER.search(text))
+    if tool == "agnhost-connect":
+        try:
+            resolution = conn.parse_resolve(result.exit_code, result.stdout, result.stderr)
+        except UnreadableOutput:
+            return False
+        return resolution.resolved or resolution.not_found or "server misbehaving" in text
+    if tool == "curl":
+        return result.exit_code in CURL_RESOLVED
+    if tool in ("getaddrinfo", "resolve-dnsname"):
+        lookup = conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+        return lookup.ok or lookup.not_found
+    return False
+
+
+def resolver_failed(tool: str, result: ExecResult) -> bool:
+    """The try failed at name resolution, whether or not a server answered (curl's exit 6, busybox ping's "bad
+    address", Resolve-DnsName's error): what a look-up whose resolver was seen silent stops on."""
+    if resolver_silent(tool, result):
+        return True
+    if tool == "curl":
+        return result.exit_code == CURL_COULD_NOT_RESOLVE
+    if tool in ("getaddrinfo", "resolve-dnsname"):
+        return not conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr).ok
+    return False
+
+
+def url_name(command: list[str]) -> str | None:
+    """The host name a curl command line resolves (its URL's host when not an address), else None."""
+    if not command or not command[0].startswith("curl"):
+        return None
+    for arg in command[1:]:
+        if "://" not in arg:
+            continue
+        host = urlsplit(arg).hostname
+        if not host:
+            return None
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return host
+        return None
+    return None
+
+
+def is_name(target: str) -> bool:
+    try:
+        ipaddress.ip_address(target.strip("[]"))
+    except ValueError:
+        return True
+    return False
 
 
 def no_answer(result: ExecResult) -> bool:
@@ -68,6 +168,14 @@ class FlowChecks:
     # (namespace, client pod, protocol) whose last dial reached nothing (issue 22, item 5: under a silenced data
     # plane the module's checks dial many targets, names and Services, all over one client: 2.36x the clean run).
     silent_clients: set[tuple[str, str, str]] = set()
+    # The output of the last look-up in this worker (process) that found no DNS server at all, while no look-up
+    # since has had an answer: then a look-up stops at its first try that again finds no server (or, for a tool
+    # that cannot tell a silent server from NXDOMAIN, fails to resolve), and a dial or an agnhost connect by name
+    # first runs one nslookup of the name (a 5 s try where the Go resolver's takes 50 s). Worker-wide, not per
+    # module: the cluster DNS is one Service for the whole cluster, and every module's pods resolve through it
+    # (issue 22, item 5: with the Service rules removed each name look-up ran its full bound, 4.52x the clean
+    # run). Any answer (an address, an NXDOMAIN) empties it: a resolver that answers gets every try again.
+    silent_resolver: list[str] = []
 
     def __init__(self, kube: Any) -> None:
         self.kube = kube
@@ -104,6 +212,19 @@ class FlowChecks:
         expected = set(expected)
         command = conn.dial_command(client_pod.os, client_pod.ip, target, port, protocol)
         self.gate(command, where=self.where(client_pod))
+        if is_name(target):
+            start = time.monotonic()
+            silent = self.resolver_still_silent(client_pod, target)
+            if silent is not None:  # the client's netexec would spend curl's --max-time resolving it
+                return conn.DialOutcome(
+                    frozenset(expected),
+                    errors=[f"nslookup {target}: {(silent.stdout + silent.stderr).strip()[:300]}"],
+                    seconds=time.monotonic() - start,
+                    note=(
+                        f"not dialled: a look-up earlier in this worker found no DNS server, and one nslookup of "
+                        f"{target} from {client_pod.name} found none either"
+                    ),
+                )
 
         def once() -> str:
             try:
@@ -144,19 +265,30 @@ class FlowChecks:
         ok: Callable[[ExecResult], bool],
         tries: int = 5,
         container: str | None = None,
+        resolver: str | None = None,
     ) -> tuple[bool, ExecResult]:
-        """Gate, then run ``command`` until ``ok(result)`` or ``tries`` runs: (succeeded, last result)."""
+        """Gate, then run ``command`` until ``ok(result)`` or ``tries`` runs: (succeeded, last result).
+
+        A command that resolves a name (``resolver``: the tool, nslookup, resolve-dnsname, getaddrinfo,
+        agnhost-connect; a curl of a URL by name without it) stops at its first try that fails to resolve while
+        a look-up in this worker found no DNS server and none answered since (silent_resolver)."""
         self.gate(command, where=self.where(pod))
         last: list[ExecResult] = []
+        tool = resolver or ("curl" if url_name(command) else None)
 
         def once() -> bool:
             result = self.exec(pod, command, container)
             last[:] = [result]
-            return ok(result)
+            if ok(result):
+                return True
+            return tool is not None and bool(self.silent_resolver) and resolver_failed(tool, result)
 
         # A target that never answers fails within 60 s (no try starts after DIAL_SILENT_SECONDS; none lasts
         # beyond curl's --max-time), not after tries x (timeout + delay).
-        succeeded, _ = conn.attempts(once, tries, seconds=conn.DIAL_SILENT_SECONDS)
+        conn.attempts(once, tries, seconds=conn.DIAL_SILENT_SECONDS)
+        succeeded = ok(last[0])
+        if tool is not None:
+            self.saw_resolver(tool, last[0])
         return succeeded, last[0]
 
     def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
@@ -171,7 +303,8 @@ class FlowChecks:
         )
 
     def lookup(self, pod: PodRef, name: str, tries: int = 3, tool: str | None = None) -> conn.Lookup:
-        """Resolve ``name`` in ``pod`` (default: the OS's recommended resolver); the last answer."""
+        """Resolve ``name`` in ``pod`` (default: the OS's recommended resolver); the last answer. After a look-up
+        in this worker found no server, it stops at a try that again finds none (silent_resolver)."""
         tool = tool or pod.dns_tool
         command = conn.dns_lookup_command(pod.os, name, tool)
         _, result = self.until(
@@ -180,8 +313,28 @@ class FlowChecks:
             lambda r: conn.parse_lookup(tool, r.stdout, r.exit_code, r.stderr).ok,
             tries,
             container=pod.tool_container,
+            resolver=tool,
         )
         return conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+
+    def saw_resolver(self, tool: str, result: ExecResult) -> None:
+        """Record what a look-up by ``tool`` showed of the resolver: no server at all, or a server's answer."""
+        if resolver_silent(tool, result):
+            self.silent_resolver[:] = [f"{result.stdout}\n{result.stderr}".strip()[:300]]
+        elif resolver_answered(tool, result):
+            self.silent_resolver.clear()
+
+    def resolver_still_silent(self, pod: PodRef, name: str) -> ExecResult | None:
+        """After a look-up in this worker found no DNS server: one nslookup of ``name`` in ``pod`` (the same command
+        on both OSes), its result when it again found no server (the caller's check fails with it), else None
+        (the resolver answers: the caller runs its check in full). None at once while no silence was seen."""
+        if not self.silent_resolver:
+            return None
+        command = conn.dns_lookup_command(pod.os, name, "nslookup")
+        self.gate(command, where=self.where(pod))
+        result = self.exec(pod, command, pod.tool_container)
+        self.saw_resolver("nslookup", result)
+        return result if resolver_silent("nslookup", result) else None
 
     def ping(self, pod: PodRef, target: str, tries: int = 3) -> tuple[bool, ExecResult]:
         """One echo request per try, until a real echo reply comes back."""

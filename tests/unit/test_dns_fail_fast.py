@@ -1,0 +1,165 @@
+"""Fail fast when the cluster DNS is down (issue 22, item 5): after a look-up in the worker found no DNS server,
+later look-ups stop at their first try that again finds none; a first look-up, and one after any answer, keeps
+its full bound; a look-up that gets an answer (even an NXDOMAIN) keeps retrying as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wincon import connectivity as c
+from wincon.cluster.exec import ExecResult
+from wincon.network import flows
+from wincon.network.pods import PodRef
+
+OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "windows-outputs"
+# Recorded on the local cluster with the Service rules removed (kube-proxy stopped, KUBE-SERVICES flushed),
+# agnhost 2.56 in a Linux pod: busybox nslookup, Go's resolver (agnhost connect), curl.
+BUSYBOX_NO_SERVER = ExecResult(1, ";; connection timed out; no servers could be reached\n\n", "")
+GO_NO_SERVER = ExecResult(
+    1,
+    "",
+    "DNS: lookup kubernetes.default.svc.cluster.local on 10.0.0.10:53: read udp 10.244.3.2:39250->10.0.0.10:53: "
+    "i/o timeout\n",
+)
+CURL_RESOLVING_TIMED_OUT = ExecResult(28, "000", "curl: (28) Resolving timed out after 10000 milliseconds\n")
+CURL_COULD_NOT_RESOLVE = ExecResult(6, "", "curl: (6) Could not resolve host: kubernetes\n")
+NXDOMAIN = ExecResult(1, (OUTPUTS / "nslookup-busybox-nxdomain.txt").read_text(), "")
+ANSWER = ExecResult(
+    0,
+    "Server:\t\t10.0.0.10\nAddress:\t10.0.0.10:53\n\nName:\tkubernetes.default.svc.cluster.local\nAddress: 10.0.0.1\n",
+    "",
+)
+WINDOWS_TIMEOUT = ExecResult(1, (OUTPUTS / "nslookup-windows-timeout.txt").read_text(), "")
+
+LINUX = PodRef("client", "10.244.1.9", ("10.244.1.9",), "worker-0", "", "linux", "netexec")
+
+
+class Kube:
+    """Answers each exec from ``answers`` (the last one repeats); records the commands."""
+
+    namespace = "wincon-mod"
+
+    def __init__(self, *answers: ExecResult) -> None:
+        self.answers = list(answers)
+        self.commands: list[list[str]] = []
+
+    def gate(self, command: object, where: str = "") -> None:
+        pass
+
+    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
+             timeout: float = 60.0) -> ExecResult:  # fmt: skip
+        self.commands.append(command)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+@pytest.fixture(autouse=True)
+def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flows.FlowChecks, "silent_resolver", [])
+    monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
+    monkeypatch.setattr(flows.FlowChecks, "silent_clients", set())
+    attempts, dial = c.attempts, c.collect_dial
+    monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
+    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+
+
+def test_the_tools_own_words_for_no_server_and_for_an_answer() -> None:
+    assert flows.resolver_silent("nslookup", BUSYBOX_NO_SERVER)
+    assert flows.resolver_silent("nslookup", WINDOWS_TIMEOUT)  # recorded nslookup.exe, all its queries timed out
+    assert flows.resolver_silent("agnhost-connect", GO_NO_SERVER)
+    assert flows.resolver_silent("curl", CURL_RESOLVING_TIMED_OUT)
+    # an NXDOMAIN, an address, "server misbehaving" (SERVFAIL) are answers, never silence
+    for tool, answered in [
+        ("nslookup", NXDOMAIN),
+        ("nslookup", ANSWER),
+        ("agnhost-connect", ExecResult(1, "", "DNS: lookup x on 10.0.0.10:53: server misbehaving\n")),
+        ("agnhost-connect", ExecResult(1, "", "DNS: lookup x on 10.0.0.10:53: no such host\n")),
+        ("curl", ExecResult(7, "", "curl: (7) Failed to connect to x port 80 after 3 ms: Connection refused")),
+    ]:
+        assert not flows.resolver_silent(tool, answered) and flows.resolver_answered(tool, answered), answered
+    # curl's exit 6 cannot tell a silent server from NXDOMAIN: neither evidence of silence nor of an answer
+    assert not flows.resolver_silent("curl", CURL_COULD_NOT_RESOLVE)
+    assert not flows.resolver_answered("curl", CURL_COULD_NOT_RESOLVE)
+    # a missing tool shows nothing either way
+    missing = ExecResult(127, "", 'exec: "nslookup": executable file not found in $PATH')
+    assert not flows.resolver_silent("nslookup", missing) and not flows.resolver_answered("nslookup", missing)
+
+
+def test_a_first_look_up_keeps_its_full_bound_and_the_next_one_stops_at_its_first_silent_try() -> None:
+    kube = Kube(BUSYBOX_NO_SERVER)
+    first = flows.FlowChecks(kube).lookup(LINUX, "kubernetes.default.svc.cluster.local.", tool="nslookup")
+    assert len(kube.commands) == 3  # every try of a healthy cluster's first look-up
+    assert not first.ok and "no servers could be reached" in (first.error or "")
+    kube.commands.clear()
+    second = flows.FlowChecks(kube).lookup(LINUX, "lin-netserver.ns.svc.cluster.local.", tool="nslookup")
+    assert len(kube.commands) == 1  # one short try: the resolver was seen silent and is silent again
+    assert not second.ok and "no servers could be reached" in (second.error or "")  # fails with what it saw
+
+
+def test_a_look_up_that_succeeds_restores_the_full_bound() -> None:
+    silent = Kube(BUSYBOX_NO_SERVER)
+    flows.FlowChecks(silent).lookup(LINUX, "a.", tool="nslookup")
+    assert flows.FlowChecks.silent_resolver
+    assert flows.FlowChecks(Kube(ANSWER)).lookup(LINUX, "kubernetes.default.svc.cluster.local.", tool="nslookup").ok
+    assert not flows.FlowChecks.silent_resolver
+    silent.commands.clear()
+    flows.FlowChecks(silent).lookup(LINUX, "b.", tool="nslookup")
+    assert len(silent.commands) == 3
+
+
+def test_a_server_that_answers_nxdomain_keeps_every_try_after_silence() -> None:
+    """A new Service's record may need a moment: its NXDOMAIN is an answer, retried in full, never cut short."""
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER)).lookup(LINUX, "a.", tool="nslookup")
+    kube = Kube(NXDOMAIN, NXDOMAIN, ANSWER)
+    assert flows.FlowChecks(kube).lookup(LINUX, "new-svc.ns.svc.cluster.local.", tool="nslookup").ok
+    assert len(kube.commands) == 3 and not flows.FlowChecks.silent_resolver
+
+
+def test_a_dial_by_name_runs_one_nslookup_first_only_after_silence() -> None:
+    expected = ["netserver-0"]
+    answering = Kube(ExecResult(0, '{"responses": ["netserver-0"]}', ""))
+    assert flows.FlowChecks(answering).dial(LINUX, "lin-netserver", 80, "http", expected).reached_all
+    assert len(answering.commands) == 1 and answering.commands[0][0] == "curl"  # no look-up first
+    flows.FlowChecks(Kube(GO_NO_SERVER)).until(LINUX, ["/agnhost", "connect", "x:80"], lambda r: r.ok, 5,
+                                               resolver="agnhost-connect")  # fmt: skip
+    assert flows.FlowChecks.silent_resolver
+    silent = Kube(BUSYBOX_NO_SERVER)
+    outcome = flows.FlowChecks(silent).dial(LINUX, "lin-netserver", 80, "http", expected)
+    assert silent.commands == [["nslookup", "lin-netserver"]]  # one short try, no dial of 30 s
+    assert not outcome.reached_all and outcome.tries == 0
+    assert "no servers could be reached" in outcome.describe() and "no DNS server" in outcome.describe()
+    # by address: no look-up, its own bounds
+    by_ip = Kube(ExecResult(0, '{"responses": ["netserver-0"]}', ""))
+    assert flows.FlowChecks(by_ip).dial(LINUX, "10.0.0.5", 80, "http", expected).reached_all
+    assert len(by_ip.commands) == 1
+    # the look-up answers: the dial runs in full, and the resolver is no longer taken for silent
+    recovered = Kube(ANSWER, ExecResult(0, '{"responses": ["netserver-0"]}', ""))
+    assert flows.FlowChecks(recovered).dial(LINUX, "lin-netserver", 80, "http", expected).reached_all
+    assert [cmd[0] for cmd in recovered.commands] == ["nslookup", "curl"] and not flows.FlowChecks.silent_resolver
+
+
+def test_curl_by_name_gets_one_try_after_silence_and_every_try_before() -> None:
+    command = c.http_get_command("linux", "https://kubernetes:443")
+    kube = Kube(CURL_COULD_NOT_RESOLVE)
+    ok, result = flows.FlowChecks(kube).until(LINUX, command, lambda r: r.ok, tries=3)
+    assert not ok and len(kube.commands) == 3 and result.exit_code == 6
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER)).lookup(LINUX, "a.", tool="nslookup")
+    kube.commands.clear()
+    ok, result = flows.FlowChecks(kube).until(LINUX, command, lambda r: r.ok, tries=3)
+    assert not ok and len(kube.commands) == 1 and "Could not resolve host" in result.stderr
+    # curl's own "Resolving timed out" is silence: it marks the resolver silent by itself
+    flows.FlowChecks.silent_resolver.clear()
+    flows.FlowChecks(Kube(CURL_RESOLVING_TIMED_OUT)).until(LINUX, command, lambda r: r.ok, tries=3)
+    assert flows.FlowChecks.silent_resolver
+    # a curl by address never counts as a look-up
+    by_ip = Kube(ExecResult(7, "", "curl: (7) Failed to connect"))
+    flows.FlowChecks(by_ip).until(LINUX, c.http_get_command("linux", "http://10.0.0.5:80/"), lambda r: r.ok, 3)
+    assert len(by_ip.commands) == 3
+
+
+def test_a_failure_after_the_name_resolved_keeps_every_try() -> None:
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER)).lookup(LINUX, "a.", tool="nslookup")
+    kube = Kube(ExecResult(7, "", "curl: (7) Failed to connect to kubernetes port 443: Connection refused"))
+    flows.FlowChecks(kube).until(LINUX, c.http_get_command("linux", "https://kubernetes:443"), lambda r: r.ok, 3)
+    assert len(kube.commands) == 3 and not flows.FlowChecks.silent_resolver  # it resolved: the server answered
