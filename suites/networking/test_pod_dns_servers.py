@@ -40,7 +40,7 @@ def curl_https(os_name: str, name: str) -> list[str]:
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Custom DNS updates for CNI plugins")
-@pytest.mark.windows_form(forms.IPCONFIG, forms.IPCONFIG_OUTPUT, forms.CURL_EXE)
+@pytest.mark.windows_form(forms.IPCONFIG, forms.IPCONFIG_OUTPUT, forms.CURL_EXE, forms.NSLOOKUP_TIMEOUT_OUTPUT)
 def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
     checks, make_client, os_prefix, cluster_dns, wincon, target_os
 ):
@@ -64,6 +64,10 @@ def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
             f"dnsConfig nameservers {cluster_dns.ip}, {second} not both in {config.nameservers}"
         )
         assert search in config.searches, f"dnsConfig search {search} not in {config.searches}"
+    # After a look-up in this worker found no DNS server: one nslookup first (FlowChecks.resolver_still_silent);
+    # curl's exit 6 below cannot tell "no such name" from "no server answered", and only the first proves this.
+    silent = checks.resolver_still_silent(pod, BOGUS)
+    assert silent is None, f"no DNS server answered in {pod.name}: nslookup {BOGUS}: {silent.stdout} {silent.stderr}"
     bogus = checks.run(pod, curl_https(pod.os, BOGUS), container=pod.tool_container)
     assert bogus.exit_code == COULD_NOT_RESOLVE, (
         f"{BOGUS} was expected not to resolve (curl exit 6): exit {bogus.exit_code}, {bogus.stdout} {bogus.stderr}"

@@ -163,3 +163,27 @@ def test_a_failure_after_the_name_resolved_keeps_every_try() -> None:
     kube = Kube(ExecResult(7, "", "curl: (7) Failed to connect to kubernetes port 443: Connection refused"))
     flows.FlowChecks(kube).until(LINUX, c.http_get_command("linux", "https://kubernetes:443"), lambda r: r.ok, 3)
     assert len(kube.commands) == 3 and not flows.FlowChecks.silent_resolver  # it resolved: the server answered
+
+
+def test_the_two_nameserver_check_fails_on_a_silent_resolver_without_taking_curls_exit_6_for_nxdomain() -> None:
+    """After silence was seen, the negative control (kubernetezzzzzzzz does not resolve) first asks one nslookup:
+    curl's exit 6 cannot tell NXDOMAIN from no server, so a silent resolver fails the check, quoting nslookup."""
+    from types import SimpleNamespace
+
+    from tests.support import suites
+
+    module = suites.load("suites/networking/test_pod_dns_servers.py")
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER)).lookup(LINUX, "a.", tool="nslookup")
+    config = ExecResult(0, "nameserver 10.0.0.10\nnameserver 172.30.0.254\nsearch default.svc.cluster.local\n", "")
+    kube = Kube(config, BUSYBOX_NO_SERVER, CURL_COULD_NOT_RESOLVE)
+    checks = flows.FlowChecks(kube)
+    with pytest.raises(AssertionError, match="no servers could be reached"):
+        module.test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
+            checks,
+            lambda *a, **k: LINUX,
+            "lin-",
+            SimpleNamespace(ip="10.0.0.10", domain="cluster.local"),
+            SimpleNamespace(external_ip="172.30.0.254"),
+            "linux",
+        )
+    assert [cmd[0] for cmd in kube.commands] == ["cat", "nslookup"]  # no curl: 5 s, not 20 + 20
