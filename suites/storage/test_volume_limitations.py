@@ -3,12 +3,15 @@ limitation (limitations.yaml, area storage) makes the documented deviation an ex
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from kubernetes.utils import parse_quantity
 
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import (
+    create_or_reject,
     os_pod,
     run_or_refused,
     run_os_pod,
@@ -18,10 +21,10 @@ from wincon.checks.pods import (
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
+from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running, pod_running_ready
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
-from wincon.workloads.deploy import container
+from wincon.workloads.deploy import await_pod, check_placement, container
 
 pytestmark = [pytest.mark.storage]
 
@@ -69,6 +72,10 @@ def answered(*pairs) -> bool:
 def at(target_os: str, path: str) -> str:
     """A container path written as on Windows (C:\\a\\b) in the Linux control's form (/a/b)."""
     return path if target_os == "windows" else path.removeprefix("C:").replace("\\", "/")
+
+
+# What busybox stat's %a prints: a file's permission bits in octal, nothing else (an error word is not a mode).
+OCTAL_MODE = re.compile(r"[0-7]{1,4}")
 
 
 def ensure_secret(kube, name="creds", data=None):
@@ -144,7 +151,16 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
         result = None  # the exec died with its container: the restart count below tells
     after = call(kube.core.read_namespaced_pod, "memory-medium", namespace)
     restarted = sum(s.restart_count for s in after.status.container_statuses or []) > restarts
-    with expect_deviation("emptydir-medium-memory"):
+    # The deviation's own evidence: dd exited 0 and the volume holds all 200 MiB, read back with the stat shown to
+    # work above (a dd that died without a restart, or a short file, is not a disk-backed medium observed).
+    held = None
+    if result is not None and result.ok and not restarted:
+        held = kube.exec(pod.metadata.name, ["sh", "-c", f"stat -c %s {root}/mem/big.bin"])
+    with expect_deviation(
+        "emptydir-medium-memory",
+        accepts=lambda: held is not None and held.ok and held.stdout.strip() == "209715200",
+        deviation="dd wrote 200 MiB and stat reads 209715200 bytes back from the volume",
+    ):
         assert restarted or (result is not None and not result.ok), (
             "200 MiB were written to a Memory emptyDir of a 64 MiB container: it is disk-backed"
         )
@@ -250,7 +266,11 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
     assert result.ok and len(result.stdout.split()) == 2, (
         f"stat did not report two modes: {result.stdout!r} {result.stderr}"
     )
-    with expect_deviation("volume-defaultmode"):
+    with expect_deviation(
+        "volume-defaultmode",
+        accepts=lambda: all(OCTAL_MODE.fullmatch(mode) for mode in result.stdout.split()),
+        deviation="stat reports other permission modes than 400 and 440",
+    ):
         assert result.stdout.split() == ["400", "440"], f"modes reported: {result.stdout.split()}"
 
 
@@ -288,8 +308,18 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
     kube.gate(command, where="pod ro-root")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "readonly-root-filesystem")
     result = kube.exec(pod.metadata.name, command)
-    with expect_deviation("readonly-root-filesystem"):
-        assert not result.ok, "a write to the root filesystem succeeded"
+    # The deviation's own evidence: the write went through, so mounttest reads the new file's content back from the
+    # root filesystem (an exit 0 that left no such file is not a writable root observed).
+    probe = at(target_os, "C:\\probe.txt")
+    written = kube.exec(pod.metadata.name, read(probe)) if result.ok else None
+    with expect_deviation(
+        "readonly-root-filesystem",
+        accepts=lambda: written is not None and content(written, probe) == NEW_FILE,
+        deviation="mounttest wrote the file and reads its content back from the root filesystem",
+    ):
+        assert not result.ok, "a write to the root filesystem succeeded" + (
+            f"; reading it back printed {written.stdout!r}" if written is not None else ""
+        )
     # mounttest prints Go's error: the OS's own message (Windows' is what upstream expects for a refused write,
     # test/e2e/windows/volumes.go:106).
     refusal = "access is denied" if target_os == "windows" else "read-only file system"
@@ -400,6 +430,33 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
         )
 
 
+NFS_INDEX = "Hello from NFS!"
+FILE_NOT_FOUND = "The system cannot find the file specified."
+
+
+def run_unless_mount_refused(wincon, kube, namespace, body, refusal):
+    """Create the pod; wait until it runs, or until the kubelet reports a FailedMount event whose message
+    ``refusal`` accepts: that is the deviation observed (DeviationObserved), once the pod is shown to sit where its
+    spec pins it. Any other end (a pod failure, the wait running out) is what ``run_os_pod`` makes of it."""
+    name = body["metadata"]["name"]
+    create_or_reject(wincon.api_client, namespace, body)
+    refused: list[str] = []
+
+    def settled(pod) -> bool:
+        if pod_running_ready(pod):
+            return True
+        refused[:] = [event.message for event in kube.events(name, "FailedMount") if refusal(event.message or "")]
+        return bool(refused)
+
+    pod = kube.wait_pod(
+        name, done=settled, failure=pod_failure, describe="Running and Ready, or its volume refused (FailedMount)"
+    )
+    if not pod_running_ready(pod) and refused:
+        check_placement(pod, body, wincon.profile)
+        raise DeviationObserved(f"the kubelet could not mount the volume: {refused[-1]}")
+    return await_pod(wincon, namespace, body)
+
+
 def storage_class_where(kube, predicate):
     classes = call(kube.storage.list_storage_class).items
     default = "storageclass.kubernetes.io/is-default-class"
@@ -485,12 +542,25 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
         failure=pod_failure,
     )
     volumes = [{"name": "nfs", "nfs": {"server": nfs.status.pod_ip, "path": "/"}}]
-    pod = run_windows_pod(
-        wincon, namespace, mounted_pod(wincon, "nfs-client", build, [{"name": "nfs", "mountPath": "C:\\nfs"}], volumes)
+    body = mounted_pod(wincon, "nfs-client", build, [{"name": "nfs", "mountPath": "C:\\nfs"}], volumes)
+    # The documented deviation, as the kubelet reports it: its NFS SetUp fails, in a FailedMount event naming the
+    # volume ("MountVolume.SetUp failed for volume "nfs" : ...", operation_generator.go:606 with the message of
+    # operation_executor.go:322; on Windows mount-utils mounts only cifs, mount_windows.go). The pod then never
+    # starts: without this, the check ended as an error after the whole pod-start wait.
+    pod = run_unless_mount_refused(
+        wincon, kube, namespace, body, lambda message: message.startswith('MountVolume.SetUp failed for volume "nfs"')
     )
     result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\nfs\\index.html"])
-    with expect_deviation("nfs-volumes-unsupported"):
-        assert result.ok and result.stdout.strip(), f"{result.stdout!r} {result.stderr}"
+    # The export's index.html, which the server image writes into every export (test/images/volume/nfs/index.html,
+    # run_nfs.sh:39). A started pod whose mount holds no such file is the deviation too, where cmd's type says so
+    # with the words it printed for a file it could not find, as recorded on Windows (https://superuser.com/a/1060315:
+    # type "d:/bat/so/second.bat"); any other failure (another message, other content) is not it.
+    with expect_deviation(
+        "nfs-volumes-unsupported",
+        accepts=lambda: FILE_NOT_FOUND in result.stdout + result.stderr,
+        deviation=f"cmd's type: {FILE_NOT_FOUND!r}",
+    ):
+        assert result.ok and NFS_INDEX in result.stdout, f"{result.stdout!r} {result.stderr}"
 
 
 @pytest.mark.test_id("1da1c09c-d199-44dc-8431-a5f6b3130da8")
