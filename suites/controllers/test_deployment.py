@@ -21,6 +21,7 @@ from wincon.cluster.waits import deployment_available, deployment_failure, wait_
 pytestmark = [pytest.mark.controllers]
 
 IIS_PORT = 80
+IIS_REPLICAS = 1
 
 
 def wait_rolled_out(kube, name, done=deployment_available):
@@ -35,6 +36,19 @@ def wait_rolled_out(kube, name, done=deployment_available):
         describe=f"rollout of deployment {kube.namespace}/{name}",
         namespace=kube.namespace,
     )
+
+
+def pods_created(want):
+    """The controller has observed the Deployment's spec and made ``want`` pods (running or not): its status counts
+    the live pods of its ReplicaSets."""
+
+    def done(dep):
+        status = dep.status
+        if not status or (status.observed_generation or 0) < (dep.metadata.generation or 0):
+            return False
+        return (status.replicas or 0) == want
+
+    return done
 
 
 def running_images(kube, name):
@@ -63,13 +77,28 @@ def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, p
     (manifest,) = pinned("deployment", name="scaled", replicas=2, container="main", image=image, port=8080)
     manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
     kube.create(manifest)
-    wait_rolled_out(kube, "scaled")
+    # The scale-up starts once the controller has made the first 2 pods, not once they run: on Windows nodes the
+    # 2 starts then overlap the 2 the scale-up adds (one pod start's wait instead of two in a row). That the
+    # 2 first pods become available is test_deployment_runs_its_replicas_on_windows_nodes' evidence; here all 4
+    # must be, the 2 first kept (a scale-up adds pods, it replaces none).
+    wait_rolled_out(kube, "scaled", done=pods_created(2))
+    first = {p.metadata.uid for p in kube.pods({"app": "scaled"})}
+    assert len(first) == 2, f"the Deployment reported 2 pods but {len(first)} exist"
+    kept = first
     for replicas in (4, 1):
         scale(wincon.api_client, namespace, "Deployment", "scaled", replicas)
+        # Scaled down: the controller's status counts no terminating pod, so the wait ends once it has deleted
+        # them (deletionTimestamp set), not once a Windows node has finished removing them.
         dep = wait_rolled_out(kube, "scaled")
         assert dep.spec.replicas == replicas and dep.status.available_replicas == replicas
-        pods = kube.pods({"app": "scaled"})
+        pods = kube.pods({"app": "scaled"})  # the live ones: a pod being deleted is not listed
         assert len(pods) == replicas, [p.metadata.name for p in pods]
+        uids = {p.metadata.uid for p in pods}
+        if replicas > len(kept):
+            assert kept <= uids, f"scaling up to {replicas} replaced pods it had: {sorted(kept - uids)}"
+        else:
+            assert uids <= kept, f"scaling down to {replicas} started new pods: {sorted(uids - kept)}"
+        kept = uids
         assert_all_ran_on(pods, profile, "windows", build)
 
 
@@ -79,19 +108,25 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     """ "kubectl --record ... set image deployment.v1.apps/iisn iis-container=...", "kubectl rollout history", "kubectl rollout undo" (000_4130a90def37a825.txt, IIS Upgrade/Rollback): each step holds for Windows pods."""
     v1 = wincon.catalog.image("iis", "windows", build)
     v2 = wincon.catalog.image("iis-v2", "windows", build)
-    (manifest,) = pinned("deployment", name="iisn", replicas=2, container="iis-container", image=v1, port=IIS_PORT)
+    # One replica, as upstream's RollingUpdate conformance test has it (k8s.io/kubernetes v1.34.4,
+    # test/e2e/apps/deployment.go:749): each rollout is then one Windows pod start (maxSurge 1, maxUnavailable 0:
+    # the new pod first, the old one deleted once it is available), not one per replica in a row.
+    (manifest,) = pinned(
+        "deployment", name="iisn", replicas=IIS_REPLICAS, container="iis-container", image=v1, port=IIS_PORT
+    )
     kube.create(manifest)
     wait_rolled_out(kube, "iisn")
     assert running_images(kube, "iisn") == {v1}
 
-    # Upgrade: set image with --record; rollout status; at no point fewer than 2 available (maxUnavailable 0).
+    # Upgrade: set image with --record; rollout status; at no point fewer than IIS_REPLICAS available
+    # (maxUnavailable 0: the old pod goes only once the new one is available).
     cause = f"kubectl set image deployment.v1.apps/iisn iis-container={v2} --record=true"
     set_image(wincon.api_client, namespace, "iisn", "iis-container", v2, change_cause=cause)
     availability = Invariant(
         deployment_available,
         lambda d: (
-            f"only {d.status.available_replicas or 0} of 2 replicas available during the rollout"
-            if d.status and d.status.observed_generation and (d.status.available_replicas or 0) < 2
+            f"only {d.status.available_replicas or 0} of {IIS_REPLICAS} replicas available during the rollout"
+            if d.status and d.status.observed_generation and (d.status.available_replicas or 0) < IIS_REPLICAS
             else None
         ),
     )
@@ -104,9 +139,10 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     # Rollout history: revision 1 (v1, no cause) and 2 (v2, the recorded command); the old ReplicaSet is kept at 0.
     revisions = history(wincon.api_client, namespace, "iisn")
     assert [(r.number, r.images, r.change_cause) for r in revisions] == [(1, (v1,), None), (2, (v2,), cause)]
-    assert revisions[0].replicas == 0 and revisions[1].replicas == 2
+    assert revisions[0].replicas == 0 and revisions[1].replicas == IIS_REPLICAS
 
-    # Rollback: undo to the previous revision; the v1 ReplicaSet becomes revision 3.
+    # Rollback: undo to the previous revision, as soon as the rollout is observed complete (the old pod's removal
+    # is not awaited: a Deployment does not wait for it either); the v1 ReplicaSet becomes revision 3.
     restored = undo(wincon.api_client, namespace, "iisn")
     assert restored == 1
     dep = wait_rolled_out(kube, "iisn")

@@ -7,7 +7,7 @@ import pytest
 from wincon.checks.controllers import replicas_ready, scale
 from wincon.checks.pods import assert_all_ran_on, eventually
 from wincon.cluster.client import call
-from wincon.cluster.waits import wait_for
+from wincon.cluster.waits import pod_running_ready, wait_for
 
 pytestmark = [pytest.mark.controllers]
 
@@ -33,6 +33,33 @@ def wait_replicas(kube, kind, name, want):
     )
 
 
+def created_with_one_ready(want):
+    """ReplicaSet or ReplicationController: generation observed, ``want`` pods made, at least one of them ready."""
+
+    def done(obj):
+        status = obj.status
+        if not status or (status.observed_generation or 0) < (obj.metadata.generation or 0):
+            return False
+        return (status.replicas or 0) == want and (status.ready_replicas or 0) >= 1
+
+    return done
+
+
+def first_ready(pods):
+    """The first pod (by name) that is Running and Ready, or None."""
+    return next((p for p in sorted(pods, key=lambda p: p.metadata.name) if pod_running_ready(p)), None)
+
+
+def replaced(pods, victim_uid, originals, want):
+    """``pods`` once the deleted pod is replaced: ``want`` live pods, none of them the victim, at least one made
+    after it (a uid not among ``originals``), all Running; else None."""
+    fresh = [p for p in pods if p.metadata.uid != victim_uid]
+    new = [p for p in fresh if p.metadata.uid not in originals]
+    if len(fresh) == want and len(pods) == want and new and all(p.status.phase == "Running" for p in fresh):
+        return pods
+    return None
+
+
 @pytest.mark.test_id("ab93f2ee-cbff-4682-82bd-e07178161891")
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
@@ -45,25 +72,37 @@ def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     image = wincon.catalog.image("agnhost", "windows", build)
     (manifest,) = pinned(template, name=name, replicas=3, image=image)
     kube.create(manifest)
-    wait_replicas(kube, kind, name, 3)
-    pods = kube.pods({"app": name})
-    assert len(pods) == 3
-    assert_all_ran_on(pods, profile, "windows", build)
-
-    victim = pods[0]
+    # The victim is the first of the 3 pods to run: the controller replaces a lost pod whatever its siblings are
+    # doing, so the others' starts need not be awaited before the deletion (they overlap the replacement's).
+    _, lister = KINDS[kind]
+    wait_for(
+        lister(kube),
+        name,
+        created_with_one_ready(3),
+        None,
+        kube.pod_start_timeout,
+        describe=f"{kind} {namespace}/{name} with 3 pods, one of them ready",
+        namespace=namespace,
+    )
+    first = kube.pods({"app": name})
+    assert len(first) == 3, [p.metadata.name for p in first]
+    victim = first_ready(first)
+    assert victim is not None, "the controller reported a ready replica but no pod is Running and Ready"
+    assert_all_ran_on([victim], profile, "windows", build)
     core = kube.core
     call(core.delete_namespaced_pod, victim.metadata.name, namespace, grace_period_seconds=0)
 
-    def replaced():
-        pods = kube.pods({"app": name})
-        fresh = [p for p in pods if p.metadata.uid != victim.metadata.uid]
-        return pods if len(fresh) == 3 and all(p.status.phase == "Running" for p in fresh) else None
-
-    eventually(replaced, wincon.pod_start_timeout, f"{kind} {name} replacing pod {victim.metadata.name}")
+    originals = {p.metadata.uid for p in first}
+    eventually(
+        lambda: replaced(kube.pods({"app": name}), victim.metadata.uid, originals, 3),
+        wincon.pod_start_timeout,
+        f"{kind} {name} replacing pod {victim.metadata.name}",
+    )
     wait_replicas(kube, kind, name, 3)
     after = kube.pods({"app": name})
     uids = {p.metadata.uid for p in after}
     assert len(after) == 3 and victim.metadata.uid not in uids, "the deleted pod must be replaced by a new one"
+    assert uids - originals, "none of the 3 pods is new: the deleted one was not replaced"
     assert_all_ran_on(after, profile, "windows", build)
 
     scale(wincon.api_client, namespace, kind, name, 1)

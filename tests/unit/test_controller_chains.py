@@ -1,0 +1,60 @@
+"""The controllers suite's predicates that let a check go on before every Windows pod has started (issue 22): the
+Deployment's first pods made (not yet running) before its scale-up, and the first ready replica as the victim of
+the replacement check, the replacement recognised by a uid the controller had not made before."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from tests.support import suites
+
+deployment_suite = suites.load("suites/controllers/test_deployment.py")
+replication_suite = suites.load("suites/controllers/test_replication.py")
+
+
+def controller(generation: int, observed: int | None, replicas: int, ready: int = 0) -> Any:
+    status = SimpleNamespace(observed_generation=observed, replicas=replicas, ready_replicas=ready)
+    return SimpleNamespace(metadata=SimpleNamespace(generation=generation), status=status)
+
+
+def pod(name: str, uid: str, phase: str = "Running", ready: bool = True) -> Any:
+    conditions = [SimpleNamespace(type="Ready", status="True" if ready else "False")]
+    return SimpleNamespace(
+        metadata=SimpleNamespace(name=name, uid=uid, deletion_timestamp=None),
+        status=SimpleNamespace(phase=phase, conditions=conditions, container_statuses=[]),
+    )
+
+
+def test_pods_created_needs_the_spec_observed_and_the_pods_made() -> None:
+    done = deployment_suite.pods_created(2)
+    assert done(controller(generation=1, observed=1, replicas=2))  # made, none available yet: enough
+    assert not done(controller(generation=1, observed=1, replicas=1))
+    assert not done(controller(generation=2, observed=1, replicas=2))  # the counts are of an older spec
+    assert not done(SimpleNamespace(metadata=SimpleNamespace(generation=1), status=None))
+
+
+def test_created_with_one_ready_waits_for_all_pods_made_and_one_ready() -> None:
+    done = replication_suite.created_with_one_ready(3)
+    assert done(controller(generation=1, observed=1, replicas=3, ready=1))
+    assert not done(controller(generation=1, observed=1, replicas=3, ready=0))
+    assert not done(controller(generation=1, observed=1, replicas=2, ready=2))
+    assert not done(controller(generation=2, observed=1, replicas=3, ready=3))
+
+
+def test_first_ready_is_the_first_running_and_ready_pod_by_name() -> None:
+    pods = [pod("rs-c", "c"), pod("rs-a", "a", phase="Pending", ready=False), pod("rs-b", "b")]
+    assert replication_suite.first_ready(pods).metadata.name == "rs-b"
+    assert replication_suite.first_ready([pod("rs-a", "a", phase="Pending", ready=False)]) is None
+
+
+def test_replaced_needs_a_new_pod_not_only_the_victim_gone() -> None:
+    replaced = replication_suite.replaced
+    originals = {"a", "b", "c"}
+    assert replaced([pod("x", "b"), pod("y", "c"), pod("z", "d")], "a", originals, 3)
+    # the victim still listed, or only the two survivors, or the new pod not running yet: not replaced
+    assert replaced([pod("w", "a"), pod("x", "b"), pod("y", "c")], "a", originals, 3) is None
+    assert replaced([pod("x", "b"), pod("y", "c")], "a", originals, 3) is None
+    assert replaced([pod("x", "b"), pod("y", "c"), pod("z", "d", phase="Pending")], "a", originals, 3) is None
+    # three pods, none new (a sibling counted twice would not do either)
+    assert replaced([pod("x", "b"), pod("y", "c"), pod("v", "c")], "a", originals, 3) is None
