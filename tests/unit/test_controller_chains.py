@@ -58,3 +58,31 @@ def test_replaced_needs_a_new_pod_not_only_the_victim_gone() -> None:
     assert replaced([pod("x", "b"), pod("y", "c"), pod("z", "d", phase="Pending")], "a", originals, 3) is None
     # three pods, none new (a sibling counted twice would not do either)
     assert replaced([pod("x", "b"), pod("y", "c"), pod("v", "c")], "a", originals, 3) is None
+
+
+statefulset_suite = suites.load("suites/controllers/test_statefulset.py")
+
+
+def test_the_order_check_still_fails_when_a_member_starts_before_its_predecessor_is_ready() -> None:
+    """The StatefulSet order check keeps its 3 members and its two ways to fail (issue 22 left it unchanged)."""
+    in_order = [
+        ("ADDED", "web-0", False),
+        ("MODIFIED", "web-0", True),
+        ("ADDED", "web-1", False),
+        ("MODIFIED", "web-1", True),
+        ("ADDED", "web-2", False),
+        ("MODIFIED", "web-2", True),
+    ]
+    assert statefulset_suite.started_out_of_order(in_order, "web", 3) == []
+    burst = [("ADDED", "web-0", False), ("ADDED", "web-1", False), ("ADDED", "web-2", False)]
+    burst += [("MODIFIED", f"web-{i}", True) for i in range(3)]
+    assert statefulset_suite.started_out_of_order(burst, "web", 3) == [
+        "web-1 was created before web-0 was Ready",
+        "web-2 was created before web-1 was Ready",
+    ]
+    two_pending = SimpleNamespace(status=SimpleNamespace(replicas=2, ready_replicas=0))
+    assert statefulset_suite.at_most_one_unready(two_pending) == "2 pods existed while only 0 were ready"
+    assert (
+        statefulset_suite.at_most_one_unready(SimpleNamespace(status=SimpleNamespace(replicas=2, ready_replicas=1)))
+        is None
+    )
