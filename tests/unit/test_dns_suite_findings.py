@@ -165,3 +165,38 @@ def test_resolver_config_when_agnhost_fails_otherwise_is_a_suite_error():
     pod = PodRef("p", "10.1.0.6", ("10.1.0.6",), "n", "10.0.0.4", "linux", "netexec")
     with pytest.raises(SuiteError, match="image agnhost"):
         resolver_config(checks, pod)
+
+
+class ComparingChecks:
+    """lookup() answers per tool: Resolve-DnsName's and nslookup's Lookup for every name."""
+
+    def __init__(self, native: conn.Lookup, nslookup: conn.Lookup) -> None:
+        self.answers = {"resolve-dnsname": native, "nslookup": nslookup}
+
+    def lookup(self, pod, name, tries=3, tool=None):
+        return self.answers[tool]
+
+
+def compare(native: conn.Lookup, nslookup: conn.Lookup) -> None:
+    client = PodRef("client", "10.1.0.5", ("10.1.0.5",), "win-1", "10.0.0.4", "windows", "netexec", tools="tools")
+    test_dns.test_nslookup_and_resolve_dnsname_give_the_same_answer(
+        ComparingChecks(native, nslookup), client, NETSERVER, KUBERNETES, DNS
+    )
+
+
+def test_resolvers_that_both_answer_differently_are_the_deviation():
+    with pytest.raises(DeviationObserved):
+        compare(conn.Lookup("netserver", ("10.96.0.50",)), conn.Lookup("netserver", ("10.96.0.51",)))
+    with pytest.raises(DeviationObserved):  # one NXDOMAIN is an answer too
+        compare(conn.Lookup("netserver", ("10.96.0.50",)), conn.Lookup(None, (), (), "can't find", not_found=True))
+
+
+def test_a_resolver_that_timed_out_or_printed_no_answer_is_not_the_deviation():
+    # Failed before: any difference, whatever its cause, was taken for the deviation (an xfail).
+    with pytest.raises(NotTheDeviation):
+        compare(
+            conn.Lookup("netserver", ("10.96.0.50",)), conn.Lookup(None, (), (), "*** Request to UnKnown timed-out")
+        )
+    with pytest.raises(NotTheDeviation):
+        compare(conn.Lookup(None, (), (), "no address in the answer"), conn.Lookup("netserver", ("10.96.0.50",)))
+    compare(conn.Lookup("netserver", ("10.96.0.50",)), conn.Lookup("netserver", ("10.96.0.50",)))  # the same: passes
