@@ -25,7 +25,7 @@ class FakeKube:
         self.answers, self.pod = answers, pod
         self.ran: list[str] = []
 
-    def gate(self, command, where=""):
+    def gate(self, command, where="", pod_node=None):
         pass
 
     def submit(self, body, dry_run=False):
@@ -163,3 +163,45 @@ def test_another_failure_of_type_is_not_the_deviation(monkeypatch):
         slash_path(ExecResult(1, "", "The system cannot find the file specified.\r\n"), monkeypatch)
     with pytest.raises(NotTheDeviation):
         slash_path(ExecResult(0, "other\r\n", ""), monkeypatch)
+
+
+# --------------------------------------------------------------------------- a pod without spec.os, runAsNonRoot
+
+WITHOUT_OS = suites.load("suites/api/test_pods_without_os.py")
+
+
+class LogKube(FakeKube):
+    def __init__(self, log: str) -> None:
+        super().__init__({}, NS(status=NS(phase="Succeeded")))
+        self.log = log
+
+    def logs(self, pod, container=None, previous=False, tail=None):
+        return self.log
+
+
+def without_os_pod(kind: str, log: str, monkeypatch) -> None:
+    body = {"metadata": {"name": "p"}, "spec": {"nodeSelector": {"kubernetes.io/os": "windows"}, "containers": [{}]}}
+    refusal = WITHOUT_OS.NON_ROOT_REFUSAL.format(user="ContainerAdministrator")
+    found = [NS(message=refusal)] if kind == "event" else NS()
+    monkeypatch.setattr(WITHOUT_OS, "windows_pod", lambda *a, **k: body)
+    monkeypatch.setattr(WITHOUT_OS, "create_or_reject", lambda *a, **k: None)
+    monkeypatch.setattr(WITHOUT_OS, "placed", lambda *a, **k: NS(spec=NS(node_name="win-0")))
+    monkeypatch.setattr(WITHOUT_OS, "eventually", lambda *a, **k: (kind, found))
+    WITHOUT_OS.test_run_as_non_root_refuses_container_administrator_with_the_kubelets_event(
+        LogKube(log), NS(api_client=None, pod_start_timeout=5), "ns", 20348, "ContainerAdministrator"
+    )
+
+
+def test_the_kubelets_refusal_event_is_the_behaviour_holding(monkeypatch):
+    without_os_pod("event", "", monkeypatch)
+
+
+def test_the_container_that_printed_the_administrator_is_the_deviation(monkeypatch):
+    with pytest.raises(DeviationObserved, match="run-as-non-root-no-root-user"):
+        without_os_pod("started", "ContainerAdministrator\r\n", monkeypatch)
+
+
+def test_a_started_container_that_printed_another_account_is_not_the_deviation(monkeypatch):
+    """Before: any container that started was taken for the administrator running."""
+    with pytest.raises(NotTheDeviation, match="ContainerUser"):
+        without_os_pod("started", "ContainerUser\r\n", monkeypatch)
