@@ -8,9 +8,9 @@ import pytest
 
 from wincon import forms
 from wincon.checks.pods import (
+    admitted_and_scheduled,
     pod_running_failure,
     pod_unschedulable,
-    run_windows_pod,
     windows_nodes_of_build,
     windows_pod,
 )
@@ -45,7 +45,10 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, 
     if free < SMALL * 2:
         pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and overflow")
     big = free - SMALL / 2  # leaves less than SMALL free
-    filler = run_windows_pod(wincon, namespace, with_cpu(windows_pod(wincon, "filler", build, node=node), big))
+    # The filler's request counts from the moment it is bound to the node (the scheduler sums the requests of the
+    # pods bound there), so it is not waited for to run: that would put a whole pod start (a Windows pod's: p50
+    # 30 s) before the overflow is even created. The overflow is still waited for to run once room is made.
+    filler = admitted_and_scheduled(wincon, namespace, with_cpu(windows_pod(wincon, "filler", build, node=node), big))
     assert filler.spec.node_name == node
 
     kube.create(with_cpu(windows_pod(wincon, "overflow", build, node=node), SMALL))
