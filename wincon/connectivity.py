@@ -631,6 +631,11 @@ _NSLOOKUP_ERRORS = re.compile(
 )
 
 
+# The lines every nslookup answer has (the server block, the answer's name), recorded outputs in
+# tests/data/windows-outputs/ and the unit tests' BIND and busybox forms.
+_NSLOOKUP_ANSWER_LINES = re.compile(r"^\s*(Server|Address|Name|Non-authoritative answer)\s*:?", re.MULTILINE)
+
+
 def parse_nslookup(output: str) -> Lookup:
     """The answer section of nslookup output: Windows' nslookup, BIND's (agnhost, dnsutils) or busybox's.
 
@@ -687,6 +692,10 @@ def parse_nslookup(output: str) -> Lookup:
     error_match = _NSLOOKUP_ERRORS.search(output)
     error = error_match.group(1).strip() if error_match and not addresses else None
     if not addresses and error is None:
+        # Neither an address, nor a resolver's error, nor even nslookup's own header or answer lines: not
+        # nslookup's answer (a missing tool, a shell's error), which must never read as "no address".
+        if not _NSLOOKUP_ANSWER_LINES.search(output):
+            raise UnreadableOutput("nslookup printed no answer and no resolver error", tool="nslookup", output=output)
         error = "no address in the answer"
     not_found = not addresses and nslookup_not_found(output)
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error, not_found)
@@ -716,10 +725,12 @@ def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> 
     name: str | None = None
     addresses: list[str] = []
     aliases: list[str] = []
+    readable = False
     for raw in output.replace("\r\n", "\n").split("\n"):
         parts = raw.strip().split("\t")
         if len(parts) != 3:
             continue
+        readable = True
         rtype, rname, data = (p.strip() for p in parts)
         if rtype.upper() == "CNAME":
             aliases.append(rname.rstrip("."))
@@ -728,6 +739,10 @@ def parse_resolve_dnsname(output: str, exit_code: int = 0, stderr: str = "") -> 
             addresses.append(_ip(data))  # type: ignore[arg-type]
             name = name or rname.rstrip(".")
     if not addresses:
+        if output.strip() and not readable:  # it printed something, none of it the script's lines
+            raise UnreadableOutput(
+                "Resolve-DnsName exited 0 without a TYPE<tab>NAME<tab>DATA line", tool="Resolve-DnsName", output=output
+            )
         return Lookup(name, (), tuple(aliases), "no address in the answer")
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)))
 

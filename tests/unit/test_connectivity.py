@@ -11,6 +11,7 @@ import json
 import pytest
 
 from wincon import connectivity as c
+from wincon.errors import UnreadableOutput
 
 # ----------------------------------------------------------------------------- netexec and the dial check
 
@@ -441,9 +442,19 @@ def test_nslookup_bind_and_busybox():
     assert busybox.addresses == ("147.75.40.148", "2604:1380:4601:e00::1")
 
 
-def test_nslookup_empty_output_is_an_error_not_an_answer():
-    lookup = c.parse_nslookup("")
-    assert not lookup.ok and lookup.error == "no address in the answer"
+def test_nslookup_output_that_is_not_an_answer_is_unreadable_never_no_address():
+    # Failed before: an empty output, a shell's error, read as "no address in the answer" (a resolver's answer).
+    for text in ("", 'exec: "nslookup": executable file not found in $PATH', "Segmentation fault"):
+        with pytest.raises(UnreadableOutput, match="nslookup"):
+            c.parse_nslookup(text)
+    lookup = c.parse_nslookup("Server:\t\t10.0.0.10\nAddress:\t10.0.0.10#53\n\nName:\tx.example\n")
+    assert not lookup.ok and lookup.error == "no address in the answer"  # nslookup's answer, without an address
+
+
+def test_resolve_dnsname_output_without_its_lines_is_unreadable():
+    with pytest.raises(UnreadableOutput, match="Resolve-DnsName"):
+        c.parse_lookup("resolve-dnsname", "WARNING: something else\r\n", exit_code=0)
+    assert c.parse_lookup("resolve-dnsname", "", exit_code=0).error == "no address in the answer"
 
 
 def test_resolve_dnsname_output():

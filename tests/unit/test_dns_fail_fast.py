@@ -187,3 +187,12 @@ def test_the_two_nameserver_check_fails_on_a_silent_resolver_without_taking_curl
             "linux",
         )
     assert [cmd[0] for cmd in kube.commands] == ["cat", "nslookup"]  # no curl: 5 s, not 20 + 20
+
+
+def test_an_unreadable_look_up_output_is_the_suites_error_not_a_silent_resolver() -> None:
+    from wincon.errors import UnreadableOutput
+
+    missing = ExecResult(127, "", 'exec: "nslookup": executable file not found in $PATH')
+    with pytest.raises(UnreadableOutput, match="nslookup"):
+        flows.FlowChecks(Kube(missing)).lookup(LINUX, "a.", tool="nslookup")
+    assert not flows.FlowChecks.silent_resolver

@@ -46,6 +46,7 @@ _NSLOOKUP_NO_SERVER = re.compile(
 _GO_NO_SERVER = re.compile(r"lookup \S+ on \S+: .*i/o timeout")
 _CURL_RESOLVE_TIMEOUT = re.compile(r"Resolving timed out after \d+ milliseconds")
 CURL_COULD_NOT_RESOLVE = 6
+LOOKUPS = ("nslookup", "getaddrinfo", "resolve-dnsname")  # the tools conn.parse_lookup reads
 
 
 def resolver_silent(tool: str, result: ExecResult) -> bool:
@@ -53,7 +54,10 @@ def resolver_silent(tool: str, result: ExecResult) -> bool:
     no address, no NXDOMAIN, and the tool's own words for a timeout without any answer."""
     text = f"{result.stdout}\n{result.stderr}"
     if tool == "nslookup":
-        lookup = conn.parse_lookup("nslookup", result.stdout, result.exit_code, result.stderr)
+        try:
+            lookup = conn.parse_lookup("nslookup", result.stdout, result.exit_code, result.stderr)
+        except UnreadableOutput:
+            return False
         return not lookup.addresses and not lookup.not_found and bool(_NSLOOKUP_NO_SERVER.search(text))
     if tool == "agnhost-connect":
         return result.exit_code != 0 and bool(_GO_NO_SERVER.search(text))
@@ -74,8 +78,11 @@ def resolver_answered(tool: str, result: ExecResult) -> bool:
     text = f"{result.stdout}\n{result.stderr}"
     if resolver_silent(tool, result):
         return False
-    if tool == "nslookup":
-        lookup = conn.parse_lookup("nslookup", result.stdout, result.exit_code, result.stderr)
+    try:
+        lookup = conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr) if tool in LOOKUPS else None
+    except UnreadableOutput:
+        return False
+    if tool == "nslookup" and lookup is not None:
         return lookup.ok or lookup.not_found or bool(_NSLOOKUP_SERVER_ANSWER.search(text))
     if tool == "agnhost-connect":
         try:
@@ -85,8 +92,7 @@ def resolver_answered(tool: str, result: ExecResult) -> bool:
         return resolution.resolved or resolution.not_found or "server misbehaving" in text
     if tool == "curl":
         return result.exit_code in CURL_RESOLVED
-    if tool in ("getaddrinfo", "resolve-dnsname"):
-        lookup = conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+    if lookup is not None:
         return lookup.ok or lookup.not_found
     return False
 
@@ -99,7 +105,10 @@ def resolver_failed(tool: str, result: ExecResult) -> bool:
     if tool == "curl":
         return result.exit_code == CURL_COULD_NOT_RESOLVE
     if tool in ("getaddrinfo", "resolve-dnsname"):
-        return not conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr).ok
+        try:
+            return not conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr).ok
+        except UnreadableOutput:
+            return False
     return False
 
 
