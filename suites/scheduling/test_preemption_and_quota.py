@@ -16,7 +16,7 @@ from wincon.checks.pods import (
     windows_nodes_of_build,
     windows_pod,
 )
-from wincon.checks.scheduling import allocatable, millicores, requested
+from wincon.checks.scheduling import millicores, unrequested_once_settled
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
 
@@ -45,7 +45,9 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace
     if not nodes:
         pytest.skip(f"no Ready, schedulable Windows node of build {build}")
     node = sorted(nodes)[0]
-    free = allocatable(wincon.api_client, node, "cpu") - requested(wincon.api_client, node, "cpu")
+    # Read once the pods of earlier tests being deleted there have gone: they count until then, and their going
+    # mid-check would free what the check has just filled (seen in the serial phase under the pod-latency model).
+    free = unrequested_once_settled(wincon.api_client, node, "cpu", wincon.pod_start_timeout)
     if free < MARGIN * 3:
         pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and preempt")
     big = free - MARGIN

@@ -38,8 +38,7 @@ class Kube:
 def run(monkeypatch, refusal: str = "0/4 nodes are available: 1 Insufficient cpu.") -> list[str]:
     steps: list[str] = []
     monkeypatch.setattr(RESOURCES, "windows_nodes_of_build", lambda profile, build: [SimpleNamespace(name="win-0")])
-    monkeypatch.setattr(RESOURCES, "allocatable", lambda api, node, resource: Decimal("2"))
-    monkeypatch.setattr(RESOURCES, "requested", lambda api, node, resource: Decimal("0.5"))
+    monkeypatch.setattr(RESOURCES, "unrequested_once_settled", lambda api, node, resource, timeout: Decimal("1.5"))
 
     def scheduled(wincon, namespace, body):
         steps.append(f"scheduled {body['metadata']['name']}")

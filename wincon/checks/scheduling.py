@@ -15,6 +15,7 @@ from kubernetes.utils import parse_quantity
 
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
+from wincon.errors import InfrastructureError
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
@@ -47,23 +48,61 @@ def node_has_taint(api_client: client.ApiClient, node: str, key: str) -> bool:
 
 def requested(api_client: client.ApiClient, node: str, resource: str) -> Decimal:
     """The sum of ``resource`` requests of the non-terminated pods bound to ``node`` (init containers as the scheduler counts them)."""
+    return sum((pod_request(pod, resource) for pod in _bound_pods(api_client, node)), Decimal(0))
+
+
+def _bound_pods(api_client: client.ApiClient, node: str) -> list[Any]:
+    """The non-terminated pods bound to ``node``."""
     core = client.CoreV1Api(api_client)
     pods = call(core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}").items
-    total = Decimal(0)
-    for pod in pods:
-        if pod.status and pod.status.phase in TERMINAL_PHASES:
-            continue
-        containers = sum(
-            (parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0")))
-            for c in pod.spec.containers
-        )
-        inits = [
-            parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0"))
-            for c in pod.spec.init_containers or []
-        ]
-        overhead = parse_quantity((pod.spec.overhead or {}).get(resource, "0"))
-        total += max([containers, *inits]) + overhead
-    return total
+    return [pod for pod in pods if not (pod.status and pod.status.phase in TERMINAL_PHASES)]
+
+
+def pod_request(pod: Any, resource: str) -> Decimal:
+    """What ``pod`` requests of ``resource`` as the scheduler counts it (init containers, overhead)."""
+    containers = sum(
+        (parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0")))
+        for c in pod.spec.containers
+    )
+    inits = [
+        parse_quantity(((c.resources.requests if c.resources else None) or {}).get(resource, "0"))
+        for c in pod.spec.init_containers or []
+    ]
+    overhead = parse_quantity((pod.spec.overhead or {}).get(resource, "0"))
+    return Decimal(max([containers, *inits]) + overhead)
+
+
+def terminating_requests(api_client: client.ApiClient, node: str, resource: str) -> list[str]:
+    """The pods bound to ``node`` that request ``resource`` and are being deleted (deletionTimestamp set, not yet
+    gone): ``requested`` and the scheduler count them until they go, so a check that fills the node from a reading
+    taken meanwhile finds room it did not fill once they have gone (a previous test's namespace being deleted)."""
+    return [
+        f"{pod.metadata.namespace}/{pod.metadata.name}"
+        for pod in _bound_pods(api_client, node)
+        if pod.metadata.deletion_timestamp is not None and pod_request(pod, resource) > 0
+    ]
+
+
+def unrequested_once_settled(api_client: client.ApiClient, node: str, resource: str, timeout: float) -> Decimal:
+    """Allocatable minus requested ``resource`` of ``node``, read once no pod there that requests it is being
+    deleted (``terminating_requests``; polled every 2 s). Still some after ``timeout``: an infrastructure error
+    naming them."""
+    from wincon.checks.pods import eventually
+
+    left: list[str] = []
+
+    def settled() -> bool:
+        left[:] = terminating_requests(api_client, node, resource)
+        return not left
+
+    try:
+        eventually(settled, timeout, f"pods requesting {resource} on {node} gone", interval=2)
+    except InfrastructureError as exc:
+        raise InfrastructureError(
+            f"pods requesting {resource} on {node} still being deleted after {timeout:.0f}s: {', '.join(left)}",
+            "the node must let deleted pods go before the check can fill it",
+        ) from exc
+    return allocatable(api_client, node, resource) - requested(api_client, node, resource)
 
 
 def allocatable(api_client: client.ApiClient, node: str, resource: str) -> Decimal:
