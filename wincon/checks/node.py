@@ -221,9 +221,12 @@ def summary_pods(summary: dict[str, Any], namespace: str) -> list[dict[str, Any]
     return [p for p in summary.get("pods") or [] if (p.get("podRef") or {}).get("namespace") == namespace]
 
 
-# A pod under a 500m CPU limit may use at most this much (the limit plus 5 %), in both CPU-limit checks; upstream
-# allows up to 0.84 (test/e2e/windows/cpu_limits.go:47 at v1.34.4).
-MAX_CORES_UNDER_500M = 0.525
+# A pod under a 500m CPU limit may use at most this much in both CPU-limit checks: the limit plus 8 %, the margin
+# upstream states ("Ensuring cpu doesn't exceed limit by >8%", test/e2e/windows/cpu_limits.go:76 at v1.34.4, after
+# kubernetes/kubernetes#124643; its code compares with 0.84). The plus 5 % used before failed a Linux control whose
+# limit held: 0.527 core read from one /stats/summary sample in a full run under load (bench_run, 2026-11-24), a
+# rate over two cAdvisor samples whose timestamps drift from the reads. A share system with no cap uses far more.
+MAX_CORES_UNDER_500M = 0.54
 
 
 def pod_cpu_cores(summary: dict[str, Any], namespace: str, pod: str) -> float | None:
