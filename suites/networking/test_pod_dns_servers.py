@@ -67,9 +67,10 @@ def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
             f"dnsConfig nameservers {cluster_dns.ip}, {second} not both in {config.nameservers}"
         )
         assert search in config.searches, f"dnsConfig search {search} not in {config.searches}"
-    # After a look-up in this worker found no DNS server: one nslookup first (FlowChecks.resolver_still_silent);
-    # curl's exit 6 below cannot tell "no such name" from "no server answered", and only the first proves this.
-    silent = checks.resolver_still_silent(pod, BOGUS)
+    # After a look-up through the cluster DNS in this worker found no server: one nslookup of the name asking the
+    # cluster DNS itself first (FlowChecks.resolver_still_silent); curl's exit 6 below cannot tell "no such name"
+    # from "no server answered", and `kubernetes` resolves only through the cluster DNS.
+    silent = checks.resolver_still_silent(pod, BOGUS, cluster_dns=cluster_dns.ip)
     assert silent is None, f"no DNS server answered in {pod.name}: nslookup {BOGUS}: {silent.stdout} {silent.stderr}"
     bogus = checks.run(pod, curl_https(pod.os, BOGUS), container=pod.tool_container)
     assert bogus.exit_code == COULD_NOT_RESOLVE, (

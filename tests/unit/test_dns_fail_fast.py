@@ -37,13 +37,20 @@ LINUX = PodRef("client", "10.244.1.9", ("10.244.1.9",), "worker-0", "", "linux",
 
 
 class Kube:
-    """Answers each exec from ``answers`` (the last one repeats); records the commands."""
+    """Answers each exec from ``answers`` (the last one repeats); records the commands. With ``policy``, its pods'
+    spec has that dnsPolicy (FlowChecks.resolver_key reads it); without, there is no spec to read."""
 
     namespace = "wincon-mod"
 
-    def __init__(self, *answers: ExecResult) -> None:
+    def __init__(self, *answers: ExecResult, policy: str | None = None, nameservers: tuple[str, ...] = ()) -> None:
         self.answers = list(answers)
         self.commands: list[list[str]] = []
+        if policy is not None:
+            from types import SimpleNamespace
+
+            config = SimpleNamespace(nameservers=list(nameservers)) if nameservers else None
+            spec = SimpleNamespace(dns_policy=policy, host_network=False, dns_config=config)
+            self.core = SimpleNamespace(read_namespaced_pod=lambda name, namespace: SimpleNamespace(spec=spec))
 
     def gate(self, command: object, where: str = "") -> None:
         pass
@@ -56,7 +63,8 @@ class Kube:
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(flows.FlowChecks, "silent_resolver", [])
+    monkeypatch.setattr(flows.FlowChecks, "silent_resolver", {})
+    monkeypatch.setattr(flows.FlowChecks, "resolver_keys", {})
     monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
     monkeypatch.setattr(flows.FlowChecks, "silent_clients", set())
     attempts, dial = c.attempts, c.collect_dial
@@ -173,9 +181,13 @@ def test_the_two_nameserver_check_fails_on_a_silent_resolver_without_taking_curl
     from tests.support import suites
 
     module = suites.load("suites/networking/test_pod_dns_servers.py")
-    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER)).lookup(LINUX, "a.", tool="nslookup")
+    client = PodRef("lin-client", "10.244.1.8", ("10.244.1.8",), "worker-0", "", "linux", "netexec")
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER, policy="ClusterFirst")).lookup(client, "a.", tool="nslookup")
+    assert set(flows.FlowChecks.silent_resolver) == {"cluster-dns"}
     config = ExecResult(0, "nameserver 10.0.0.10\nnameserver 172.30.0.254\nsearch default.svc.cluster.local\n", "")
-    kube = Kube(config, BUSYBOX_NO_SERVER, CURL_COULD_NOT_RESOLVE)
+    kube = Kube(
+        config, BUSYBOX_NO_SERVER, CURL_COULD_NOT_RESOLVE, policy="None", nameservers=("10.0.0.10", "172.30.0.254")
+    )
     checks = flows.FlowChecks(kube)
     with pytest.raises(AssertionError, match="no servers could be reached"):
         module.test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
@@ -186,7 +198,8 @@ def test_the_two_nameserver_check_fails_on_a_silent_resolver_without_taking_curl
             SimpleNamespace(external_ip="172.30.0.254"),
             "linux",
         )
-    assert [cmd[0] for cmd in kube.commands] == ["cat", "nslookup"]  # no curl: 5 s, not 20 + 20
+    # no curl (5 s, not 20 + 20): the question went to the cluster DNS itself, which the dnsConfig names first
+    assert kube.commands[1:] == [["nslookup", "kubernetezzzzzzzz", "10.0.0.10"]] and kube.commands[0][0] == "cat"
 
 
 def test_an_unreadable_look_up_output_is_the_suites_error_not_a_silent_resolver() -> None:
@@ -196,3 +209,22 @@ def test_an_unreadable_look_up_output_is_the_suites_error_not_a_silent_resolver(
     with pytest.raises(UnreadableOutput, match="nslookup"):
         flows.FlowChecks(Kube(missing)).lookup(LINUX, "a.", tool="nslookup")
     assert not flows.FlowChecks.silent_resolver
+
+
+def test_each_resolver_keeps_its_own_state_and_the_cluster_dns_is_shared_by_its_pods() -> None:
+    """A Default-policy pod whose node resolvers answer does not restore the cluster DNS's full bound, and a pod
+    of another module resolving through the cluster DNS gets the short try at once."""
+    other = PodRef("other-client", "10.244.2.9", ("10.244.2.9",), "worker-1", "", "linux", "netexec")
+    node_pod = PodRef("dns-default", "10.244.2.10", ("10.244.2.10",), "worker-1", "", "linux", "netexec")
+    flows.FlowChecks(Kube(BUSYBOX_NO_SERVER, policy="ClusterFirst")).lookup(LINUX, "a.", tool="nslookup")
+    assert flows.FlowChecks(Kube(ANSWER, policy="Default")).lookup(node_pod, "external.example.", tool="nslookup").ok
+    assert set(flows.FlowChecks.silent_resolver) == {"cluster-dns"}  # the node's answer is not the cluster DNS's
+    kube = Kube(BUSYBOX_NO_SERVER, policy="ClusterFirst")
+    kube.namespace = "wincon-other-module"
+    flows.FlowChecks(kube).lookup(other, "b.", tool="nslookup")
+    assert len(kube.commands) == 1
+    assert flows.FlowChecks.resolver_keys == {
+        ("wincon-mod", "client"): "cluster-dns",
+        ("wincon-mod", "dns-default"): "node:worker-1",
+        ("wincon-other-module", "other-client"): "cluster-dns",
+    }

@@ -177,14 +177,17 @@ class FlowChecks:
     # (namespace, client pod, protocol) whose last dial reached nothing (issue 22, item 5: under a silenced data
     # plane the module's checks dial many targets, names and Services, all over one client: 2.36x the clean run).
     silent_clients: set[tuple[str, str, str]] = set()
-    # The output of the last look-up in this worker (process) that found no DNS server at all, while no look-up
-    # since has had an answer: then a look-up stops at its first try that again finds no server (or, for a tool
-    # that cannot tell a silent server from NXDOMAIN, fails to resolve), and a dial or an agnhost connect by name
-    # first runs one nslookup of the name (a 5 s try where the Go resolver's takes 50 s). Worker-wide, not per
-    # module: the cluster DNS is one Service for the whole cluster, and every module's pods resolve through it
-    # (issue 22, item 5: with the Service rules removed each name look-up ran its full bound, 4.52x the clean
-    # run). Any answer (an address, an NXDOMAIN) empties it: a resolver that answers gets every try again.
-    silent_resolver: list[str] = []
+    # Per resolver (resolver_key: the cluster DNS, a node's resolvers, a dnsConfig's nameservers), the output of
+    # the last look-up in this worker (process) that found no DNS server at all, while no look-up through it has
+    # had an answer since: then a look-up through it stops at its first try that again finds no server (or, for
+    # a tool that cannot tell a silent server from NXDOMAIN, fails to resolve), and a dial or an agnhost connect
+    # by name first runs one nslookup of the name (a 5 s try where the Go resolver's takes 50 s). Worker-wide,
+    # not per module: the cluster DNS is one Service for the whole cluster, and every module's pods resolve
+    # through it (issue 22, item 5: with the Service rules removed each name look-up ran its full bound, 4.52x
+    # the clean run). Any answer (an address, an NXDOMAIN) through that resolver empties its entry.
+    silent_resolver: dict[str, str] = {}
+    # (namespace, pod) -> its resolver_key, read once from the pod's spec.
+    resolver_keys: dict[tuple[str, str], str] = {}
 
     def __init__(self, kube: Any) -> None:
         self.kube = kube
@@ -284,20 +287,21 @@ class FlowChecks:
         self.gate(command, where=self.where(pod))
         last: list[ExecResult] = []
         tool = resolver or ("curl" if url_name(command) else None)
+        silent = tool is not None and self.resolver_key(pod) in self.silent_resolver
 
         def once() -> bool:
             result = self.exec(pod, command, container)
             last[:] = [result]
             if ok(result):
                 return True
-            return tool is not None and bool(self.silent_resolver) and resolver_failed(tool, result)
+            return tool is not None and silent and resolver_failed(tool, result)
 
         # A target that never answers fails within 60 s (no try starts after DIAL_SILENT_SECONDS; none lasts
         # beyond curl's --max-time), not after tries x (timeout + delay).
         conn.attempts(once, tries, seconds=conn.DIAL_SILENT_SECONDS)
         succeeded = ok(last[0])
         if tool is not None:
-            self.saw_resolver(tool, last[0])
+            self.saw_resolver(pod, tool, last[0])
         return succeeded, last[0]
 
     def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
@@ -326,23 +330,50 @@ class FlowChecks:
         )
         return conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
 
-    def saw_resolver(self, tool: str, result: ExecResult) -> None:
-        """Record what a look-up by ``tool`` showed of the resolver: no server at all, or a server's answer."""
-        if resolver_silent(tool, result):
-            self.silent_resolver[:] = [f"{result.stdout}\n{result.stderr}".strip()[:300]]
-        elif resolver_answered(tool, result):
-            self.silent_resolver.clear()
+    def resolver_key(self, pod: PodRef) -> str:
+        """The resolver ``pod`` looks names up through, from its spec (read once): "cluster-dns" for dnsPolicy
+        ClusterFirst (off the host network) and ClusterFirstWithHostNet, "node:<node>" for Default (and
+        ClusterFirst on the host network), "nameservers:<a,b>" for None; "pod:<ns>/<name>" when unreadable."""
+        namespace = str(getattr(self.kube, "namespace", ""))
+        cached = self.resolver_keys.get((namespace, pod.name))
+        if cached is not None:
+            return cached
+        try:
+            spec = self.kube.core.read_namespaced_pod(pod.name, namespace).spec
+            policy, host = spec.dns_policy or "ClusterFirst", bool(spec.host_network)
+        except Exception:  # noqa: BLE001 - no spec to read (a fake, an API error): this pod's own entry
+            return f"pod:{namespace}/{pod.name}"
+        if policy == "ClusterFirstWithHostNet" or (policy == "ClusterFirst" and not host):
+            key = "cluster-dns"
+        elif policy == "None":
+            key = "nameservers:" + ",".join((spec.dns_config.nameservers or []) if spec.dns_config else [])
+        else:
+            key = f"node:{pod.node}"
+        self.resolver_keys[(namespace, pod.name)] = key
+        return key
 
-    def resolver_still_silent(self, pod: PodRef, name: str) -> ExecResult | None:
-        """After a look-up in this worker found no DNS server: one nslookup of ``name`` in ``pod`` (the same command
-        on both OSes), its result when it again found no server (the caller's check fails with it), else None
-        (the resolver answers: the caller runs its check in full). None at once while no silence was seen."""
-        if not self.silent_resolver:
+    def saw_resolver(self, pod: PodRef, tool: str, result: ExecResult, key: str | None = None) -> None:
+        """Record what a look-up by ``tool`` in ``pod`` showed of its resolver (or of ``key``'s): no server at all,
+        or a server's answer."""
+        key = key or self.resolver_key(pod)
+        if resolver_silent(tool, result):
+            self.silent_resolver[key] = f"{result.stdout}\n{result.stderr}".strip()[:300]
+        elif resolver_answered(tool, result):
+            self.silent_resolver.pop(key, None)
+
+    def resolver_still_silent(self, pod: PodRef, name: str, cluster_dns: str | None = None) -> ExecResult | None:
+        """After a look-up through ``pod``'s resolver in this worker found no DNS server: one nslookup of ``name``
+        in ``pod`` (the same command on both OSes), its result when it again found no server (the caller's check
+        fails with it), else None (the resolver answers: the caller runs its check in full). None at once while
+        no silence was seen. With ``cluster_dns`` (its address), the question goes to the cluster DNS itself,
+        after silence was seen from it (for a pod whose dnsConfig names it among other servers)."""
+        key = "cluster-dns" if cluster_dns else self.resolver_key(pod)
+        if key not in self.silent_resolver:
             return None
-        command = conn.dns_lookup_command(pod.os, name, "nslookup")
+        command = conn.nslookup_command(name, cluster_dns) if cluster_dns else conn.dns_lookup_command(pod.os, name)
         self.gate(command, where=self.where(pod))
         result = self.exec(pod, command, pod.tool_container)
-        self.saw_resolver("nslookup", result)
+        self.saw_resolver(pod, "nslookup", result, key)
         return result if resolver_silent("nslookup", result) else None
 
     def ping(self, pod: PodRef, target: str, tries: int = 3) -> tuple[bool, ExecResult]:
