@@ -71,7 +71,10 @@ def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
     # cluster DNS itself first (FlowChecks.resolver_still_silent); curl's exit 6 below cannot tell "no such name"
     # from "no server answered", and `kubernetes` resolves only through the cluster DNS.
     silent = checks.resolver_still_silent(pod, BOGUS, cluster_dns=cluster_dns.ip)
-    assert silent is None, f"no DNS server answered in {pod.name}: nslookup {BOGUS}: {silent.stdout} {silent.stderr}"
+    assert silent is None, (
+        f"the cluster DNS {cluster_dns.ip} answered nothing in {pod.name}: nslookup {BOGUS} {cluster_dns.ip}: "
+        f"{silent.stdout} {silent.stderr}"
+    )
     bogus = checks.run(pod, curl_https(pod.os, BOGUS), container=pod.tool_container)
     assert bogus.exit_code == COULD_NOT_RESOLVE, (
         f"{BOGUS} was expected not to resolve (curl exit 6): exit {bogus.exit_code}, {bogus.stdout} {bogus.stderr}"
