@@ -22,7 +22,7 @@ from wincon.fixtures import make_namespace, module_prefix
 from wincon.kube import Kube
 from wincon.network import modulepods, pods, services
 from wincon.network.flows import FlowChecks
-from wincon.network.modulepods import ModulePods
+from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
@@ -87,13 +87,13 @@ def linux_workers(profile: Any, linux_node: NodeProfile) -> list[NodeProfile]:
 
 @pytest.fixture(scope="module")
 def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePods:
-    """The module's netservers and client of each OS, created together and awaited together where the check that
-    first needs either needs both (wincon.network.modulepods); each started once."""
+    """The module's netservers, client and host pod of each OS, each started once, together with what else the
+    check that first needs it needs of them (wincon.network.modulepods): created before any is awaited."""
 
     def nodes(os_name: str) -> list[NodeProfile]:
         return request.getfixturevalue("windows_nodes" if os_name == "windows" else "linux_workers")
 
-    def servers(os_name: str) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+    def servers(os_name: str) -> Plan:
         placed = modulepods.nodes_for_servers(nodes(os_name))
         if os_name == "windows":
             manifests = [
@@ -106,23 +106,36 @@ def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePo
                 for i, node in enumerate(placed)
             ]
         names = [m["metadata"]["name"] for m in manifests]
-        return manifests, lambda started: [pod_ref(started[n], os_name, "netexec") for n in names]
+        return Plan(manifests, lambda started: [pod_ref(started[n], os_name, "netexec") for n in names])
 
-    def client(os_name: str) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+    def client(os_name: str) -> Plan:
         node = nodes(os_name)[0]
         if os_name == "windows":
             manifest, has_tools = pods.windows_client_manifest(net.kube.catalog, "client", node)
             tools = "tools" if has_tools else None
-            return [manifest], lambda started: pod_ref(started["client"], "windows", "netexec", tools=tools)
+            return Plan([manifest], lambda started: pod_ref(started["client"], "windows", "netexec", tools=tools))
         manifest = net.linux_netexec(
             "lin-client", node, http_port=conn.CLIENT_HTTP_PORT, udp_port=None, labels={APP_LABEL: "lin-client"}
         )
-        return [manifest], lambda started: pod_ref(started["lin-client"], "linux", "netexec")
+        return Plan([manifest], lambda started: pod_ref(started["lin-client"], "linux", "netexec"))
 
-    def joint(os_name: str, item: Any) -> bool:
-        return item is not None and modulepods.together([item], os_name)
+    def host(os_name: str) -> Plan:
+        """The first Windows node itself (a HostProcess pod ``node-0``; its create skips where HostProcess is not
+        allowed), or ``linux_node`` itself (a hostNetwork pod ``lin-node``, see start_linux_host)."""
+        if os_name == "windows":
+            manifest = pods.hostprocess_manifest(net.kube.catalog, "node-0", nodes("windows")[0])
+            return Plan(
+                [manifest],
+                lambda started: pod_ref(started["node-0"], "windows", "host", tools="host"),
+                create=lambda m: pods.create_hostprocess(net.kube, m),
+            )
+        manifest = linux_host_manifest(net, "lin-node", request.getfixturevalue("linux_node"))
+        return Plan([manifest], lambda started: pod_ref(started["lin-node"], "linux", "agnhost"))
 
-    return ModulePods(net.start_each, joint, servers, client)
+    def wanted(item: Any) -> set[tuple[str, str]]:
+        return modulepods.needs(item)
+
+    return ModulePods(net.kube.create_pod, net.await_each, wanted, {"servers": servers, "client": client, "host": host})
 
 
 def asking_item(request: pytest.FixtureRequest) -> Any:
@@ -158,15 +171,15 @@ def remote_netserver(netservers: list[PodRef], windows_client: PodRef) -> PodRef
 
 
 @pytest.fixture(scope="module")
-def windows_host(net: NetworkObjects, windows_nodes: list[NodeProfile]) -> PodRef:
+def windows_host(request: pytest.FixtureRequest, module_pods: ModulePods) -> PodRef:
     """The first Windows node itself, through a HostProcess pod (skips where HostProcess is not allowed)."""
-    return net.hostprocess("node-0", windows_nodes[0])
+    return module_pods.get("host", "windows", asking_item(request))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
-def linux_host(net: NetworkObjects, linux_node: NodeProfile) -> PodRef:
+def linux_host(request: pytest.FixtureRequest, module_pods: ModulePods) -> PodRef:
     """A Linux node itself, through a hostNetwork pod (node-side checks from Linux; see start_linux_host)."""
-    return start_linux_host(net, "lin-node", linux_node)
+    return module_pods.get("host", "linux", asking_item(request))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -299,12 +312,19 @@ def other_host(request: pytest.FixtureRequest, target_os: str, net: NetworkObjec
 def start_linux_host(net: NetworkObjects, name: str, node: NodeProfile, dial: bool = True, **spec: Any) -> PodRef:
     """A hostNetwork agnhost pod on a Linux node: its commands run in the node's network. With ``dial`` it runs
     netexec (HTTP only) on ``pods.host_dial_port``, whose /dial sends from the node what busybox cannot (UDP)."""
+    manifest = linux_host_manifest(net, name, node, dial, **spec)
+    return pod_ref(net.start([manifest])[name], "linux", "agnhost")
+
+
+def linux_host_manifest(
+    net: NetworkObjects, name: str, node: NodeProfile, dial: bool = True, **spec: Any
+) -> dict[str, Any]:
+    """The manifest of ``start_linux_host``'s pod."""
     spec = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", **spec}
     args = (
         ["netexec", f"--http-port={pods.host_dial_port(net.namespace, name)}", "--udp-port=-1"] if dial else ["pause"]
     )
-    manifest = pods.linux_agnhost_manifest(net.kube.catalog, name, node, args, **spec)
-    return pod_ref(net.start([manifest])[name], "linux", "agnhost")
+    return pods.linux_agnhost_manifest(net.kube.catalog, name, node, args, **spec)
 
 
 @pytest.fixture(scope="module")

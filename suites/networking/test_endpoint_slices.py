@@ -37,15 +37,33 @@ def backend(pod) -> Backend:
 pytestmark = [pytest.mark.networking]
 
 
+class Backends(NamedTuple):
+    prefix: str
+    manifests: list
+    pods: list[Backend]
+    client: object  # the module's client of the item's OS (a PodRef)
+
+
 @pytest.fixture
 def backends(request, net, os_nodes, target_os, os_prefix):
     """Two netexec pods of this test alone on the item's OS (on two nodes where there are two), labelled
-    app=<prefix>."""
+    app=<prefix>, and the module's client of that OS: the two are created, then the client is asked for (the
+    first check of the module on a worker creates and awaits it), then the two are awaited, each checked to run
+    where pinned. So their starts overlap the client's (issue 22, item 3): one Windows pod wait instead of two
+    in a row. The checks take the client from here (a module fixture in their signature would be set up, and
+    its pod awaited, before this one's pods were even created). A backend that does not start is this fixture's
+    error; the client's error is the client's."""
     prefix = os_prefix + request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
     make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
     manifests = [make(f"{prefix}-{i}", os_nodes[i % len(os_nodes)], labels={APP_LABEL: prefix}) for i in range(2)]
-    pods = net.start(manifests)
-    return prefix, manifests, [backend(pods[m["metadata"]["name"]]) for m in manifests]
+    for manifest in manifests:
+        net.kube.create_pod(manifest)
+    client = request.getfixturevalue("client")
+    started = net.await_each(manifests)
+    failed = next((p for p in started.values() if isinstance(p, BaseException)), None)
+    if failed is not None:
+        raise failed
+    return Backends(prefix, manifests, [backend(started[m["metadata"]["name"]]) for m in manifests], client)
 
 
 def slices_of(kube, service: str) -> list:
@@ -58,11 +76,9 @@ def slices_of(kube, service: str) -> list:
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
-    kube, wincon, namespace, net, backends, checks, client
-):
+def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(kube, wincon, namespace, net, backends, checks):
     """ "In Windows, services can utilize the following types ... ClusterIP" and "Endpoints / vNICs" are supported (002_8a7e76f95009f44f.txt, Services; Networking): the EndpointSlices of a Service over Windows pods name each pod, its node and the target ports, and the Service answers from them."""
-    prefix, _, pods = backends
+    prefix, _, pods, client = backends
     service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     slices = slices_of(kube, service.name)
     assert slices, f"no EndpointSlice carries kubernetes.io/service-name={service.name}"
@@ -88,11 +104,9 @@ def test_endpoint_slices_list_each_windows_pod_with_its_node_and_port(
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_service_deleted_and_created_again_serves_its_windows_pods(
-    kube, wincon, namespace, net, backends, checks, client
-):
+def test_service_deleted_and_created_again_serves_its_windows_pods(kube, wincon, namespace, net, backends, checks):
     """ "Ability to delete and recreate services in such a way that load balancing rules for pods are recovered by whatever chosen service proxy is being utilized" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): the recreated Service gets the pods' endpoints back and answers from each."""
-    prefix, _, pods = backends
+    prefix, _, pods, client = backends
     first = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     core = kube.core
     call(core.delete_namespaced_service, prefix, namespace)
@@ -112,12 +126,14 @@ def test_service_deleted_and_created_again_serves_its_windows_pods(
 @pytest.mark.documents("k8s-windows-guide", "Services")
 @pytest.mark.documents("windows-operational-readiness", "Core.Network")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_endpoints_follow_windows_pods_going_down_and_up(kube, wincon, namespace, net, backends, checks, client):
+def test_endpoints_follow_windows_pods_going_down_and_up(kube, wincon, namespace, net, backends, checks):
     """ "Ability to delete and recreate pods ... which preserve their ability to serve as routed endpoints for services" (windows-operational-readiness Core.Network; 002_8a7e76f95009f44f.txt, Services): a deleted Windows pod leaves the Service's endpoints, its replacement joins them and answers."""
-    prefix, manifests, pods = backends
+    prefix, manifests, pods, client = backends
     service = net.service("service.yaml", pods, name=prefix, type="ClusterIP", select={APP_LABEL: prefix})
     core = kube.core
     down = pods[1]
+    # The order is the behaviour: the endpoint leaves with the pod, and only then its replacement is created
+    # (the same name, once the old pod is gone) and must join: its start cannot overlap the backends' own.
     call(core.delete_namespaced_pod, down.name, namespace, grace_period_seconds=0)
     net.wait_endpoints(service, [pods[0]])
     eventually(

@@ -11,7 +11,7 @@ import pytest
 
 from wincon.errors import InfrastructureError
 from wincon.network import modulepods
-from wincon.network.modulepods import ModulePods
+from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects
 
 
@@ -60,44 +60,63 @@ def manifest(name: str) -> dict[str, Any]:
 
 
 class Starts:
-    """A fake start_each: records each call's pod names; pods named in ``broken`` fail their wait."""
+    """A fake create and await_each: records the events in order (``create x``, then one ``await [..]`` per
+    await_each call); pods named in ``broken`` fail their wait."""
 
     def __init__(self, broken: tuple[str, ...] = ()) -> None:
+        self.events: list[str] = []
         self.calls: list[list[str]] = []
         self.broken = broken
 
-    def __call__(self, manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    def create(self, manifest: dict[str, Any]) -> None:
+        self.events.append(f"create {manifest['metadata']['name']}")
+
+    def await_each(self, manifests: list[dict[str, Any]]) -> dict[str, Any]:
         names = [m["metadata"]["name"] for m in manifests]
         self.calls.append(names)
+        self.events.append(f"await {names}")
         return {n: InfrastructureError(f"{n} never ran") if n in self.broken else NS(name=n) for n in names}
 
 
-def plans() -> tuple[Any, Any]:
-    def servers(os_name: str) -> Any:
+def plans(host_create: Any = None) -> dict[str, Any]:
+    def servers(os_name: str) -> Plan:
         ms = [manifest(f"{os_name}-netserver-0"), manifest(f"{os_name}-netserver-1")]
-        return ms, lambda started: [started[m["metadata"]["name"]].name for m in ms]
+        return Plan(ms, lambda started: [started[m["metadata"]["name"]].name for m in ms])
 
-    def client(os_name: str) -> Any:
+    def client(os_name: str) -> Plan:
         name = f"{os_name}-client"
-        return [manifest(name)], lambda started: started[name].name
+        return Plan([manifest(name)], lambda started: started[name].name)
 
-    return servers, client
+    def host(os_name: str) -> Plan:
+        name = f"{os_name}-node-0"
+        return Plan([manifest(name)], lambda started: started[name].name, create=host_create)
+
+    return {"servers": servers, "client": client, "host": host}
+
+
+def module_pods(starts: Starts, wanted: Any, host_create: Any = None) -> ModulePods:
+    return ModulePods(starts.create, starts.await_each, wanted, plans(host_create))
+
+
+def both(os_name: str) -> Any:
+    return lambda it: {("servers", os_name), ("client", os_name)}
 
 
 def test_joint_start_creates_servers_and_client_in_one_start_whichever_comes_first():
     starts = Starts()
-    pods = ModulePods(starts, lambda os_name, item: True, *plans())
-    assert pods.get("client", "linux") == "linux-client"
-    assert pods.get("servers", "linux") == ["linux-netserver-0", "linux-netserver-1"]
-    assert starts.calls == [["linux-netserver-0", "linux-netserver-1", "linux-client"]], "one start, each pod once"
-    pods.get("client", "linux")
+    pods = module_pods(starts, both("linux"))
+    assert pods.get("client", "linux", item()) == "linux-client"
+    assert pods.get("servers", "linux", item()) == ["linux-netserver-0", "linux-netserver-1"]
+    assert starts.calls == [["linux-client", "linux-netserver-0", "linux-netserver-1"]], "one start, each pod once"
+    assert starts.events[:3] == ["create linux-client", "create linux-netserver-0", "create linux-netserver-1"]
+    pods.get("client", "linux", item())
     assert len(starts.calls) == 1
 
 
 def test_without_a_joint_need_each_kind_starts_alone_as_before():
     starts = Starts()
-    pods = ModulePods(starts, lambda os_name, item: False, *plans())
-    pods.get("servers", "windows")
+    pods = module_pods(starts, lambda it: set())
+    pods.get("servers", "windows", item())
     assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
     pods.get("client", "windows")
     assert starts.calls[-1] == ["windows-client"]
@@ -105,13 +124,77 @@ def test_without_a_joint_need_each_kind_starts_alone_as_before():
 
 def test_each_kind_raises_only_its_own_pods_error():
     starts = Starts(broken=("linux-netserver-1",))
-    pods = ModulePods(starts, lambda os_name, item: True, *plans())
-    assert pods.get("client", "linux") == "linux-client", "the client ran: a client-only check goes on"
+    pods = module_pods(starts, both("linux"))
+    assert pods.get("client", "linux", item()) == "linux-client", "the client ran: a client-only check goes on"
     with pytest.raises(InfrastructureError, match="linux-netserver-1 never ran"):
-        pods.get("servers", "linux")
+        pods.get("servers", "linux", item())
     with pytest.raises(InfrastructureError):
-        pods.get("servers", "linux")  # and again for the next check that needs them, without a new start
+        pods.get("servers", "linux", item())  # and again for the next check that needs them, without a new start
     assert len(starts.calls) == 1
+
+
+def test_a_node_side_check_creates_the_hostprocess_pod_and_the_netservers_before_awaiting_either():
+    """test_node's and the UDP module's node -> pod on itself: before, node-0 was awaited (under the model 5 to
+    52 s) before the netservers were even created."""
+    starts = Starts()
+    pods = module_pods(starts, modulepods.needs)
+    check = item("checks", "host", "servers", os_name="windows")
+    assert modulepods.needs(check) == {("host", "windows"), ("servers", "windows")}
+    assert pods.get("host", "windows", check) == "windows-node-0"
+    assert starts.events == [
+        "create windows-node-0",
+        "create windows-netserver-0",
+        "create windows-netserver-1",
+        "await ['windows-node-0', 'windows-netserver-0', 'windows-netserver-1']",
+    ]
+    assert pods.get("servers", "windows", check) == ["windows-netserver-0", "windows-netserver-1"]
+    assert len(starts.calls) == 1
+    # its Linux control: the hostNetwork pod and the Linux netservers, the same way
+    assert pods.get("host", "linux", item("checks", "host", "servers", os_name="linux")) == "linux-node-0"
+    assert starts.calls[-1] == ["linux-node-0", "linux-netserver-0", "linux-netserver-1"]
+
+
+def test_a_hybrid_node_check_starts_the_linux_host_with_the_windows_servers():
+    starts = Starts()
+    pods = module_pods(starts, modulepods.needs)
+    pods.get("host", "linux", item("checks", "linux_host", "servers", os_name="windows"))
+    assert starts.calls == [["linux-node-0", "windows-netserver-0", "windows-netserver-1"]]
+
+
+def refused(manifest: dict[str, Any]) -> None:
+    pytest.skip("HostProcess pods are not allowed here (API answered 403: ...)")
+
+
+def test_a_refused_host_pod_asked_first_starts_nothing_else_and_skips_each_check_that_asks():
+    starts = Starts()
+    pods = module_pods(starts, modulepods.needs, host_create=refused)
+    check = item("checks", "host", "servers", os_name="windows")
+    for _ in range(2):
+        with pytest.raises(pytest.skip.Exception, match="HostProcess pods are not allowed"):
+            pods.get("host", "windows", check)
+    assert starts.events == [], "the check stops at its first fixture: no netserver started for it"
+    pods.get("servers", "windows", item("kube", "netservers"))
+    assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
+
+
+def test_a_refused_host_pod_asked_after_the_servers_leaves_the_servers_started():
+    starts = Starts()
+    pods = module_pods(starts, modulepods.needs, host_create=refused)
+    check = item("checks", "servers", "host", os_name="windows")
+    assert pods.get("servers", "windows", check) == ["windows-netserver-0", "windows-netserver-1"]
+    assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]], "the refused pod is not awaited"
+    with pytest.raises(pytest.skip.Exception):
+        pods.get("host", "windows", check)
+    assert len(starts.calls) == 1
+
+
+def test_an_interrupt_while_creating_is_not_kept_as_an_outcome():
+    def interrupted(manifest: dict[str, Any]) -> None:
+        raise KeyboardInterrupt
+
+    pods = module_pods(Starts(), modulepods.needs, host_create=interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pods.get("host", "windows", item("host", os_name="windows"))
 
 
 class FakeKube:
@@ -180,11 +263,21 @@ def test_the_asking_check_decides_so_no_pod_starts_that_was_not_started_before()
     """A worker whose first check of the module needs only the servers starts only them; the client follows
     when a check needs it (as before); a first check needing both starts both in one start."""
     starts = Starts()
-    pods = ModulePods(starts, lambda os_name, it: modulepods.together([it], os_name), *plans())
+    pods = module_pods(starts, modulepods.needs)
     servers_only = item("kube", "netservers")
     pods.get("servers", "windows", servers_only)
     assert starts.calls == [["windows-netserver-0", "windows-netserver-1"]]
     pods.get("client", "windows", item("client", "servers", os_name="windows"))
     assert starts.calls[-1] == ["windows-client"], "the servers ran already: only the client starts"
     pods.get("client", "linux", item("client", "local_server", os_name="linux"))
-    assert starts.calls[-1] == ["linux-netserver-0", "linux-netserver-1", "linux-client"]
+    assert starts.calls[-1] == ["linux-client", "linux-netserver-0", "linux-netserver-1"]
+    pods.get("host", "windows", item("checks", "host", os_name="windows"))
+    assert starts.calls[-1] == ["windows-node-0"], "a host-only check starts only the host pod"
+
+
+def test_await_each_waits_without_creating(monkeypatch):
+    monkeypatch.setattr("wincon.network.objects.check_placement", lambda pod, manifest, profile: None)
+    kube = FakeKube()
+    started = NetworkObjects(kube).await_each([manifest("a"), manifest("b")])
+    assert sorted(kube.events) == ["wait a", "wait b"]
+    assert sorted(started) == ["a", "b"]

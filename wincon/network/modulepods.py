@@ -1,25 +1,30 @@
-"""A module's shared netservers and client of one OS, created together and awaited together (issue 22, item 3).
+"""A module's shared pods (netservers, client, the node's own host pod) per OS, created together and awaited
+together (issue 22, item 3).
 
-Where the check that first needs the netservers of an OS or its client needs both, the first of the two fixtures
-creates every one of those pods before it waits for any, so their starts overlap: on real Windows nodes, where a
-pod takes tens of seconds to start, one wait instead of two in a row. Each pod is still waited for and checked to
+The check that first needs one of them starts, besides it, every other of these pods that same check needs and
+that has not started yet: all are created before any is waited for, so their starts overlap (on real Windows
+nodes, where a pod takes tens of seconds to start, one wait instead of one per kind in a row: a node-side check's
+HostProcess pod and the netservers, a dial's client and servers). Each pod is still waited for and checked to
 have run where pinned on its own, and each fixture raises only its own pods' error: a client-only check does not
-error because a netserver failed to start. Where that check needs only one of the two, only that one starts, as
-before (the other when a later check needs it): the run starts no pod it did not start before.
+error because a netserver failed to start. Where that check needs only one kind, only that one starts, as before
+(the others when a later check needs them): the run starts no pod it did not start before. A kind whose creation
+is refused (a HostProcess pod the cluster's policy does not allow: a skip) keeps that outcome for every check
+that asks; where it is the kind the check asked for first, nothing else is created for that check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from wincon.nodes import LINUX, target_os
 from wincon.profile import NodeProfile
 
-# The fixtures through which an item needs the netservers / the client of its own OS (``target_os``) or of a
-# named OS. Names an item reaches only through ``request.getfixturevalue`` count as the fixture that asks.
+# The fixtures through which an item needs the netservers / the client / the node's host pod of its own OS
+# (``target_os``) or of a named OS. Names an item reaches only through ``request.getfixturevalue`` count as the
+# fixture that asks.
 OWN_SERVERS = frozenset(
     {"servers", "local_server", "remote_server", "server_service", "server_headless", "server_nodeport", "server_alias"}
 )
@@ -30,17 +35,26 @@ LINUX_SERVERS = frozenset({"linux_netservers", "linux_service", "linux_headless_
 OWN_CLIENT = frozenset({"client", "local_server", "remote_server"})
 WINDOWS_CLIENT = frozenset({"windows_client", "local_netserver", "remote_netserver"})
 LINUX_CLIENT = frozenset({"linux_client"})
+OWN_HOST = frozenset({"host"})
+WINDOWS_HOST = frozenset({"windows_host"})
+LINUX_HOST = frozenset({"linux_host"})
+
+KINDS = (
+    ("servers", OWN_SERVERS, WINDOWS_SERVERS, LINUX_SERVERS),
+    ("client", OWN_CLIENT, WINDOWS_CLIENT, LINUX_CLIENT),
+    ("host", OWN_HOST, WINDOWS_HOST, LINUX_HOST),
+)
+
+# What a fixture raises that is the outcome of its pods (an error, a skip, a failure), never an interrupt.
+OUTCOMES: tuple[type[BaseException], ...] = (Exception, pytest.skip.Exception, pytest.fail.Exception)
 
 
 def needs(item: pytest.Item) -> set[tuple[str, str]]:
-    """What of the module's shared pods ``item`` uses: ('servers'|'client', os)."""
+    """What of the module's shared pods ``item`` uses: ('servers'|'client'|'host', os)."""
     names = set(getattr(item, "fixturenames", ()))
     own = target_os(item)
     wanted: set[tuple[str, str]] = set()
-    for kind, mine, windows, linux in (
-        ("servers", OWN_SERVERS, WINDOWS_SERVERS, LINUX_SERVERS),
-        ("client", OWN_CLIENT, WINDOWS_CLIENT, LINUX_CLIENT),
-    ):
+    for kind, mine, windows, linux in KINDS:
         if names & mine:
             wanted.add((kind, own))
         if names & windows:
@@ -51,9 +65,8 @@ def needs(item: pytest.Item) -> set[tuple[str, str]]:
 
 
 def together(items: Iterable[pytest.Item], os_name: str) -> bool:
-    """True when the items need both the netservers and the client of ``os_name``: then they are started
-    together. Asked of the check that first needs either (so a worker that runs only a module's server-only
-    checks never starts its client: no pod is started that the run did not start before)."""
+    """True when the items need both the netservers and the client of ``os_name`` (items skipped at collection
+    run no fixture)."""
     wanted: set[tuple[str, str]] = set()
     for item in items:
         if item.get_closest_marker("skip") is None:
@@ -61,45 +74,70 @@ def together(items: Iterable[pytest.Item], os_name: str) -> bool:
     return {("servers", os_name), ("client", os_name)} <= wanted
 
 
+class Plan(NamedTuple):
+    """The pods of one kind and OS: their manifests, how to make the fixture's value from name -> pod, and how
+    to create each (None: the module's ordinary create)."""
+
+    manifests: list[dict[str, Any]]
+    make: Callable[[dict[str, Any]], Any]
+    create: Callable[[dict[str, Any]], Any] | None = None
+
+
 class ModulePods:
-    """The module's netservers and client per OS, started on first use, together where ``joint(os)``."""
+    """The module's shared pods per kind and OS, started on first use, together with what the asking check
+    needs besides (``wanted(item)``)."""
 
     def __init__(
         self,
-        start_each: Callable[[list[dict[str, Any]]], dict[str, Any]],
-        joint: Callable[[str, Any], bool],
-        servers: Callable[[str], tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]],
-        client: Callable[[str], tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]],
+        create: Callable[[dict[str, Any]], Any],
+        await_each: Callable[[list[dict[str, Any]]], dict[str, Any]],
+        wanted: Callable[[Any], Iterable[tuple[str, str]]],
+        plans: dict[str, Callable[[str], Plan]],
     ) -> None:
-        """``start_each(manifests)`` creates every pod, then waits for each: name -> pod, or the exception its
-        wait or placement check raised. ``servers(os)`` / ``client(os)`` give the manifests and how to make the
-        fixture's value from name -> pod."""
-        self._start_each, self._joint = start_each, joint
-        self._plans = {"servers": servers, "client": client}
+        """``create(manifest)`` creates one pod; ``await_each(manifests)`` waits for each (side by side) and
+        checks where it ran: name -> pod, or the exception its wait or placement check raised. ``wanted(item)``:
+        the (kind, os) the asking check needs; ``plans[kind](os)``: that kind's Plan."""
+        self._create, self._await_each, self._wanted, self._plans = create, await_each, wanted, plans
         self._done: dict[tuple[str, str], Any] = {}
 
     def get(self, kind: str, os_name: str, item: Any = None) -> Any:
-        """The fixture value of ``kind`` ('servers' | 'client') of ``os_name``, started on first use, together
-        with the other kind where ``joint(os_name, item)`` (``item``: the check that asks)."""
+        """The fixture value of ``kind`` of ``os_name``, started on first use together with every other kind the
+        asking check (``item``) needs and that has not started yet."""
         key = (kind, os_name)
         if key not in self._done:
-            kinds = ["servers", "client"] if self._joint(os_name, item) else [kind]
-            plans = {k: self._plans[k](os_name) for k in kinds if (k, os_name) not in self._done}
-            started = self._start_each([m for manifests, _ in plans.values() for m in manifests])
-            for k, (manifests, make) in plans.items():
-                mine = {m["metadata"]["name"]: started[m["metadata"]["name"]] for m in manifests}
-                failed = next((v for v in mine.values() if isinstance(v, BaseException)), None)
-                if failed is None:
-                    try:
-                        self._done[(k, os_name)] = _Made(make(mine))
-                    except Exception as exc:  # noqa: BLE001 - e.g. a running pod without an IP: this kind's error
-                        self._done[(k, os_name)] = exc
-                else:
-                    self._done[(k, os_name)] = failed
+            others = {k for k in (self._wanted(item) if item is not None else ()) if k[0] in self._plans}
+            self._start([key, *sorted(others - {key} - set(self._done))])
         value = self._done[key]
         if isinstance(value, BaseException):
             raise value
         return value.value
+
+    def _start(self, keys: list[tuple[str, str]]) -> None:
+        """Create every pod of ``keys`` (the asked one first), then wait for all of them at once."""
+        plans: dict[tuple[str, str], Plan] = {}
+        for key in keys:
+            try:
+                plan = self._plans[key[0]](key[1])
+                create = plan.create or self._create
+                for manifest in plan.manifests:
+                    create(manifest)
+            except OUTCOMES as exc:  # this kind's outcome (a refusal, a skip), for each check that asks
+                self._done[key] = exc
+                if key == keys[0]:
+                    return  # the asking check stops here: nothing else is started for it
+                continue
+            plans[key] = plan
+        started = self._await_each([m for plan in plans.values() for m in plan.manifests])
+        for key, plan in plans.items():
+            mine = {m["metadata"]["name"]: started[m["metadata"]["name"]] for m in plan.manifests}
+            failed = next((v for v in mine.values() if isinstance(v, BaseException)), None)
+            if failed is None:
+                try:
+                    self._done[key] = _Made(plan.make(mine))
+                except Exception as exc:  # noqa: BLE001 - e.g. a running pod without an IP: this kind's error
+                    self._done[key] = exc
+            else:
+                self._done[key] = failed
 
 
 class _Made:

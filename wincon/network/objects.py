@@ -69,6 +69,13 @@ class NetworkObjects:
         one after another, pods that never start (every kubelet stopped) took one timeout each (3 x 20 s)."""
         for manifest in manifests:
             self.kube.create_pod(manifest)
+        return self.await_each(manifests, done)
+
+    def await_each(
+        self, manifests: list[dict[str, Any]], done: Callable[[Any], bool] = pod_running_ready
+    ) -> dict[str, Any]:
+        """``start_each``'s waits, for pods already created: name -> pod, or the exception its wait or placement
+        check raised; side by side."""
 
         def wait(manifest: dict[str, Any]) -> Any:
             try:

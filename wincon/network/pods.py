@@ -266,6 +266,16 @@ def start_hostprocess(kube: Any, manifest: dict[str, Any]) -> PodRef:
     are not skips: they are HostProcess support being broken, and the test fails with them.
     """
     name = manifest["metadata"]["name"]
+    create_hostprocess(kube, manifest)
+    pod = kube.wait_pod(name)  # a HostProcess container that crashes is WorkloadFailed: a failure, not a skip
+    check_placement(pod, manifest, kube.profile)
+    return pod_ref(pod, "windows", "host", tools="host")
+
+
+def create_hostprocess(kube: Any, manifest: dict[str, Any]) -> None:
+    """``start_hostprocess``'s create: skips where the cluster's policy does not allow HostProcess pods, raises
+    Rejected for another refusal; returns once the pod is created (not started)."""
+    name = manifest["metadata"]["name"]
     try:
         created = kube.create_pod(manifest)
     except ApiException as exc:
@@ -280,9 +290,6 @@ def start_hostprocess(kube: Any, manifest: dict[str, Any]) -> PodRef:
         pytest.skip(
             "HostProcess pods are not enabled on this cluster (the API server dropped windowsOptions.hostProcess)"
         )
-    pod = kube.wait_pod(name)  # a HostProcess container that crashes is WorkloadFailed: a failure, not a skip
-    check_placement(pod, manifest, kube.profile)
-    return pod_ref(pod, "windows", "host", tools="host")
 
 
 def api_message(exc: ApiException) -> str:
