@@ -17,6 +17,7 @@ from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
+from wincon.network.modulepods import start_own
 from wincon.network.pods import pod_names
 
 APP_LABEL = "app"
@@ -47,19 +48,18 @@ class Backends(NamedTuple):
 @pytest.fixture
 def backends(request, net, os_nodes, target_os, os_prefix):
     """Two netexec pods of this test alone on the item's OS (on two nodes where there are two), labelled
-    app=<prefix>, and the module's client of that OS: the two are created, then the client is asked for (the
-    first check of the module on a worker creates and awaits it), then the two are awaited, each checked to run
-    where pinned. So their starts overlap the client's (issue 22, item 3): one Windows pod wait instead of two
+    app=<prefix>, and the module's client of that OS: the two are created, then awaited (each checked to run
+    where pinned) while the client is asked for (the first check of the module on a worker creates and awaits
+    it; wincon.network.modulepods.start_own). So their starts overlap the client's (issue 22, item 3): one Windows pod wait instead of two
     in a row. The checks take the client from here (a module fixture in their signature would be set up, and
     its pod awaited, before this one's pods were even created). A backend that does not start is this fixture's
     error; the client's error is the client's."""
     prefix = os_prefix + request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
     make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
     manifests = [make(f"{prefix}-{i}", os_nodes[i % len(os_nodes)], labels={APP_LABEL: prefix}) for i in range(2)]
-    for manifest in manifests:
-        net.kube.create_pod(manifest)
-    client = request.getfixturevalue("client")
-    started = net.await_each(manifests)
+    client, started = start_own(
+        net.kube.create_pod, net.await_each, manifests, lambda: request.getfixturevalue("client")
+    )
     failed = next((p for p in started.values() if isinstance(p, BaseException)), None)
     if failed is not None:
         raise failed

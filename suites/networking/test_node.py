@@ -13,6 +13,7 @@ from wincon import connectivity as conn
 from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.flows import no_answer
+from wincon.network.modulepods import start_own
 from wincon.network.pods import pod_names
 
 NO_ANSWER = "curl could not connect, timed out or got no reply"
@@ -113,19 +114,38 @@ def test_windows_node_reaches_service_cluster_ip(checks, host, server_service, s
         assert ok, f"{url} from {host.node}: {failed(result)}"
 
 
+@pytest.fixture
+def host_network_pod(request, net, os_nodes, os_prefix, target_os):
+    """The check's own ordinary (not HostProcess) netexec pod with hostNetwork on the first node of the item's
+    OS, and the module's client: the pod is created, then awaited and checked to run where pinned while the
+    client is asked for (created and awaited where this is the worker's first check needing it;
+    wincon.network.modulepods.start_own), so the two starts overlap (issue 22, item 3). A refusal by the
+    kubelet is the documented deviation, not an infrastructure error: the pod is waited for to any end state
+    (Running or Failed)."""
+    node, name = os_nodes[0], f"{os_prefix}hostnet"
+    make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
+    manifest = make(name, node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": name}, hostNetwork=True)
+    client, started = start_own(
+        net.kube.create_pod,
+        lambda ms: net.await_each(ms, done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed"))),
+        [manifest],
+        lambda: request.getfixturevalue("client"),
+    )
+    pod = started[name]
+    if isinstance(pod, BaseException):
+        raise pod
+    return pod, client, node
+
+
 @pytest.mark.test_id("5ae144d8-aac0-4c6b-ae38-06788819cc5e")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hostnetwork-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.hostNetwork")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, net, client, os_nodes, os_prefix):
+def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, host_network_pod):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
-    node, name = os_nodes[0], f"{os_prefix}hostnet"
-    make = net.windows_netexec_manifest if client.os == "windows" else net.linux_netexec
-    manifest = make(name, node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": name}, hostNetwork=True)
-    # A refusal by the kubelet is the documented deviation, not an infrastructure error: wait for any end state.
-    pod = net.start([manifest], done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed")))[name]
+    pod, client, node = host_network_pod
     command = conn.dial_command(client.os, client.ip, pod.status.host_ip, HOST_NETWORK_PORT)
     checks.gate(command, where=checks.where(client))
     with expect_deviation("hostnetwork-unsupported"):

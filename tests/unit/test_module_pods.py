@@ -4,6 +4,7 @@ wincon.network.modulepods and NetworkObjects.start_each."""
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -281,3 +282,42 @@ def test_await_each_waits_without_creating(monkeypatch):
     started = NetworkObjects(kube).await_each([manifest("a"), manifest("b")])
     assert sorted(kube.events) == ["wait a", "wait b"]
     assert sorted(started) == ["a", "b"]
+
+
+def test_start_own_awaits_the_checks_pods_while_the_module_pod_is_asked_for():
+    """test_endpoint_slices' backends and the module's client: before, the client was awaited (47.3 s under the
+    model) before the backends were created. The own pods' waits are in progress while the module fixture runs."""
+    events: list[str] = []
+    own_waiting = threading.Event()
+
+    def await_each(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+        events.append("await own")
+        own_waiting.set()
+        return {m["metadata"]["name"]: NS(name=m["metadata"]["name"]) for m in manifests}
+
+    def client() -> str:
+        assert own_waiting.wait(timeout=10), "the own pods were not awaited while the client was asked for"
+        events.append("client")
+        return "client"
+
+    value, started = modulepods.start_own(
+        lambda m: events.append(f"create {m['metadata']['name']}"), await_each, [manifest("a"), manifest("b")], client
+    )
+    assert value == "client" and sorted(started) == ["a", "b"]
+    assert events[:2] == ["create a", "create b"], "created before anything is awaited"
+
+
+def test_start_own_joins_its_waits_and_raises_the_module_pods_error():
+    finished: list[str] = []
+
+    def await_each(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+        time.sleep(0.2)
+        finished.append("own")
+        return {"a": InfrastructureError("a never ran")}
+
+    def client() -> str:
+        raise InfrastructureError("client never ran")
+
+    with pytest.raises(InfrastructureError, match="client never ran"):
+        modulepods.start_own(lambda m: None, await_each, [manifest("a")], client)
+    assert finished == ["own"], "no wait is left running behind the check"

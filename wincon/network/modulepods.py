@@ -15,12 +15,15 @@ that asks; where it is the kind the check asked for first, nothing else is creat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
 from wincon.nodes import LINUX, target_os
 from wincon.profile import NodeProfile
+
+T = TypeVar("T")
 
 # The fixtures through which an item needs the netservers / the client / the node's host pod of its own OS
 # (``target_os``) or of a named OS. Names an item reaches only through ``request.getfixturevalue`` count as the
@@ -138,6 +141,25 @@ class ModulePods:
                     self._done[key] = exc
             else:
                 self._done[key] = failed
+
+
+def start_own(
+    create: Callable[[dict[str, Any]], Any],
+    await_each: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    manifests: list[dict[str, Any]],
+    meanwhile: Callable[[], T],
+) -> tuple[T, dict[str, Any]]:
+    """A check's own pods beside a module pod it needs: ``manifests`` are created, then awaited (``await_each``:
+    name -> pod, or the exception its wait or placement check raised) in a thread of their own while
+    ``meanwhile()`` runs here (the module fixture asked for: its pods created, if not yet, and awaited): their
+    starts and waits overlap. The own pods' waits end before this returns, also where ``meanwhile`` raises
+    (its exception then goes on: the module pod's error is the check's, its own pods' errors are handed back)."""
+    for manifest in manifests:
+        create(manifest)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="own-pods") as pool:
+        waiting = pool.submit(await_each, manifests)
+        value = meanwhile()
+        return value, waiting.result()
 
 
 class _Made:
