@@ -43,19 +43,6 @@ def test_needs_reads_the_items_fixtures_per_os():
     assert modulepods.needs(item("kube", "namespace")) == set()
 
 
-def test_together_only_where_the_items_need_both_of_that_os():
-    dial = item("client", "servers", os_name="linux")
-    assert modulepods.together([dial], "linux")
-    assert not modulepods.together([dial], "windows")
-    assert not modulepods.together([item("client", os_name="linux"), item("kube", "netservers")], "linux")
-    # the two needs may come from different items of the module
-    assert modulepods.together([item("client", os_name="linux"), item("servers", os_name="linux")], "linux")
-    # an item skipped at collection runs no fixture
-    assert not modulepods.together(
-        [item("client", os_name="linux"), item("servers", os_name="linux", skipped=True)], "linux"
-    )
-
-
 def manifest(name: str) -> dict[str, Any]:
     return {"metadata": {"name": name}}
 

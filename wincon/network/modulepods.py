@@ -67,16 +67,6 @@ def needs(item: pytest.Item) -> set[tuple[str, str]]:
     return wanted
 
 
-def together(items: Iterable[pytest.Item], os_name: str) -> bool:
-    """True when the items need both the netservers and the client of ``os_name`` (items skipped at collection
-    run no fixture)."""
-    wanted: set[tuple[str, str]] = set()
-    for item in items:
-        if item.get_closest_marker("skip") is None:
-            wanted |= needs(item)
-    return {("servers", os_name), ("client", os_name)} <= wanted
-
-
 class Plan(NamedTuple):
     """The pods of one kind and OS: their manifests, how to make the fixture's value from name -> pod, and how
     to create each (None: the module's ordinary create)."""
