@@ -46,7 +46,8 @@ def test_scheduler_preempts_a_lower_priority_windows_pod(kube, wincon, namespace
         pytest.skip(f"no Ready, schedulable Windows node of build {build}")
     node = sorted(nodes)[0]
     # Read once the pods of earlier tests being deleted there have gone: they count until then, and their going
-    # mid-check would free what the check has just filled (seen in the serial phase under the pod-latency model).
+    # mid-check would free what the check has just filled (under the pod-latency model, the check run right after
+    # itself errored once, and skipped once for too little CPU left).
     free = unrequested_once_settled(wincon.api_client, node, "cpu", wincon.pod_start_timeout)
     if free < MARGIN * 3:
         pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and preempt")

@@ -42,7 +42,8 @@ def test_requests_are_subtracted_from_allocatable_until_failed_scheduling(kube, 
         pytest.skip("no Ready Windows node")
     node = nodes[0].name
     # Read once the pods of earlier tests being deleted there have gone: they count until then, and their going
-    # mid-check would free what the check has just filled (seen in the serial phase under the pod-latency model).
+    # mid-check would free what the check has just filled (under the pod-latency model, the check run right after
+    # itself errored once, and skipped once for too little CPU left).
     free = unrequested_once_settled(wincon.api_client, node, "cpu", wincon.pod_start_timeout)
     if free < SMALL * 2:
         pytest.skip(f"node {node} has only {millicores(free)} CPU unrequested: too little to fill and overflow")
