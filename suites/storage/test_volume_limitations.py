@@ -11,20 +11,20 @@ from kubernetes.utils import parse_quantity
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import (
-    create_or_reject,
     os_pod,
     run_or_refused,
     run_os_pod,
     run_os_pods,
+    run_unless_mount_refused,
     run_windows_pod,
     windows_nodes_of_build,
     windows_pod,
 )
 from wincon.cluster.client import call
-from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running, pod_running_ready
+from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
-from wincon.workloads.deploy import await_pod, check_placement, container
+from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]
 
@@ -434,29 +434,6 @@ NFS_INDEX = "Hello from NFS!"
 FILE_NOT_FOUND = "The system cannot find the file specified."
 
 
-def run_unless_mount_refused(wincon, kube, namespace, body, refusal):
-    """Create the pod; wait until it runs, or until the kubelet reports a FailedMount event whose message
-    ``refusal`` accepts: that is the deviation observed (DeviationObserved), once the pod is shown to sit where its
-    spec pins it. Any other end (a pod failure, the wait running out) is what ``run_os_pod`` makes of it."""
-    name = body["metadata"]["name"]
-    create_or_reject(wincon.api_client, namespace, body)
-    refused: list[str] = []
-
-    def settled(pod) -> bool:
-        if pod_running_ready(pod):
-            return True
-        refused[:] = [event.message for event in kube.events(name, "FailedMount") if refusal(event.message or "")]
-        return bool(refused)
-
-    pod = kube.wait_pod(
-        name, done=settled, failure=pod_failure, describe="Running and Ready, or its volume refused (FailedMount)"
-    )
-    if not pod_running_ready(pod) and refused:
-        check_placement(pod, body, wincon.profile)
-        raise DeviationObserved(f"the kubelet could not mount the volume: {refused[-1]}")
-    return await_pod(wincon, namespace, body)
-
-
 def storage_class_where(kube, predicate):
     classes = call(kube.storage.list_storage_class).items
     default = "storageclass.kubernetes.io/is-default-class"
@@ -548,7 +525,12 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
     # operation_executor.go:322; on Windows mount-utils mounts only cifs, mount_windows.go). The pod then never
     # starts: without this, the check ended as an error after the whole pod-start wait.
     pod = run_unless_mount_refused(
-        wincon, kube, namespace, body, lambda message: message.startswith('MountVolume.SetUp failed for volume "nfs"')
+        wincon,
+        kube,
+        namespace,
+        body,
+        lambda message: message.startswith('MountVolume.SetUp failed for volume "nfs"'),
+        "the kubelet could not mount the volume",
     )
     result = kube.exec(pod.metadata.name, ["cmd", "/c", "type C:\\nfs\\index.html"])
     # The export's index.html, which the server image writes into every export (test/images/volume/nfs/index.html,

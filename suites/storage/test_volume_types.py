@@ -10,15 +10,14 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.checks.pods import create_or_reject, nodes_for, os_pod, run_os_pod, run_os_pods
+from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods, run_unless_mount_refused
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready
-from wincon.errors import DeviationObserved, expect_deviation
+from wincon.errors import expect_deviation
 from wincon.fixtures import make_namespace
 from wincon.kube import ApiException, Kube
 from wincon.nodes import build_for
 from wincon.nodes import target_os as os_of
-from wincon.workloads.deploy import await_pod, check_placement, container
+from wincon.workloads.deploy import container
 from wincon.workloads.sharedpods import SharedPods, parts_to_run
 
 pytestmark = [pytest.mark.storage]
@@ -507,32 +506,20 @@ def run_unless_csi_driver_missing(wincon, kube, namespace: str, body: dict, clai
     "MountVolume.MountDevice failed" "for volume <its PV>", operation_executor.go:322) carrying the CSI client's
     "driver name <driver> not found in the list of registered CSI drivers" (pkg/volume/csi/csi_client.go:160).
     Any other end (a pod failure, the wait running out) is what ``run_os_pod`` makes of it."""
-    name = body["metadata"]["name"]
     missing = f"driver name {driver} not found in the list of registered CSI drivers"
-    create_or_reject(wincon.api_client, namespace, body)
-    refused: list[str] = []
+    bound: list[str] = []  # the claim's PV, once bound
 
-    def settled(pod: Any) -> bool:
-        if pod_running_ready(pod):
-            return True
-        volume = call(kube.core.read_namespaced_persistent_volume_claim, claim, namespace).spec.volume_name
-        refused[:] = [
-            event.message
-            for event in kube.events(name, "FailedMount")
-            if volume
-            and (event.message or "").startswith("MountVolume.")
-            and f'for volume "{volume}"' in event.message
-            and missing in event.message
-        ]
-        return bool(refused)
+    def refusal(message: str) -> bool:
+        if not bound:
+            volume = call(kube.core.read_namespaced_persistent_volume_claim, claim, namespace).spec.volume_name
+            if not volume:
+                return False
+            bound.append(volume)
+        return message.startswith("MountVolume.") and f'for volume "{bound[0]}"' in message and missing in message
 
-    pod = kube.wait_pod(
-        name, done=settled, failure=pod_failure, describe="Running and Ready, or its CSI driver missing (FailedMount)"
+    return run_unless_mount_refused(
+        wincon, kube, namespace, body, refusal, f"the kubelet found no node plugin of {driver}"
     )
-    if not pod_running_ready(pod) and refused:
-        check_placement(pod, body, wincon.profile)
-        raise DeviationObserved(f"the kubelet found no node plugin of {driver}: {refused[-1]}")
-    return await_pod(wincon, namespace, body)
 
 
 @pytest.mark.test_id("93519d2c-3ab8-43a9-bc9c-b7d2252f048a")

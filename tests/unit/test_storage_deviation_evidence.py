@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from wincon.checks import pods as PODS
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation
+from wincon.workloads import deploy as DEPLOY
 
 LIM = suites.load("suites/storage/test_volume_limitations.py")
 TYPES = suites.load("suites/storage/test_volume_types.py")
@@ -197,9 +199,9 @@ NFS_REFUSED = (
 def nfs(client: Any, mounts: tuple, answers: dict[str, ExecResult], monkeypatch) -> list[Any]:
     placed: list[Any] = []
     monkeypatch.setattr(LIM, "mounted_pod", lambda *a, **k: body_of("nfs-client"))
-    monkeypatch.setattr(LIM, "create_or_reject", lambda *a, **k: None)
-    monkeypatch.setattr(LIM, "check_placement", lambda pod, body, profile: placed.append(pod))
-    monkeypatch.setattr(LIM, "await_pod", lambda *a, **k: client)
+    monkeypatch.setattr(PODS, "create_or_reject", lambda *a, **k: None)
+    monkeypatch.setattr(DEPLOY, "check_placement", lambda pod, body, profile: placed.append(pod))
+    monkeypatch.setattr(PODS, "await_pod", lambda *a, **k: client)
     kube = FakeKube(answers, {"nfs-server": running("nfs-server"), "nfs-client": client}, mounts)
     LIM.test_nfs_volume_exported_from_a_linux_pod_is_readable(WINCON, "ns", 20348, kube)
     return placed
@@ -241,9 +243,9 @@ CSI_MISSING = (
 def csi(client: Any, mounts: tuple, answers: dict[str, ExecResult], monkeypatch, target_os: str = "windows") -> None:
     monkeypatch.setattr(TYPES, "default_storage_class", lambda kube: NS(metadata=NS(name="std"), provisioner=DRIVER))
     monkeypatch.setattr(TYPES, "mounted_pod", lambda *a, **k: body_of("pvc-user"))
-    monkeypatch.setattr(TYPES, "create_or_reject", lambda *a, **k: None)
-    monkeypatch.setattr(TYPES, "check_placement", lambda pod, body, profile: None)
-    monkeypatch.setattr(TYPES, "await_pod", lambda *a, **k: client)
+    monkeypatch.setattr(PODS, "create_or_reject", lambda *a, **k: None)
+    monkeypatch.setattr(DEPLOY, "check_placement", lambda pod, body, profile: None)
+    monkeypatch.setattr(PODS, "await_pod", lambda *a, **k: client)
     monkeypatch.setattr(TYPES, "run_os_pod", lambda *a, **k: client)
     kube = FakeKube(answers, {"pvc-user": client}, mounts)
     TYPES.test_persistent_volume_claim_of_the_default_storage_class(WINCON, "ns", 20348, kube, target_os)

@@ -269,6 +269,35 @@ def run_or_refused(
     return await_pod(wincon, namespace, body, ready)  # on the OS its spec pins (a Linux control's: Linux)
 
 
+def run_unless_mount_refused(
+    wincon: Any, kube: Any, namespace: str, body: dict[str, Any], refusal: Callable[[str], bool], observed: str
+) -> Any:
+    """Create ``body``; wait until it runs, or until the kubelet reports a FailedMount event whose message
+    ``refusal`` accepts: the documented deviation, observed (``DeviationObserved``: "``observed``: <message>"),
+    once the pod is shown to sit where its spec pins it. Any other end (a pod failure, the wait running out) is
+    what ``await_pod`` makes of it. The storage checks whose deviation is a volume the kubelet cannot mount."""
+    from wincon.cluster.waits import pod_failure, pod_running_ready
+    from wincon.errors import DeviationObserved
+    from wincon.workloads.deploy import check_placement
+
+    name = body["metadata"]["name"]
+    create_or_reject(wincon.api_client, namespace, body)
+    refused: list[str] = []
+
+    def settled(pod: Any) -> bool:
+        if pod_running_ready(pod):
+            return True
+        refused[:] = [event.message for event in kube.events(name, "FailedMount") if refusal(event.message or "")]
+        return bool(refused)
+
+    describe = "Running and Ready, or its volume refused (FailedMount)"
+    pod = kube.wait_pod(name, done=settled, failure=pod_failure, describe=describe)
+    if not pod_running_ready(pod) and refused:
+        check_placement(pod, body, wincon.profile)
+        raise DeviationObserved(f"{observed}: {refused[-1]}")
+    return await_pod(wincon, namespace, body)
+
+
 def admitted_and_scheduled(wincon: Any, namespace: str, body: dict[str, Any]) -> Any:
     """Create ``body`` (refusal: ``Rejected``), wait until the scheduler binds it, check the node is a Windows
     node of its pinned build, and return the pod as the API server stores it.
