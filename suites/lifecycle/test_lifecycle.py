@@ -103,29 +103,6 @@ def gone(kube, name):
     return None
 
 
-@pytest.mark.test_id("0b36cdfa-ac54-4477-b710-5167b84227d4")
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon, namespace, build, recorder):
-    """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is admitted, stored and placed (API and scheduler; the hooks' effects are the dataplane tests below)."""
-    body = windows_pod(
-        wincon,
-        "all-settings",
-        build,
-        terminationGracePeriodSeconds=45,
-        container_extra={
-            "lifecycle": {"postStart": curl_hook(recorder, "accepted"), "preStop": http_hook(recorder, "accepted")},
-            "terminationMessagePolicy": "FallbackToLogsOnError",
-        },
-    )
-    pod = admitted_and_scheduled(wincon, namespace, body)
-    main = pod.spec.containers[0]
-    assert main.lifecycle.post_start._exec.command[0] == "cmd"
-    assert main.lifecycle.pre_stop.http_get.host == recorder.ip
-    assert pod.spec.termination_grace_period_seconds == 45
-    assert main.termination_message_path == "/dev/termination-log", "the documented default path"
-    assert main.termination_message_policy == "FallbackToLogsOnError"
-
-
 @pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
@@ -485,3 +462,28 @@ def test_container_receives_sigterm_when_its_pod_is_deleted(
     log = recorded_or_gone(kube, recorder, "msg=sigterm-trapped", "trap-term")
     with expect_deviation("termination-signals-differ"):
         assert "msg=sigterm-trapped" in log, "the TERM trap never fired"
+
+
+# Last in the module (an API-level check that needs only the recorder's IP): the first check to ask for a recorder
+# is then a Linux control, and the Windows recorders it creates start while the Linux controls run.
+@pytest.mark.test_id("0b36cdfa-ac54-4477-b710-5167b84227d4")
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+def test_hooks_grace_period_and_termination_message_settings_are_accepted(wincon, namespace, build, recorder):
+    """ "postStart & preStop container lifecycle events" are supported (002_8a7e76f95009f44f.txt, Pods): a Windows pod with both hook kinds, a grace period and a termination message policy is admitted, stored and placed (API and scheduler; the hooks' effects are the dataplane tests below)."""
+    body = windows_pod(
+        wincon,
+        "all-settings",
+        build,
+        terminationGracePeriodSeconds=45,
+        container_extra={
+            "lifecycle": {"postStart": curl_hook(recorder, "accepted"), "preStop": http_hook(recorder, "accepted")},
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        },
+    )
+    pod = admitted_and_scheduled(wincon, namespace, body)
+    main = pod.spec.containers[0]
+    assert main.lifecycle.post_start._exec.command[0] == "cmd"
+    assert main.lifecycle.pre_stop.http_get.host == recorder.ip
+    assert pod.spec.termination_grace_period_seconds == 45
+    assert main.termination_message_path == "/dev/termination-log", "the documented default path"
+    assert main.termination_message_policy == "FallbackToLogsOnError"
