@@ -72,8 +72,8 @@ def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon
 
 # What cmd's type says of an unquoted path with '/' separators, as recorded on Windows: `type d:/bat/so/second.bat`
 # printed "The syntax of the command is incorrect." (https://superuser.com/a/1060315, answering "How does pushd
-# exactly behave regarding path with slashes?"); the same path quoted gave "The system cannot find the file
-# specified." and is not this check's command.
+# exactly behave regarding path with slashes?"; tests/data/windows-outputs/cmd-type-unquoted-forward-slash-path.txt);
+# the same path quoted gave "The system cannot find the file specified." and is not this check's command.
 SYNTAX_INCORRECT = "The syntax of the command is incorrect."
 
 
@@ -88,7 +88,9 @@ def slash_path_refused(result: Any) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("backslash-paths-in-commands")
 @pytest.mark.documents("k8s-windows-intro", "API File paths")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE, forms.CMD_TYPE)
+@pytest.mark.windows_form(
+    forms.CMD_ECHO_TO_FILE, forms.CMD_TYPE, "tests/data/windows-outputs/cmd-type-unquoted-forward-slash-path.txt"
+)
 def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace, make_pod):
     """ "The Go IO libraries typically accept both ... but when you're setting a path or command line that's interpreted inside a container, \\ may be needed in windows" (000_4130a90def37a825.txt, API File paths)."""
     body = make_pod(

@@ -487,7 +487,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
 @pytest.mark.hybrid
 @pytest.mark.limitation("nfs-volumes-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "Storage")
-@pytest.mark.windows_form(forms.CMD_TYPE)
+@pytest.mark.windows_form(forms.CMD_TYPE, "tests/data/windows-outputs/cmd-type-quoted-forward-slash-path-not-found.txt")
 def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, build, kube):
     """ "NFS based storage/volume support" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     # The gate first: without a Windows data plane nothing here can decide a verdict, not even the server's setup.
@@ -536,7 +536,8 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
     # The export's index.html, which the server image writes into every export (test/images/volume/nfs/index.html,
     # run_nfs.sh:39). A started pod whose mount holds no such file is the deviation too, where cmd's type says so
     # with the words it printed for a file it could not find, as recorded on Windows (https://superuser.com/a/1060315:
-    # type "d:/bat/so/second.bat"); any other failure (another message, other content) is not it.
+    # type "d:/bat/so/second.bat"; tests/data/windows-outputs/cmd-type-quoted-forward-slash-path-not-found.txt); any
+    # other failure (another message, other content) is not it.
     with expect_deviation(
         "nfs-volumes-unsupported",
         accepts=lambda: FILE_NOT_FOUND in result.stdout + result.stderr,

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import suites
 from wincon import connectivity as conn
+from wincon.cluster.exec import ExecResult
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 
@@ -297,3 +298,21 @@ def test_windows_ping_of_a_name_accepts_replies_from_its_address():
         "Pinging 10.25.4.1 with", "Pinging gw.example [10.25.4.1] with"
     )
     assert conn.ping_succeeded("windows", 0, text)
+
+
+# ----------------------------------------------------------------------------- cmd's type
+
+
+def test_cmds_type_messages_the_suite_accepts_are_the_recorded_ones():
+    """The api check's '/' path deviation and the NFS check's missing export file are accepted only on cmd's own
+    words, as recorded: the suites' literals are those lines, and each check's predicate accepts that output."""
+    conventions = suites.load("suites/api/test_windows_conventions.py")
+    nfs = suites.load("suites/storage/test_volume_limitations.py")
+    syntax = recorded("cmd-type-unquoted-forward-slash-path.txt")
+    not_found = recorded("cmd-type-quoted-forward-slash-path-not-found.txt")
+    assert syntax.strip() == conventions.SYNTAX_INCORRECT
+    assert not_found.strip() == nfs.FILE_NOT_FOUND
+    assert nfs.FILE_NOT_FOUND not in syntax and conventions.SYNTAX_INCORRECT not in not_found
+    # The recording shows no stream: given on stderr here, and the predicate reads both.
+    assert conventions.slash_path_refused(ExecResult(1, "", syntax))
+    assert not conventions.slash_path_refused(ExecResult(1, "", not_found))
