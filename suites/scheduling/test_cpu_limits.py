@@ -106,6 +106,11 @@ def load_reading(kube, node: str, started: dict[str, datetime], load_seconds: fl
 # beside the parallel phase on a busy node it read 0.0 cores for a pod given eight busy jobs (bench_run, full suite under
 # the Windows pod-latency model, load about 16): the load must have the node's CPU to itself.
 @pytest.mark.serial
+# Last of the serial phase: its pods request CPU, and a Windows node takes tens of seconds to delete them; the checks
+# that fill a node's CPU (preemption, requests against allocatable) wait until no such pod is being deleted there
+# (wincon.checks.scheduling.unrequested_once_settled): after this check, preemption waited ~60 s for them (bench_run
+# under the Windows pod-latency model, docs/local-cluster.md).
+@pytest.mark.order("last")
 @pytest.mark.limitation("cpu-limits-not-hard")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
 @pytest.mark.windows_form(forms.POWERSHELL_BUSYBOX)

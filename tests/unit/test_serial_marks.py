@@ -80,8 +80,9 @@ def test_every_serial_mark_says_why_it_must_be_alone():
     assert marks >= 10  # the grep found the marks (the suites' serial checks, not an empty tree)
 
 
-def collect(tmp_path: Path, serial: bool) -> set[str]:
-    """The node ids `wincon run`'s phase selects from suites/, collected against a profile file."""
+def collect(tmp_path: Path, serial: bool) -> list[str]:
+    """The node ids `wincon run`'s phase selects from suites/, in the order it runs them, collected against a
+    profile file."""
     (tmp_path / "profile.json").write_text(profile())
     args = phase_args([], serial=serial)
     if not serial:
@@ -92,15 +93,26 @@ def collect(tmp_path: Path, serial: bool) -> set[str]:
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert answer.returncode == 0, answer.stdout[-2000:] + answer.stderr[-2000:]
-    return {line.strip() for line in answer.stdout.splitlines() if line.startswith("suites/")}
+    return [line.strip() for line in answer.stdout.splitlines() if line.startswith("suites/")]
 
 
 def test_the_serial_phase_selects_exactly_what_must_be_alone(tmp_path):
-    assert collect(tmp_path, serial=True) == set(MUST_BE_ALONE)
+    assert set(collect(tmp_path, serial=True)) == set(MUST_BE_ALONE)
+
+
+def test_the_serial_phase_fills_a_nodes_cpu_before_the_cpu_limit_checks_leave_pods_being_deleted(tmp_path):
+    """The checks that fill a node's CPU wait until no CPU-requesting pod is being deleted there: run after the
+    CPU-limit checks, whose pods a Windows node deletes slowly, preemption waited ~60 s for them (issue 22)."""
+    order = collect(tmp_path, serial=True)
+    cpu_limits = [i for i, item in enumerate(order) if "test_cpu_limits.py" in item]
+    fillers = [i for i, item in enumerate(order) if "test_preemption_and_quota" in item or "test_resources.py" in item]
+    assert len(cpu_limits) == 2 and len(fillers) == 2, order
+    assert max(fillers) < min(cpu_limits)
+    assert cpu_limits == [len(order) - 2, len(order) - 1]  # last of the phase
 
 
 def test_nothing_that_must_be_alone_runs_in_the_parallel_phase(tmp_path):
     """The CPU-limit checks went to the parallel phase once (c642863) and read 0.0 cores there under load: back."""
-    parallel = collect(tmp_path, serial=False)
+    parallel = set(collect(tmp_path, serial=False))
     assert not parallel & set(MUST_BE_ALONE)
     assert any("test_cpu_limit_caps_a_busy_container" in i for i in parallel)  # the parallel phase was collected
