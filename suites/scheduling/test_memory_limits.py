@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.checks.pods import schedulable_windows_nodes, windows_pod
-from wincon.checks.scheduling import allocatable, requested
+from wincon.checks.scheduling import unrequested_once_settled
 from wincon.cluster.waits import pod_failure, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
 
@@ -39,7 +39,9 @@ def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(ku
         pytest.skip("no Ready Windows node that Windows pods may be scheduled on")
     fillers = {}
     for index, node in enumerate(nodes):
-        free = allocatable(wincon.api_client, node, "memory") - requested(wincon.api_client, node, "memory")
+        # Read once the pods being deleted there have gone (as the CPU checks do): they count until then, and their
+        # going mid-check would free memory the filler did not take, so the 1 GiB pod could fit after all.
+        free = unrequested_once_settled(wincon.api_client, node, "memory", wincon.pod_start_timeout)
         limit = int(free) - HEADROOM
         if limit <= 0:
             pytest.skip(f"node {node} has {int(free) // MI} MiB memory unrequested: not enough to fill as upstream")

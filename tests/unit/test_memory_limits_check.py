@@ -1,0 +1,116 @@
+"""suites/scheduling/test_memory_limits.py on a fake API: each Windows node's free memory is read once the pods
+being deleted there that request memory have gone (wincon.checks.scheduling.unrequested_once_settled, as the CPU
+checks read it since 83e0e98). Read at once, a pod still being deleted counts: the filler takes too little, and
+once that pod has gone the 1 GiB pod that must not fit could be scheduled after all."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace as NS
+
+import pytest
+from kubernetes import client
+
+from tests.support import suites
+from wincon.errors import InfrastructureError
+
+MEMORY = suites.load("suites/scheduling/test_memory_limits.py")
+CHECK = MEMORY.test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory
+MI = 1024 * 1024
+
+
+def pod(name: str, memory: str, deleting: bool = False):
+    return NS(
+        metadata=NS(namespace="other", name=name, deletion_timestamp="2026-11-24T17:00:00Z" if deleting else None),
+        status=NS(phase="Running"),
+        spec=NS(
+            containers=[NS(resources=NS(requests={"memory": memory}))],
+            init_containers=None,
+            overhead=None,
+        ),
+    )
+
+
+class Api:
+    """Node win-0 (4 GiB allocatable): its pods answer after answer (the last one repeats), on a fake clock."""
+
+    def __init__(self, monkeypatch, *answers: list) -> None:
+        self.answers, self.lists, self.now = list(answers), 0, 0.0
+        monkeypatch.setattr(time, "sleep", self.sleep)
+        monkeypatch.setattr(time, "monotonic", lambda: 1000.0 + self.now)
+        monkeypatch.setattr(client, "CoreV1Api", lambda api_client: self)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def list_pod_for_all_namespaces(self, field_selector: str, **_):
+        assert field_selector == "spec.nodeName=win-0"
+        self.lists += 1
+        return NS(items=self.answers[min(self.lists, len(self.answers)) - 1])
+
+    def read_node(self, name: str, **_):
+        return NS(status=NS(allocatable={"memory": "4Gi"}))
+
+
+class Kube:
+    """The check's pods: the fillers bound by name, the 1 GiB pod refused for memory, then placed on win-0."""
+
+    def __init__(self, api: Api) -> None:
+        self.api, self.created, self.steps = api, {}, []
+
+    def create(self, body: dict) -> None:
+        name = body["metadata"]["name"]
+        self.created[name] = body
+        self.steps.append(f"create {name} at {self.api.now:.0f}s")
+
+    def wait_pod(self, name, done, timeout=None, failure=None, behaviour=False, describe=""):
+        self.steps.append(f"wait {name}")
+        return NS(spec=NS(node_name="win-0"), metadata=NS(name=name))
+
+    def wait_event(self, name, reason, timeout=60.0, behaviour=False):
+        return [NS(message="0/3 nodes are available: 1 Insufficient memory.")]
+
+    def read_pod(self, name):
+        return NS(spec=NS(node_name=None))
+
+    def delete_pod(self, name, grace=None):
+        self.steps.append(f"delete {name}")
+
+
+def run(monkeypatch, *answers: list) -> Kube:
+    api = Api(monkeypatch, *answers)
+    kube = Kube(api)
+    monkeypatch.setattr(MEMORY, "schedulable_windows_nodes", lambda profile: ["win-0"])
+    monkeypatch.setattr(
+        MEMORY,
+        "windows_pod",
+        lambda wincon, name, build, node=None: {"metadata": {"name": name}, "spec": {"containers": [{}]}},
+    )
+    monkeypatch.setattr(MEMORY, "assert_ran_on", lambda pod, profile, os_name: None)
+    CHECK(kube, NS(profile=None, api_client=None, pod_start_timeout=300), "ns")
+    return kube
+
+
+def filler_limit(kube: Kube) -> int:
+    return int(kube.created["mem-test-0"]["spec"]["containers"][0]["resources"]["limits"]["memory"])
+
+
+def test_the_filler_is_sized_once_the_pods_being_deleted_have_gone(monkeypatch):
+    """Before: the free memory was read at once, with the 1 GiB pod still being deleted counted (limit 2972 MiB)."""
+    kept = pod("kept", "1Gi")
+    going = [kept, pod("going", "1Gi", deleting=True)]
+    kube = run(monkeypatch, going, going, [kept])
+    # 4 GiB allocatable, 1 GiB requested by the pod that stays, less upstream's 100 MiB headroom.
+    assert filler_limit(kube) == (4096 - 1024 - 100) * MI
+    assert kube.steps[0] == "create mem-test-0 at 4s"  # after two polls 2 s apart: the deleted pod had gone
+
+
+def test_a_node_without_pods_being_deleted_is_read_at_once(monkeypatch):
+    kube = run(monkeypatch, [pod("kept", "1Gi")])
+    assert filler_limit(kube) == (4096 - 1024 - 100) * MI
+    assert kube.steps[0] == "create mem-test-0 at 0s"
+
+
+def test_pods_that_never_go_are_the_clusters_error_and_nothing_is_created(monkeypatch):
+    with pytest.raises(InfrastructureError, match="memory on win-0 still being deleted after 300s: other/stuck"):
+        run(monkeypatch, [pod("stuck", "1Gi", deleting=True)])
