@@ -6,7 +6,10 @@ time. Anything else surfaces at once: a 403 is a permissions problem, not someth
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +29,10 @@ from tenacity import (
 from wincon.errors import InfrastructureError, KubeconfigError
 
 T = TypeVar("T")
+
+# The Configuration fields that name a file the kubernetes client may have written itself: a kubeconfig's embedded
+# certificate-authority-data, client-certificate-data and client-key-data (kube_config.py FileOrData.as_file).
+CREDENTIAL_FIELDS = ("ssl_ca_cert", "cert_file", "key_file")
 
 TRANSIENT_STATUSES = frozenset({0, 409, 429, 500, 502, 503, 504})
 RETRY_ATTEMPTS = 6
@@ -106,6 +113,69 @@ def _read_back(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return read(obj)
 
 
+# content -> the path a process reads it at (its in-memory file, or a file in _held_dir); kept open for the
+# process's life: urllib3 and the websocket client (exec, port-forward) read them at each new TLS connection.
+_held: dict[bytes, str] = {}
+_held_fds: list[int] = []
+_held_dir: list[str] = []
+
+
+def _hold(content: bytes) -> str:
+    """A path this process can read ``content`` at for its whole life, that leaves nothing behind on any exit.
+
+    Linux: an anonymous in-memory file (memfd_create), read through /proc/self/fd: never on disk, gone with the
+    process however it ends (a SIGKILL, an xdist worker killed on interrupt, `timeout`). Elsewhere: a file in a
+    private directory of the process removed at a normal exit, as the client itself does.
+    """
+    if content in _held:
+        return _held[content]
+    path = ""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("wincon-kubeconfig-credential")  # MFD_CLOEXEC: no child process inherits it
+        os.write(fd, content)
+        path = f"/proc/self/fd/{fd}"
+        if Path(path).is_file():
+            _held_fds.append(fd)
+        else:  # no /proc (a sandbox without it): the file fallback below
+            os.close(fd)
+            path = ""
+    if not path:
+        if not _held_dir:
+            _held_dir.append(tempfile.mkdtemp(prefix="wincon-kubeconfig-"))
+            atexit.register(shutil.rmtree, _held_dir[0], True)
+        handle, path = tempfile.mkstemp(dir=_held_dir[0])
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+    _held[content] = path
+    return path
+
+
+def load_kubeconfig(path: str, context: str | None, configuration: client.Configuration) -> None:
+    """``config.load_kube_config`` into ``configuration``, without leaving the kubeconfig's credentials in a
+    temporary directory.
+
+    The client writes a kubeconfig's embedded certificate-authority-data, client-certificate-data and
+    client-key-data to files of tempfile.mkstemp (kube_config.py _create_temp_file_with_content) and removes them
+    only at a normal exit (atexit), so every process killed mid-run (an xdist worker on interrupt, `timeout`,
+    SIGKILL) left its PEM files, the client key among them, in /tmp. Here the client writes them into a private
+    directory of this call, which is removed as soon as the load returns; the configuration then names copies
+    held in memory (``_hold``). Certificate files the kubeconfig names by path are left as they are. (A client
+    certificate an exec plugin hands over later, at a credential refresh, is still written by the client itself,
+    into that private directory's path, and removed at a normal exit.)
+    """
+    scratch = tempfile.mkdtemp(prefix="wincon-kubeconfig-load-")
+    try:
+        config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration, temp_file_path=scratch
+        )
+        for field in CREDENTIAL_FIELDS:
+            value = getattr(configuration, field, None)
+            if isinstance(value, str) and os.path.dirname(os.path.abspath(value)) == os.path.abspath(scratch):
+                setattr(configuration, field, _hold(Path(value).read_bytes()))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
     """An ApiClient for the named kubeconfig and context, else $KUBECONFIG, else in-cluster config.
 
@@ -122,7 +192,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
                     "pass --kubeconfig PATH (or set KUBECONFIG) to a readable kubeconfig file",
                 )
         try:
-            config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+            load_kubeconfig(path, context, configuration)
         except (ConfigException, ValueError, TypeError, KeyError, AttributeError) as exc:
             raise KubeconfigError(
                 f"kubeconfig {path} is not usable{f' with context {context!r}' if context else ''}: {exc}",

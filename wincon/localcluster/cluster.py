@@ -245,10 +245,11 @@ def _write_kubeconfig(name: str) -> Path:
 
 def _api_client(kubeconfig: Path) -> Any:
     from kubernetes import client
-    from kubernetes import config as kconfig
+
+    from wincon.cluster.client import load_kubeconfig
 
     configuration = client.Configuration()
-    kconfig.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    load_kubeconfig(str(kubeconfig), None, configuration)  # leaves no credential in /tmp, however it ends
     configuration.retries = False  # we poll ourselves; urllib3's retries only print warnings
     return client.ApiClient(configuration)
 

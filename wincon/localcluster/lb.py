@@ -231,13 +231,14 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
         print(f"MetalLB: {why}; no LoadBalancer provider", file=out, flush=True)
         return False
     from kubernetes import client
-    from kubernetes import config as kconfig
     from kubernetes.client.rest import ApiException
+
+    from wincon.cluster.client import load_kubeconfig
 
     try:
         directory = module_dir()
         configuration_ = client.Configuration()
-        kconfig.load_kube_config(config_file=str(_admin_kubeconfig(plan.cluster)), client_configuration=configuration_)
+        load_kubeconfig(str(_admin_kubeconfig(plan.cluster)), None, configuration_)  # nothing left in /tmp
         with client.ApiClient(configuration_) as api:
             configure(api, plan, directory)
     except (OSError, ValueError, TimeoutError, ApiException, subprocess.SubprocessError, LocalClusterError) as exc:

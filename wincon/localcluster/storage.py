@@ -160,11 +160,12 @@ def _admin_kubeconfig(cluster: str) -> Path:
 def create_storage_class(plan: dataplane.Plan) -> None:
     """Create the default StorageClass (unless it exists) through the cluster's admin kubeconfig."""
     from kubernetes import client
-    from kubernetes import config as kconfig
     from kubernetes.client.rest import ApiException
 
+    from wincon.cluster.client import load_kubeconfig
+
     configuration = client.Configuration()
-    kconfig.load_kube_config(config_file=str(_admin_kubeconfig(plan.cluster)), client_configuration=configuration)
+    load_kubeconfig(str(_admin_kubeconfig(plan.cluster)), None, configuration)  # nothing left in /tmp
     with client.ApiClient(configuration) as api:
         storage = client.StorageV1Api(api)
         try:
