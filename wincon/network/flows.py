@@ -11,13 +11,16 @@ import ipaddress
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from wincon import connectivity as conn
+from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, UnreadableOutput
 from wincon.network.pods import PodRef
+from wincon.network.services import kubernetes_service
 
 EXEC_TIMEOUT = 90.0
 # A target that answered nothing to a dial of this module (process) already, or a client whose dials over
@@ -31,6 +34,20 @@ SILENT_AGAIN_TRIES = 2
 # curl's exit codes for a server that never answered: could not connect, timed out, empty reply, failure receiving
 # data (conn.CURL_EXIT_MEANINGS). curl.exe on Windows is the same curl with the same exit codes.
 CURL_NO_ANSWER = frozenset({7, 28, 52, 56})
+# curl's exit codes for an HTTP answer: a status it printed the body of (0), or an error status under --fail (22).
+CURL_HTTP_ANSWER = frozenset({0, 22})
+
+# Service proxying shown down on a node (issue 22, item 5). A dial to a Service VIP that ran its full bound with no
+# answer says nothing certain about another Service (its rules may lag: upstream waits up to 2 min for kube-proxy,
+# KubeProxyLagTimeout, test/e2e/framework/service/const.go:37 at v1.34.4). When, right after it, the `kubernetes`
+# Service (default/kubernetes, programmed when the cluster was made; its cluster IP and TCP port read from the API)
+# answers nothing either to the very command of the check from the same client pod, the node's Service proxying
+# itself is down: FlowChecks.proxy_down records it for that node. A later dial from a pod on that node to any
+# Service VIP then stops at its first silent try, when the `kubernetes` Service, asked again from that client with
+# the check's own command, is silent too (its failure quotes both); when it answers, the dial goes on with its
+# full bound. Any answer from a Service dialled from that node restores the full bound. A dial that answers never
+# asks the `kubernetes` Service; a healthy cluster sees no change.
+PROXY_DOWN_TRIES = 1
 
 
 # A look-up's own words for "no DNS server answered at all" (never an NXDOMAIN or a SERVFAIL: those are answers).
@@ -112,22 +129,37 @@ def resolver_failed(tool: str, result: ExecResult) -> bool:
     return False
 
 
-def url_name(command: list[str]) -> str | None:
-    """The host name a curl command line resolves (its URL's host when not an address), else None."""
+def curl_url(command: list[str]) -> tuple[int, SplitResult] | None:
+    """The position and parts of the URL a curl command line asks for, else None."""
     if not command or not command[0].startswith("curl"):
         return None
-    for arg in command[1:]:
-        if "://" not in arg:
-            continue
-        host = urlsplit(arg).hostname
-        if not host:
-            return None
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            return host
-        return None
+    for index, arg in enumerate(command[1:], start=1):
+        if "://" in arg:
+            return index, urlsplit(arg)
     return None
+
+
+def url_name(command: list[str]) -> str | None:
+    """The host name a curl command line resolves (its URL's host when not an address), else None."""
+    found = curl_url(command)
+    host = found[1].hostname if found else None
+    if not host:
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return None
+
+
+def url_address(command: list[str]) -> str | None:
+    """The IP address a curl command line's URL names as its host, else None."""
+    found = curl_url(command)
+    host = found[1].hostname if found else None
+    try:
+        return str(ipaddress.ip_address(host or ""))
+    except ValueError:
+        return None
 
 
 def is_name(target: str) -> bool:
@@ -168,6 +200,37 @@ def ping_unanswered(os_name: str, result: ExecResult) -> bool:
     return ping.sent > 0 and not ping.ok
 
 
+@dataclass(frozen=True)
+class ProxyProbe:
+    """What the `kubernetes` Service answered one command of a check from its client pod: ``silent`` True (no
+    answer at all), False (an answer), None (the command showed nothing either way: the client's own netexec or
+    curl failed); ``address`` the `kubernetes` Service's cluster IP and port asked; ``output`` what it printed."""
+
+    silent: bool | None
+    address: str
+    output: str
+
+    def says(self, client: str) -> str:
+        answered = {True: "answered nothing either", False: "answered", None: "showed nothing either way"}
+        return f"the `kubernetes` Service ({self.address}) {answered[self.silent]} from {client}: {self.output[:300]}"
+
+
+def normal_ip(text: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        return None
+
+
+def joined(first: conn.DialOutcome, rest: conn.DialOutcome) -> conn.DialOutcome:
+    """One dial's outcome from two runs of it, one after the other."""
+    rest.tries += first.tries
+    rest.seconds += first.seconds
+    rest.errors[:0] = first.errors
+    rest.responses |= first.responses
+    return rest
+
+
 class FlowChecks:
     """Checks run from pods of one namespace, through a ``Kube`` bound to it (with the test's gate)."""
 
@@ -188,6 +251,16 @@ class FlowChecks:
     silent_resolver: dict[str, str] = {}
     # (namespace, pod) -> its resolver_key, read once from the pod's spec.
     resolver_keys: dict[tuple[str, str], str] = {}
+    # Per node, in this worker (process): what the `kubernetes` Service answered (nothing) a pod on that node right
+    # after a dial from that pod to a Service VIP ran its full bound with no answer (PROXY_DOWN_TRIES). Set only
+    # from a pod on the pod network (a Windows node's own host network reaching no VIP is a documented deviation,
+    # service-vip-from-node: never evidence about its pods); emptied by any answer of a Service from that node.
+    proxy_down: dict[str, str] = {}
+    # namespace -> the cluster IPs of its Services, as last listed (listed again when a target is not among them);
+    # read only where a silent dial or a node in proxy_down needs to know whether a target is a Service VIP.
+    service_ips: dict[str, set[str]] = {}
+    # default/kubernetes: ((its cluster IPs), its TCP port), read once per worker when first needed.
+    kubernetes_address: dict[str, tuple[tuple[str, ...], int]] = {}
 
     def __init__(self, kube: Any) -> None:
         self.kube = kube
@@ -254,21 +327,144 @@ class FlowChecks:
         key, client_key = (namespace, target, port, protocol), (namespace, client_pod.name, protocol)
         again = key in self.silent_targets or client_key in self.silent_clients
         silent_tries = SILENT_AGAIN_TRIES if again else conn.DIAL_SILENT_TRIES
+        tries = max_tries or conn.dial_tries(len(expected))
+        # The node's Service proxying was shown down: a Service VIP stops at its first silent try (PROXY_DOWN_TRIES).
+        short = client_pod.node in self.proxy_down and self.is_service_ip(target)
         outcome = conn.collect_dial(
-            once, expected, max_tries or conn.dial_tries(len(expected)), min_tries, silent_tries=silent_tries
+            once, expected, tries, min_tries, silent_tries=PROXY_DOWN_TRIES if short else silent_tries
         )
+        notes: list[str] = []
+        if short and not outcome.responses:
+            probe = self.dial_probe(client_pod, target)
+            if probe is not None and probe.silent:
+                self.proxy_down[client_pod.node] = probe.output
+                notes.append(
+                    f"stopped at its first silent try: a Service VIP and the `kubernetes` Service answered nothing "
+                    f"from {client_pod.node} earlier in this worker, and now {probe.says(client_pod.name)}"
+                )
+            else:  # the node's proxying is not shown down now: the dial goes on with its full bound
+                self.proxy_down.pop(client_pod.node, None)
+                rest = conn.collect_dial(once, expected, tries, min_tries, silent_tries=silent_tries)
+                outcome = joined(outcome, rest)
+                notes.append(
+                    f"went on after its first silent try: {probe.says(client_pod.name)}"
+                    if probe
+                    else "went on after its first silent try: the `kubernetes` Service could not be read"
+                )
+        elif not outcome.responses and silent_tries == conn.DIAL_SILENT_TRIES and self.is_service_ip(target):
+            probe = self.dial_probe(client_pod, target)
+            if probe is not None:
+                notes.append(probe.says(client_pod.name))
+                if probe.silent and client_pod.ip != client_pod.host_ip:  # a pod on the pod network
+                    self.proxy_down[client_pod.node] = probe.output
         if outcome.responses:
             self.silent_targets.discard(key)
             self.silent_clients.discard(client_key)
+            if client_pod.node in self.proxy_down and self.is_service_ip(target):
+                self.proxy_down.pop(client_pod.node, None)
         else:
             self.silent_targets.add(key)
             self.silent_clients.add(client_key)
-            if again:
-                outcome.note = (
+            if again and not short:
+                notes.insert(
+                    0,
                     f"at most {SILENT_AGAIN_TRIES} silent tries: {target}:{port} or {client_pod.name}'s {protocol} "
-                    "dials answered nothing earlier in this module"
+                    "dials answered nothing earlier in this module",
                 )
+        outcome.note = "; ".join(notes)
         return outcome
+
+    def is_service_ip(self, target: str) -> bool:
+        """``target`` is the cluster IP of a Service of this namespace, or of default/kubernetes (read from the
+        API: the namespace's Services are listed again when the target is not among those last listed). False
+        for a name, and where the API cannot tell."""
+        address = normal_ip(target)
+        if address is None:
+            return False
+        kubernetes = self.kubernetes_vip()
+        if kubernetes is not None and address in kubernetes[0]:
+            return True
+        namespace = str(getattr(self.kube, "namespace", ""))
+        known = self.service_ips.get(namespace)
+        if known is None or address not in known:
+            try:
+                listed = call(self.kube.core.list_namespaced_service, namespace).items or []
+            except Exception:  # noqa: BLE001 - the API cannot tell (a fake, an error): not known as a Service VIP
+                return False
+            known = {
+                ip
+                for svc in listed
+                for ip in (normal_ip(i) for i in (svc.spec.cluster_ips or [svc.spec.cluster_ip or ""]))
+                if ip is not None
+            }
+            self.service_ips[namespace] = known
+        return address in known
+
+    def kubernetes_vip(self) -> tuple[tuple[str, ...], int] | None:
+        """default/kubernetes's cluster IPs and TCP port, read from the API once per worker; None if unreadable."""
+        cached = self.kubernetes_address.get("kubernetes")
+        if cached is not None:
+            return cached
+        try:
+            spec = kubernetes_service(self.kube.core).raw.spec
+            ips = tuple(ip for ip in (normal_ip(i) for i in (spec.cluster_ips or [spec.cluster_ip or ""])) if ip)
+            port = next(int(p.port) for p in spec.ports or [] if (p.protocol or "TCP") == "TCP")
+        except Exception:  # noqa: BLE001 - no Service to read (a fake, RBAC, an API error): nothing to ask
+            return None
+        if not ips:
+            return None
+        self.kubernetes_address["kubernetes"] = (ips, port)
+        return ips, port
+
+    def kubernetes_target(self, target: str) -> str | None:
+        """host:port of the `kubernetes` Service in ``target``'s IP family, None where it has none."""
+        address, kubernetes = normal_ip(target), self.kubernetes_vip()
+        if address is None or kubernetes is None:
+            return None
+        version = ipaddress.ip_address(address).version
+        ip = next((i for i in kubernetes[0] if ipaddress.ip_address(i).version == version), None)
+        return conn.host_port(ip, kubernetes[1]) if ip else None
+
+    def dial_probe(self, client_pod: PodRef, target: str) -> ProxyProbe | None:
+        """The check's own dial (the client's netexec /dial over TCP, curl.exe/curl) of the `kubernetes` Service
+        in ``target``'s IP family, once; None where there is no `kubernetes` Service to ask."""
+        address = self.kubernetes_target(target)
+        if address is None:
+            return None
+        host, _, port = address.rpartition(":")
+        command = conn.dial_command(client_pod.os, client_pod.ip, host.strip("[]"), int(port), "http")
+        self.gate(command, where=self.where(client_pod))
+        try:
+            result = self.exec(client_pod, command)
+        except InfrastructureError as exc:
+            return ProxyProbe(None, address, f"exec failed: {exc}")
+        text = (result.stdout or result.stderr).strip()
+        if not result.ok:  # curl reached no answer from the client's own netexec: nothing about the Service
+            return ProxyProbe(None, address, f"exit {result.exit_code}: {text}")
+        try:
+            answer = conn.parse_dial(result.stdout)
+        except UnreadableOutput:
+            return ProxyProbe(None, address, text)
+        return ProxyProbe(not answer.responses, address, text)
+
+    def curl_probe(self, pod: PodRef, command: list[str], container: str | None) -> ProxyProbe | None:
+        """``command`` (a curl of a Service VIP's URL) once more with the `kubernetes` Service's address in its URL
+        (the scheme kept, path /): silent when curl got no answer (CURL_NO_ANSWER), an answer when it got an HTTP
+        status (CURL_HTTP_ANSWER); None where there is no `kubernetes` Service to ask."""
+        found, target = curl_url(command), url_address(command)
+        address = self.kubernetes_target(target) if target else None
+        if found is None or address is None:
+            return None
+        index, parts = found
+        probe = [*command[:index], f"{parts.scheme}://{address}/", *command[index + 1 :]]
+        self.gate(probe, where=self.where(pod))
+        try:
+            result = self.exec(pod, probe, container)
+        except InfrastructureError as exc:
+            return ProxyProbe(None, address, f"exec failed: {exc}")
+        silent = True if result.exit_code in CURL_NO_ANSWER else False if result.exit_code in CURL_HTTP_ANSWER else None
+        text = f"{' '.join(probe[:1])} exit {result.exit_code}: {(result.stderr + result.stdout).strip()}"
+        return ProxyProbe(silent, address, text)
 
     def until(
         self,
@@ -288,21 +484,42 @@ class FlowChecks:
         last: list[ExecResult] = []
         tool = resolver or ("curl" if url_name(command) else None)
         silent = tool is not None and self.resolver_key(pod) in self.silent_resolver
+        # A curl of a Service VIP from a node whose Service proxying was shown down (proxy_down): at its first try
+        # that gets no answer, the same curl asks the `kubernetes` Service; silent too, the check stops there.
+        vip = url_address(command)
+        short = vip is not None and pod.node in self.proxy_down and self.is_service_ip(vip)
+        probes: list[ProxyProbe | None] = []
 
         def once() -> bool:
             result = self.exec(pod, command, container)
             last[:] = [result]
             if ok(result):
                 return True
+            if short and not probes and no_answer(result):
+                probes.append(self.curl_probe(pod, command, container))
+                if probes[0] is not None and probes[0].silent:
+                    return True
+                self.proxy_down.pop(pod.node, None)  # not shown down now: its full bound
             return tool is not None and silent and resolver_failed(tool, result)
 
         # A target that never answers fails within 60 s (no try starts after DIAL_SILENT_SECONDS; none lasts
         # beyond curl's --max-time), not after tries x (timeout + delay).
         conn.attempts(once, tries, seconds=conn.DIAL_SILENT_SECONDS)
-        succeeded = ok(last[0])
+        succeeded, result = ok(last[0]), last[0]
         if tool is not None:
-            self.saw_resolver(pod, tool, last[0])
-        return succeeded, last[0]
+            self.saw_resolver(pod, tool, result)
+        if succeeded and short:
+            self.proxy_down.pop(pod.node, None)
+        probe = probes[0] if probes else None
+        if not succeeded and probe is not None and probe.silent:
+            self.proxy_down[pod.node] = probe.output
+            # curl's own output as it printed it, then the suite's note, marked as such
+            note = (
+                f"[wincon: stopped at its first silent try: a Service VIP and the `kubernetes` Service answered "
+                f"nothing from {pod.node} earlier in this worker, and now {probe.says(pod.name)}]"
+            )
+            result = ExecResult(result.exit_code, result.stdout, f"{result.stderr.rstrip()}\n{note}".lstrip())
+        return succeeded, result
 
     def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
         """GET ``url`` from ``pod`` (curl.exe/curl) until the body is one of ``accept``."""

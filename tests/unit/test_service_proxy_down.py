@@ -1,0 +1,238 @@
+"""Fail fast when a node's Service proxying is down (issue 22, item 5): a first dial to a Service VIP keeps its full
+bound; only after a VIP dialled from a pod on a node ran its full bound with no answer AND the `kubernetes` Service
+(default/kubernetes, read from the API), asked with the check's own command from the same client, answered nothing
+either, do later Service-VIP dials from that node stop at their first silent try, each after asking the `kubernetes`
+Service again (its answer lets the dial go on with its full bound). Any answer of a Service from that node restores
+the full bound."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from wincon import connectivity as c
+from wincon.cluster.exec import ExecResult
+from wincon.network import flows
+from wincon.network.pods import PodRef
+
+KUBERNETES_IP = "10.0.0.1"
+VIP_A, VIP_B, VIP_C = "10.0.0.50", "10.0.0.60", "10.0.0.70"
+POD_IP = "10.244.2.7"  # a netserver by its pod IP: never a Service VIP
+SILENT_DIAL = json.dumps({"errors": ['Get "http://10.0.0.50:80/hostname": dial tcp: connect: no route to host']})
+# What netexec's dialHTTP returns for the API server's plain-HTTP reply on its TLS port (Go's net/http answers
+# "400 Bad Request" with this body to an HTTP request on an HTTPS listener): an answer.
+KUBERNETES_ANSWER = json.dumps({"responses": ["Client sent an HTTP request to an HTTPS server."]})
+CURL_SILENT = ExecResult(7, "", "curl: (7) Failed to connect to 10.0.0.50 port 80: Could not connect to server")
+CURL_HTTP_400 = ExecResult(22, "", "curl: (22) The requested URL returned error: 400")
+
+CLIENT = PodRef("lin-client", "10.244.1.9", ("10.244.1.9",), "lin-worker-0", "192.168.7.10", "linux", "netexec")
+OTHER_CLIENT = PodRef("lin-client", "10.244.1.10", ("10.244.1.10",), "lin-worker-0", "192.168.7.10", "linux", "netexec")
+ELSEWHERE = PodRef("lin-client", "10.244.3.9", ("10.244.3.9",), "lin-worker-1", "192.168.7.11", "linux", "netexec")
+HOST = PodRef("lin-node", "192.168.7.10", ("192.168.7.10",), "lin-worker-0", "192.168.7.10", "linux", "agnhost")
+WINDOWS = PodRef("client", "10.244.5.9", ("10.244.5.9",), "win-0", "192.168.7.20", "windows", "netexec")
+
+
+def service(*ips: str, ports: tuple[tuple[int, str], ...] = ((80, "TCP"),)) -> SimpleNamespace:
+    spec = SimpleNamespace(
+        cluster_ip=ips[0] if ips else None,
+        cluster_ips=list(ips),
+        type="ClusterIP",
+        ports=[SimpleNamespace(port=p, protocol=proto) for p, proto in ports],
+    )
+    return SimpleNamespace(spec=spec)
+
+
+class Kube:
+    """A namespace with Services (cluster IPs ``vips``) and default/kubernetes at 10.0.0.1:443; each exec answers by
+    the address it dials (``silent``: nothing answers it). Records every command and the API's Service lists."""
+
+    def __init__(self, namespace: str, vips: tuple[str, ...], silent: set[str], kubernetes: tuple[str, ...] = ()):
+        self.namespace = namespace
+        self.silent = silent
+        self.commands: list[list[str]] = []
+        self.lists = 0
+        kubernetes_svc = service(*(kubernetes or (KUBERNETES_IP,)), ports=((443, "TCP"),))
+
+        def list_namespaced_service(namespace: str) -> SimpleNamespace:
+            self.lists += 1
+            return SimpleNamespace(items=[service(ip) for ip in vips])
+
+        def read_namespaced_service(name: str, namespace: str) -> SimpleNamespace:
+            assert (name, namespace) == ("kubernetes", "default")
+            return kubernetes_svc
+
+        self.core = SimpleNamespace(
+            list_namespaced_service=list_namespaced_service, read_namespaced_service=read_namespaced_service
+        )
+
+    def gate(self, command: object, where: str = "") -> None:
+        pass
+
+    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
+             timeout: float = 60.0) -> ExecResult:  # fmt: skip
+        self.commands.append(command)
+        url = urlsplit(next(a for a in command if "://" in a))
+        if url.path == "/dial":  # netexec's /dial: the address it is asked to dial
+            target = parse_qs(url.query)["host"][0]
+            if target in self.silent:
+                return ExecResult(0, SILENT_DIAL, "")
+            return ExecResult(
+                0, KUBERNETES_ANSWER if target == KUBERNETES_IP else json.dumps({"responses": ["s-0"]}), ""
+            )
+        target = (url.hostname or "").strip("[]")
+        if target in self.silent:
+            return CURL_SILENT
+        return CURL_HTTP_400 if target == KUBERNETES_IP else ExecResult(0, "s-0", "")
+
+    def asked_kubernetes(self) -> int:
+        return sum(
+            1 for cmd in self.commands if f"host={KUBERNETES_IP}&" in cmd[-1] or f"//{KUBERNETES_IP}:" in " ".join(cmd)
+        )
+
+
+@pytest.fixture(autouse=True)
+def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (
+        ("silent_targets", set()), ("silent_clients", set()), ("silent_resolver", {}), ("resolver_keys", {}),
+        ("proxy_down", {}), ("service_ips", {}), ("kubernetes_address", {}),
+    ):  # fmt: skip
+        monkeypatch.setattr(flows.FlowChecks, name, value)
+    attempts, dial = c.attempts, c.collect_dial
+    monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
+    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+
+
+def dial(kube: Kube, client: PodRef, target: str, protocol: str = "http") -> c.DialOutcome:
+    return flows.FlowChecks(kube).dial(client, target, 80 if protocol == "http" else 90, protocol, ["s-0"])
+
+
+def test_a_dial_that_answers_never_asks_the_kubernetes_service_nor_the_api() -> None:
+    kube = Kube("mod-a", (VIP_A,), silent=set())
+    outcome = dial(kube, CLIENT, VIP_A)
+    assert outcome.reached_all and outcome.tries == 1
+    assert kube.asked_kubernetes() == 0 and kube.lists == 0 and not flows.FlowChecks.proxy_down
+
+
+def test_a_first_silent_dial_to_a_vip_keeps_its_full_bound_when_the_kubernetes_service_answers() -> None:
+    kube = Kube("mod-a", (VIP_A, VIP_B), silent={VIP_A, VIP_B})
+    first = dial(kube, CLIENT, VIP_A)
+    assert first.tries == c.DIAL_SILENT_TRIES and not first.reached_all
+    assert kube.asked_kubernetes() == 1  # once, after its full bound, with the check's own dial
+    assert "`kubernetes` Service (10.0.0.1:443) answered from lin-client" in first.describe()
+    assert "Client sent an HTTP request to an HTTPS server." in first.describe()  # what it answered, quoted
+    assert not flows.FlowChecks.proxy_down  # Services are proxied from that node: this one's rules may lag
+    # Another module's Service from the same node: its own full bound again
+    again = dial(Kube("mod-b", (VIP_C,), silent={VIP_C}), CLIENT, VIP_C)
+    assert again.tries == c.DIAL_SILENT_TRIES
+
+
+def test_the_first_dial_is_shortened_only_after_both_the_vip_and_the_kubernetes_service_were_silent() -> None:
+    down = {VIP_A, VIP_B, VIP_C, KUBERNETES_IP, POD_IP}
+    first = dial(Kube("mod-a", (VIP_A,), silent=down), CLIENT, VIP_A)
+    assert first.tries == c.DIAL_SILENT_TRIES  # the first VIP dial from the node: its full bound
+    assert "`kubernetes` Service (10.0.0.1:443) answered nothing either from lin-client" in first.describe()
+    assert "no route to host" in first.describe()  # the probe's own output, quoted
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down
+    # A later module (its own client, its own Service) on that node: the first silent try, then the kubernetes
+    # Service asked again from that client, silent too: the check stops there, saying why.
+    kube = Kube("mod-b", (VIP_B,), silent=down)
+    short = dial(kube, OTHER_CLIENT, VIP_B)
+    assert short.tries == flows.PROXY_DOWN_TRIES == 1 and not short.reached_all
+    assert kube.asked_kubernetes() == 1
+    assert "stopped at its first silent try" in short.describe()
+    assert "answered nothing either from lin-client" in short.describe()
+    udp = dial(Kube("mod-c", (VIP_B,), silent=down), OTHER_CLIENT, VIP_B, "udp")  # its own UDP rule, its own try
+    assert udp.tries == 1 and "stopped at its first silent try" in udp.describe()
+    # not a Service VIP (a pod IP), or a client on another node: their full bound
+    assert dial(Kube("mod-d", (VIP_B,), silent=down), OTHER_CLIENT, POD_IP).tries == c.DIAL_SILENT_TRIES
+    assert dial(Kube("mod-e", (VIP_B,), silent=down), ELSEWHERE, VIP_B).tries == c.DIAL_SILENT_TRIES
+
+
+def test_a_silent_vip_alone_or_a_silent_kubernetes_service_alone_never_shortens() -> None:
+    # The kubernetes Service silent, but no VIP dial from that node ever ran its full bound silent: nothing recorded
+    kube = Kube("mod-a", (VIP_A,), silent={KUBERNETES_IP})
+    assert dial(kube, CLIENT, VIP_A).reached_all and not flows.FlowChecks.proxy_down
+    # A VIP dial that ran only its lowered module bound (its client reached nothing over http earlier in the
+    # module) records nothing either: the node's evidence comes from a full bound
+    kube = Kube("mod-b", (VIP_A, VIP_B), silent={POD_IP, VIP_B, KUBERNETES_IP})
+    assert dial(kube, CLIENT, POD_IP).tries == c.DIAL_SILENT_TRIES
+    assert dial(kube, CLIENT, VIP_B).tries == flows.SILENT_AGAIN_TRIES
+    assert not flows.FlowChecks.proxy_down and kube.asked_kubernetes() == 0
+
+
+def test_an_answer_of_a_service_from_that_node_restores_the_full_bound() -> None:
+    down = {VIP_A, VIP_B, KUBERNETES_IP}
+    dial(Kube("mod-a", (VIP_A,), silent=down), CLIENT, VIP_A)
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down
+    assert dial(Kube("mod-b", (VIP_C,), silent=down), OTHER_CLIENT, VIP_C).reached_all
+    assert not flows.FlowChecks.proxy_down
+    assert dial(Kube("mod-c", (VIP_B,), silent=down), OTHER_CLIENT, VIP_B).tries == c.DIAL_SILENT_TRIES
+
+
+def test_the_kubernetes_service_answering_again_lets_the_dial_go_on_with_its_full_bound() -> None:
+    dial(Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP}), CLIENT, VIP_A)
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down
+    kube = Kube("mod-b", (VIP_B,), silent={VIP_B})  # the kubernetes Service answers now
+    outcome = dial(kube, OTHER_CLIENT, VIP_B)
+    assert outcome.tries == 1 + c.DIAL_SILENT_TRIES and not outcome.reached_all
+    assert "went on after its first silent try" in outcome.describe() and kube.asked_kubernetes() == 1
+    assert not flows.FlowChecks.proxy_down
+
+
+def test_a_host_network_client_records_nothing_for_the_node() -> None:
+    # A Windows node's own network reaching no VIP is a documented deviation (service-vip-from-node): never
+    # evidence about its pods' Service proxying.
+    kube = Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP})
+    outcome = dial(kube, HOST, VIP_A)
+    assert outcome.tries == c.DIAL_SILENT_TRIES and "answered nothing either" in outcome.describe()
+    assert not flows.FlowChecks.proxy_down
+
+
+def test_the_probe_is_the_checks_own_dial_on_windows_too() -> None:
+    kube = Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP})
+    dial(kube, WINDOWS, VIP_A)
+    probe = kube.commands[-1]
+    assert probe == c.dial_command("windows", WINDOWS.ip, KUBERNETES_IP, 443, "http")
+    assert probe[0] == "curl.exe" and kube.commands[0][:-1] == probe[:-1]  # the same command, another address
+
+
+def test_no_probe_across_ip_families() -> None:
+    # An IPv6 VIP on a cluster whose kubernetes Service has only an IPv4 address: ip6tables rules are not
+    # iptables rules, so there is nothing to ask and nothing is recorded.
+    vip6 = "fd00:10:96::50"
+    kube = Kube("mod-a", (vip6,), silent={vip6, KUBERNETES_IP})
+    assert dial(kube, CLIENT, vip6).tries == c.DIAL_SILENT_TRIES
+    assert kube.asked_kubernetes() == 0 and not flows.FlowChecks.proxy_down
+
+
+def url(target: str) -> str:
+    return f"http://{c.host_port(target, 80)}/hostname"
+
+
+def test_a_curl_of_a_vip_from_that_node_stops_at_its_first_silent_try_quoting_both() -> None:
+    down = {VIP_A, VIP_B, KUBERNETES_IP}
+    dial(Kube("mod-a", (VIP_A,), silent=down), CLIENT, VIP_A)
+    kube = Kube("mod-b", (VIP_B,), silent=down)
+    command = c.http_get_command("linux", url(VIP_B))
+    ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
+    assert not ok and result.exit_code == 7 and flows.no_answer(result)  # curl's own exit, as it ran
+    assert result.stderr.startswith(CURL_SILENT.stderr)  # curl's own words first, then the suite's note
+    assert "[wincon: stopped at its first silent try" in result.stderr and "answered nothing either" in result.stderr
+    assert kube.commands == [command, [*command[:-1], f"http://{KUBERNETES_IP}:443/"]]  # one try, one probe
+
+
+def test_a_curl_of_a_vip_keeps_its_full_bound_unless_the_node_was_shown_down() -> None:
+    kube = Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP})
+    command = c.http_get_command("linux", url(VIP_A))
+    ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
+    assert not ok and len(kube.commands) == 5 and kube.lists == 0  # unmarked: not even a Service list
+    assert result == CURL_SILENT
+    # marked, but the kubernetes Service answers the probe (curl exit 22, an HTTP 400): the full bound after all
+    dial(Kube("mod-b", (VIP_B,), silent={VIP_B, KUBERNETES_IP}), CLIENT, VIP_B)
+    kube = Kube("mod-c", (VIP_A,), silent={VIP_A})
+    ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
+    assert not ok and len(kube.commands) == 5 + 1 and result == CURL_SILENT
+    assert not flows.FlowChecks.proxy_down
