@@ -24,8 +24,11 @@ IIS_PORT = 80
 IIS_REPLICAS = 1
 
 
-def wait_rolled_out(kube, name, done=deployment_available):
-    """`kubectl rollout status`: generation observed, every replica updated and available, no old ones left."""
+def wait_rolled_out(kube, name, done=deployment_available, behaviour=False, describe=""):
+    """`kubectl rollout status`: generation observed, every replica updated and available, no old ones left.
+
+    A setup wait by default (the pods' starts are the nodes'); ``behaviour=True`` where ``done`` is the controller's
+    own work, which running out of time shows not to hold (a failure, see wincon/cluster/waits.py)."""
     apps = kube.apps
     return wait_for(
         apps.list_namespaced_deployment,
@@ -33,7 +36,8 @@ def wait_rolled_out(kube, name, done=deployment_available):
         done,
         deployment_failure,
         kube.pod_start_timeout,
-        describe=f"rollout of deployment {kube.namespace}/{name}",
+        describe=describe or f"rollout of deployment {kube.namespace}/{name}",
+        behaviour=behaviour,
         namespace=kube.namespace,
     )
 
@@ -49,6 +53,15 @@ def pods_created(want):
         return (status.replicas or 0) == want
 
     return done
+
+
+def template_taken_up(dep):
+    """The controller has observed the Deployment's current pod template and made a pod of it: the rollout (or the
+    undo) has started, whatever the node does with that pod."""
+    status = dep.status
+    if not status or (status.observed_generation or 0) < (dep.metadata.generation or 0):
+        return False
+    return (status.updated_replicas or 0) >= 1
 
 
 def running_images(kube, name):
@@ -87,8 +100,14 @@ def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, p
     kept = first
     for replicas in (4, 1):
         scale(wincon.api_client, namespace, "Deployment", "scaled", replicas)
+        # A behaviour wait: the controller making (or deleting) pods to the new count is the scaling the check
+        # observes, so a count never reached is the behaviour not holding (a failure), not the cluster's error.
         # Scaled down: the controller's status counts no terminating pod, so the wait ends once it has deleted
         # them (deletionTimestamp set), not once a Windows node has finished removing them.
+        wait_rolled_out(
+            kube, "scaled", done=pods_created(replicas), behaviour=True, describe=f"deployment scaled to {replicas}"
+        )
+        # The added pods' starts are the nodes': a setup wait (an image, a crash: the cluster's own reason).
         dep = wait_rolled_out(kube, "scaled")
         assert dep.spec.replicas == replicas and dep.status.available_replicas == replicas
         pods = kube.pods({"app": "scaled"})  # the live ones: a pod being deleted is not listed
@@ -122,14 +141,18 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     # (maxUnavailable 0: the old pod goes only once the new one is available).
     cause = f"kubectl set image deployment.v1.apps/iisn iis-container={v2} --record=true"
     set_image(wincon.api_client, namespace, "iisn", "iis-container", v2, change_cause=cause)
-    availability = Invariant(
-        deployment_available,
-        lambda d: (
-            f"only {d.status.available_replicas or 0} of {IIS_REPLICAS} replicas available during the rollout"
-            if d.status and d.status.observed_generation and (d.status.available_replicas or 0) < IIS_REPLICAS
-            else None
-        ),
-    )
+
+    def unavailable(d):
+        if d.status and d.status.observed_generation and (d.status.available_replicas or 0) < IIS_REPLICAS:
+            return f"only {d.status.available_replicas or 0} of {IIS_REPLICAS} replicas available during the rollout"
+        return None
+
+    # A behaviour wait: the controller taking up the new template (a v2 pod made) is the rollout the check observes;
+    # never taken up is the behaviour not holding (a failure). The v2 pod's start is the node's: a setup wait.
+    # Both watch the availability rule, so every status of the rollout is checked against it.
+    started = Invariant(template_taken_up, unavailable)
+    wait_rolled_out(kube, "iisn", done=started, behaviour=True, describe="deployment iisn taking up the v2 template")
+    availability = Invariant(deployment_available, unavailable, started.violations)
     dep = wait_rolled_out(kube, "iisn", done=availability)
     assert dep.metadata.annotations[REVISION] == "2"
     assert not availability.violations, availability.violations
@@ -145,6 +168,8 @@ def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, bu
     # is not awaited: a Deployment does not wait for it either); the v1 ReplicaSet becomes revision 3.
     restored = undo(wincon.api_client, namespace, "iisn")
     assert restored == 1
+    # As for the upgrade: the controller taking up the restored template is the behaviour, the pod's start is setup.
+    wait_rolled_out(kube, "iisn", done=template_taken_up, behaviour=True, describe="deployment iisn rolled back")
     dep = wait_rolled_out(kube, "iisn")
     assert running_images(kube, "iisn") == {v1}
     assert dep.spec.template.spec.containers[0].image == v1

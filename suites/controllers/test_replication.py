@@ -7,7 +7,7 @@ import pytest
 from wincon.checks.controllers import replicas_ready, scale
 from wincon.checks.pods import assert_all_ran_on, eventually
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_running_ready, wait_for
+from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for
 
 pytestmark = [pytest.mark.controllers]
 
@@ -20,7 +20,7 @@ KINDS = {
 }
 
 
-def wait_replicas(kube, kind, name, want):
+def wait_replicas(kube, kind, name, want, behaviour=False):
     _, lister = KINDS[kind]
     return wait_for(
         lister(kube),
@@ -29,6 +29,7 @@ def wait_replicas(kube, kind, name, want):
         None,
         kube.pod_start_timeout,
         describe=f"{kind} {kube.namespace}/{name} with {want} ready replicas",
+        behaviour=behaviour,
         namespace=kube.namespace,
     )
 
@@ -50,14 +51,17 @@ def first_ready(pods):
     return next((p for p in sorted(pods, key=lambda p: p.metadata.name) if pod_running_ready(p)), None)
 
 
-def replaced(pods, victim_uid, originals, want):
-    """``pods`` once the deleted pod is replaced: ``want`` live pods, none of them the victim, at least one made
-    after it (a uid not among ``originals``), all Running; else None."""
-    fresh = [p for p in pods if p.metadata.uid != victim_uid]
-    new = [p for p in fresh if p.metadata.uid not in originals]
-    if len(fresh) == want and len(pods) == want and new and all(p.status.phase == "Running" for p in fresh):
-        return pods
-    return None
+def replacements(pods, originals):
+    """The pods the controller made after the deletion (uids not among ``originals``), or None while it made none."""
+    return [p for p in pods if p.metadata.uid not in originals] or None
+
+
+def described(pods, originals) -> str:
+    """The live pods as the replacement wait saw them last, each original or new, with its phase."""
+    listed = [
+        f"{p.metadata.name} ({'original' if p.metadata.uid in originals else 'new'}, {p.status.phase})" for p in pods
+    ]
+    return "live pods: " + (", ".join(listed) or "none")
 
 
 @pytest.mark.test_id("ab93f2ee-cbff-4682-82bd-e07178161891")
@@ -93,11 +97,18 @@ def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     call(core.delete_namespaced_pod, victim.metadata.name, namespace, grace_period_seconds=0)
 
     originals = {p.metadata.uid for p in first}
-    eventually(
-        lambda: replaced(kube.pods({"app": name}), victim.metadata.uid, originals, 3),
+    # A behaviour wait: the controller making a pod to replace the lost one is what the check observes, so none
+    # within the wait is the behaviour observed not to hold (a failure saying which pods it saw), not the cluster's
+    # error. The replacement's start is the node's: a setup wait (an image, a crash, Unschedulable: an error with
+    # the cluster's own reason), as is the controller's count of 3 ready replicas after it.
+    (replacement, *_) = eventually(
+        lambda: replacements(kube.pods({"app": name}), originals),
         wincon.pod_start_timeout,
-        f"{kind} {name} replacing pod {victim.metadata.name}",
+        f"{kind} {name} making a pod to replace the deleted {victim.metadata.name}",
+        behaviour=True,
+        seen=lambda: described(kube.pods({"app": name}), originals),
     )
+    kube.wait_pod(replacement.metadata.name, done=pod_running_ready, failure=pod_failure)
     wait_replicas(kube, kind, name, 3)
     after = kube.pods({"app": name})
     uids = {p.metadata.uid for p in after}
@@ -106,5 +117,7 @@ def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
     assert_all_ran_on(after, profile, "windows", build)
 
     scale(wincon.api_client, namespace, kind, name, 1)
-    wait_replicas(kube, kind, name, 1)
+    # A behaviour wait: scaling down is the controller's alone (it deletes 2 pods; its count leaves out those being
+    # deleted, and the one kept is ready already), so a count that never reaches 1 is the behaviour not holding.
+    wait_replicas(kube, kind, name, 1, behaviour=True)
     assert len(kube.pods({"app": name})) == 1

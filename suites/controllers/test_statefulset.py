@@ -7,7 +7,7 @@ import pytest
 from wincon.checks.controllers import Invariant, replicas_ready
 from wincon.checks.pods import PodHistory, assert_all_ran_on
 from wincon.cluster.client import call
-from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for
+from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running_ready, wait_for
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.controllers]
@@ -24,6 +24,16 @@ def at_most_one_unready(sts):
     if pending > 1:
         return f"{status.replicas} pods existed while only {status.ready_replicas or 0} were ready"
     return None
+
+
+def made_no_next_pod(pods, name, replicas):
+    """Where an ordered start's wait ran out: a description if the StatefulSet had made fewer than ``replicas`` pods
+    and every one of them was Running and Ready (OrderedReady makes the next one then: not making it is the
+    controller's behaviour not holding); None if a pod was still starting (the node's business: a setup wait)."""
+    if len(pods) >= replicas or not all(pod_running_ready(p) for p in pods):
+        return None
+    made = ", ".join(p.metadata.name for p in pods) or "no pod"
+    return f"it made only {made}, all Running and Ready, and no {name}-{len(pods)}"
 
 
 def all_ready(timeline, name, replicas):
@@ -61,21 +71,34 @@ def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namesp
         for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
             kube.create(manifest)
         apps = kube.apps
-        wait_for(
-            apps.list_namespaced_stateful_set,
-            "web",
-            ordered,
-            None,
-            wincon.pod_start_timeout * REPLICAS,
-            describe=f"statefulset {namespace}/web",
-            namespace=namespace,
-        )
+        try:
+            wait_for(
+                apps.list_namespaced_stateful_set,
+                "web",
+                ordered,
+                None,
+                wincon.pod_start_timeout * REPLICAS,
+                describe=f"statefulset {namespace}/web",
+                namespace=namespace,
+            )
+        except WaitTimeout as exc:
+            # The wait holds the pods' starts (the nodes': an error) and the controller making each next pod once its
+            # predecessors are Ready (the behaviour: a failure where it never did).
+            stalled = made_no_next_pod(kube.pods({"app": "web"}), "web", REPLICAS)
+            if stalled is None:
+                raise
+            raise BehaviourNotObserved(f"statefulset {namespace}/web: {stalled} within the wait") from exc
         timeline = history.events(until=lambda events: all_ready(events, "web", REPLICAS))
+    pods = kube.pods({"app": "web"})
+    # Where the pods ran and what the pod history holds are not StatefulSet behaviour: checked outside the block.
+    assert_all_ran_on(pods, profile, "windows", build)
+    recorded = {pod for kind, pod, _ in timeline if kind == "ADDED"}
+    assert len(recorded) >= REPLICAS, f"the pod history shows only {sorted(recorded)}: nothing to judge the order by"
+    # No accepts=: the statement ("StatefulSet is not currently supported") has no one form, and every assertion
+    # left in the block is a StatefulSet guarantee observed broken (order, names, hostnames), on pods shown placed.
     with expect_deviation("statefulset-unsupported-pre-1-14"):
         assert not ordered.violations, f"pods were not started one by one: {ordered.violations}"
-        pods = kube.pods({"app": "web"})
         assert [p.metadata.name for p in pods] == [f"web-{i}" for i in range(REPLICAS)]
-        assert_all_ran_on(pods, profile, "windows", build)
         created = [p.metadata.creation_timestamp for p in pods]
         assert created == sorted(created), f"creation order differs from ordinal order: {created}"
         # web-i appears in the pod history only after web-(i-1) is Ready.
@@ -108,6 +131,16 @@ def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, n
     core = kube.core
     old = call(core.read_namespaced_pod, "db-0", namespace)
     call(core.delete_namespaced_pod, "db-0", namespace, grace_period_seconds=0)
+    # A behaviour wait: the StatefulSet making db-0 anew is what the check observes; no new db-0 within the wait is
+    # the behaviour not holding (a failure). The new pod's start is the node's: a setup wait after it.
+    kube.wait_pod(
+        "db-0",
+        done=lambda p: p.metadata.uid != old.metadata.uid,
+        timeout=wincon.pod_start_timeout,
+        failure=None,
+        behaviour=True,
+        describe="db-0 made anew by its StatefulSet",
+    )
     new = kube.wait_pod(
         "db-0",
         done=lambda p: p.metadata.uid != old.metadata.uid and pod_running_ready(p),

@@ -48,16 +48,14 @@ def test_first_ready_is_the_first_running_and_ready_pod_by_name() -> None:
     assert replication_suite.first_ready([pod("rs-a", "a", phase="Pending", ready=False)]) is None
 
 
-def test_replaced_needs_a_new_pod_not_only_the_victim_gone() -> None:
-    replaced = replication_suite.replaced
+def test_replacements_are_the_pods_with_a_uid_the_controller_had_not_made_before() -> None:
+    replacements = replication_suite.replacements
     originals = {"a", "b", "c"}
-    assert replaced([pod("x", "b"), pod("y", "c"), pod("z", "d")], "a", originals, 3)
-    # the victim still listed, or only the two survivors, or the new pod not running yet: not replaced
-    assert replaced([pod("w", "a"), pod("x", "b"), pod("y", "c")], "a", originals, 3) is None
-    assert replaced([pod("x", "b"), pod("y", "c")], "a", originals, 3) is None
-    assert replaced([pod("x", "b"), pod("y", "c"), pod("z", "d", phase="Pending")], "a", originals, 3) is None
-    # three pods, none new (a sibling counted twice would not do either)
-    assert replaced([pod("x", "b"), pod("y", "c"), pod("v", "c")], "a", originals, 3) is None
+    made = replacements([pod("x", "b"), pod("y", "c"), pod("z", "d", phase="Pending", ready=False)], originals)
+    assert [p.metadata.name for p in made] == ["z"]  # made, not yet running: its start is a setup wait of its own
+    # the victim still listed, or only the two survivors: nothing made yet
+    assert replacements([pod("w", "a"), pod("x", "b"), pod("y", "c")], originals) is None
+    assert replacements([pod("x", "b"), pod("y", "c")], originals) is None
 
 
 statefulset_suite = suites.load("suites/controllers/test_statefulset.py")
