@@ -29,7 +29,7 @@ TIMEOUT = (
 
 
 def netexec(responses: list[str] | None = None, errors: list[str] | None = None) -> conn.DialAnswer:
-    """The client netexec's /dial answer (netexec.go:454-463 at v1.34.4: "responses" and "errors" when any)."""
+    """The client netexec's /dial answer (netexec.go:454-460 at v1.34.4: "responses" and "errors" when any)."""
     body: dict[str, list[str]] = {}
     if responses:
         body["responses"] = responses
