@@ -1,9 +1,9 @@
 """Fail fast when a node's Service proxying is down (issue 22, item 5): a first dial to a Service VIP keeps its full
 bound; only after a VIP dialled from a pod on a node ran its full bound with no answer AND the `kubernetes` Service
 (default/kubernetes, read from the API), asked with the check's own command from the same client, answered nothing
-either, do later Service-VIP dials from that node stop at their first silent try, each after asking the `kubernetes`
-Service again (its answer lets the dial go on with its full bound). Any answer of a Service from that node restores
-the full bound."""
+either, do later Service-VIP dials from that node stop at their first silent try. Any answer of a Service from that
+node restores the full bound; a record older than PROXY_DOWN_FRESH_SECONDS is checked again with the `kubernetes`
+Service first (its answer lets the dial go on with its full bound)."""
 
 from __future__ import annotations
 
@@ -103,6 +103,22 @@ def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     attempts, dial = c.attempts, c.collect_dial
     monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
     monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    monkeypatch.setattr(flows, "clock", NOW.__call__)
+    NOW.now = 1000.0
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+NOW = Clock()
+
+
+def later(seconds: float) -> None:
+    NOW.now += seconds
 
 
 def dial(kube: Kube, client: PodRef, target: str, protocol: str = "http") -> c.DialOutcome:
@@ -136,14 +152,18 @@ def test_the_first_dial_is_shortened_only_after_both_the_vip_and_the_kubernetes_
     assert "`kubernetes` Service (10.0.0.1:443) answered nothing either from lin-client" in first.describe()
     assert "no route to host" in first.describe()  # the probe's own output, quoted
     assert "lin-worker-0" in flows.FlowChecks.proxy_down
-    # A later module (its own client, its own Service) on that node: the first silent try, then the kubernetes
-    # Service asked again from that client, silent too: the check stops there, saying why.
+    # A later module (its own client, its own Service) on that node: the check stops at its first silent try,
+    # saying what was recorded, and when.
+    later(30)
     kube = Kube("mod-b", (VIP_B,), silent=down)
     short = dial(kube, OTHER_CLIENT, VIP_B)
     assert short.tries == flows.PROXY_DOWN_TRIES == 1 and not short.reached_all
-    assert kube.asked_kubernetes() == 1
-    assert "stopped at its first silent try" in short.describe()
-    assert "answered nothing either from lin-client" in short.describe()
+    assert kube.asked_kubernetes() == 0  # a record younger than PROXY_DOWN_FRESH_SECONDS stands
+    assert "stopped at its first silent try: Service proxying on lin-worker-0 was shown down 30 s ago" in (
+        short.describe()
+    )
+    assert f"{VIP_A}:80 (http) from lin-client ran its full bound with no answer" in short.describe()
+    assert "`kubernetes` Service (10.0.0.1:443) answered nothing either from lin-client" in short.describe()
     udp = dial(Kube("mod-c", (VIP_B,), silent=down), OTHER_CLIENT, VIP_B, "udp")  # its own UDP rule, its own try
     assert udp.tries == 1 and "stopped at its first silent try" in udp.describe()
     # not a Service VIP (a pod IP), or a client on another node: their full bound
@@ -170,16 +190,37 @@ def test_an_answer_of_a_service_from_that_node_restores_the_full_bound() -> None
     assert dial(Kube("mod-b", (VIP_C,), silent=down), OTHER_CLIENT, VIP_C).reached_all
     assert not flows.FlowChecks.proxy_down
     assert dial(Kube("mod-c", (VIP_B,), silent=down), OTHER_CLIENT, VIP_B).tries == c.DIAL_SILENT_TRIES
+    # a curl of a Service VIP that answers from that node does the same
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down
+    command = c.http_get_command("linux", url(VIP_C))
+    assert flows.FlowChecks(Kube("mod-d", (VIP_C,), silent=down)).until(HOST, command, lambda r: r.ok)[0]
+    assert not flows.FlowChecks.proxy_down
 
 
-def test_the_kubernetes_service_answering_again_lets_the_dial_go_on_with_its_full_bound() -> None:
+def test_an_old_record_is_checked_again_with_the_kubernetes_service_before_a_dial_stops() -> None:
     dial(Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP}), CLIENT, VIP_A)
     assert "lin-worker-0" in flows.FlowChecks.proxy_down
+    later(flows.PROXY_DOWN_FRESH_SECONDS + 1)
     kube = Kube("mod-b", (VIP_B,), silent={VIP_B})  # the kubernetes Service answers now
     outcome = dial(kube, OTHER_CLIENT, VIP_B)
-    assert outcome.tries == 1 + c.DIAL_SILENT_TRIES and not outcome.reached_all
+    assert outcome.tries == 1 + c.DIAL_SILENT_TRIES and not outcome.reached_all  # its full bound after all
     assert "went on after its first silent try" in outcome.describe() and kube.asked_kubernetes() == 1
+    assert "answered from lin-client" in outcome.describe()
     assert not flows.FlowChecks.proxy_down
+
+
+def test_an_old_record_is_renewed_when_the_kubernetes_service_is_still_silent() -> None:
+    dial(Kube("mod-a", (VIP_A,), silent={VIP_A, KUBERNETES_IP}), CLIENT, VIP_A)
+    later(flows.PROXY_DOWN_FRESH_SECONDS + 1)
+    kube = Kube("mod-b", (VIP_B,), silent={VIP_B, KUBERNETES_IP})
+    outcome = dial(kube, OTHER_CLIENT, VIP_B)
+    assert outcome.tries == 1 and kube.asked_kubernetes() == 1
+    assert (
+        "shown down 121 s ago, and now the `kubernetes` Service (10.0.0.1:443) answered nothing" in outcome.describe()
+    )
+    assert flows.FlowChecks.proxy_down["lin-worker-0"][0] == NOW.now  # renewed: the next one asks nothing
+    kube = Kube("mod-c", (VIP_C,), silent={VIP_C, KUBERNETES_IP})
+    assert dial(kube, OTHER_CLIENT, VIP_C).tries == 1 and kube.asked_kubernetes() == 0
 
 
 def test_a_host_network_client_records_nothing_for_the_node() -> None:
@@ -221,7 +262,15 @@ def test_a_curl_of_a_vip_from_that_node_stops_at_its_first_silent_try_quoting_bo
     assert not ok and result.exit_code == 7 and flows.no_answer(result)  # curl's own exit, as it ran
     assert result.stderr.startswith(CURL_SILENT.stderr)  # curl's own words first, then the suite's note
     assert "[wincon: stopped at its first silent try" in result.stderr and "answered nothing either" in result.stderr
-    assert kube.commands == [command, [*command[:-1], f"http://{KUBERNETES_IP}:443/"]]  # one try, one probe
+    assert kube.commands == [command]  # one try
+    # An old record: the same curl asks the kubernetes Service (its address in the URL), silent too: it stops
+    later(flows.PROXY_DOWN_FRESH_SECONDS + 1)
+    kube = Kube("mod-c", (VIP_B,), silent=down)
+    ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
+    assert not ok and kube.commands == [command, [*command[:-1], f"http://{KUBERNETES_IP}:443/"]]
+    assert "and now the `kubernetes` Service (10.0.0.1:443) answered nothing either from lin-node: curl exit 7" in (
+        result.stderr
+    )
 
 
 def test_a_curl_of_a_vip_keeps_its_full_bound_unless_the_node_was_shown_down() -> None:
@@ -230,8 +279,9 @@ def test_a_curl_of_a_vip_keeps_its_full_bound_unless_the_node_was_shown_down() -
     ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
     assert not ok and len(kube.commands) == 5 and kube.lists == 0  # unmarked: not even a Service list
     assert result == CURL_SILENT
-    # marked, but the kubernetes Service answers the probe (curl exit 22, an HTTP 400): the full bound after all
+    # recorded long ago, and the kubernetes Service answers the probe (curl exit 22, an HTTP 400): the full bound
     dial(Kube("mod-b", (VIP_B,), silent={VIP_B, KUBERNETES_IP}), CLIENT, VIP_B)
+    later(flows.PROXY_DOWN_FRESH_SECONDS + 1)
     kube = Kube("mod-c", (VIP_A,), silent={VIP_A})
     ok, result = flows.FlowChecks(kube).until(HOST, command, lambda r: r.ok, tries=5)
     assert not ok and len(kube.commands) == 5 + 1 and result == CURL_SILENT

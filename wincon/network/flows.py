@@ -43,11 +43,15 @@ CURL_HTTP_ANSWER = frozenset({0, 22})
 # Service (default/kubernetes, programmed when the cluster was made; its cluster IP and TCP port read from the API)
 # answers nothing either to the very command of the check from the same client pod, the node's Service proxying
 # itself is down: FlowChecks.proxy_down records it for that node. A later dial from a pod on that node to any
-# Service VIP then stops at its first silent try, when the `kubernetes` Service, asked again from that client with
-# the check's own command, is silent too (its failure quotes both); when it answers, the dial goes on with its
-# full bound. Any answer from a Service dialled from that node restores the full bound. A dial that answers never
+# Service VIP then stops at its first silent try, and its failure says what was recorded and when. Any answer from
+# a Service dialled from that node restores the full bound. The record is trusted for PROXY_DOWN_FRESH_SECONDS
+# (upstream's KubeProxyLagTimeout: no older evidence stands for the node's proxying now); after that, a dial's first
+# silent try asks the `kubernetes` Service again with the check's own command: silent, the record is renewed and
+# the check stops; an answer drops the record and the dial goes on with its full bound. A dial that answers never
 # asks the `kubernetes` Service; a healthy cluster sees no change.
 PROXY_DOWN_TRIES = 1
+PROXY_DOWN_FRESH_SECONDS = 120.0
+clock: Callable[[], float] = time.monotonic  # the records' time (tests set it)
 
 
 # A look-up's own words for "no DNS server answered at all" (never an NXDOMAIN or a SERVFAIL: those are answers).
@@ -251,11 +255,12 @@ class FlowChecks:
     silent_resolver: dict[str, str] = {}
     # (namespace, pod) -> its resolver_key, read once from the pod's spec.
     resolver_keys: dict[tuple[str, str], str] = {}
-    # Per node, in this worker (process): what the `kubernetes` Service answered (nothing) a pod on that node right
-    # after a dial from that pod to a Service VIP ran its full bound with no answer (PROXY_DOWN_TRIES). Set only
-    # from a pod on the pod network (a Windows node's own host network reaching no VIP is a documented deviation,
-    # service-vip-from-node: never evidence about its pods); emptied by any answer of a Service from that node.
-    proxy_down: dict[str, str] = {}
+    # Per node, in this worker (process): when (clock) and what the `kubernetes` Service answered (nothing) a pod on
+    # that node right after a dial from that pod to a Service VIP ran its full bound with no answer
+    # (PROXY_DOWN_TRIES). Set only from a pod on the pod network (a Windows node's own host network reaching no VIP
+    # is a documented deviation, service-vip-from-node: never evidence about its pods), renewed by a silent probe;
+    # dropped by any answer of a Service, or of the `kubernetes` Service, from that node.
+    proxy_down: dict[str, tuple[float, str]] = {}
     # namespace -> the cluster IPs of its Services, as last listed (listed again when a target is not among them);
     # read only where a silent dial or a node in proxy_down needs to know whether a target is a Service VIP.
     service_ips: dict[str, set[str]] = {}
@@ -335,28 +340,23 @@ class FlowChecks:
         )
         notes: list[str] = []
         if short and not outcome.responses:
-            probe = self.dial_probe(client_pod, target)
-            if probe is not None and probe.silent:
-                self.proxy_down[client_pod.node] = probe.output
-                notes.append(
-                    f"stopped at its first silent try: a Service VIP and the `kubernetes` Service answered nothing "
-                    f"from {client_pod.node} earlier in this worker, and now {probe.says(client_pod.name)}"
-                )
+            down, said = self.still_down(client_pod, lambda: self.dial_probe(client_pod, target))
+            if down:
+                notes.append(f"stopped at its first silent try: {said}")
             else:  # the node's proxying is not shown down now: the dial goes on with its full bound
-                self.proxy_down.pop(client_pod.node, None)
                 rest = conn.collect_dial(once, expected, tries, min_tries, silent_tries=silent_tries)
                 outcome = joined(outcome, rest)
-                notes.append(
-                    f"went on after its first silent try: {probe.says(client_pod.name)}"
-                    if probe
-                    else "went on after its first silent try: the `kubernetes` Service could not be read"
-                )
+                notes.append(f"went on after its first silent try: {said}")
         elif not outcome.responses and silent_tries == conn.DIAL_SILENT_TRIES and self.is_service_ip(target):
             probe = self.dial_probe(client_pod, target)
             if probe is not None:
                 notes.append(probe.says(client_pod.name))
                 if probe.silent and client_pod.ip != client_pod.host_ip:  # a pod on the pod network
-                    self.proxy_down[client_pod.node] = probe.output
+                    self.proxy_down[client_pod.node] = (
+                        clock(),
+                        f"{conn.host_port(target, port)} ({protocol}) from {client_pod.name} ran its full bound with "
+                        f"no answer, and {probe.says(client_pod.name)}",
+                    )
         if outcome.responses:
             self.silent_targets.discard(key)
             self.silent_clients.discard(client_key)
@@ -373,6 +373,25 @@ class FlowChecks:
                 )
         outcome.note = "; ".join(notes)
         return outcome
+
+    def still_down(self, pod: PodRef, probe: Callable[[], ProxyProbe | None]) -> tuple[bool, str]:
+        """After a first silent try to a Service VIP from ``pod``'s node, whose proxying was recorded down: (still
+        shown down, what says so). A record younger than PROXY_DOWN_FRESH_SECONDS stands; an older one is checked
+        with ``probe`` (the check's own command to the `kubernetes` Service): silent renews it, anything else drops
+        it (the caller then runs its full bound)."""
+        at, said = self.proxy_down[pod.node]
+        age = clock() - at
+        if age <= PROXY_DOWN_FRESH_SECONDS:
+            return True, f"Service proxying on {pod.node} was shown down {age:.0f} s ago: {said}"
+        fresh = probe()
+        if fresh is not None and fresh.silent:
+            self.proxy_down[pod.node] = (clock(), fresh.says(pod.name))
+            return (
+                True,
+                f"Service proxying on {pod.node} was shown down {age:.0f} s ago, and now {fresh.says(pod.name)}",
+            )
+        self.proxy_down.pop(pod.node, None)
+        return False, fresh.says(pod.name) if fresh else "the `kubernetes` Service could not be read"
 
     def is_service_ip(self, target: str) -> bool:
         """``target`` is the cluster IP of a Service of this namespace, or of default/kubernetes (read from the
@@ -484,22 +503,22 @@ class FlowChecks:
         last: list[ExecResult] = []
         tool = resolver or ("curl" if url_name(command) else None)
         silent = tool is not None and self.resolver_key(pod) in self.silent_resolver
-        # A curl of a Service VIP from a node whose Service proxying was shown down (proxy_down): at its first try
-        # that gets no answer, the same curl asks the `kubernetes` Service; silent too, the check stops there.
+        # A curl of a Service VIP from a node whose Service proxying was shown down (proxy_down) stops at its first
+        # try that gets no answer (still_down: an old record is checked with the same curl of the `kubernetes`
+        # Service first).
         vip = url_address(command)
         short = vip is not None and pod.node in self.proxy_down and self.is_service_ip(vip)
-        probes: list[ProxyProbe | None] = []
+        stopped: list[tuple[bool, str]] = []
 
         def once() -> bool:
             result = self.exec(pod, command, container)
             last[:] = [result]
             if ok(result):
                 return True
-            if short and not probes and no_answer(result):
-                probes.append(self.curl_probe(pod, command, container))
-                if probes[0] is not None and probes[0].silent:
+            if short and not stopped and no_answer(result) and pod.node in self.proxy_down:
+                stopped.append(self.still_down(pod, lambda: self.curl_probe(pod, command, container)))
+                if stopped[0][0]:
                     return True
-                self.proxy_down.pop(pod.node, None)  # not shown down now: its full bound
             return tool is not None and silent and resolver_failed(tool, result)
 
         # A target that never answers fails within 60 s (no try starts after DIAL_SILENT_SECONDS; none lasts
@@ -510,14 +529,9 @@ class FlowChecks:
             self.saw_resolver(pod, tool, result)
         if succeeded and short:
             self.proxy_down.pop(pod.node, None)
-        probe = probes[0] if probes else None
-        if not succeeded and probe is not None and probe.silent:
-            self.proxy_down[pod.node] = probe.output
+        if not succeeded and stopped and stopped[0][0]:
             # curl's own output as it printed it, then the suite's note, marked as such
-            note = (
-                f"[wincon: stopped at its first silent try: a Service VIP and the `kubernetes` Service answered "
-                f"nothing from {pod.node} earlier in this worker, and now {probe.says(pod.name)}]"
-            )
+            note = f"[wincon: stopped at its first silent try: {stopped[0][1]}]"
             result = ExecResult(result.exit_code, result.stdout, f"{result.stderr.rstrip()}\n{note}".lstrip())
         return succeeded, result
 
