@@ -147,6 +147,8 @@ def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namesp
     apply(wincon.api_client, namespace, body)
     data_plane("allocate 400 MiB in a container limited to 200Mi; expect the allocation to fail", where=node)
     result = eventually(lambda: outcome(kube, "over-limit"), wincon.pod_start_timeout, "the allocation's outcome")
+    # No accepts=: the one assertion fails only on "allocated", the kubelet's stats/summary reading the container's
+    # working set at 95 % of the 400 MiB it commits under its 200Mi limit: that reading is the deviation itself.
     with expect_deviation("resource-limits-pre-1-10"):
         assert result != "allocated", "a container limited to 200Mi committed 400 MiB"
     # Positive evidence that the limit stopped it: the container ended with a failure, not by itself.
@@ -190,10 +192,24 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
     cores = eventually(usage_after_warmup, 120, "CPU usage of pod busy in the node's stats/summary", interval=5)
     # The probe works: two busy threads under a 500m limit use at least a quarter core, else nothing ran.
     assert cores >= 0.25, f"the busy container used only {cores:.2f} cores: its load never ran, nothing to judge"
+    # No accepts=: one assertion, on the stats/summary reading just shown to work (the load ran): more than the
+    # ceiling is the deviation itself.
     with expect_deviation("cpu-limits-not-hard"):
         assert cores <= MAX_CORES_UNDER_500M, (
             f"the container used {cores:.3f} cores under a 500m limit (at most {MAX_CORES_UNDER_500M}: the limit plus 8 %)"
         )
+
+
+def cadvisor_serves_no_containers(text: str) -> bool:
+    """The kubelet's /metrics/cadvisor as a Windows node serves it: cAdvisor's container collector ran without error
+    (its ``container_scrape_error 0`` line, github.com/google/cadvisor@v0.52.1 metrics/prometheus.go:121-125,
+    collected on every scrape, :1829-1834) and gave no container series at all, since the Windows kubelet's cAdvisor
+    answers every container request with nothing (k8s.io/kubernetes@v1.34.4 pkg/kubelet/cadvisor/cadvisor_windows.go:57-58;
+    server.go:467 registers that collector unless the alpha PodAndContainerStatsFromCRI gate is on). A scrape error,
+    or series of other containers but not the pod's (a collector that has not seen it yet), is not that deviation."""
+    lines = text.splitlines()
+    collected = any(line.split() == ["container_scrape_error", "0"] for line in lines)
+    return collected and not any(line.startswith("container_cpu_usage_seconds_total") for line in lines)
 
 
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
@@ -209,7 +225,11 @@ def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, buil
     data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
     text = call(kube.core.connect_get_node_proxy_with_path, node, "metrics/cadvisor")
     lines = [line for line in text.splitlines() if line.startswith("container_cpu_usage_seconds_total")]
-    with expect_deviation("cadvisor-unsupported"):
+    with expect_deviation(
+        "cadvisor-unsupported",
+        accepts=lambda: cadvisor_serves_no_containers(text),
+        deviation="cAdvisor's collector answered without error and with no container series at all",
+    ):
         assert any('pod="metered"' in line for line in lines), (
             f"no cadvisor CPU series for pod metered ({len(lines)} series)"
         )
@@ -345,6 +365,8 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, winco
         return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds() if ready else None
 
     ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
+    # No accepts=: one assertion on the node's own Ready condition, read three times just above: NotReady or a
+    # heartbeat 90 s old while a host process holds the node's memory is the starvation documented, by its form.
     with expect_deviation("kubelet-host-memory-unrestricted"):
         assert node_condition(kube, node, "Ready").status == "True" and min(ages) < 90, f"heartbeat ages {ages}"
 
@@ -373,7 +395,13 @@ def test_requested_memory_is_granted_on_an_overprovisioned_node(
     apply(
         wincon.api_client, namespace, memory_pod(wincon, "entitled", build, node, 1024, request="1Gi", limit="1536Mi")
     )
-    with expect_deviation("resource-requests-not-guaranteed"):
+    # The deviation is the pod never holding the 1 GiB it requested (its working set stays short of it for the wait:
+    # BehaviourNotObserved); a pod that ended instead (an error, a start failure) is not it.
+    with expect_deviation(
+        "resource-requests-not-guaranteed",
+        accepts=BehaviourNotObserved,
+        deviation="the pod that requested 1Gi never held it within the wait",
+    ):
         result = eventually(
             lambda: outcome(kube, "entitled"),
             300,

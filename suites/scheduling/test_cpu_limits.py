@@ -142,5 +142,7 @@ def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, w
         assert cores > 0, f"{name} (limit {cpu}) reports {cores} cores: the load did not run"
         if cores > MAX_CORES:
             over.append(f"{name} (limit {cpu}) uses {cores:.3f} cores")
+    # No accepts=: one assertion, on the readings just shown to work (each pod listed and using more than zero): more
+    # than the ceiling is the deviation itself.
     with expect_deviation("cpu-limits-not-hard"):
         assert not over, f"over {MAX_CORES} core: {'; '.join(over)}"
