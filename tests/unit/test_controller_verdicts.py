@@ -294,3 +294,38 @@ def test_no_member_made_anew_is_the_behaviour_not_holding(monkeypatch):
 def test_a_member_made_anew_that_never_runs_stays_the_clusters_error(monkeypatch):
     with pytest.raises(WaitTimeout):
         statefulset_recreate(monkeypatch, [pod("db-0", "old"), pod("db-0", "new", ready=False)])
+
+
+# --------------------------------------------------------------------------- CronJob
+
+JOBS = suites.load("suites/controllers/test_jobs.py")
+
+
+def cronjob(monkeypatch, states: list[Any]) -> Cluster:
+    cluster = Cluster(states, lambda steps: [])
+    monkeypatch.setattr(JOBS, "wait_for", cluster.wait_for)
+    kube = Kube(cluster)
+    kube.batch = NS(list_namespaced_cron_job="cron")
+    JOBS.test_cronjob_fires_on_schedule_and_its_job_completes(
+        kube, wincon(), "ns", lambda template, **kw: (manifest(kw["name"]),), 17763, None, no_gate, "windows"
+    )
+    return cluster
+
+
+def no_gate(what, where=None, pod_node=None):
+    pass
+
+
+def cron(scheduled: str | None, succeeded: str | None) -> Any:
+    return NS(status=NS(last_schedule_time=scheduled, last_successful_time=succeeded))
+
+
+def test_a_cronjob_that_never_fires_is_the_behaviour_not_holding(monkeypatch):
+    """Before: one setup wait for the firing and the Job's completion together: WaitTimeout, an error."""
+    with pytest.raises(BehaviourNotObserved, match="every-minute firing"):
+        cronjob(monkeypatch, [cron(None, None)])
+
+
+def test_a_fired_cronjob_whose_job_never_completes_stays_the_clusters_error(monkeypatch):
+    with pytest.raises(WaitTimeout, match="started, complete"):
+        cronjob(monkeypatch, [cron("12:00:00", None)])
