@@ -203,8 +203,8 @@ def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, d
     pod = kube.wait_pod(
         "hyperv-two", done=containers_settled, failure=None, describe="every container ready or no longer starting"
     )
-    # The deviation: one container runs and another could not (it ended, or is held back with a reason); a container
-    # that runs but is not ready is not it.
+    # The deviation: one container runs and another could not (it ended, or is held back with a reason); a pod where
+    # no container runs is not it (and one that runs but never gets ready ends the wait above: the cluster's error).
     with expect_deviation(
         "hyperv-single-container-per-pod",
         accepts=lambda: bool(not_running(pod)) and len(not_running(pod)) < len(pod.status.container_statuses),
