@@ -62,9 +62,12 @@ class PodCounter:
     SYSTEM = ("kube-system", "kube-public", "kube-node-lease", "default")
 
     def __init__(self, kubeconfig: str) -> None:
-        from kubernetes import client, config
+        from kubernetes import client
 
-        self.api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+        from wincon.cluster.client import load_api_client
+
+        # load_api_client leaves none of the kubeconfig's embedded credentials in /tmp, however the run ends
+        self.api = client.CoreV1Api(load_api_client(kubeconfig))
         self.node_os = {
             n.metadata.name: n.metadata.labels.get("kubernetes.io/os", "") for n in self.api.list_node().items
         }

@@ -46,9 +46,9 @@ def empty_cluster(localcluster_binaries: Path) -> Iterator[str]:
 
 
 def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
+    from wincon.cluster.client import load_api_client
 
-    return client.ApiClient(config.new_client_from_config(config_file=kubeconfig).configuration)
+    return load_api_client(kubeconfig)  # leaves none of the kubeconfig's embedded credentials in /tmp
 
 
 def empty(api: Any) -> None:
