@@ -257,6 +257,27 @@ def node_condition(kube, node: str, kind: str):
     return next((c for c in conditions if c.type == kind), None)
 
 
+def heartbeat_age(kube, node: str) -> float | None:
+    """Seconds since the node's Ready condition was last heartbeated; None while it has no Ready heartbeat."""
+    ready = node_condition(kube, node, "Ready")
+    if ready is None or ready.last_heartbeat_time is None:
+        return None
+    return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds()
+
+
+def heartbeat_ages(kube, node: str, count: int) -> list[float]:
+    """``count`` readings of the node's Ready heartbeat age, each awaited (setup) until the node has one.
+
+    The age goes to ``eventually`` inside a tuple: a heartbeat of this very second is an age of 0.0, a falsy float
+    that ``eventually`` would take for "not yet" (it polls until a truthy result)."""
+
+    def reading() -> tuple[float] | None:
+        age = heartbeat_age(kube, node)
+        return None if age is None else (age,)
+
+    return [eventually(reading, 30, "the node's Ready heartbeat")[0] for _ in range(count)]
+
+
 @pytest.mark.test_id("59f98279-7e2e-40a8-9d83-fac1d04c2437")
 @pytest.mark.dataplane
 @pytest.mark.disruptive
@@ -360,11 +381,7 @@ def test_kubelet_stays_responsive_when_host_processes_exhaust_memory(kube, winco
     )
     eventually(lambda: outcome(kube, "host-hog"), 300, "the host allocation", interval=5)
 
-    def heartbeat_age():
-        ready = node_condition(kube, node, "Ready")
-        return (datetime.now(UTC) - ready.last_heartbeat_time).total_seconds() if ready else None
-
-    ages = [eventually(heartbeat_age, 30, "the node's Ready heartbeat") for _ in range(3)]
+    ages = heartbeat_ages(kube, node, 3)
     # No accepts=: one assertion on the node's own Ready condition, read three times just above: NotReady or a
     # heartbeat 90 s old while a host process holds the node's memory is the starvation documented, by its form.
     with expect_deviation("kubelet-host-memory-unrestricted"):

@@ -1,0 +1,85 @@
+"""Scheduling checks' verdict edge cases (issue 22 follow-up, h5): a fresh heartbeat (age exactly 0.0) is a reading,
+not "not yet"; the Hyper-V CPU-count check skips where the node's count and the limit's count print the same."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace as NS
+from typing import Any
+
+import pytest
+
+from tests.support import suites
+from wincon.errors import DeviationObserved, InfrastructureError
+
+COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
+IMAGES = suites.load("suites/scheduling/test_image_os_version.py")
+
+NOW = datetime(2026, 11, 24, 18, 0, 0, tzinfo=UTC)
+
+
+class FrozenDatetime(datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+        return NOW
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """eventually's tenacity polls on a fake clock: no real sleep."""
+    now = [0.0]
+    monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(time, "monotonic", lambda: 100.0 + now[0])
+    return now
+
+
+def node_with(heartbeat: datetime | None, capacity: dict[str, str] | None = None) -> Any:
+    conditions = [NS(type="Ready", status="True", last_heartbeat_time=heartbeat)]
+    return NS(status=NS(conditions=conditions, capacity=capacity or {"memory": "8Gi", "cpu": "4"}))
+
+
+class Kube:
+    def __init__(self, node: Any) -> None:
+        self.namespace, self.pod_start_timeout, self.api_client = "ns", 300, None
+        self.core = NS(read_node=lambda name: node)
+        self.created: list[Any] = []
+
+    def create(self, body: Any) -> None:
+        self.created.append(body)
+
+    def wait_pod(self, name, **kwargs):
+        return NS(spec=NS(node_name="win-0"))
+
+
+# --------------------------------------------------------------------------- kubelet-host-memory-unrestricted
+
+
+def host_hog(heartbeat: datetime | None, monkeypatch) -> None:
+    monkeypatch.setattr(COMPUTE, "datetime", FrozenDatetime)
+    monkeypatch.setattr(COMPUTE, "target_node", lambda profile, build: "win-0")
+    monkeypatch.setattr(
+        COMPUTE, "memory_pod", lambda *a, **k: {"spec": {"containers": [{"command": ["testlimit", "-d"]}]}}
+    )
+    monkeypatch.setattr(COMPUTE, "outcome", lambda kube, name: "allocated")
+    COMPUTE.test_kubelet_stays_responsive_when_host_processes_exhaust_memory(
+        Kube(node_with(heartbeat)), NS(profile=None), 17763, lambda what, where=None: None, []
+    )
+
+
+def test_a_heartbeat_of_this_very_second_is_a_reading(monkeypatch, clock):
+    """Before: the age 0.0 was falsy, so eventually polled it as "not yet" for 30 s and the check ended as the
+    cluster's error (InfrastructureError: the node's Ready heartbeat not observed)."""
+    host_hog(NOW, monkeypatch)
+
+
+def test_a_stale_heartbeat_is_still_the_deviation_and_none_at_all_is_the_clusters_error(monkeypatch, clock):
+    with pytest.raises(DeviationObserved, match="kubelet-host-memory-unrestricted"):
+        host_hog(NOW - timedelta(seconds=120), monkeypatch)
+    with pytest.raises(InfrastructureError, match="Ready heartbeat"):
+        host_hog(None, monkeypatch)
+
+
+def test_heartbeat_ages_returns_zero_ages_as_they_are(monkeypatch, clock):
+    monkeypatch.setattr(COMPUTE, "datetime", FrozenDatetime)
+    assert COMPUTE.heartbeat_ages(Kube(node_with(NOW)), "win-0", 3) == [0.0, 0.0, 0.0]
