@@ -241,7 +241,9 @@ def processors(stdout: str, monkeypatch) -> None:
     monkeypatch.setattr(IMAGES, "start_and_wait", lambda *a, **k: NS(spec=NS(node_name="win-0")))
     monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))
     kube = FakeKube({"cmd /c echo %NUMBER_OF_PROCESSORS%": ExecResult(0, stdout, "")})
-    IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(kube, NS(), NS(), 17763, no_gate)
+    IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(
+        kube, NS(), NS(ready_windows_nodes=[]), 17763, no_gate
+    )
 
 
 def test_the_limits_count_of_processors_is_the_deviation_and_another_count_is_not(monkeypatch):

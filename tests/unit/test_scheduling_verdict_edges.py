@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, InfrastructureError
 
 COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
@@ -83,3 +84,67 @@ def test_a_stale_heartbeat_is_still_the_deviation_and_none_at_all_is_the_cluster
 def test_heartbeat_ages_returns_zero_ages_as_they_are(monkeypatch, clock):
     monkeypatch.setattr(COMPUTE, "datetime", FrozenDatetime)
     assert COMPUTE.heartbeat_ages(Kube(node_with(NOW)), "win-0", 3) == [0.0, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- hyperv-cpu-count-limit
+
+
+class HyperVKube:
+    """Nodes by name with their capacity cpu; records what was created and run."""
+
+    def __init__(self, cpus: dict[str, str], stdout: str) -> None:
+        self.namespace, self.pod_start_timeout, self.api_client = "ns", 300, None
+        self.created: list[Any] = []
+        self.ran: list[str] = []
+        self.stdout = stdout
+        self.core = NS(read_node=lambda name: NS(status=NS(capacity={"cpu": cpus[name], "memory": "8Gi"})))
+
+    def exec(self, pod, command, container=None, where=None):
+        self.ran.append(" ".join(command))
+        return ExecResult(0, self.stdout, "")
+
+
+def hyperv_cpus(cpus: dict[str, str], stdout: str, monkeypatch, kube: HyperVKube | None = None) -> HyperVKube:
+    kube = kube or HyperVKube(cpus, stdout)
+    profile = NS(ready_windows_nodes=[NS(name=name, windows_build=17763) for name in cpus])
+
+    def start_and_wait(kube, profile, data_plane, body, *rest):
+        kube.created.append(body)
+        return NS(spec=NS(node_name=(body["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", "win-0")))
+
+    monkeypatch.setattr(IMAGES, "hyperv_runtime_class", lambda kube: "hyperv")
+    monkeypatch.setattr(
+        IMAGES,
+        "windows_pod",
+        lambda wincon, name, build, node=None, **k: {
+            "metadata": {"name": name},
+            "spec": {"containers": [{}], "nodeSelector": {"kubernetes.io/hostname": node} if node else {}},
+        },
+    )
+    monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)
+    monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))
+    IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(
+        kube, NS(), profile, 17763, lambda what, where=None: None
+    )
+    return kube
+
+
+def test_a_node_of_two_cpus_skips_before_creating_anything(monkeypatch):
+    """Before: the pod ran and the node's 2 read as the behaviour holding (or 2 as the deviation): neither can be told."""
+    kube = HyperVKube({"win-0": "2"}, "2\r\n")
+    with pytest.raises(pytest.skip.Exception, match=r"capacity cpu 2 \(win-0\).*could tell neither"):
+        hyperv_cpus({"win-0": "2"}, "2\r\n", monkeypatch, kube)
+    assert not kube.created and not kube.ran
+
+
+def test_a_node_of_four_cpus_runs_the_check(monkeypatch):
+    kube = hyperv_cpus({"win-0": "4"}, "4\r\n", monkeypatch)  # the node's 4: the behaviour holding
+    assert kube.created and kube.ran == ["cmd /c echo %NUMBER_OF_PROCESSORS%"]
+    assert kube.created[0]["spec"]["nodeSelector"] == {}  # no node of 2: left to the scheduler, as before
+    with pytest.raises(DeviationObserved, match="hyperv-cpu-count-limit"):
+        hyperv_cpus({"win-0": "4"}, "2\r\n", monkeypatch)
+
+
+def test_beside_a_node_of_two_cpus_the_pod_is_pinned_to_one_of_another_count(monkeypatch):
+    kube = hyperv_cpus({"win-0": "2", "win-1": "4"}, "4\r\n", monkeypatch)
+    assert kube.created[0]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "win-1"}
