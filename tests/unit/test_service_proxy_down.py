@@ -220,7 +220,11 @@ def test_an_old_record_is_renewed_when_the_kubernetes_service_is_still_silent() 
     )
     assert flows.FlowChecks.proxy_down["lin-worker-0"][0] == NOW.now  # renewed: the next one asks nothing
     kube = Kube("mod-c", (VIP_C,), silent={VIP_C, KUBERNETES_IP})
-    assert dial(kube, OTHER_CLIENT, VIP_C).tries == 1 and kube.asked_kubernetes() == 0
+    renewed = dial(kube, OTHER_CLIENT, VIP_C)
+    assert renewed.tries == 1 and kube.asked_kubernetes() == 0
+    assert f"shown down 0 s ago: {VIP_B}:80 (http) from lin-client got no answer, and the `kubernetes` Service" in (
+        renewed.describe()
+    )
 
 
 def test_a_host_network_client_records_nothing_for_the_node() -> None:

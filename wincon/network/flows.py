@@ -340,7 +340,9 @@ class FlowChecks:
         )
         notes: list[str] = []
         if short and not outcome.responses:
-            down, said = self.still_down(client_pod, lambda: self.dial_probe(client_pod, target))
+            down, said = self.still_down(
+                client_pod, lambda: self.dial_probe(client_pod, target), f"{conn.host_port(target, port)} ({protocol})"
+            )
             if down:
                 notes.append(f"stopped at its first silent try: {said}")
             else:  # the node's proxying is not shown down now: the dial goes on with its full bound
@@ -374,18 +376,18 @@ class FlowChecks:
         outcome.note = "; ".join(notes)
         return outcome
 
-    def still_down(self, pod: PodRef, probe: Callable[[], ProxyProbe | None]) -> tuple[bool, str]:
-        """After a first silent try to a Service VIP from ``pod``'s node, whose proxying was recorded down: (still
-        shown down, what says so). A record younger than PROXY_DOWN_FRESH_SECONDS stands; an older one is checked
-        with ``probe`` (the check's own command to the `kubernetes` Service): silent renews it, anything else drops
-        it (the caller then runs its full bound)."""
+    def still_down(self, pod: PodRef, probe: Callable[[], ProxyProbe | None], what: str) -> tuple[bool, str]:
+        """After a first silent try to a Service VIP (``what``) from ``pod``'s node, whose proxying was recorded
+        down: (still shown down, what says so). A record younger than PROXY_DOWN_FRESH_SECONDS stands; an older one
+        is checked with ``probe`` (the check's own command to the `kubernetes` Service): silent renews it, anything
+        else drops it (the caller then runs its full bound)."""
         at, said = self.proxy_down[pod.node]
         age = clock() - at
         if age <= PROXY_DOWN_FRESH_SECONDS:
             return True, f"Service proxying on {pod.node} was shown down {age:.0f} s ago: {said}"
         fresh = probe()
         if fresh is not None and fresh.silent:
-            self.proxy_down[pod.node] = (clock(), fresh.says(pod.name))
+            self.proxy_down[pod.node] = (clock(), f"{what} from {pod.name} got no answer, and {fresh.says(pod.name)}")
             return (
                 True,
                 f"Service proxying on {pod.node} was shown down {age:.0f} s ago, and now {fresh.says(pod.name)}",
@@ -516,7 +518,7 @@ class FlowChecks:
             if ok(result):
                 return True
             if short and not stopped and no_answer(result) and pod.node in self.proxy_down:
-                stopped.append(self.still_down(pod, lambda: self.curl_probe(pod, command, container)))
+                stopped.append(self.still_down(pod, lambda: self.curl_probe(pod, command, container), str(vip)))
                 if stopped[0][0]:
                     return True
             return tool is not None and silent and resolver_failed(tool, result)
