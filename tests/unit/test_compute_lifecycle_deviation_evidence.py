@@ -151,7 +151,9 @@ def cadvisor(text: str, monkeypatch) -> None:
     monkeypatch.setattr(COMPUTE, "call", lambda fn, node, path: text)
     kube = FakeKube()
     kube.core = NS(connect_get_node_proxy_with_path=None)
-    COMPUTE.test_cadvisor_metrics_cover_windows_containers(kube, NS(), "ns", 17763, no_gate)
+    COMPUTE.test_cadvisor_metrics_cover_windows_containers(
+        kube, NS(profile=NS(ready_windows_nodes=[])), "ns", 17763, no_gate
+    )
 
 
 def test_the_cadvisor_check_accepts_only_the_windows_kubelets_answer(monkeypatch):

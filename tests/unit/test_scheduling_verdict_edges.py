@@ -1,5 +1,6 @@
 """Scheduling checks' verdict edge cases (issue 22 follow-up, h5): a fresh heartbeat (age exactly 0.0) is a reading,
-not "not yet"; the Hyper-V CPU-count check skips where the node's count and the limit's count print the same."""
+not "not yet"; the Hyper-V CPU-count check skips where the node's count and the limit's count print the same; the
+cAdvisor check skips where the kubelet serves /metrics/cadvisor from the CRI runtime (PodAndContainerStatsFromCRI)."""
 
 from __future__ import annotations
 
@@ -148,3 +149,58 @@ def test_a_node_of_four_cpus_runs_the_check(monkeypatch):
 def test_beside_a_node_of_two_cpus_the_pod_is_pinned_to_one_of_another_count(monkeypatch):
     kube = hyperv_cpus({"win-0": "2", "win-1": "4"}, "4\r\n", monkeypatch)
     assert kube.created[0]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "win-1"}
+
+
+# --------------------------------------------------------------------------- cadvisor-unsupported
+
+WINDOWS_CADVISOR = "container_scrape_error 0\nmachine_scrape_error 0\n"  # cAdvisor's collector, no container
+SERIES = 'container_cpu_usage_seconds_total{container="main",namespace="ns",pod="metered"} 1.5\n'
+
+
+def cadvisor(gates: dict[str, dict[str, bool]], text: str, monkeypatch) -> list[Any]:
+    """The check on nodes whose /configz featureGates are ``gates``; returns the pod bodies it created."""
+    created: list[Any] = []
+    profile = NS(ready_windows_nodes=[NS(name=name, windows_build=17763, data_plane=True) for name in gates])
+
+    def run_os_pod(wincon, namespace, body):
+        created.append(body)
+        return NS(spec=NS(node_name=(body["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", "win-0")))
+
+    monkeypatch.setattr(
+        COMPUTE,
+        "windows_pod",
+        lambda wincon, name, build, node=None, **k: {
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node} if node else {}}
+        },
+    )
+    monkeypatch.setattr(COMPUTE, "run_os_pod", run_os_pod)
+    monkeypatch.setattr(
+        COMPUTE, "kubelet_json", lambda api, node, path: ({"kubeletconfig": {"featureGates": gates[node]}}, 0.01)
+    )
+    monkeypatch.setattr(COMPUTE, "call", lambda fn, node, path: text)
+    kube = NS(api_client=None, core=NS(connect_get_node_proxy_with_path=None))
+    COMPUTE.test_cadvisor_metrics_cover_windows_containers(
+        kube, NS(profile=profile), "ns", 17763, lambda what, where=None: None
+    )
+    return created
+
+
+def test_a_kubelet_serving_cri_stats_skips_the_cadvisor_check_before_creating_anything(monkeypatch):
+    """Before: the CRI collector's answer has no container_scrape_error, so a pod without series there was a
+    failure (NotTheDeviation) though cAdvisor was not what answered."""
+    created: list[Any] = []
+    with pytest.raises(pytest.skip.Exception, match=r"PodAndContainerStatsFromCRI \(win-0, from /configz\)"):
+        created = cadvisor({"win-0": {"PodAndContainerStatsFromCRI": True}}, "machine_scrape_error 0\n", monkeypatch)
+    assert not created
+
+
+def test_without_the_gate_the_cadvisor_check_runs_as_before(monkeypatch):
+    assert cadvisor({"win-0": {}}, WINDOWS_CADVISOR + SERIES, monkeypatch)  # the pod's series: the behaviour holds
+    with pytest.raises(DeviationObserved, match="cadvisor-unsupported"):
+        cadvisor({"win-0": {"PodAndContainerStatsFromCRI": False}}, WINDOWS_CADVISOR, monkeypatch)
+
+
+def test_beside_a_node_serving_cri_stats_the_pod_is_pinned_to_one_serving_cadvisor(monkeypatch):
+    gates = {"win-0": {"PodAndContainerStatsFromCRI": True}, "win-1": {}}
+    created = cadvisor(gates, WINDOWS_CADVISOR + SERIES, monkeypatch)
+    assert created[0]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "win-1"}
