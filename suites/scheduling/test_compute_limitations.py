@@ -223,7 +223,7 @@ def cri_stats_gate_on(kube, node: str) -> bool:
     return bool((kubelet_config(configz).get("featureGates") or {}).get(CRI_STATS_GATE))
 
 
-def cadvisor_serving_node(kube, profile, build, data_plane) -> str | None:
+def cadvisor_serving_node(kube, profile, build) -> str | None:
     """The node the cAdvisor check's pod must run on, read before anything is created. With PodAndContainerStatsFromCRI
     on, the kubelet serves /metrics/cadvisor from the CRI runtime's ListPodSandboxMetrics instead of cAdvisor
     (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467), on any OS: cAdvisor's collector, and with it
@@ -232,17 +232,16 @@ def cadvisor_serving_node(kube, profile, build, data_plane) -> str | None:
     metric. There the deviation (cAdvisor serving no container) has no form to observe. Every real Windows node of
     the build with the gate on: the check skips, naming them; some: the pod is pinned to the first without it;
     none: unpinned (None), as before. Nodes without a data plane (simulated) are not asked: the data-plane gate
-    decides for them."""
+    decides for them after placement, as before (not gated here: before any pod ran it would skip wherever the
+    build also has a simulated node)."""
     names = [n.name for n in windows_nodes_of_build(profile, build) if n.data_plane]
-    for name in names:
-        data_plane(f"GET /api/v1/nodes/{name}/proxy/configz (featureGates.{CRI_STATS_GATE})", where=name)
     gated = [name for name in names if cri_stats_gate_on(kube, name)]
     if not gated:
         return None
     others = [name for name in names if name not in gated]
     if not others:
         pytest.skip(
-            f"the kubelet of every Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
+            f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
             f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
             "not cAdvisor, so cAdvisor's absence cannot be observed there"
         )
@@ -257,7 +256,7 @@ def cadvisor_serving_node(kube, profile, build, data_plane) -> str | None:
 @pytest.mark.windows_form(no_command="reads the kubelet's /metrics/cadvisor through the API server")
 def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
-    node_name = cadvisor_serving_node(kube, wincon.profile, build, data_plane)
+    node_name = cadvisor_serving_node(kube, wincon.profile, build)
     pod = run_os_pod(wincon, namespace, windows_pod(wincon, "metered", build, node=node_name))
     node = pod.spec.node_name
     data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)

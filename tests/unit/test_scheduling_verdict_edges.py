@@ -157,10 +157,13 @@ WINDOWS_CADVISOR = "container_scrape_error 0\nmachine_scrape_error 0\n"  # cAdvi
 SERIES = 'container_cpu_usage_seconds_total{container="main",namespace="ns",pod="metered"} 1.5\n'
 
 
-def cadvisor(gates: dict[str, dict[str, bool]], text: str, monkeypatch) -> list[Any]:
-    """The check on nodes whose /configz featureGates are ``gates``; returns the pod bodies it created."""
+def cadvisor(gates: dict[str, dict[str, bool]], text: str, monkeypatch, simulated: tuple[str, ...] = ()) -> list[Any]:
+    """The check on real nodes whose /configz featureGates are ``gates`` (and ``simulated`` ones, whose /configz
+    cannot be read); returns the pod bodies it created."""
     created: list[Any] = []
-    profile = NS(ready_windows_nodes=[NS(name=name, windows_build=17763, data_plane=True) for name in gates])
+    nodes = [NS(name=name, windows_build=17763, data_plane=True) for name in gates]
+    nodes += [NS(name=name, windows_build=17763, data_plane=False) for name in simulated]
+    profile = NS(ready_windows_nodes=nodes)
 
     def run_os_pod(wincon, namespace, body):
         created.append(body)
@@ -204,3 +207,9 @@ def test_beside_a_node_serving_cri_stats_the_pod_is_pinned_to_one_serving_cadvis
     gates = {"win-0": {"PodAndContainerStatsFromCRI": True}, "win-1": {}}
     created = cadvisor(gates, WINDOWS_CADVISOR + SERIES, monkeypatch)
     assert created[0]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "win-1"}
+
+
+def test_a_simulated_node_beside_is_not_asked_for_its_configz(monkeypatch):
+    with pytest.raises(pytest.skip.Exception, match="every real Windows node"):
+        cadvisor({"win-0": {"PodAndContainerStatsFromCRI": True}}, "", monkeypatch, simulated=("kwok-win",))
+    assert cadvisor({"win-0": {}}, WINDOWS_CADVISOR + SERIES, monkeypatch, simulated=("kwok-win",))
