@@ -12,7 +12,13 @@
 4. Memory of the whole cluster at rest: the RSS of every control-plane, data-plane and container process,
    summed (highest of 5 samples), after `up` and again after the pods above.
 
+With ``--windows-pod-latency p50=30s,p90=54s`` the cluster runs the Windows pod-latency model (issue 22, item 1)
+and the framework's tests, and the bare client's pods they are compared with, start one Windows pod each on the
+simulated Windows nodes instead of a Linux pod: the framework's overhead where pods take as long as on real Windows
+nodes.
+
 Usage: python bench/bench_dataplane.py [--name dp-bench] [--pods 20] [--tests 10] [--repo CHECKOUT]
+           [--windows-pod-latency SPEC]
 Exits 0 whatever the figures (the reader judges), 10 when the cluster cannot be started.
 """
 
@@ -36,6 +42,9 @@ from kubernetes import client
 
 from wincon.errors import WinconError
 from wincon.localcluster import cluster, dataplane, hints
+from wincon.localcluster.topology import Topology
+from wincon.workloads.catalog import Catalog
+from wincon.workloads.pinning import pin_linux, pin_windows
 
 REPO = Path(__file__).resolve().parents[1]
 UP_TARGET, DOWN_TARGET, OVERHEAD_TARGET = 60.0, 10.0, 0.10
@@ -48,10 +57,10 @@ from wincon.workloads.deploy import container, pod_manifest, run_pod
 @pytest.mark.test_id("{tid}")
 def test_pod_{i}(wincon, fresh_namespace, profile):
     t0 = time.perf_counter()
-    image = wincon.catalog.image("agnhost", "linux")
+    image = wincon.catalog.image("agnhost", "{os}")
     spec = container("c", image, args=["pause"])
     spec["imagePullPolicy"] = "IfNotPresent"
-    run_pod(wincon, fresh_namespace, pod_manifest("p", [spec], os_name="linux"))
+    run_pod(wincon, fresh_namespace, pod_manifest("p", [spec], os_name="{os}"))
     with open("{out}", "a") as f:
         f.write(json.dumps({{"test": "test_pod_{i}", "latency": time.perf_counter() - t0}}) + "\\n")
 """
@@ -109,12 +118,12 @@ def at_rest(name: str, when: str, samples: int = 5) -> None:
     print(f"cluster at rest {when}: RSS {highest:.0f} MiB in total ({count} processes; highest of {samples})")
 
 
-def pod_latencies(api: object, count: int, image: str, node: str | None) -> list[float]:
+def pod_latencies(api: object, count: int, image: str, node: str | None, os_name: str = "linux") -> list[float]:
     """Create -> Ready of ``count`` agnhost pods, one after the other, polled every 50 ms.
 
     With ``node``: netexec pods bound to that node with a real readiness probe. Without: the very pod the
-    framework benchmark starts (agnhost pause, no probe, placed by the scheduler on a Linux node), so that
-    the framework's overhead is measured against the same pod started without the framework.
+    framework benchmark starts (agnhost pause, no probe, placed by the scheduler on a node of ``os_name``), so
+    that the framework's overhead is measured against the same pod started without the framework.
     """
     core = client.CoreV1Api(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
@@ -129,8 +138,7 @@ def pod_latencies(api: object, count: int, image: str, node: str | None) -> list
                 box["args"] = ["netexec", "--http-port=8080"]
                 box["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 1}
             else:
-                spec["os"] = {"name": "linux"}
-                spec["nodeSelector"] = {"kubernetes.io/os": "linux"}
+                spec = pin_windows(spec) if os_name == "windows" else pin_linux(spec)
             pod = {"metadata": {"name": f"p{i}"}, "spec": spec}
             start = time.monotonic()
             core.create_namespaced_pod(ns, pod)
@@ -138,8 +146,8 @@ def pod_latencies(api: object, count: int, image: str, node: str | None) -> list
                 got = core.read_namespaced_pod(f"p{i}", ns)
                 if any(c.type == "Ready" and c.status == "True" for c in got.status.conditions or []):
                     break
-                if time.monotonic() - start > 120:
-                    raise RuntimeError(f"pod p{i} not Ready after 120 s")
+                if time.monotonic() - start > 180:
+                    raise RuntimeError(f"pod p{i} not Ready after 180 s")
                 time.sleep(0.05)
             latencies.append(time.monotonic() - start)
             core.delete_namespaced_pod(f"p{i}", ns, grace_period_seconds=0)
@@ -161,13 +169,14 @@ class Overhead:
     cpu: float = 0.0  # CPU seconds of the whole pytest process
 
 
-def framework_overhead(kubeconfig: Path, tests: int, repo: Path = REPO) -> Overhead:
-    """A pytest run (a suite run: ``--wincon``) of ``tests`` one-pod tests; each records its pod's latency."""
+def framework_overhead(kubeconfig: Path, tests: int, repo: Path = REPO, os_name: str = "linux") -> Overhead:
+    """A pytest run (a suite run: ``--wincon``) of ``tests`` one-pod tests (a pod of ``os_name`` each); each records
+    its pod's latency."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "latency.jsonl"
         junit = Path(tmp) / "junit.xml"
         marks = Path(tmp) / "marks.json"
-        body = "\n".join(POD_TEST.format(tid=uuid.uuid4(), i=i, out=out) for i in range(tests))
+        body = "\n".join(POD_TEST.format(tid=uuid.uuid4(), i=i, out=out, os=os_name) for i in range(tests))
         (Path(tmp) / "test_bench.py").write_text(textwrap.dedent(body))
         (Path(tmp) / "conftest.py").write_text(MARKS_CONFTEST.format(out=marks))
         cmd = [
@@ -234,12 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repo", type=Path, default=REPO, help="the checkout whose wincon the framework runs use (before/after)"
     )
+    parser.add_argument(
+        "--windows-pod-latency",
+        metavar="SPEC",
+        help="run the Windows pod-latency model (as `wincon cluster up --windows-pod-latency`) and measure the "
+        "framework with Windows pods",
+    )
     args = parser.parse_args(argv)
+    os_name = "windows" if args.windows_pod_latency else "linux"
     stopped = False
     try:
         cluster.down(args.name)
         start = time.monotonic()
-        kubeconfig = cluster.up(args.name)
+        kubeconfig = cluster.up(args.name, Topology(windows_pod_latency=args.windows_pod_latency))
         up = time.monotonic() - start
         print(f"up to every node Ready and CoreDNS available: {up:.1f} s (target {UP_TARGET:.0f} s)", flush=True)
         at_rest(args.name, "after up")
@@ -251,8 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(latencies):.2f} s (min {min(latencies):.2f}, max {max(latencies):.2f})",
             flush=True,
         )
-        bare = statistics.median(pod_latencies(api, args.tests, image, None))
-        run = framework_overhead(kubeconfig, args.tests, args.repo)
+        if os_name == "windows":
+            image = Catalog.load().image("agnhost", "windows")  # the suite's own reference (no pull on kwok nodes)
+            print(f"framework figures below: Windows pods under the model {args.windows_pod_latency}", flush=True)
+        bare_latencies = pod_latencies(api, args.tests, image, None, os_name)
+        bare = statistics.median(bare_latencies)
+        run = framework_overhead(kubeconfig, args.tests, args.repo, os_name)
         # Per test: pytest's own time of the test (namespace, fixtures, pinning, wait, cleanup) beyond its pod's
         # create -> Ready. Per run: the same with the run's fixed cost (interpreter, imports, cluster discovery)
         # spread over its tests, as any run spreads it.
@@ -276,6 +296,28 @@ def main(argv: list[str] | None = None) -> int:
             + (": below zero, so within this machine's noise" if whole < 0 else ""),
             flush=True,
         )
+        if os_name == "windows":
+            # Under the model each pod's latency is a random draw (sd about 17 s for p50=30s,p90=54s), so two
+            # samples of 10 differ by several seconds by chance: compare their means against that sampling noise.
+            noise = (
+                2
+                * (
+                    statistics.variance(run.latency) / len(run.latency)
+                    + statistics.variance(bare_latencies) / len(bare_latencies)
+                )
+                ** 0.5
+            )
+            gap = statistics.mean(run.latency) - statistics.mean(bare_latencies)
+            print(
+                f"framework, under the model: mean create -> Ready {statistics.mean(run.latency):.2f} s through the "
+                f"framework against {statistics.mean(bare_latencies):.2f} s without it: {gap:+.2f} s, "
+                + (
+                    f"within the two samples' noise (2 standard errors: {noise:.2f} s)"
+                    if abs(gap) <= noise
+                    else f"beyond the two samples' noise (2 standard errors: {noise:.2f} s)"
+                ),
+                flush=True,
+            )
         per_run = run.wall / run.tests - statistics.mean(run.latency)
         print(
             f"framework, per run: {run.wall:.1f} s for {run.tests} tests = {run.wall / run.tests:.2f} s per test: "
