@@ -21,6 +21,7 @@ from wincon.checks.pods import (
     windows_nodes_of_build,
     windows_pod,
 )
+from wincon.checks.scheduling import node_avoiding
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.errors import expect_deviation
@@ -236,16 +237,13 @@ def cadvisor_serving_node(kube, profile, build) -> str | None:
     build also has a simulated node)."""
     names = [n.name for n in windows_nodes_of_build(profile, build) if n.data_plane]
     gated = [name for name in names if cri_stats_gate_on(kube, name)]
-    if not gated:
-        return None
-    others = [name for name in names if name not in gated]
-    if not others:
-        pytest.skip(
-            f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
-            f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
-            "not cAdvisor, so cAdvisor's absence cannot be observed there"
-        )
-    return others[0]
+    return node_avoiding(
+        names,
+        gated,
+        f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
+        f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
+        "not cAdvisor, so cAdvisor's absence cannot be observed there",
+    )
 
 
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")

@@ -7,6 +7,7 @@ from kubernetes.utils import parse_quantity
 
 from wincon import forms
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
+from wincon.checks.scheduling import node_avoiding
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
@@ -227,16 +228,13 @@ def telling_node(kube, profile, build) -> str | None:
     names = [n.name for n in windows_nodes_of_build(profile, build)]
     cpus = {name: call(kube.core.read_node, name).status.capacity["cpu"] for name in names}
     ambiguous = [name for name, count in cpus.items() if parse_quantity(count) == LIMIT_COUNT]
-    if not ambiguous:
-        return None
-    others = [name for name in names if name not in ambiguous]
-    if not others:
-        pytest.skip(
-            f"every Windows node of the build has capacity cpu {LIMIT_COUNT} ({', '.join(ambiguous)}), the count a "
-            f"{CPU_LIMIT_MILLICORES}m limit gives: the node's count and the documented deviation's print the same, "
-            "so the check could tell neither"
-        )
-    return others[0]
+    return node_avoiding(
+        names,
+        ambiguous,
+        f"every Windows node of the build has capacity cpu {LIMIT_COUNT} ({', '.join(ambiguous)}), the count a "
+        f"{CPU_LIMIT_MILLICORES}m limit gives: the node's count and the documented deviation's print the same, "
+        "so the check could tell neither",
+    )
 
 
 @pytest.mark.test_id("33b67d77-243d-40b1-b4d2-b97ac752391d")

@@ -5,7 +5,6 @@ to work first is the suite's error or a failure, never the deviation."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace as NS
 from typing import Any
@@ -22,15 +21,6 @@ IMAGES = suites.load("suites/scheduling/test_image_os_version.py")
 RESOURCES = suites.load("suites/scheduling/test_resources.py")
 HPA = suites.load("suites/controllers/test_hpa.py")
 LIFECYCLE = suites.load("suites/lifecycle/test_lifecycle.py")
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """eventually's tenacity polls on a fake clock: no real sleep."""
-    now = [0.0]
-    monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
-    monkeypatch.setattr(time, "monotonic", lambda: 100.0 + now[0])
-    return now
 
 
 class FakeKube:

@@ -9,7 +9,6 @@ wait; it records which kind each wait was."""
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -103,15 +102,6 @@ def manifest(name: str) -> dict:
 
 def wincon() -> Any:
     return NS(catalog=NS(image=lambda key, os_name, build: key), api_client=None, pod_start_timeout=6, profile=None)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """eventually's tenacity polls on a fake clock: no real sleep."""
-    now = [0.0]
-    monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
-    monkeypatch.setattr(time, "monotonic", lambda: 100.0 + now[0])
-    return now
 
 
 # --------------------------------------------------------------------------- ReplicaSet / ReplicationController

@@ -4,7 +4,6 @@ cAdvisor check skips where the kubelet serves /metrics/cadvisor from the CRI run
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace as NS
 from typing import Any
@@ -25,15 +24,6 @@ class FrozenDatetime(datetime):
     @classmethod
     def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
         return NOW
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """eventually's tenacity polls on a fake clock: no real sleep."""
-    now = [0.0]
-    monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
-    monkeypatch.setattr(time, "monotonic", lambda: 100.0 + now[0])
-    return now
 
 
 def node_with(heartbeat: datetime | None, capacity: dict[str, str] | None = None) -> Any:

@@ -138,3 +138,17 @@ def delete_runtime_class(api_client: client.ApiClient, name: str) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def node_avoiding(names: list[str], unsuitable: list[str], why: str) -> str | None:
+    """The node a check's pod must be pinned to, read before anything is created: None where none of ``names`` is
+    unsuitable (the pod's placement decides, as without this), else the first of the others; where every one is
+    unsuitable, the check skips with ``why`` (naming them)."""
+    if not unsuitable:
+        return None
+    others = [name for name in names if name not in unsuitable]
+    if not others:
+        import pytest
+
+        pytest.skip(why)
+    return others[0]
