@@ -16,7 +16,7 @@ from wincon import connectivity as conn
 from wincon import forms
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import expect_deviation
-from wincon.network.evidence import dial_unanswered
+from wincon.network.evidence import DIAL_UNANSWERED, dial_unanswered
 
 pytestmark = [pytest.mark.networking]
 
@@ -55,7 +55,7 @@ def test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(checks, dual_stack_
     with expect_deviation(
         "ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported",
         accepts=lambda: dial_unanswered(outcome),
-        deviation="the client's netexec answered and no endpoint answered it",
+        deviation=DIAL_UNANSWERED,
     ):
         assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
@@ -78,7 +78,7 @@ def test_windows_pod_reaches_ipv6_cluster_ip_on_a_dual_stack_cluster(checks, dua
     with expect_deviation(
         "ipv6-overlay-unsupported, ipv6-l2bridge-l2tunnel-unsupported",
         accepts=lambda: dial_unanswered(outcome),
-        deviation="the client's netexec answered and no endpoint answered it",
+        deviation=DIAL_UNANSWERED,
     ):
         assert outcome.reached_all, f"[{address}]: {outcome.describe()}"
 
@@ -109,6 +109,6 @@ def test_windows_pods_talk_on_an_ipv6_single_stack_cluster(
     with expect_deviation(
         "ipv6-single-stack-unsupported",
         accepts=lambda: dial_unanswered(outcome),
-        deviation="the client's netexec answered and no endpoint answered it",
+        deviation=DIAL_UNANSWERED,
     ):
         assert outcome.reached_all, outcome.describe()

@@ -16,7 +16,14 @@ from wincon import connectivity as conn
 from wincon import forms
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
-from wincon.network.evidence import answered_by_backend, dial_unanswered, source_rewritten, stayed_with
+from wincon.network.evidence import (
+    DIAL_UNANSWERED,
+    answered_by_backend,
+    dial_unanswered,
+    reported_source,
+    source_rewritten,
+    stayed_with,
+)
 from wincon.network.pods import pod_names
 
 pytestmark = [pytest.mark.networking]
@@ -85,7 +92,7 @@ def test_pod_reaches_service_by_cluster_ip(protocol, checks, client, server_serv
     with expect_deviation(
         "overlay-kube-proxy-alpha, win-overlay-1803-service-ip",
         accepts=lambda: dial_unanswered(outcome),
-        deviation="the client's netexec answered and no endpoint answered it",
+        deviation=DIAL_UNANSWERED,
     ):
         assert outcome.reached_all, outcome.describe()
 
@@ -240,10 +247,9 @@ def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, other_ho
         accepts=lambda: source_rewritten(answer, client_addresses),
         deviation="/clientip answered a source address other than the client node's",
     ):
-        source = answer.strip().rsplit(":", 1)[0].strip("[]")
-        assert source in client_addresses, (
-            f"the {local_server.os} backend saw the request come from {source}, not from the client node {remote_node.host_ip}: "
-            "the source IP was not preserved"
+        assert reported_source(answer) in client_addresses, (
+            f"the {local_server.os} backend saw the request come from {answer.strip()!r}, not from the client node "
+            f"{remote_node.host_ip}: the source IP was not preserved"
         )
     idle = [n for n in os_nodes if n.name not in (local_server.node, remote_node.node)]
     if idle:  # a node with no local endpoint must not forward to another node's pod

@@ -23,6 +23,10 @@ CLIENT_DID_NOT_ANSWER = "netexec /dial did not answer"
 NOT_DIALLED = "not dialled"
 
 
+# The deviation dial_unanswered accepts, as the checks name it.
+DIAL_UNANSWERED = "the client's netexec answered and no endpoint answered it"
+
+
 def dial_unanswered(outcome: conn.DialOutcome) -> bool:
     """No endpoint answered the dial, and the client's netexec itself answered with its own dial errors.
 

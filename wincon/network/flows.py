@@ -160,18 +160,11 @@ def url_address(command: list[str]) -> str | None:
     """The IP address a curl command line's URL names as its host, else None."""
     found = curl_url(command)
     host = found[1].hostname if found else None
-    try:
-        return str(ipaddress.ip_address(host or ""))
-    except ValueError:
-        return None
+    return normal_ip(host) if host else None
 
 
 def is_name(target: str) -> bool:
-    try:
-        ipaddress.ip_address(target.strip("[]"))
-    except ValueError:
-        return True
-    return False
+    return normal_ip(target) is None
 
 
 def no_answer(result: ExecResult) -> bool:
@@ -224,6 +217,11 @@ def normal_ip(text: str) -> str | None:
         return str(ipaddress.ip_address(text.strip("[]")))
     except ValueError:
         return None
+
+
+def cluster_ips(spec: Any) -> tuple[str, ...]:
+    """A Service spec's cluster IPs (clusterIPs, else clusterIP), primary first, as addresses ("None" dropped)."""
+    return tuple(ip for ip in (normal_ip(i) for i in (spec.cluster_ips or [spec.cluster_ip or ""])) if ip)
 
 
 def joined(first: conn.DialOutcome, rest: conn.DialOutcome) -> conn.DialOutcome:
@@ -412,12 +410,7 @@ class FlowChecks:
                 listed = call(self.kube.core.list_namespaced_service, namespace).items or []
             except Exception:  # noqa: BLE001 - the API cannot tell (a fake, an error): not known as a Service VIP
                 return False
-            known = {
-                ip
-                for svc in listed
-                for ip in (normal_ip(i) for i in (svc.spec.cluster_ips or [svc.spec.cluster_ip or ""]))
-                if ip is not None
-            }
+            known = {ip for svc in listed for ip in cluster_ips(svc.spec)}
             self.service_ips[namespace] = known
         return address in known
 
@@ -428,7 +421,7 @@ class FlowChecks:
             return cached
         try:
             spec = kubernetes_service(self.kube.core).raw.spec
-            ips = tuple(ip for ip in (normal_ip(i) for i in (spec.cluster_ips or [spec.cluster_ip or ""])) if ip)
+            ips = cluster_ips(spec)
             port = next(int(p.port) for p in spec.ports or [] if (p.protocol or "TCP") == "TCP")
         except Exception:  # noqa: BLE001 - no Service to read (a fake, RBAC, an API error): nothing to ask
             return None
