@@ -265,8 +265,11 @@ def collect_dial(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     silent_tries: int = DIAL_SILENT_TRIES,
+    until_any: bool = False,
 ) -> DialOutcome:
-    """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran).
+    """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran); with
+    ``until_any``, until any endpoint answered at all (a wait for a new Service to answer before a check counts
+    which endpoint answers each dial).
 
     ``run()`` returns the dial's output: a :class:`DialAnswer` where curl exited 0, else the text of a try that
     got no answer, which counts as a failed try with its text as the error (upstream counts a failed exec as a
@@ -299,7 +302,8 @@ def collect_dial(
             outcome.last_new_try = outcome.tries
         outcome.responses.update(result.responses)
         outcome.errors.extend(result.errors)
-        return outcome.reached_all and outcome.tries >= min_tries
+        done = bool(outcome.responses) if until_any else outcome.reached_all
+        return done and outcome.tries >= min_tries
 
     retrying = Retrying(
         stop=stop_any(

@@ -164,17 +164,25 @@ def affinity_service(net, servers, server_selector, os_prefix):
     )
 
 
-def dial_affinity_service(checks, client, service):
+def dial_affinity_service(checks, client, service, servers):
     """AFFINITY_CHECKS single dials, once the new Service answers at all: the data plane programs a Service a
     moment after its endpoints, and dials before that get no answer, which says nothing about affinity."""
-    command = conn.dial_command(client.os, client.ip, service.cluster_ip, conn.SERVICE_HTTP_PORT)
-    checks.gate(command, where=checks.where(client))
-    # Bounded in time too, like every check of a silent target (conn.DIAL_SILENT_SECONDS): a data plane that
-    # answers nothing fails this check in about 25 s, not after 15 dials of up to 30 s each.
-    answering, tries = conn.attempts(
-        lambda: checks.dial_once(client, command) != "", AFFINITY_WARM_UP_TRIES, seconds=conn.DIAL_SILENT_SECONDS
+    # The wait is FlowChecks.dial's (until any backend answers): bounded like every check of a silent target,
+    # AFFINITY_WARM_UP_TRIES dials within conn.DIAL_SILENT_SECONDS, and, like every Service-VIP dial, stopped at
+    # its first silent try from a node whose Service proxying was shown down (FlowChecks.proxy_down).
+    warm_up = checks.dial(
+        client,
+        service.cluster_ip,
+        conn.SERVICE_HTTP_PORT,
+        "http",
+        pod_names(servers),
+        max_tries=AFFINITY_WARM_UP_TRIES,
+        silent_tries=AFFINITY_WARM_UP_TRIES,
+        until_any=True,
     )
-    assert answering, f"{service.name} ({service.cluster_ip}) never answered {client.name} in {tries} dials"
+    assert warm_up.responses, (
+        f"{service.name} ({service.cluster_ip}) never answered {client.name}: {warm_up.describe()}"
+    )
     return checks.dial_each(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS)
 
 
@@ -182,9 +190,9 @@ def dial_affinity_service(checks, client, service):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_service):
+def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_service, servers):
     """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
-    answers = dial_affinity_service(checks, client, affinity_service)
+    answers = dial_affinity_service(checks, client, affinity_service, servers)
     assert all(answers), f"some dials got no answer: {answers}"
     assert len(set(answers)) == 1, f"sessionAffinity ClientIP, yet one client reached {sorted(set(answers))}"
 
@@ -195,10 +203,10 @@ def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_s
 @pytest.mark.limitation("session-affinity-timeout")
 @pytest.mark.documents("k8s-windows-intro", "Session affinity")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_session_affinity_ends_after_its_timeout(checks, client, affinity_service):
+def test_session_affinity_ends_after_its_timeout(checks, client, affinity_service, servers):
     """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
     assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
-    first = dial_affinity_service(checks, client, affinity_service)
+    first = dial_affinity_service(checks, client, affinity_service, servers)
     if not all(first) or len(set(first)) != 1:
         pytest.skip(f"ClientIP affinity itself does not hold here ({first}), so its timeout cannot be observed")
     sticky = first[0]

@@ -295,8 +295,12 @@ class FlowChecks:
         expected: Iterable[str],
         max_tries: int | None = None,
         min_tries: int = 1,
+        silent_tries: int = conn.DIAL_SILENT_TRIES,
+        until_any: bool = False,
     ) -> conn.DialOutcome:
-        """Upstream's dial check: ask the client's netexec to dial ``target:port`` until ``expected`` answered."""
+        """Upstream's dial check: ask the client's netexec to dial ``target:port`` until ``expected`` answered
+        (``until_any``: until any endpoint answered at all). ``silent_tries`` is the bound of a dial nothing
+        answers, where no silence was seen before (SILENT_AGAIN_TRIES, PROXY_DOWN_TRIES)."""
         expected = set(expected)
         command = conn.dial_command(client_pod.os, client_pod.ip, target, port, protocol)
         self.gate(command, where=self.where(client_pod))
@@ -329,12 +333,17 @@ class FlowChecks:
         namespace = str(getattr(self.kube, "namespace", ""))
         key, client_key = (namespace, target, port, protocol), (namespace, client_pod.name, protocol)
         again = key in self.silent_targets or client_key in self.silent_clients
-        silent_tries = SILENT_AGAIN_TRIES if again else conn.DIAL_SILENT_TRIES
+        silent_tries = SILENT_AGAIN_TRIES if again else silent_tries
         tries = max_tries or conn.dial_tries(len(expected))
         # The node's Service proxying was shown down: a Service VIP stops at its first silent try (PROXY_DOWN_TRIES).
         short = client_pod.node in self.proxy_down and self.is_service_ip(target)
         outcome = conn.collect_dial(
-            once, expected, tries, min_tries, silent_tries=PROXY_DOWN_TRIES if short else silent_tries
+            once,
+            expected,
+            tries,
+            min_tries,
+            silent_tries=PROXY_DOWN_TRIES if short else silent_tries,
+            until_any=until_any,
         )
         notes: list[str] = []
         if short and not outcome.responses:
@@ -344,10 +353,12 @@ class FlowChecks:
             if down:
                 notes.append(f"stopped at its first silent try: {said}")
             else:  # the node's proxying is not shown down now: the dial goes on with its full bound
-                rest = conn.collect_dial(once, expected, tries, min_tries, silent_tries=silent_tries)
+                rest = conn.collect_dial(
+                    once, expected, tries, min_tries, silent_tries=silent_tries, until_any=until_any
+                )
                 outcome = joined(outcome, rest)
                 notes.append(f"went on after its first silent try: {said}")
-        elif not outcome.responses and silent_tries == conn.DIAL_SILENT_TRIES and self.is_service_ip(target):
+        elif not outcome.responses and not again and self.is_service_ip(target):
             probe = self.dial_probe(client_pod, target)
             if probe is not None:
                 notes.append(probe.says(client_pod.name))

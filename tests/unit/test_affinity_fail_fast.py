@@ -1,0 +1,186 @@
+"""The session-affinity checks' warm-up (suites/networking/test_services.py ``dial_affinity_service``) dials through
+FlowChecks.dial: from a node whose Service proxying was recorded down (FlowChecks.proxy_down) it stops at its first
+silent try, quoting the record, as every other Service-VIP dial does; on a healthy cluster it keeps its own bound
+(AFFINITY_WARM_UP_TRIES dials within conn.DIAL_SILENT_SECONDS) and the checks keep their assertions. Before, the
+warm-up was the suite's own loop over dial_once: 15 silent dials (26.4 s each check under "Service rules removed")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.support import suites
+from wincon import connectivity as c
+from wincon.cluster.exec import ExecResult
+from wincon.network import flows
+from wincon.network.pods import PodRef
+
+KUBERNETES_IP = "10.0.0.1"
+STICKY_VIP, OTHER_VIP = "10.0.0.80", "10.0.0.50"
+SILENT = json.dumps({"errors": ['Get "http://10.0.0.80:80/hostname": context deadline exceeded']})
+CLIENT = PodRef("lin-client", "10.244.1.9", ("10.244.1.9",), "lin-worker-0", "192.168.7.10", "linux", "netexec")
+SERVERS = [
+    PodRef(f"lin-netserver-{i}", f"10.244.1.{20 + i}", (), "lin-worker-0", "192.168.7.10", "linux", "netexec")
+    for i in range(2)
+]
+
+
+def service(ip: str, port: int = 80) -> SimpleNamespace:
+    spec = SimpleNamespace(
+        cluster_ip=ip,
+        cluster_ips=[ip],
+        type="ClusterIP",
+        ports=[SimpleNamespace(port=port, protocol="TCP")],
+        session_affinity_config=SimpleNamespace(client_ip=SimpleNamespace(timeout_seconds=10)),
+    )
+    return SimpleNamespace(spec=spec)
+
+
+class Kube:
+    """A namespace with the affinity Service and another, default/kubernetes at 10.0.0.1:443. Each /dial of an
+    address calls ``answer[address](n)`` (n: that address's dials so far, from 1): a backend's name, or None
+    (nothing answered)."""
+
+    def __init__(self, answer: dict[str, Callable[[int], str | None]]) -> None:
+        self.namespace = "mod-services"
+        self.answer = answer
+        self.dials: dict[str, int] = {}
+
+        def list_namespaced_service(namespace: str) -> SimpleNamespace:
+            return SimpleNamespace(items=[service(STICKY_VIP), service(OTHER_VIP)])
+
+        def read_namespaced_service(name: str, namespace: str) -> SimpleNamespace:
+            assert (name, namespace) == ("kubernetes", "default")
+            return service(KUBERNETES_IP, 443)
+
+        self.core = SimpleNamespace(
+            list_namespaced_service=list_namespaced_service, read_namespaced_service=read_namespaced_service
+        )
+
+    def gate(self, command: object, where: str = "") -> None:
+        pass
+
+    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
+             timeout: float = 60.0) -> ExecResult:  # fmt: skip
+        url = urlsplit(next(a for a in command if "://" in a))
+        assert url.path == "/dial", command
+        target = parse_qs(url.query)["host"][0]
+        self.dials[target] = self.dials.get(target, 0) + 1
+        name = self.answer.get(target, lambda n: None)(self.dials[target])
+        return ExecResult(0, json.dumps({"responses": [name]}) if name else SILENT, "")
+
+
+def silent(n: int) -> None:
+    return None
+
+
+def sticky(n: int) -> str:
+    return "lin-netserver-1"
+
+
+@pytest.fixture(autouse=True)
+def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (
+        ("silent_targets", set()), ("silent_clients", set()), ("silent_resolver", {}), ("resolver_keys", {}),
+        ("proxy_down", {}), ("service_ips", {}), ("kubernetes_address", {}),
+    ):  # fmt: skip
+        monkeypatch.setattr(flows.FlowChecks, name, value)
+    dial = c.collect_dial
+    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    monkeypatch.setattr(flows, "clock", lambda: 1000.0)
+
+
+@pytest.fixture(scope="module")
+def module():
+    return suites.load("suites/networking/test_services.py")
+
+
+def affinity_service() -> SimpleNamespace:
+    return SimpleNamespace(name="lin-netserver-sticky", cluster_ip=STICKY_VIP, raw=service(STICKY_VIP))
+
+
+def keeps_one_backend(module, kube: Kube) -> None:
+    module.test_session_affinity_client_ip_keeps_one_backend(
+        flows.FlowChecks(kube), CLIENT, affinity_service(), SERVERS
+    )
+
+
+def record_proxy_down(kube: Kube) -> c.DialOutcome:
+    """What an earlier check of the module leaves: a VIP dial that ran its full bound, then the `kubernetes`
+    Service silent from the same client."""
+    outcome = flows.FlowChecks(kube).dial(CLIENT, OTHER_VIP, 80, "http", {s.name for s in SERVERS})
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down, outcome.describe()
+    kube.dials.clear()
+    return outcome
+
+
+def test_the_warm_up_stops_at_its_first_silent_try_where_service_proxying_was_shown_down(module) -> None:
+    kube = Kube({})  # nothing answers: no Service, not even `kubernetes`
+    record_proxy_down(kube)
+    for check in (keeps_one_backend, ends_after_its_timeout):
+        kube.dials.clear()
+        with pytest.raises(AssertionError) as failed:
+            check(module, kube)
+        assert kube.dials == {STICKY_VIP: 1}, kube.dials  # was 15 dials (AFFINITY_WARM_UP_TRIES), 26.4 s
+        message = str(failed.value)
+        assert "never answered lin-client" in message and "stopped at its first silent try" in message
+        assert f"{OTHER_VIP}:80 (http) from lin-client ran its full bound with no answer" in message
+        assert "`kubernetes` Service (10.0.0.1:443) answered nothing either from lin-client" in message
+
+
+def ends_after_its_timeout(module, kube: Kube) -> None:
+    module.test_session_affinity_ends_after_its_timeout(flows.FlowChecks(kube), CLIENT, affinity_service(), SERVERS)
+
+
+def test_a_first_silent_warm_up_keeps_its_bound_and_records_the_nodes_proxying_down(module) -> None:
+    kube = Kube({})
+    with pytest.raises(AssertionError, match="never answered lin-client"):
+        keeps_one_backend(module, kube)
+    assert kube.dials[STICKY_VIP] == module.AFFINITY_WARM_UP_TRIES == 15  # its own bound, not DIAL_SILENT_TRIES
+    assert kube.dials[KUBERNETES_IP] == 1  # then the `kubernetes` Service, once, with the same dial
+    assert "lin-worker-0" in flows.FlowChecks.proxy_down  # evidence for the module's later Service-VIP dials
+    later = flows.FlowChecks(kube).dial(CLIENT, OTHER_VIP, 80, "http", {s.name for s in SERVERS})
+    assert later.tries == flows.PROXY_DOWN_TRIES and "stopped at its first silent try" in later.describe()
+
+
+def test_a_new_service_that_answers_on_the_last_warm_up_try_passes_as_before(module) -> None:
+    # The data plane programs the Service late: silent for 14 dials, then one backend for good
+    kube = Kube({STICKY_VIP: lambda n: None if n < module.AFFINITY_WARM_UP_TRIES else "lin-netserver-1"})
+    keeps_one_backend(module, kube)
+    assert kube.dials == {STICKY_VIP: module.AFFINITY_WARM_UP_TRIES + module.AFFINITY_CHECKS}  # never asked kubernetes
+    assert not flows.FlowChecks.proxy_down and not flows.FlowChecks.silent_targets
+
+
+def test_an_answer_ends_the_warm_up_and_the_checks_keep_their_assertions(module) -> None:
+    kube = Kube({STICKY_VIP: sticky})
+    keeps_one_backend(module, kube)
+    assert kube.dials == {STICKY_VIP: 1 + module.AFFINITY_CHECKS}  # one warm-up dial, then the 10 counted
+    # Two backends over the counted dials: the affinity check still fails
+    kube = Kube({STICKY_VIP: lambda n: SERVERS[n % 2].name})
+    with pytest.raises(AssertionError, match="sessionAffinity ClientIP, yet one client reached"):
+        keeps_one_backend(module, kube)
+    # A counted dial without an answer: still a failure
+    kube = Kube({STICKY_VIP: lambda n: None if n == 5 else "lin-netserver-0"})
+    with pytest.raises(AssertionError, match="some dials got no answer"):
+        keeps_one_backend(module, kube)
+
+
+def test_an_answer_from_the_node_drops_its_record(module) -> None:
+    kube = Kube({})
+    record_proxy_down(kube)
+    kube.answer[STICKY_VIP] = sticky
+    keeps_one_backend(module, kube)
+    assert not flows.FlowChecks.proxy_down  # a Service answered from that node: full bounds again
+
+
+def test_until_any_stops_at_the_first_answer_of_any_endpoint() -> None:
+    answers = iter(["", json.dumps({"responses": ["a"]}), json.dumps({"responses": ["b"]})])
+    outcome = c.collect_dial(lambda: next(answers), {"a", "b"}, 10, until_any=True)
+    assert outcome.tries == 2 and outcome.responses == {"a"} and not outcome.reached_all
+    answers = iter(["", json.dumps({"responses": ["a"]}), json.dumps({"responses": ["b"]})])
+    outcome = c.collect_dial(lambda: next(answers), {"a", "b"}, 10)
+    assert outcome.tries == 3 and outcome.reached_all  # without it: every expected endpoint
