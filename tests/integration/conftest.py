@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import shared_use
 from wincon.localcluster import build, cluster, hints, paths
 
 DEFAULT_TEST_CLUSTER = "wincon-test"
@@ -116,3 +117,30 @@ def local_hints(api: Any) -> dict[str, str]:
 def linux_api(api: Any, local_hints: dict[str, str]) -> Any:
     """``api`` of a cluster with wincon's real Linux data plane (skips on any other)."""
     return api
+
+
+@pytest.fixture
+def exclusive_cluster(local_cluster_name: str | None) -> Iterator[str | None]:
+    """``local_cluster_name``, with no other test using the shared cluster meanwhile (tests/support/shared_use.py):
+    for a test that stops one of its processes."""
+    if local_cluster_name is None:  # another cluster: such tests skip there, and stop nothing
+        yield None
+        return
+    with shared_use.holding(paths.state_dir(local_cluster_name) / shared_use.LOCK_FILE, exclusive=True):
+        yield local_cluster_name
+
+
+@pytest.fixture(autouse=True)
+def _shared_cluster_use(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test of the shared cluster holds a share of its use lock, so that a test that stops one of its
+    processes (``exclusive_cluster``) runs alone on it."""
+    names = request.fixturenames
+    if "kubeconfig" not in names or "exclusive_cluster" in names:
+        yield
+        return
+    name = request.getfixturevalue("local_cluster_name")
+    if name is None:
+        yield
+        return
+    with shared_use.holding(paths.state_dir(name) / shared_use.LOCK_FILE, exclusive=False):
+        yield

@@ -79,20 +79,20 @@ def test_nodes_proxy_reads_a_real_kubelet(core, served):
 
 
 def test_the_egress_proxy_is_named_by_status_and_its_loss_is_the_reason_pods_are_unreachable(
-    core, served, local_cluster_name
+    core, served, exclusive_cluster
 ):
-    if local_cluster_name is None:
+    if exclusive_cluster is None:
         pytest.skip("the egress proxy is known only for a local cluster")
     ns, pods = served
-    entries = [p for p in cluster.status(local_cluster_name)["dataplane"] if p["name"] == dataplane.EGRESS_PROCESS]
+    entries = [p for p in cluster.status(exclusive_cluster)["dataplane"] if p["name"] == dataplane.EGRESS_PROCESS]
     assert len(entries) == 1 and entries[0]["running"], entries
-    dataplane.stop_process(local_cluster_name, dataplane.EGRESS_PROCESS)
+    dataplane.stop_process(exclusive_cluster, dataplane.EGRESS_PROCESS)
     try:
         with pytest.raises(ApiException) as failed:
             core.connect_get_namespaced_pod_proxy_with_path(f"{pods[0]}:{PORT}", ns, "hostname")
-        assert str(dataplane.egress_socket(local_cluster_name)) in str(failed.value.body), failed.value.body
+        assert str(dataplane.egress_socket(exclusive_cluster)) in str(failed.value.body), failed.value.body
     finally:
-        dataplane.restart_process(local_cluster_name, dataplane.EGRESS_PROCESS)
+        dataplane.restart_process(exclusive_cluster, dataplane.EGRESS_PROCESS)
     answer = _wait(
         "the pod to answer again once the egress proxy runs",
         lambda: core.connect_get_namespaced_pod_proxy_with_path(f"{pods[0]}:{PORT}", ns, "hostname"),

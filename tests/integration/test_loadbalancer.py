@@ -141,13 +141,15 @@ def test_metallb_processes_run_in_the_nodes_namespaces_never_the_hosts(plan, loc
         assert os.readlink(f"/proc/{proc['pid']}/ns/net") != host, f"{proc['name']} runs in the host's network namespace"  # fmt: skip
 
 
-def test_a_new_service_waits_for_the_controller(api, ns, local_cluster_name):
+def test_a_new_service_waits_for_the_controller(api, ns, exclusive_cluster):
+    if exclusive_cluster is None:
+        pytest.skip("MetalLB's controller process is known only for a local cluster")
     core = client.CoreV1Api(api)
-    dataplane.stop_process(local_cluster_name, lb.NAME)
+    dataplane.stop_process(exclusive_cluster, lb.NAME)
     try:
         _lb_service(core, ns, "late")
         time.sleep(5)
         assert _ingress(core, ns, "late") is None, "an address was given with MetalLB's controller stopped"
     finally:
-        dataplane.restart_process(local_cluster_name, lb.NAME)
+        dataplane.restart_process(exclusive_cluster, lb.NAME)
     assert wait_for("an ingress address for Service late", lambda: _ingress(core, ns, "late"))

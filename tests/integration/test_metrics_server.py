@@ -66,19 +66,19 @@ def test_every_real_node_reports_cpu_and_memory_usage(api):
         assert parse_quantity(usage[node]["memory"]) > 0, usage[node]
 
 
-def test_status_names_metrics_server_and_its_loss_is_the_apis_answer(api, local_cluster_name):
-    if local_cluster_name is None:
+def test_status_names_metrics_server_and_its_loss_is_the_apis_answer(api, exclusive_cluster):
+    if exclusive_cluster is None:
         pytest.skip("the process is known only for a local cluster")
-    status = cluster.status(local_cluster_name)
+    status = cluster.status(exclusive_cluster)
     assert status["addons"]["metrics-server"]["apiservice"] == metrics.APISERVICE
     assert status["addons"]["metrics-server"]["process"]["running"] is True
     nodes = _real_nodes(api)
     _wait_metrics(api, nodes)
-    dataplane.stop_process(local_cluster_name, metrics.NAME)
+    dataplane.stop_process(exclusive_cluster, metrics.NAME)
     try:
         with pytest.raises(ApiException) as failed:
             _node_metrics(api)
         assert failed.value.status == 503, failed.value
     finally:
-        dataplane.restart_process(local_cluster_name, metrics.NAME)
+        dataplane.restart_process(exclusive_cluster, metrics.NAME)
     assert nodes <= set(_wait_metrics(api, nodes))

@@ -432,10 +432,40 @@ def stop_process(cluster: str, name: str) -> None:
             time.sleep(0.05)
 
 
-def restart_process(cluster: str, name: str) -> int:
-    """Start a stopped data-plane process again, as it was started by ``up``; return its pid."""
+RESTART_SETTLE_SECONDS = 1.0  # a restarted process must still run this long after it runs its own program
+RESTART_EXEC_SECONDS = 10.0  # nsenter enters the namespace and execs the program within this, even under load
+
+
+def restart_process(cluster: str, name: str, settle: float = RESTART_SETTLE_SECONDS) -> int:
+    """Start a stopped data-plane process again, as it was started by ``up``; return its pid once it runs its own
+    program and still runs ``settle`` s later. Spawned, it is still nsenter for a moment, and while nsenter execs
+    the program its command line reads empty: a caller that looked at once could see no process of the cluster
+    (a clean-clone CI did). One that exits meanwhile raises LocalClusterError with its log's last lines."""
     spec = json.loads((root(cluster) / "pids" / f"{name}.cmd").read_text())
-    return _spawn(cluster, spec["ns"], name, spec["args"], Path(spec["log"]))
+    log = Path(spec["log"])
+    pid = _spawn(cluster, spec["ns"], name, spec["args"], log)
+    program = spec["args"][0]
+    spawned = time.monotonic()
+    running_since: float | None = None
+    while True:
+        line = procs.cmdline(pid)
+        now = time.monotonic()
+        if line is None:
+            raise LocalClusterError(
+                f"{name} of cluster {cluster} exited as it was started again (log: {log}); last lines:\n{_tail(log)}",
+                f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+            )
+        if running_since is None and line.split(" ", 1)[0] == program:
+            running_since = now
+        if running_since is not None and now - running_since >= settle:
+            return pid
+        if running_since is None and now - spawned > RESTART_EXEC_SECONDS:
+            raise LocalClusterError(
+                f"{name} of cluster {cluster} (pid {pid}) did not run {program} within {RESTART_EXEC_SECONDS:.0f} s "
+                f"of being started again (its command line: {line!r})",
+                f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+            )
+        time.sleep(0.05)
 
 
 def _alive(pid: int) -> bool:
