@@ -47,15 +47,18 @@ def service_port(svc) -> int:
     return 443 if (svc.namespace, svc.name) == ("default", "kubernetes") else conn.SERVICE_HTTP_PORT
 
 
-def resolve(checks, pod, name: str, port: int, connect: bool = False, tries: int = 5) -> conn.Resolution:
+def resolve(
+    checks, pod, name: str, port: int, connect: bool = False, tries: int = 5, cluster_dns: str | None = None
+) -> conn.Resolution:
     """``name`` resolved by Go's resolver in the pod's agnhost container (conn.resolve_command), retried while the
     resolver fails (a new Service's record may need a moment) and, with ``connect``, until the connection to
     ``name:port`` is made too (the data plane may need a moment to program a new Service); SuiteError when
     agnhost's answer is unreadable. After a look-up in this worker found no DNS server, one nslookup of the
     name first: when it finds none either, the resolver's silence is the answer (Go's resolver would spend 50 s
-    on it), quoted as the error."""
+    on it), quoted as the error. ``cluster_dns``: the pod's dnsConfig names the cluster DNS (this address) as
+    its only nameserver, so that nslookup asks it, after a look-up through the cluster DNS found no server."""
     command = conn.resolve_command(name, port)
-    silent = checks.resolver_still_silent(pod, name)
+    silent = checks.resolver_still_silent(pod, name, cluster_dns=cluster_dns)
     if silent is not None:
         output = (silent.stdout + silent.stderr).strip()[:300]
         return conn.Resolution(False, False, False, f"no DNS server answered nslookup {name}: {output}")
@@ -241,7 +244,11 @@ def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, serv
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"dnsConfig nameserver {cluster_dns.ip} not in {config.nameservers}"
     assert set(searches) <= set(config.searches), f"dnsConfig searches {searches} not in {config.searches}"
-    resolution = resolve(checks, pod, server_service.name, conn.SERVICE_HTTP_PORT, connect=True)
+    # Where the pod's configuration names the cluster DNS alone (agnhost lists every server on Windows, resolv.conf's
+    # first line on Linux, where dnsPolicy None writes dnsConfig's alone), its resolver is the cluster DNS: after a
+    # look-up through that one found no server, one nslookup asks it first (as the two-nameserver check does).
+    alone = cluster_dns.ip if set(config.nameservers) == {cluster_dns.ip} else None
+    resolution = resolve(checks, pod, server_service.name, conn.SERVICE_HTTP_PORT, connect=True, cluster_dns=alone)
     with expect_deviation("dns-config-via-cni", accepts=lambda: resolution.not_found, deviation="NXDOMAIN"):
         assert resolution.resolved and resolution.connected, (
             f"{server_service.name} through the dnsConfig search list: {resolution.error}"

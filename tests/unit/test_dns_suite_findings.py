@@ -56,7 +56,7 @@ class FakeChecks:
         assert command[:2] == ["/agnhost", "connect"] and container == "netexec" and resolver == "agnhost-connect"
         return ok(self.exec_result), self.exec_result
 
-    def resolver_still_silent(self, pod, name):
+    def resolver_still_silent(self, pod, name, cluster_dns=None):
         return self.silent
 
     def dial(self, client, target, port, protocol, expected):
