@@ -47,6 +47,9 @@ _UPSTREAM = re.compile(r"^k8s\.io/kubernetes@(?P<version>v[\w.+-]+)/(?P<path>[\w
 # the form in a Windows pod, or a recorded output under tests/data/windows-outputs/.
 _K = "k8s.io/kubernetes@v1.34.4/"
 CURL_EXE = _K + "test/e2e/windows/hybrid_network.go:136 curl.exe"  # curl.exe in a Windows pod (agnhost image)
+# curl.exe exec'd as the command itself, no cmd /c around it, in a Windows pod's agnhost container (upstream's
+# "configurable pod DNS servers" check runs `curl.exe -k https://...` so): the exec's exit status is curl's own.
+CURL_EXE_EXEC = _K + "test/e2e/windows/dns.go:107 curl.exe"
 IPCONFIG = _K + "test/e2e/windows/dns.go:82 ipconfig"
 CMD_ECHO_TO_FILE = _K + "test/e2e/windows/volumes.go:102 echo"  # cmd /c echo ... > file
 CMD_TYPE = _K + "test/e2e/windows/volumes.go:148 type"  # cmd /c type file

@@ -320,7 +320,7 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
 @pytest.mark.dataplane
 @pytest.mark.limitation("multi-container-pods-pre-1709")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@pytest.mark.windows_form(forms.CURL_EXE_EXEC, same_as_control=True)
 def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
     body = os_pod(wincon, "two-in-one", target_os, build, args=NETEXEC)
@@ -330,11 +330,13 @@ def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, t
     )
     pod = run_os_pod(wincon, namespace, body)
     url = "http://localhost:8080/hostname"
-    command = ["cmd", "/c", f"curl.exe -s {url}"] if target_os == "windows" else ["curl", "-s", url]
+    # The control's very command line, curl.exe for curl, exec'd as itself on both OSes (no cmd /c: upstream execs
+    # curl.exe so in a Windows pod, forms.CURL_EXE_EXEC), so the exec's exit status is curl's own.
+    command = conn.http_get_command(target_os, url)
     result = kube.exec("two-in-one", command, container="client", where=f"pod {pod.metadata.name} container client")
     # The deviation: the second container does not share the pod's network, so curl reaches nothing on localhost
-    # (could not connect, timed out, empty reply: curl.exe has curl's exit codes); another pod's answer, a bad URL
-    # or a missing curl is not it.
+    # (could not connect, timed out, empty reply, nothing received: curl.exe has curl's exit codes); another pod's
+    # answer, an HTTP error status, a bad URL or a missing curl is not it.
     with expect_deviation(
         "multi-container-pods-pre-1709",
         accepts=lambda: no_answer(result),

@@ -315,7 +315,7 @@ def two_in_one(result: ExecResult, monkeypatch) -> None:
     body = {"metadata": {"name": "two-in-one"}, "spec": {"containers": [{"image": "agnhost"}]}}
     monkeypatch.setattr(LIFECYCLE, "os_pod", lambda *a, **k: body)
     monkeypatch.setattr(LIFECYCLE, "run_os_pod", lambda wincon, namespace, body: NS(metadata=NS(name="two-in-one")))
-    kube = FakeKube({"cmd /c curl.exe -s http://localhost:8080/hostname": result})
+    kube = FakeKube({" ".join(LIFECYCLE.conn.http_get_command("windows", "http://localhost:8080/hostname")): result})
     LIFECYCLE.test_containers_of_a_pod_share_its_network(kube, NS(), "ns", 17763, "windows")
 
 
@@ -328,7 +328,7 @@ def test_nothing_answering_on_localhost_is_the_deviation_and_another_answer_or_t
     with pytest.raises(NotTheDeviation, match="other-pod"):
         two_in_one(ExecResult(0, "other-pod", ""), monkeypatch)  # an answer, from another pod
     with pytest.raises(NotTheDeviation):
-        two_in_one(ExecResult(1, "", "'curl.exe' is not recognized"), monkeypatch)  # no curl
+        two_in_one(ExecResult(22, "", ""), monkeypatch)  # an HTTP error status (curl's --fail)
 
 
 # --------------------------------------------------------------------------- termination-signals-differ
