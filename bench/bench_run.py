@@ -36,7 +36,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -57,46 +57,85 @@ def _existing(selection: list[str]) -> list[str]:
 
 
 class PodCounter:
-    """Every pod the API server saw created while the run went, with the OS of the node it was scheduled on."""
+    """Every pod the API server saw created while the run went, with the OS of the node it was scheduled on.
+
+    A brief outage of the API server (a restart, a dropped connection) is waited out: every read, and the watch
+    after it broke, goes through the suite's retry policy (wincon.cluster.client.retrying: transient errors only,
+    at most RETRY_ATTEMPTS tries within RETRY_SECONDS). The client itself keeps urllib3's retries at 1 (the
+    suite's policy: tenacity owns retries). A watch resumes from the last version it saw, so pods created during
+    the outage are counted; where that version expired (410 Gone), every pod that exists is listed and counted
+    (``relisted``: a pod created and deleted in between is missed, and the figures say so). An outage beyond the
+    bound ends the watch and ``lost`` says why: the count is incomplete and the figures say that too.
+    """
 
     SYSTEM = ("kube-system", "kube-public", "kube-node-lease", "default")
 
     def __init__(self, kubeconfig: str) -> None:
         from kubernetes import client
 
-        from wincon.cluster.client import load_api_client
+        from wincon.cluster.client import call, load_api_client
 
         # load_api_client leaves none of the kubeconfig's embedded credentials in /tmp, however the run ends
         self.api = client.CoreV1Api(load_api_client(kubeconfig))
         self.node_os = {
-            n.metadata.name: n.metadata.labels.get("kubernetes.io/os", "") for n in self.api.list_node().items
+            n.metadata.name: n.metadata.labels.get("kubernetes.io/os", "") for n in call(self.api.list_node).items
         }
         self.pods: dict[str, tuple[str, str]] = {}  # uid -> (namespace, node)
+        self.relisted = 0  # times the watch's version expired and every pod was listed again
+        self.lost = ""  # why the watch ended before the run did ("" while it runs or ended with the run)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._version = self.api.list_pod_for_all_namespaces(limit=1).metadata.resource_version
+        listed = call(self.api.list_pod_for_all_namespaces)
+        self._before = {pod.metadata.uid for pod in listed.items}  # not created during the run (an add-on's)
+        self._version = listed.metadata.resource_version
+
+    def _saw(self, pod: Any) -> None:
+        self._version = pod.metadata.resource_version or self._version
+        if pod.metadata.namespace in self.SYSTEM or pod.metadata.uid in self._before:
+            return
+        node = pod.spec.node_name or self.pods.get(pod.metadata.uid, ("", ""))[1]
+        self.pods[pod.metadata.uid] = (pod.metadata.namespace, node)
+
+    def _watch_once(self) -> None:
+        """Watch from the last version seen for a few seconds; an expired version lists every pod again."""
+        from kubernetes import watch
+        from kubernetes.client.exceptions import ApiException
+
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(
+                self.api.list_pod_for_all_namespaces, resource_version=self._version, timeout_seconds=5
+            ):
+                self._saw(event["object"])
+                if self._stop.is_set():
+                    break
+        except ApiException as exc:
+            if exc.status != 410:
+                raise
+            listed = self.api.list_pod_for_all_namespaces()
+            for pod in listed.items:
+                self._saw(pod)
+            self._version = listed.metadata.resource_version
+            self.relisted += 1
+        finally:
+            stream.stop()
 
     def _watch(self) -> None:
-        from kubernetes import watch
+        from tenacity import stop_any, stop_when_event_set
+        from tenacity.stop import stop_base
+
+        from wincon.cluster.client import retrying
 
         while not self._stop.is_set():
-            stream = watch.Watch()
+            policy = retrying()
+            bound = cast(stop_base, policy.stop)  # the suite's: attempts | delay
+            policy = policy.copy(stop=stop_any(bound, stop_when_event_set(self._stop)))
             try:
-                for event in stream.stream(
-                    self.api.list_pod_for_all_namespaces, resource_version=self._version, timeout_seconds=5
-                ):
-                    pod = event["object"]
-                    self._version = pod.metadata.resource_version
-                    if pod.metadata.namespace in self.SYSTEM:
-                        continue
-                    node = pod.spec.node_name or self.pods.get(pod.metadata.uid, ("", ""))[1]
-                    self.pods[pod.metadata.uid] = (pod.metadata.namespace, node)
-                    if self._stop.is_set():
-                        break
-            except Exception:  # noqa: BLE001 - an expired version or a dropped stream: watch again from now
-                self._version = self.api.list_pod_for_all_namespaces(limit=1).metadata.resource_version
-            finally:
-                stream.stop()
+                policy(self._watch_once)  # each call that ends well starts the next with a fresh bound
+            except Exception as exc:  # noqa: BLE001 - beyond the bound, or not transient: the count stops here
+                if not self._stop.is_set():
+                    self.lost = f"the pod watch ended during the run: {type(exc).__name__}: {exc}"[:300]
+                return
 
     def __enter__(self) -> PodCounter:
         self._thread.start()
@@ -108,6 +147,15 @@ class PodCounter:
 
     def by_os(self) -> Counter[str]:
         return Counter(self.node_os.get(node, "unscheduled") for _, node in self.pods.values())
+
+    def caveat(self) -> str:
+        """What the figures miss, if anything: an outage beyond the bound, or versions that expired."""
+        notes = [self.lost] if self.lost else []
+        if self.relisted:
+            notes.append(
+                f"the watch's version expired {self.relisted} time(s): pods created and deleted then are missed"
+            )
+        return "; ".join(notes)
 
 
 def _area_of_namespace(namespace: str, ledger: list[podwaits.Wait]) -> str:
@@ -153,6 +201,7 @@ def run_mode(name: str, latency: str | None, workers: int, pytest_args: list[str
         "created": dict(by_os),
         "created_total": len(pod_namespaces),
         "created_per_area": {k: dict(v) for k, v in sorted(per_area.items())},
+        "created_caveat": counter.caveat(),
         "figures": figures,
         "verdicts": (finished.get("metadata") or {}).get("verdicts", {}),
         "summary": next((line for line in proc.stdout.splitlines() if line.startswith("wincon run:")), ""),
@@ -168,6 +217,8 @@ def show(result: dict[str, Any]) -> None:
     print(f"  verdicts: {result['verdicts']}  {result['summary']}")
     created = ", ".join(f"{n} {os_name or 'no OS label'}" for os_name, n in sorted(result["created"].items()))
     print(f"  pods created (API server): {result['created_total']} ({created or 'none'})")
+    if result.get("created_caveat"):
+        print(f"    INCOMPLETE: {result['created_caveat']}")
     for area, counts in result["created_per_area"].items():
         print(f"    {area:<28} " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(
