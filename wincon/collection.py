@@ -23,6 +23,7 @@ from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_R
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
 CANDIDATES_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] referenced, applying or not
+PLACEMENT_KEY = pytest.StashKey[Any]()  # per item marked avoids(rule): its rule's Placement on the profile
 
 
 def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -37,6 +38,7 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         forms.apply(item)
         if profile is not None:
             capabilities.skip_missing(item, profile)
+            apply_placement(item, profile)
         if limitations is None:
             continue
         check_limitation_ids(item, limitations, config)
@@ -113,6 +115,31 @@ def apply_limitations(item: pytest.Item, limitations: dict[str, Any], profile: C
             )
 
 
+def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
+    """``@pytest.mark.avoids(rule)``: the rule (wincon.checks.scheduling.AVOIDS) decides from the profile what the
+    check decides before creating anything, on the same nodes (the Ready Windows nodes of its build): a skip
+    becomes a skip mark, so the run takes it at setup and the plan says it; the placement is kept for the plan."""
+    from wincon.checks.pods import windows_nodes_of_build
+    from wincon.checks.scheduling import AVOIDS
+
+    for marker in item.iter_markers("avoids"):
+        rule = str(marker.args[0]) if marker.args else ""
+        if rule not in AVOIDS:
+            raise pytest.UsageError(
+                f"wincon: error: {item.nodeid} avoids unknown rule {rule!r}\n  fix: use one of {', '.join(AVOIDS)}"
+            )
+        build = None
+        if "build" in getattr(item, "fixturenames", ()):  # the build fixture's choice (suites/conftest.py)
+            build = nodes.build_for(
+                item.nodeid, sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+            )
+        placement = AVOIDS[rule](windows_nodes_of_build(profile, build))
+        item.stash[PLACEMENT_KEY] = placement
+        if placement.skip is not None:
+            item.add_marker(pytest.mark.skip(reason=placement.skip))
+            return
+
+
 def skip_hybrid_without_linux(item: pytest.Item, profile: ClusterProfile) -> None:
     if item.get_closest_marker("hybrid") and not any(n.ready for n in profile.linux_nodes):
         item.add_marker(pytest.mark.skip(reason="hybrid check needs a Ready Linux worker node; the cluster has none"))
@@ -151,8 +178,13 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     # The nodes its pods may land on: all real -> it runs; none -> it skips; some -> placement decides (the run
     # judges the nodes they ran on, nodes.data_plane_for), and the reason says so.
     where = nodes.REAL
+    placement = item.stash.get(PLACEMENT_KEY, None)
+    pinned = placement.node if placement is not None else None
     if profile is not None and item.get_closest_marker("dataplane"):
         where = nodes.data_plane_where(item, profile)
+        node = nodes.lookup(profile, pinned) if pinned else None
+        if node is not None:  # the check pins its pod there: that node decides
+            where = nodes.REAL if node.data_plane else nodes.SIMULATED
     if skip is not None:
         outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
     elif where == nodes.SIMULATED:
@@ -168,6 +200,12 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     if where == nodes.MIXED and outcome != "skip" and profile is not None:
         note = nodes.mixed_note(item, profile)
         reason = f"{reason}; {note}" if reason else note
+    if placement is not None and outcome != "skip":
+        note = placement.plan_note() or (
+            f"its pod is pinned to {pinned}: the other nodes of its build cannot tell its result" if pinned else ""
+        )
+        if note:
+            reason = f"{reason}; {note}" if reason else note
     if unknown:
         note = "; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown)
         reason = f"{reason}; {note}" if reason else note

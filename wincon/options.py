@@ -29,6 +29,8 @@ MARKERS = {
     "control's command, or the evidence of each Windows-only form (wincon/forms.py)",
     "requires(capability)": "needs load-balancer, network-policy, dual-stack or ipv6-single-stack; skipped at "
     "collection where the profile shows the cluster lacks it",
+    "avoids(rule)": "its pod avoids the nodes that cannot tell its result (wincon/checks/scheduling.py AVOIDS: "
+    "hyperv-cpu-count, cri-stats); skipped at collection where the profile shows every node of its build is one",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
     "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",

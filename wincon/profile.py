@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wincon.errors import UsageError
+from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
 # their exact build; ltsc2022 and later also run images from the previous LTSC up to their own build.
@@ -23,6 +23,13 @@ OS_VERSION_BUILDS: dict[str, int] = {name: build for build, name in WINDOWS_BUIL
 
 SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
 WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
+
+# The kubelet feature gates checks decide by (wincon.checks.scheduling), read from each Ready real Windows node's
+# /configz in discovery. PodAndContainerStatsFromCRI: /metrics/cadvisor is then served from the CRI runtime, not
+# cAdvisor (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467); alpha, off by default
+# (pkg/features/kube_features.go:1534-1536).
+KUBELET_GATES = ("PodAndContainerStatsFromCRI",)
+KUBELET_CONFIGZ_TIMEOUT = 10.0  # seconds a node's /configz read may take in discovery; slower is "unknown"
 
 # Namespaces where pod networks, policy engines and kube-proxy put their objects (operators' included). A fixed
 # list keeps discovery cheap: its DaemonSets, and a few ConfigMaps by name.
@@ -108,6 +115,11 @@ class NodeProfile:
     os_version: str | None = None
     taints: tuple[str, ...] = ()
     internal_ip: str = ""
+    cpu_capacity: str = ""  # status.capacity cpu as the API gives it ("4", "3500m"); "" unknown
+    # KUBELET_GATES as the node's kubelet runs them, from its /configz: (gate, on) pairs; None where not read (a
+    # simulated or NotReady node, a profile file that predates the field) or unreadable (no nodes/proxy right, a
+    # timeout): unknown, never off.
+    kubelet_feature_gates: tuple[tuple[str, bool], ...] | None = None
 
     @property
     def data_plane(self) -> bool:
@@ -117,6 +129,10 @@ class NodeProfile:
     @property
     def build_label(self) -> str:
         return f"10.0.{self.windows_build}" if self.windows_build else ""
+
+    def kubelet_gate(self, gate: str) -> bool | None:
+        """Whether the node's kubelet runs with ``gate`` on; None where the profile does not know."""
+        return dict(self.kubelet_feature_gates or ()).get(gate)
 
 
 @dataclass
@@ -241,9 +257,16 @@ class ClusterProfile:
     def from_dict(cls, data: dict[str, Any]) -> ClusterProfile:
         known = set(NodeProfile.__dataclass_fields__)
 
+        def gates(node: dict[str, Any]) -> tuple[tuple[str, bool], ...] | None:
+            value = node.get("kubelet_feature_gates")
+            return None if value is None else tuple((str(k), bool(v)) for k, v in dict(value).items())
+
         def nodes(key: str) -> list[NodeProfile]:
             return [
-                NodeProfile(**{k: v for k, v in n.items() if k in known} | {"taints": tuple(n.get("taints", ()))})
+                NodeProfile(
+                    **{k: v for k, v in n.items() if k in known}
+                    | {"taints": tuple(n.get("taints", ())), "kubelet_feature_gates": gates(n)}
+                )
                 for n in data.get(key) or []
             ]
 
@@ -303,7 +326,8 @@ def _names(names: list[str], shown: int = 8) -> str:
 
 
 def _node_dict(node: NodeProfile) -> dict[str, Any]:
-    return asdict(node) | {"taints": list(node.taints), "data_plane": node.data_plane}
+    gates = None if node.kubelet_feature_gates is None else dict(node.kubelet_feature_gates)
+    return asdict(node) | {"taints": list(node.taints), "data_plane": node.data_plane, "kubelet_feature_gates": gates}
 
 
 # --- pure detection functions over API objects (dicts as returned by the API, camelCase keys) ---
@@ -325,6 +349,7 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
     taints = tuple(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in spec.get("taints") or [] if "key" in t)
     internal_ip = next((a["address"] for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+    cpu = (status.get("capacity") or {}).get("cpu")
     return NodeProfile(
         name=meta.get("name", ""),
         os=os_name,
@@ -342,7 +367,41 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
         os_version=os_version_for_build(build),
         taints=taints,
         internal_ip=internal_ip,
+        cpu_capacity=str(cpu) if cpu is not None else "",
     )
+
+
+def kubelet_feature_gates(config: dict[str, Any]) -> tuple[tuple[str, bool], ...]:
+    """KUBELET_GATES as a kubelet runs them, from its KubeletConfiguration (the ``kubeletconfig`` of /configz):
+    its ``featureGates``, which the --feature-gates flag fills too (k8s.io/kubernetes@v1.34.4
+    cmd/kubelet/app/options/options.go:432); a gate it does not list is at its default, off for these."""
+    listed = config.get("featureGates") or {}
+    if not isinstance(listed, dict):
+        raise ValueError(f"the KubeletConfiguration's featureGates is not a map: {listed!r}")
+    return tuple((gate, bool(listed.get(gate))) for gate in KUBELET_GATES)
+
+
+def _kubelet_gates(api_client: Any, node: str) -> tuple[tuple[str, bool], ...] | None:
+    """The node's KUBELET_GATES from its /configz through the API server's node proxy; None (unknown) where it
+    cannot be read: a refusal (403 without nodes/proxy), a timeout, an answer that is not a KubeletConfiguration."""
+    from wincon.checks.node import kubelet_config, kubelet_json
+
+    try:
+        configz, _ = kubelet_json(api_client, node, "configz", timeout=KUBELET_CONFIGZ_TIMEOUT)
+        return kubelet_feature_gates(kubelet_config(configz))
+    except (InfrastructureError, ValueError):
+        return None
+
+
+def set_kubelet_gates(profile: ClusterProfile, gates: dict[str, tuple[tuple[str, bool], ...] | None]) -> None:
+    """Give the nodes named in ``gates`` the kubelet feature gates read for them (the others are unchanged)."""
+    profile.nodes = [replace(n, kubelet_feature_gates=gates[n.name]) if n.name in gates else n for n in profile.nodes]
+
+
+def configz_nodes(nodes: Iterable[NodeProfile]) -> list[str]:
+    """The nodes whose kubelet feature gates discovery reads: Ready Windows nodes with a data plane (a simulated
+    kubelet has no /configz; a NotReady one would only hold discovery up to its timeout)."""
+    return [n.name for n in nodes if n.os == "windows" and n.data_plane and n.ready]
 
 
 def detect_cloud(nodes: Iterable[NodeProfile]) -> str:
@@ -550,6 +609,7 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         raw_nodes = listed.result()
         ip_families = pool.submit(_service_ip_families, core, raw_nodes)
         nodes = [node_profile(n) for n in raw_nodes]
+        gates = {name: pool.submit(_kubelet_gates, api_client, name) for name in configz_nodes(nodes)}
         objects = NetworkObjects(nodes=raw_nodes, cloud=detect_cloud(nodes))
         for found in daemonsets:  # merged in the order of CNI_NAMESPACES, as read one after another before
             objects.daemonsets.update(found.result())
@@ -560,6 +620,7 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         profile = profile_from(version.result(), objects)
         profile.ip_families = ip_families.result()
         profile.load_balancers = load_balancers.result()
+        set_kubelet_gates(profile, {name: read.result() for name, read in gates.items()})
     if cni_override:
         apply_cni_override(profile, cni_override)
     if policy_override:

@@ -21,11 +21,12 @@ from wincon.checks.pods import (
     windows_nodes_of_build,
     windows_pod,
 )
-from wincon.checks.scheduling import node_avoiding
+from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.errors import expect_deviation
 from wincon.kube import ApiException
+from wincon.profile import kubelet_feature_gates
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
@@ -213,51 +214,44 @@ def cadvisor_serves_no_containers(text: str) -> bool:
     return collected and not any(line.startswith("container_cpu_usage_seconds_total") for line in lines)
 
 
-CRI_STATS_GATE = "PodAndContainerStatsFromCRI"
+CADVISOR_COMMAND = "GET /api/v1/nodes/{node}/proxy/metrics/cadvisor"
 
 
 def cri_stats_gate_on(kube, node: str) -> bool:
-    """Whether the node's kubelet runs with the alpha PodAndContainerStatsFromCRI gate on, read from its /configz
-    (KubeletConfiguration featureGates, which the --feature-gates flag fills too: k8s.io/kubernetes@v1.34.4
-    cmd/kubelet/app/options/options.go:432; default off, pkg/features/kube_features.go:1534-1536)."""
+    """Whether the node's kubelet runs with the alpha PodAndContainerStatsFromCRI gate on, read from its /configz now
+    (by the rule discovery reads it with: wincon.profile.kubelet_feature_gates)."""
     configz, _ = kubelet_json(kube.api_client, node, "configz")
-    return bool((kubelet_config(configz).get("featureGates") or {}).get(CRI_STATS_GATE))
+    return dict(kubelet_feature_gates(kubelet_config(configz)))[CRI_STATS_GATE]
 
 
-def cadvisor_serving_node(kube, profile, build) -> str | None:
-    """The node the cAdvisor check's pod must run on, read before anything is created. With PodAndContainerStatsFromCRI
-    on, the kubelet serves /metrics/cadvisor from the CRI runtime's ListPodSandboxMetrics instead of cAdvisor
-    (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467), on any OS: cAdvisor's collector, and with it
-    its container_scrape_error line, is not there, and a runtime call that failed is only logged and serves
-    nothing (pkg/kubelet/metrics/collectors/cri_metrics.go:70-75), the same answer as a runtime that has no
-    metric. There the deviation (cAdvisor serving no container) has no form to observe. Every real Windows node of
-    the build with the gate on: the check skips, naming them; some: the pod is pinned to the first without it;
-    none: unpinned (None), as before. Nodes without a data plane (simulated) are not asked: the data-plane gate
-    decides for them after placement, as before (not gated here: before any pod ran it would skip wherever the
-    build also has a simulated node)."""
-    names = [n.name for n in windows_nodes_of_build(profile, build) if n.data_plane]
-    gated = [name for name in names if cri_stats_gate_on(kube, name)]
-    return node_avoiding(
-        names,
-        gated,
-        f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
-        f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
-        "not cAdvisor, so cAdvisor's absence cannot be observed there",
+def cadvisor_serving_node(kube, profile, build, data_plane) -> str | None:
+    """The node the cAdvisor check's pod must run on, decided before anything is created by the rule `wincon plan`
+    applies too (wincon.checks.scheduling.cadvisor_placement): where no node of the build has a data plane, the
+    data-plane gate skips the check now, with its own reason (no pod is created to be skipped after); where every
+    real one serves /metrics/cadvisor from the CRI runtime (PodAndContainerStatsFromCRI), it skips naming them;
+    else the pod is pinned to the first real node serving cAdvisor's. A gate the profile lacks (its /configz
+    unread in discovery) is read now."""
+    placement = cadvisor_placement(
+        windows_nodes_of_build(profile, build), read_gate=lambda name: cri_stats_gate_on(kube, name)
     )
+    if placement.simulated:
+        data_plane(CADVISOR_COMMAND.format(node="<node>"))
+    return placement.pin()
 
 
 @pytest.mark.test_id("bbf66b83-925c-4d8f-962d-2f3db0a7fdb0")
 @pytest.mark.dataplane
 @pytest.mark.limitation("cadvisor-unsupported")
+@pytest.mark.avoids("cri-stats")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.documents("kep-windows-node-support", "Windows specific tests")
 @pytest.mark.windows_form(no_command="reads the kubelet's /metrics/cadvisor through the API server")
 def test_cadvisor_metrics_cover_windows_containers(kube, wincon, namespace, build, data_plane):
     """ "Pod and container metrics" are supported (002_8a7e76f95009f44f.txt, Supported Functionality), but "System, pod & network stats are implemented in kubelet, not cadvisor" (003_414b2f1c5dd978a2.txt)."""
-    node_name = cadvisor_serving_node(kube, wincon.profile, build)
+    node_name = cadvisor_serving_node(kube, wincon.profile, build, data_plane)
     pod = run_os_pod(wincon, namespace, windows_pod(wincon, "metered", build, node=node_name))
     node = pod.spec.node_name
-    data_plane(f"GET /api/v1/nodes/{node}/proxy/metrics/cadvisor", where=node)
+    data_plane(CADVISOR_COMMAND.format(node=node), where=node)
     text = call(kube.core.connect_get_node_proxy_with_path, node, "metrics/cadvisor")
     lines = [line for line in text.splitlines() if line.startswith("container_cpu_usage_seconds_total")]
     with expect_deviation(

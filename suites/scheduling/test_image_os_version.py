@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes.utils import parse_quantity
 
 from wincon import forms
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
-from wincon.checks.scheduling import node_avoiding
+from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_cpu_placement
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
@@ -215,31 +214,20 @@ def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, d
         assert all(s.ready for s in pod.status.container_statuses), pod.status.container_statuses
 
 
-CPU_LIMIT_MILLICORES = 2000  # the Hyper-V container's CPU limit: 2 virtual processors where it is a hard count
-LIMIT_COUNT = CPU_LIMIT_MILLICORES // 1000  # the processors the deviation shows: "the millicores ... divided by 1000"
-
-
 def telling_node(kube, profile, build) -> str | None:
-    """The node the Hyper-V CPU-count pod must run on, read before anything is created: on a node whose capacity
-    is the limit's count (2 CPUs) the behaviour (the node's count) and the deviation (the limit's count) print the
-    same number, so such a node can tell neither. Every Windows node of the build like that: the check skips,
-    naming them and their capacity. Some: the pod is pinned to the first node of another count. None: unpinned
-    (None), as before; so where the build has no Ready node, the pod's placement decides as it did."""
-    names = [n.name for n in windows_nodes_of_build(profile, build)]
-    cpus = {name: call(kube.core.read_node, name).status.capacity["cpu"] for name in names}
-    ambiguous = [name for name, count in cpus.items() if parse_quantity(count) == LIMIT_COUNT]
-    return node_avoiding(
-        names,
-        ambiguous,
-        f"every Windows node of the build has capacity cpu {LIMIT_COUNT} ({', '.join(ambiguous)}), the count a "
-        f"{CPU_LIMIT_MILLICORES}m limit gives: the node's count and the documented deviation's print the same, "
-        "so the check could tell neither",
-    )
+    """The node the Hyper-V CPU-count pod must run on, decided before anything is created by the rule `wincon plan`
+    applies too (wincon.checks.scheduling.hyperv_cpu_placement: skips where every Windows node of the build has 2
+    CPUs, else pins away from them); a node's capacity the profile lacks is read from the Node now."""
+    return hyperv_cpu_placement(
+        windows_nodes_of_build(profile, build),
+        read_cpu=lambda name: str(call(kube.core.read_node, name).status.capacity["cpu"]),
+    ).pin()
 
 
 @pytest.mark.test_id("33b67d77-243d-40b1-b4d2-b97ac752391d")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
+@pytest.mark.avoids("hyperv-cpu-count")
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "V1.Container")

@@ -13,6 +13,7 @@ import pytest
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, InfrastructureError
+from wincon.profile import NodeProfile
 
 COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
 IMAGES = suites.load("suites/scheduling/test_image_os_version.py")
@@ -29,6 +30,10 @@ class FrozenDatetime(datetime):
 def node_with(heartbeat: datetime | None, capacity: dict[str, str] | None = None) -> Any:
     conditions = [NS(type="Ready", status="True", last_heartbeat_time=heartbeat)]
     return NS(status=NS(conditions=conditions, capacity=capacity or {"memory": "8Gi", "cpu": "4"}))
+
+
+def windows_node(name: str, simulated: bool = False, **facts: Any) -> NodeProfile:
+    return NodeProfile(name, "windows", "amd64", True, simulated, windows_build=17763, **facts)
 
 
 class Kube:
@@ -97,7 +102,7 @@ class HyperVKube:
 
 def hyperv_cpus(cpus: dict[str, str], stdout: str, monkeypatch, kube: HyperVKube | None = None) -> HyperVKube:
     kube = kube or HyperVKube(cpus, stdout)
-    profile = NS(ready_windows_nodes=[NS(name=name, windows_build=17763) for name in cpus])
+    profile = NS(ready_windows_nodes=[windows_node(name) for name in cpus])  # no capacity: read from the Node
 
     def start_and_wait(kube, profile, data_plane, body, *rest):
         kube.created.append(body)
@@ -151,8 +156,8 @@ def cadvisor(gates: dict[str, dict[str, bool]], text: str, monkeypatch, simulate
     """The check on real nodes whose /configz featureGates are ``gates`` (and ``simulated`` ones, whose /configz
     cannot be read); returns the pod bodies it created."""
     created: list[Any] = []
-    nodes = [NS(name=name, windows_build=17763, data_plane=True) for name in gates]
-    nodes += [NS(name=name, windows_build=17763, data_plane=False) for name in simulated]
+    nodes = [windows_node(name) for name in gates]  # no feature gates: read from /configz
+    nodes += [windows_node(name, simulated=True) for name in simulated]
     profile = NS(ready_windows_nodes=nodes)
 
     def run_os_pod(wincon, namespace, body):

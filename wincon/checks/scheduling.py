@@ -6,6 +6,8 @@ undone by a function the test registers as a finalizer before making the change.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +18,7 @@ from kubernetes.utils import parse_quantity
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
 from wincon.errors import InfrastructureError
+from wincon.profile import NodeProfile
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
@@ -140,15 +143,108 @@ def delete_runtime_class(api_client: client.ApiClient, name: str) -> None:
             raise
 
 
-def node_avoiding(names: list[str], unsuitable: list[str], why: str) -> str | None:
-    """The node a check's pod must be pinned to, read before anything is created: None where none of ``names`` is
-    unsuitable (the pod's placement decides, as without this), else the first of the others; where every one is
-    unsuitable, the check skips with ``why`` (naming them)."""
-    if not unsuitable:
-        return None
-    others = [name for name in names if name not in unsuitable]
-    if not others:
-        import pytest
+@dataclass(frozen=True)
+class Placement:
+    """Where a check's pod goes, decided before anything is created: by the check at run time (reading what the
+    profile lacks) and by `wincon plan` from the profile alone, through the same rule (``AVOIDS``)."""
 
-        pytest.skip(why)
-    return others[0]
+    node: str | None = None  # the node the pod is pinned to; None: the pod's placement decides
+    skip: str | None = None  # the check skips with this reason, before it creates anything
+    unknown: tuple[str, ...] = ()  # nodes whose fact the profile lacks: undecided until the run reads them
+    fact: str = ""  # what is read of them
+    simulated: bool = False  # no node it may use has a data plane: the data-plane gate decides (it skips)
+
+    def pin(self) -> str | None:
+        """For the check: skip with the reason, else the node to pin the pod to (None: unpinned)."""
+        if self.skip is not None:
+            import pytest
+
+            pytest.skip(self.skip)
+        return self.node
+
+    def plan_note(self) -> str:
+        """What the plan says where the profile leaves the decision to the run."""
+        if not self.unknown:
+            return ""
+        return (
+            f"decided at run time: the profile lacks the {self.fact} of {', '.join(self.unknown)} (a profile file "
+            "without it, or unreadable in discovery); the check reads it before creating its pod and skips where "
+            "no node of the build can tell its result"
+        )
+
+
+def node_avoiding(
+    names: list[str], unsuitable: list[str], why: str, unknown: list[str] | tuple[str, ...] = (), fact: str = ""
+) -> Placement:
+    """The node a check's pod must be pinned to, decided before anything is created: unpinned (None) where none of
+    ``names`` is unsuitable (the pod's placement decides, as without this), else the first of the others; where
+    every one is unsuitable, the check skips with ``why`` (naming them). Where the ``fact`` of some (``unknown``)
+    is not known, nothing is decided: the run reads it, a plan says so."""
+    if unknown:
+        return Placement(unknown=tuple(unknown), fact=fact)
+    if not unsuitable:
+        return Placement()
+    others = [name for name in names if name not in unsuitable]
+    return Placement(node=others[0]) if others else Placement(skip=why)
+
+
+# ----------------------------------------------------------------------------- the nodes that cannot tell a result
+
+
+CPU_LIMIT_MILLICORES = 2000  # the Hyper-V container's CPU limit: 2 virtual processors where it is a hard count
+LIMIT_COUNT = CPU_LIMIT_MILLICORES // 1000  # the processors the deviation shows: "the millicores ... divided by 1000"
+CRI_STATS_GATE = "PodAndContainerStatsFromCRI"
+
+
+def hyperv_cpu_placement(nodes: Sequence[NodeProfile], read_cpu: Callable[[str], str] | None = None) -> Placement:
+    """The Hyper-V CPU-count check's pod: on a node whose capacity is the limit's count (2 CPUs) the behaviour
+    (the node's count) and the deviation (the limit's count) print the same number, so such a node can tell
+    neither. Every Windows node of the build like that: the check skips, naming them. Some: the pod is pinned to
+    the first node of another count. None: unpinned, as before. A node's capacity is the profile's
+    (``cpu_capacity``), else ``read_cpu(name)`` (the run); without either it is unknown (a plan)."""
+    cpus = {n.name: n.cpu_capacity or (read_cpu(n.name) if read_cpu else "") for n in nodes}
+    ambiguous = [name for name, count in cpus.items() if count and parse_quantity(count) == LIMIT_COUNT]
+    return node_avoiding(
+        list(cpus),
+        ambiguous,
+        f"every Windows node of the build has capacity cpu {LIMIT_COUNT} ({', '.join(ambiguous)}), the count a "
+        f"{CPU_LIMIT_MILLICORES}m limit gives: the node's count and the documented deviation's print the same, "
+        "so the check could tell neither",
+        unknown=[name for name, count in cpus.items() if not count],
+        fact="capacity cpu",
+    )
+
+
+def cadvisor_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None) -> Placement:
+    """The cAdvisor check's pod: with PodAndContainerStatsFromCRI on, the kubelet serves /metrics/cadvisor from the
+    CRI runtime's ListPodSandboxMetrics instead of cAdvisor (k8s.io/kubernetes@v1.34.4
+    pkg/kubelet/server/server.go:459-467), on any OS: cAdvisor's collector, and with it its container_scrape_error
+    line, is not there, and a runtime call that failed is only logged and serves nothing
+    (pkg/kubelet/metrics/collectors/cri_metrics.go:70-75), so cAdvisor's absence cannot be observed there; a node
+    without a data plane (simulated) cannot show it either. No node of the build has a data plane: the
+    data-plane gate decides (``simulated``). Every real one has the gate on: the check skips, naming them. Else
+    the pod is pinned to the first real node without it, unpinned where every node is such. A real node's gate is
+    the profile's (``kubelet_feature_gates``, from /configz), else ``read_gate(name)`` (the run)."""
+    real = [n for n in nodes if n.data_plane]
+    if not real:
+        return Placement(simulated=True)
+    on = {n.name: n.kubelet_gate(CRI_STATS_GATE) for n in real}
+    on = {name: read_gate(name) if value is None and read_gate else value for name, value in on.items()}
+    gated = [name for name, value in on.items() if value]
+    return node_avoiding(
+        [n.name for n in nodes],
+        [n.name for n in nodes if not n.data_plane] + gated,
+        f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
+        f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
+        "not cAdvisor, so cAdvisor's absence cannot be observed there",
+        unknown=[name for name, value in on.items() if value is None],
+        fact=f"kubelet feature gate {CRI_STATS_GATE} (/configz)",
+    )
+
+
+# The rules a check names with ``@pytest.mark.avoids(rule)``: the same function decides for the check (with its
+# run-time reads) and for `wincon plan` (the profile alone; wincon.collection).
+AVOIDS: dict[str, Callable[[Sequence[NodeProfile]], Placement]] = {
+    "hyperv-cpu-count": hyperv_cpu_placement,
+    "cri-stats": cadvisor_placement,
+}
