@@ -168,8 +168,8 @@ class Placement:
             return ""
         return (
             f"decided at run time: the profile lacks the {self.fact} of {', '.join(self.unknown)} (a profile file "
-            "without it, or unreadable in discovery); the check reads it before creating its pod and skips where "
-            "no node of the build can tell its result"
+            "without it, or unreadable in discovery); the check reads it before creating its pod (a read refused "
+            "there is the cluster's error) and skips where no node of the build can tell its result"
         )
 
 
