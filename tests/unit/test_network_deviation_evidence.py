@@ -183,6 +183,10 @@ class AffinityChecks:
     def dial_once(self, client, command):
         return next(self.answers)
 
+    def dial(self, client, target, port, protocol, expected, **bounds):  # the warm-up: until any backend answers
+        answer = next(self.answers)
+        return conn.DialOutcome(frozenset(expected), responses={answer} if answer else set(), tries=1)
+
     def dial_each(self, client, target, port, protocol, times):
         return [next(self.answers) for _ in range(times)]
 
@@ -194,7 +198,8 @@ def affinity_check(after_idle: list[str], monkeypatch) -> None:
     service = NS(
         cluster_ip="10.96.0.13", raw=NS(spec=NS(session_affinity_config=NS(client_ip=NS(timeout_seconds=timeout))))
     )
-    SERVICES.test_session_affinity_ends_after_its_timeout(AffinityChecks(first + after_idle), CLIENT, service)
+    servers = [NS(name="server-0"), NS(name="server-1")]
+    SERVICES.test_session_affinity_ends_after_its_timeout(AffinityChecks(first + after_idle), CLIENT, service, servers)
 
 
 def test_affinity_that_outlives_its_timeout_is_the_deviation(monkeypatch):
