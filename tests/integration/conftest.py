@@ -78,14 +78,19 @@ def kubeconfig() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def local_cluster_name(kubeconfig: Path) -> str | None:
+def cluster_name_of(kubeconfig: Path) -> str | None:
     """The name of the local cluster behind ``kubeconfig``, or None when it is another cluster."""
     root = paths.cache_root() / "clusters"
     resolved = kubeconfig.resolve()
     if resolved.name == cluster.KUBECONFIG_FILE and resolved.parent.parent == root.resolve():
         return resolved.parent.name
     return None
+
+
+@pytest.fixture(scope="session")
+def local_cluster_name(kubeconfig: Path) -> str | None:
+    """The name of the local cluster behind ``kubeconfig``, or None when it is another cluster."""
+    return cluster_name_of(kubeconfig)
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +143,9 @@ def _shared_cluster_use(request: pytest.FixtureRequest) -> Iterator[None]:
     if "kubeconfig" not in names or "exclusive_cluster" in names:
         yield
         return
-    name = request.getfixturevalue("local_cluster_name")
-    if name is None:
+    # A module that overrides ``kubeconfig`` with a cluster of its own (ip-family, local storage) shares nothing.
+    name = cluster_name_of(request.getfixturevalue("kubeconfig"))
+    if name is None or name != session_cluster_name():
         yield
         return
     with shared_use.holding(paths.state_dir(name) / shared_use.LOCK_FILE, exclusive=False):
