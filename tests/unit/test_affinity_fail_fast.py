@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from types import SimpleNamespace
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
@@ -29,49 +29,20 @@ SERVERS = [
 ]
 
 
-def service(ip: str, port: int = 80) -> SimpleNamespace:
-    spec = SimpleNamespace(
-        cluster_ip=ip,
-        cluster_ips=[ip],
-        type="ClusterIP",
-        ports=[SimpleNamespace(port=port, protocol="TCP")],
-        session_affinity_config=SimpleNamespace(client_ip=SimpleNamespace(timeout_seconds=10)),
-    )
-    return SimpleNamespace(spec=spec)
-
-
-class Kube:
+class Kube(fakes.ServiceKube):
     """A namespace with the affinity Service and another, default/kubernetes at 10.0.0.1:443. Each /dial of an
     address calls ``answer[address](n)`` (n: that address's dials so far, from 1): a backend's name, or None
     (nothing answered)."""
 
     def __init__(self, answer: dict[str, Callable[[int], str | None]]) -> None:
-        self.namespace = "mod-services"
+        super().__init__("mod-services", (STICKY_VIP, OTHER_VIP), (KUBERNETES_IP,), affinity_timeout=10)
         self.answer = answer
         self.dials: dict[str, int] = {}
 
-        def list_namespaced_service(namespace: str) -> SimpleNamespace:
-            return SimpleNamespace(items=[service(STICKY_VIP), service(OTHER_VIP)])
-
-        def read_namespaced_service(name: str, namespace: str) -> SimpleNamespace:
-            assert (name, namespace) == ("kubernetes", "default")
-            return service(KUBERNETES_IP, 443)
-
-        self.core = SimpleNamespace(
-            list_namespaced_service=list_namespaced_service, read_namespaced_service=read_namespaced_service
-        )
-
-    def gate(self, command: object, where: str = "") -> None:
-        pass
-
-    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
-             timeout: float = 60.0) -> ExecResult:  # fmt: skip
-        url = urlsplit(next(a for a in command if "://" in a))
-        assert url.path == "/dial", command
-        target = parse_qs(url.query)["host"][0]
+    def dial(self, target: str) -> ExecResult:
         self.dials[target] = self.dials.get(target, 0) + 1
         name = self.answer.get(target, lambda n: None)(self.dials[target])
-        return ExecResult(0, json.dumps({"responses": [name]}) if name else SILENT, "")
+        return ExecResult(0, fakes.netexec_answer(name) if name else SILENT, "")
 
 
 def silent(n: int) -> None:
@@ -84,13 +55,7 @@ def sticky(n: int) -> str:
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in (
-        ("silent_targets", set()), ("silent_clients", set()), ("silent_resolver", {}), ("resolver_keys", {}),
-        ("proxy_down", {}), ("service_ips", {}), ("kubernetes_address", {}),
-    ):  # fmt: skip
-        monkeypatch.setattr(flows.FlowChecks, name, value)
-    dial = c.collect_dial
-    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    fakes.fresh_worker(monkeypatch)
     monkeypatch.setattr(flows, "clock", lambda: 1000.0)
 
 
@@ -100,7 +65,9 @@ def module():
 
 
 def affinity_service() -> SimpleNamespace:
-    return SimpleNamespace(name="lin-netserver-sticky", cluster_ip=STICKY_VIP, raw=service(STICKY_VIP))
+    return SimpleNamespace(
+        name="lin-netserver-sticky", cluster_ip=STICKY_VIP, raw=fakes.service(STICKY_VIP, affinity_timeout=10)
+    )
 
 
 def keeps_one_backend(module, kube: Kube) -> None:

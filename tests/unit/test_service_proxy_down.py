@@ -8,11 +8,10 @@ Service first (its answer lets the dial go on with its full bound)."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.unit import fakes
 from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
@@ -35,54 +34,20 @@ HOST = PodRef("lin-node", "192.168.7.10", ("192.168.7.10",), "lin-worker-0", "19
 WINDOWS = PodRef("client", "10.244.5.9", ("10.244.5.9",), "win-0", "192.168.7.20", "windows", "netexec")
 
 
-def service(*ips: str, ports: tuple[tuple[int, str], ...] = ((80, "TCP"),)) -> SimpleNamespace:
-    spec = SimpleNamespace(
-        cluster_ip=ips[0] if ips else None,
-        cluster_ips=list(ips),
-        type="ClusterIP",
-        ports=[SimpleNamespace(port=p, protocol=proto) for p, proto in ports],
-    )
-    return SimpleNamespace(spec=spec)
-
-
-class Kube:
+class Kube(fakes.ServiceKube):
     """A namespace with Services (cluster IPs ``vips``) and default/kubernetes at 10.0.0.1:443; each exec answers by
     the address it dials (``silent``: nothing answers it). Records every command and the API's Service lists."""
 
-    def __init__(self, namespace: str, vips: tuple[str, ...], silent: set[str], kubernetes: tuple[str, ...] = ()):
-        self.namespace = namespace
+    def __init__(self, namespace: str, vips: tuple[str, ...], silent: set[str]) -> None:
+        super().__init__(namespace, vips, (KUBERNETES_IP,))
         self.silent = silent
-        self.commands: list[list[str]] = []
-        self.lists = 0
-        kubernetes_svc = service(*(kubernetes or (KUBERNETES_IP,)), ports=((443, "TCP"),))
 
-        def list_namespaced_service(namespace: str) -> SimpleNamespace:
-            self.lists += 1
-            return SimpleNamespace(items=[service(ip) for ip in vips])
+    def dial(self, target: str) -> ExecResult:
+        if target in self.silent:
+            return ExecResult(0, SILENT_DIAL, "")
+        return ExecResult(0, KUBERNETES_ANSWER if target == KUBERNETES_IP else fakes.netexec_answer("s-0"), "")
 
-        def read_namespaced_service(name: str, namespace: str) -> SimpleNamespace:
-            assert (name, namespace) == ("kubernetes", "default")
-            return kubernetes_svc
-
-        self.core = SimpleNamespace(
-            list_namespaced_service=list_namespaced_service, read_namespaced_service=read_namespaced_service
-        )
-
-    def gate(self, command: object, where: str = "") -> None:
-        pass
-
-    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
-             timeout: float = 60.0) -> ExecResult:  # fmt: skip
-        self.commands.append(command)
-        url = urlsplit(next(a for a in command if "://" in a))
-        if url.path == "/dial":  # netexec's /dial: the address it is asked to dial
-            target = parse_qs(url.query)["host"][0]
-            if target in self.silent:
-                return ExecResult(0, SILENT_DIAL, "")
-            return ExecResult(
-                0, KUBERNETES_ANSWER if target == KUBERNETES_IP else json.dumps({"responses": ["s-0"]}), ""
-            )
-        target = (url.hostname or "").strip("[]")
+    def curl(self, target: str) -> ExecResult:
         if target in self.silent:
             return CURL_SILENT
         return CURL_HTTP_400 if target == KUBERNETES_IP else ExecResult(0, "s-0", "")
@@ -95,14 +60,7 @@ class Kube:
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in (
-        ("silent_targets", set()), ("silent_clients", set()), ("silent_resolver", {}), ("resolver_keys", {}),
-        ("proxy_down", {}), ("service_ips", {}), ("kubernetes_address", {}),
-    ):  # fmt: skip
-        monkeypatch.setattr(flows.FlowChecks, name, value)
-    attempts, dial = c.attempts, c.collect_dial
-    monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
-    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    fakes.fresh_worker(monkeypatch)
     monkeypatch.setattr(flows, "clock", NOW.__call__)
     NOW.now = 1000.0
 

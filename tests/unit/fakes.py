@@ -1,0 +1,134 @@
+"""Fakes and builders shared by the unit tests: one of each kind, so that test files do not keep near-copies.
+
+Each fake answers only what its users ask; anything else fails the test as the real call would not have
+(an AttributeError for a call no test expected)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from wincon import connectivity
+from wincon.cluster.exec import ExecResult
+from wincon.network import flows
+
+# --------------------------------------------------------------------------- FlowChecks' worker-wide records
+
+# The records FlowChecks keeps for its worker (class attributes): each test starts with none.
+FLOW_RECORDS: tuple[tuple[str, type], ...] = (
+    ("silent_targets", set),
+    ("silent_clients", set),
+    ("silent_resolver", dict),
+    ("resolver_keys", dict),
+    ("proxy_down", dict),
+    ("service_ips", dict),
+    ("kubernetes_address", dict),
+)
+
+
+def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker with no FlowChecks record yet, whose retries (connectivity.attempts, collect_dial) never sleep."""
+    for name, kind in FLOW_RECORDS:
+        monkeypatch.setattr(flows.FlowChecks, name, kind())
+    for name in ("attempts", "collect_dial"):
+        monkeypatch.setattr(connectivity, name, sleepless(getattr(connectivity, name)))
+
+
+def sleepless(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` called with a ``sleep`` that returns at once."""
+    return lambda *a, **k: function(*a, sleep=lambda s: None, **k)
+
+
+# --------------------------------------------------------------------------- a Kube whose pods run commands
+
+
+class ExecKube:
+    """wincon's Kube as the flow checks use it: ``gate`` lets every command through, ``exec`` records each command
+    (``commands``) and returns ``respond(command)``, which each user defines."""
+
+    namespace = "ns"
+
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+
+    def gate(self, command: object, where: str = "", pod_node: object = None) -> None:
+        pass
+
+    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
+             timeout: float = 60.0) -> ExecResult:  # fmt: skip
+        self.commands.append(command)
+        return self.respond(command)
+
+    def respond(self, command: list[str]) -> ExecResult:
+        raise NotImplementedError(f"{type(self).__name__} has no answer for {command}")
+
+
+# --------------------------------------------------------------------------- Services
+
+
+def service(
+    *ips: str, ports: Sequence[tuple[int, str]] = ((80, "TCP"),), affinity_timeout: int | None = None
+) -> SimpleNamespace:
+    """A Service as the API returns it: cluster IPs ``ips`` (none: headless), ``ports`` (port, protocol), and with
+    ``affinity_timeout`` sessionAffinity ClientIP's timeoutSeconds (without, the spec has no such field)."""
+    spec = SimpleNamespace(
+        cluster_ip=ips[0] if ips else None,
+        cluster_ips=list(ips),
+        type="ClusterIP",
+        ports=[SimpleNamespace(port=port, protocol=protocol) for port, protocol in ports],
+    )
+    if affinity_timeout is not None:
+        spec.session_affinity_config = SimpleNamespace(client_ip=SimpleNamespace(timeout_seconds=affinity_timeout))
+    return SimpleNamespace(spec=spec)
+
+
+def netexec_answer(*names: str) -> str:
+    """What netexec's /dial prints for the backends that answered (netexec.go at v1.34.4: "responses")."""
+    return json.dumps({"responses": list(names)})
+
+
+class ServiceKube(ExecKube):
+    """A namespace with Services at cluster IPs ``vips`` and default/kubernetes at ``kubernetes`` (port 443), as
+    FlowChecks reads them (``lists``: how many times the namespace's Services were listed). Each exec of netexec's
+    /dial answers ``dial(address dialled)``; any other (a curl) answers ``curl(its host)``."""
+
+    def __init__(
+        self,
+        namespace: str,
+        vips: Sequence[str],
+        kubernetes: Sequence[str] = ("10.0.0.1",),
+        affinity_timeout: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.namespace = namespace
+        self.lists = 0
+        kubernetes_svc = service(*kubernetes, ports=((443, "TCP"),), affinity_timeout=affinity_timeout)
+
+        def list_namespaced_service(namespace: str) -> SimpleNamespace:
+            self.lists += 1
+            return SimpleNamespace(items=[service(ip, affinity_timeout=affinity_timeout) for ip in vips])
+
+        def read_namespaced_service(name: str, namespace: str) -> SimpleNamespace:
+            assert (name, namespace) == ("kubernetes", "default")
+            return kubernetes_svc
+
+        self.core = SimpleNamespace(
+            list_namespaced_service=list_namespaced_service, read_namespaced_service=read_namespaced_service
+        )
+
+    def respond(self, command: list[str]) -> ExecResult:
+        url = urlsplit(next(a for a in command if "://" in a))
+        if url.path == "/dial":  # netexec's /dial: the address it is asked to dial
+            return self.dial(parse_qs(url.query)["host"][0])
+        return self.curl((url.hostname or "").strip("[]"))
+
+    def dial(self, target: str) -> ExecResult:
+        raise NotImplementedError(f"{type(self).__name__} answers no /dial")
+
+    def curl(self, target: str) -> ExecResult:
+        raise AssertionError(f"{type(self).__name__} expected only netexec /dial commands, got {self.commands[-1]}")
