@@ -132,3 +132,14 @@ class ServiceKube(ExecKube):
 
     def curl(self, target: str) -> ExecResult:
         raise AssertionError(f"{type(self).__name__} expected only netexec /dial commands, got {self.commands[-1]}")
+
+
+# --------------------------------------------------------------------------- pods' DNS settings
+
+
+def pod_dns_api(policy: str, nameservers: Sequence[str] = ()) -> SimpleNamespace:
+    """The API's pod read (``core.read_namespaced_pod``) for pods whose spec has dnsPolicy ``policy`` and, with
+    ``nameservers``, a dnsConfig naming them (without, no dnsConfig), as FlowChecks.resolver_key reads it."""
+    config = SimpleNamespace(nameservers=list(nameservers)) if nameservers else None
+    spec = SimpleNamespace(dns_policy=policy, host_network=False, dns_config=config)
+    return SimpleNamespace(read_namespaced_pod=lambda name, namespace: SimpleNamespace(spec=spec))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit import fakes
 from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
@@ -36,40 +37,25 @@ WINDOWS_TIMEOUT = ExecResult(1, (OUTPUTS / "nslookup-windows-timeout.txt").read_
 LINUX = PodRef("client", "10.244.1.9", ("10.244.1.9",), "worker-0", "", "linux", "netexec")
 
 
-class Kube:
+class Kube(fakes.ExecKube):
     """Answers each exec from ``answers`` (the last one repeats); records the commands. With ``policy``, its pods'
     spec has that dnsPolicy (FlowChecks.resolver_key reads it); without, there is no spec to read."""
 
     namespace = "wincon-mod"
 
     def __init__(self, *answers: ExecResult, policy: str | None = None, nameservers: tuple[str, ...] = ()) -> None:
+        super().__init__()
         self.answers = list(answers)
-        self.commands: list[list[str]] = []
         if policy is not None:
-            from types import SimpleNamespace
+            self.core = fakes.pod_dns_api(policy, nameservers)
 
-            config = SimpleNamespace(nameservers=list(nameservers)) if nameservers else None
-            spec = SimpleNamespace(dns_policy=policy, host_network=False, dns_config=config)
-            self.core = SimpleNamespace(read_namespaced_pod=lambda name, namespace: SimpleNamespace(spec=spec))
-
-    def gate(self, command: object, where: str = "") -> None:
-        pass
-
-    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
-             timeout: float = 60.0) -> ExecResult:  # fmt: skip
-        self.commands.append(command)
+    def respond(self, command: list[str]) -> ExecResult:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(flows.FlowChecks, "silent_resolver", {})
-    monkeypatch.setattr(flows.FlowChecks, "resolver_keys", {})
-    monkeypatch.setattr(flows.FlowChecks, "silent_targets", set())
-    monkeypatch.setattr(flows.FlowChecks, "silent_clients", set())
-    attempts, dial = c.attempts, c.collect_dial
-    monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
-    monkeypatch.setattr(c, "collect_dial", lambda *a, **k: dial(*a, sleep=lambda s: None, **k))
+    fakes.fresh_worker(monkeypatch)
 
 
 def test_the_tools_own_words_for_no_server_and_for_an_answer() -> None:

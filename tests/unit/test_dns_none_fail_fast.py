@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as c
+from tests.unit import fakes
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
 from wincon.network.pods import PodRef
@@ -28,31 +28,23 @@ ANSWER = ExecResult(0, "Server:\t\t10.0.0.10\nAddress:\t10.0.0.10:53\n\nName:\tx
 LINUX = PodRef("lin-dns-none", "10.244.1.9", ("10.244.1.9",), "worker-0", "", "linux", "netexec")
 
 
-class Kube:
+class Kube(fakes.ExecKube):
     """A pod with dnsPolicy ``policy`` whose agnhost prints ``servers`` and the check's search list; each
     nslookup answers ``nslookup``, each agnhost connect ``connect``. Records the commands."""
 
     namespace = NAMESPACE
 
     def __init__(self, policy: str, servers: str, nslookup: ExecResult, connect: ExecResult) -> None:
+        super().__init__()
         self.outputs = {
             "dns-server-list": ExecResult(0, servers + "\n", ""),
             "dns-suffix": ExecResult(0, f"{NAMESPACE}.svc.cluster.local,wincon.example\n", ""),
             "nslookup": nslookup,
             "connect": connect,
         }
-        self.commands: list[list[str]] = []
-        nameservers = servers.split(",") if policy == "None" else []
-        config = SimpleNamespace(nameservers=nameservers) if nameservers else None
-        spec = SimpleNamespace(dns_policy=policy, host_network=False, dns_config=config)
-        self.core = SimpleNamespace(read_namespaced_pod=lambda name, namespace: SimpleNamespace(spec=spec))
+        self.core = fakes.pod_dns_api(policy, servers.split(",") if policy == "None" else ())
 
-    def gate(self, command: object, where: str = "") -> None:
-        pass
-
-    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
-             timeout: float = 60.0) -> ExecResult:  # fmt: skip
-        self.commands.append(command)
+    def respond(self, command: list[str]) -> ExecResult:
         return self.outputs[command[0] if command[0] == "nslookup" else command[1]]
 
     def ran(self, tool: str) -> int:
@@ -61,10 +53,7 @@ class Kube:
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(flows.FlowChecks, "silent_resolver", {})
-    monkeypatch.setattr(flows.FlowChecks, "resolver_keys", {})
-    attempts = c.attempts
-    monkeypatch.setattr(c, "attempts", lambda *a, **k: attempts(*a, sleep=lambda s: None, **k))
+    fakes.fresh_worker(monkeypatch)
 
 
 @pytest.fixture(scope="module")
