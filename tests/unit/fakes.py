@@ -6,12 +6,14 @@ Each fake answers only what its users ask; anything else fails the test as the r
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from kubernetes import client
 
 from wincon import connectivity
 from wincon.cluster.exec import ExecResult
@@ -143,3 +145,59 @@ def pod_dns_api(policy: str, nameservers: Sequence[str] = ()) -> SimpleNamespace
     config = SimpleNamespace(nameservers=list(nameservers)) if nameservers else None
     spec = SimpleNamespace(dns_policy=policy, host_network=False, dns_config=config)
     return SimpleNamespace(read_namespaced_pod=lambda name, namespace: SimpleNamespace(spec=spec))
+
+
+# --------------------------------------------------------------------------- a node's pods and what they request
+
+
+def requesting_pod(
+    name: str,
+    resource: str,
+    request: str | None,
+    namespace: str = "ns",
+    phase: str = "Running",
+    deleting: bool = False,
+    init: str | None = None,
+) -> SimpleNamespace:
+    """A pod as the API lists it, whose one container requests ``request`` of ``resource`` (None: no requests),
+    with an init container requesting ``init`` where given; ``deleting``: its deletion under way."""
+
+    def container(amount: str | None) -> SimpleNamespace:
+        return SimpleNamespace(resources=SimpleNamespace(requests={resource: amount} if amount else None))
+
+    return SimpleNamespace(
+        metadata=SimpleNamespace(
+            namespace=namespace, name=name, deletion_timestamp="2026-11-24T14:00:00Z" if deleting else None
+        ),
+        status=SimpleNamespace(phase=phase),
+        spec=SimpleNamespace(
+            containers=[container(request)], init_containers=[container(init)] if init else None, overhead=None
+        ),
+    )
+
+
+class NodePodsApi:
+    """The CoreV1Api every api_client gets, for node win-0: its pods answer after answer (the last one repeats;
+    ``lists``: how many times they were listed) and its ``allocatable``. time.sleep and time.monotonic run on its
+    own clock (``now``: the seconds slept), ``epoch`` + now."""
+
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, *answers: list[Any], allocatable: dict[str, str], epoch: float = 1000.0
+    ) -> None:
+        self.answers, self.allocatable = list(answers), allocatable
+        self.lists = 0
+        self.now = 0.0
+        monkeypatch.setattr(time, "sleep", self.sleep)
+        monkeypatch.setattr(time, "monotonic", lambda: epoch + self.now)
+        monkeypatch.setattr(client, "CoreV1Api", lambda api_client: self)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def list_pod_for_all_namespaces(self, field_selector: str, **_: Any) -> SimpleNamespace:
+        assert field_selector == "spec.nodeName=win-0"
+        self.lists += 1
+        return SimpleNamespace(items=self.answers[min(self.lists, len(self.answers)) - 1])
+
+    def read_node(self, name: str, **_: Any) -> SimpleNamespace:
+        return SimpleNamespace(status=SimpleNamespace(allocatable=self.allocatable))

@@ -5,13 +5,12 @@ once that pod has gone the 1 GiB pod that must not fit could be scheduled after 
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace as NS
 
 import pytest
-from kubernetes import client
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon.errors import InfrastructureError
 
 MEMORY = suites.load("suites/scheduling/test_memory_limits.py")
@@ -20,42 +19,18 @@ MI = 1024 * 1024
 
 
 def pod(name: str, memory: str, deleting: bool = False):
-    return NS(
-        metadata=NS(namespace="other", name=name, deletion_timestamp="2026-11-24T17:00:00Z" if deleting else None),
-        status=NS(phase="Running"),
-        spec=NS(
-            containers=[NS(resources=NS(requests={"memory": memory}))],
-            init_containers=None,
-            overhead=None,
-        ),
-    )
+    return fakes.requesting_pod(name, "memory", memory, namespace="other", deleting=deleting)
 
 
-class Api:
+def node_api(monkeypatch, *answers: list) -> fakes.NodePodsApi:
     """Node win-0 (4 GiB allocatable): its pods answer after answer (the last one repeats), on a fake clock."""
-
-    def __init__(self, monkeypatch, *answers: list) -> None:
-        self.answers, self.lists, self.now = list(answers), 0, 0.0
-        monkeypatch.setattr(time, "sleep", self.sleep)
-        monkeypatch.setattr(time, "monotonic", lambda: 1000.0 + self.now)
-        monkeypatch.setattr(client, "CoreV1Api", lambda api_client: self)
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    def list_pod_for_all_namespaces(self, field_selector: str, **_):
-        assert field_selector == "spec.nodeName=win-0"
-        self.lists += 1
-        return NS(items=self.answers[min(self.lists, len(self.answers)) - 1])
-
-    def read_node(self, name: str, **_):
-        return NS(status=NS(allocatable={"memory": "4Gi"}))
+    return fakes.NodePodsApi(monkeypatch, *answers, allocatable={"memory": "4Gi"})
 
 
 class Kube:
     """The check's pods: the fillers bound by name, the 1 GiB pod refused for memory, then placed on win-0."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: fakes.NodePodsApi) -> None:
         self.api, self.created, self.steps = api, {}, []
 
     def create(self, body: dict) -> None:
@@ -78,8 +53,7 @@ class Kube:
 
 
 def run(monkeypatch, *answers: list) -> Kube:
-    api = Api(monkeypatch, *answers)
-    kube = Kube(api)
+    kube = Kube(node_api(monkeypatch, *answers))
     monkeypatch.setattr(MEMORY, "schedulable_windows_nodes", lambda profile: ["win-0"])
     monkeypatch.setattr(
         MEMORY,
