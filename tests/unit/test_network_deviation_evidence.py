@@ -101,27 +101,9 @@ def cluster_ip_check(outcome: conn.DialOutcome) -> None:
     SERVICES.test_pod_reaches_service_by_cluster_ip("http", DialChecks(outcome), CLIENT, service, [NS(name="server-0")])
 
 
-def test_service_ip_silent_to_a_working_client_is_the_deviation():
-    with pytest.raises(DeviationObserved, match="win-overlay-1803-service-ip"):
-        cluster_ip_check(outcome_of(netexec(errors=[TIMEOUT])))
-
-
-def test_service_ip_check_whose_client_never_answered_is_not_the_deviation():
-    """Before: any failed dial was the deviation, the client's exec failing included."""
-    with pytest.raises(NotTheDeviation):
-        cluster_ip_check(outcome_of(CLIENT_EXEC_FAILED))
-
-
 def ipv6_checks(outcome: conn.DialOutcome) -> None:
     server = NS(name="server-0", node="win-1", ip="10.244.2.5", ips=["10.244.2.5", "fd00:10:244:2::5"])
     IPV6.test_windows_pods_talk_over_ipv6_on_a_dual_stack_cluster(DialChecks(outcome), NS(), CLIENT, [server])
-
-
-def test_ipv6_target_silent_to_a_working_client_is_the_deviation_and_a_failed_client_is_not():
-    with pytest.raises(DeviationObserved, match="ipv6-overlay-unsupported"):
-        ipv6_checks(outcome_of(netexec(errors=[TIMEOUT])))
-    with pytest.raises(NotTheDeviation):
-        ipv6_checks(outcome_of(CLIENT_CURL_FAILED))
 
 
 # --------------------------------------------------------------------------- hostNetwork
@@ -134,14 +116,23 @@ def host_network_check(outcome: conn.DialOutcome, phase: str = "Running", pod_ip
     )
 
 
-def test_host_network_server_silent_on_the_node_ip_is_the_deviation():
-    with pytest.raises(DeviationObserved, match="hostnetwork-unsupported"):
-        host_network_check(outcome_of(netexec(errors=[TIMEOUT])))
+# Each dial check: the deviation its silent target shows, and a client's own failure (never the deviation).
+DIAL_CHECKS = [
+    # Before: any failed dial of the Service IP was the deviation, the client's exec failing included.
+    pytest.param(cluster_ip_check, "win-overlay-1803-service-ip", CLIENT_EXEC_FAILED, id="service-ip"),
+    pytest.param(ipv6_checks, "ipv6-overlay-unsupported", CLIENT_CURL_FAILED, id="ipv6"),
+    pytest.param(host_network_check, "hostnetwork-unsupported", CLIENT_EXEC_FAILED, id="host-network-node-ip"),
+]
 
 
-def test_host_network_check_whose_client_never_answered_is_not_the_deviation():
+@pytest.mark.parametrize(("check", "deviation", "client_failed"), DIAL_CHECKS)
+def test_a_target_silent_to_a_working_client_is_the_deviation_and_a_client_that_never_answered_is_not(
+    check, deviation, client_failed
+):
+    with pytest.raises(DeviationObserved, match=deviation):
+        check(outcome_of(netexec(errors=[TIMEOUT])))
     with pytest.raises(NotTheDeviation):
-        host_network_check(outcome_of(CLIENT_EXEC_FAILED))
+        check(outcome_of(client_failed))
 
 
 @pytest.mark.parametrize(("phase", "pod_ip"), [("Failed", "10.0.0.6"), ("Running", "10.244.1.9")])
