@@ -17,6 +17,7 @@ from kubernetes import client
 
 from wincon import connectivity
 from wincon.cluster.exec import ExecResult
+from wincon.cluster.waits import WaitTimeout
 from wincon.network import flows
 
 # --------------------------------------------------------------------------- FlowChecks' worker-wide records
@@ -201,3 +202,49 @@ class NodePodsApi:
 
     def read_node(self, name: str, **_: Any) -> SimpleNamespace:
         return SimpleNamespace(status=SimpleNamespace(allocatable=self.allocatable))
+
+
+# --------------------------------------------------------------------------- a Kube answering by command line
+
+
+class CommandKube:
+    """wincon's Kube for the checks that run a command in a pod and wait on pods: each exec is recorded (``ran``)
+    and answered by its command line, words joined by spaces, from ``answers`` (an answer that is an exception is
+    raised); each pod wait returns the pod given for it in ``pods``, or runs out as the real watch would
+    (WaitTimeout) where ``done`` does not hold; gate and create do nothing."""
+
+    namespace = "ns"
+
+    def __init__(self, answers: dict[str, Any] | None = None, pods: dict[str, Any] | None = None) -> None:
+        self.answers, self.pods = answers or {}, pods or {}
+        self.ran: list[str] = []
+
+    def gate(self, command: object, where: str = "", pod_node: object = None) -> None:
+        pass
+
+    def create(self, body: object) -> None:
+        pass
+
+    def exec(
+        self, pod: object, command: list[str], container: object = None, where: object = None, timeout: float = 60.0
+    ) -> ExecResult:
+        key = " ".join(command)
+        self.ran.append(key)
+        answer = self.answers[key]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def wait_pod(
+        self,
+        name: str,
+        done: Callable[[Any], bool] | None = None,
+        failure: object = None,
+        timeout: float | None = None,
+        behaviour: bool = False,
+        describe: str = "",
+    ) -> Any:
+        pod = self.pods[name]
+        if done is not None and not done(pod):
+            raise WaitTimeout(f"pod ns/{name}: {describe}: not observed")
+        return pod

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout
 from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation, SuiteError
@@ -23,31 +24,13 @@ HPA = suites.load("suites/controllers/test_hpa.py")
 LIFECYCLE = suites.load("suites/lifecycle/test_lifecycle.py")
 
 
-class FakeKube:
+class FakeKube(fakes.CommandKube):
     """Answers each exec by its command line; each pod wait with the pod given for it (or the wait running out)."""
 
     def __init__(self, answers: dict[str, ExecResult] | None = None, pods: dict[str, Any] | None = None) -> None:
-        self.answers, self.pods = answers or {}, pods or {}
-        self.ran: list[str] = []
-        self.namespace, self.pod_start_timeout, self.api_client = "ns", 300, None
+        super().__init__(answers, pods)
+        self.pod_start_timeout, self.api_client = 300, None
         self.core = NS(read_node=lambda name: NS(status=NS(capacity={"cpu": "8"})))
-
-    def gate(self, command, where="", pod_node=None):
-        pass
-
-    def create(self, body):
-        pass
-
-    def exec(self, pod, command, container=None, where=None):
-        key = " ".join(command)
-        self.ran.append(key)
-        return self.answers[key]
-
-    def wait_pod(self, name, done=None, failure=None, timeout=None, behaviour=False, describe=""):
-        pod = self.pods[name]
-        if done is not None and not done(pod):
-            raise WaitTimeout(f"pod ns/{name}: {describe} not observed")
-        return pod
 
 
 def no_gate(what, where=None, pod_node=None):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon.checks import pods as PODS
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import WaitTimeout
@@ -43,42 +44,20 @@ def pending(name: str) -> Any:
     )
 
 
-class FakeKube:
+class FakeKube(fakes.CommandKube):
     """Answers each exec by its command line (an exception is raised); FailedMount events as given."""
 
     def __init__(self, answers: dict[str, Any], pods: dict[str, Any] | None = None, mounts: tuple = ()) -> None:
-        self.answers, self.pods, self.mounts = answers, pods or {}, list(mounts)
-        self.ran: list[str] = []
-        self.namespace = "ns"
+        super().__init__(answers, pods)
+        self.mounts = list(mounts)
         self.core = NS(
             read_namespaced_pod=lambda name, namespace: self.pods[name],
             read_namespaced_secret=lambda name, namespace: NS(),
             read_namespaced_persistent_volume_claim=lambda name, namespace: NS(spec=NS(volume_name="pvc-123")),
         )
 
-    def gate(self, command, where=""):
-        pass
-
-    def create(self, body):
-        pass
-
-    def exec(self, pod, command, container=None, where=None):
-        key = " ".join(command)
-        self.ran.append(key)
-        answer = self.answers[key]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
     def events(self, name, reason):
         return [NS(message=message) for message in self.mounts] if reason == "FailedMount" else []
-
-    def wait_pod(self, name, done, failure=None, timeout=None, describe=""):
-        """The pod as it is: done, or the wait running out (as the real watch would)."""
-        pod = self.pods[name]
-        if not done(pod):
-            raise WaitTimeout(f"pod ns/{name}: {describe}: not observed")
-        return pod
 
 
 def body_of(name: str) -> dict:
