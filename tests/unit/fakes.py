@@ -248,3 +248,28 @@ class CommandKube:
         if done is not None and not done(pod):
             raise WaitTimeout(f"pod ns/{name}: {describe}: not observed")
         return pod
+
+
+# --------------------------------------------------------------------------- nodes as a profile file holds them
+
+
+def profile_windows_node(name: str, build: int, simulated: bool = False, **facts: Any) -> dict[str, Any]:
+    """A Ready Windows node of ``build`` as a profile file holds it (ClusterProfile's JSON: containerd 1.7.20,
+    kubelet v1.34.4); ``facts``: the node's other keys (os_version, cpu_capacity, kubelet_feature_gates ...)."""
+    return {
+        "name": name,
+        "os": "windows",
+        "arch": "amd64",
+        "ready": True,
+        "simulated": simulated,
+        "windows_build": build,
+        "runtime": "containerd",
+        "runtime_version": "1.7.20",
+        "kubelet_version": "v1.34.4",
+        **facts,
+    }
+
+
+def profile_linux_node(name: str) -> dict[str, Any]:
+    """A Ready real Linux node as a profile file holds it."""
+    return {"name": name, "os": "linux", "arch": "amd64", "ready": True, "simulated": False}

@@ -13,27 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.unit import fakes
 from tests.unit.test_plugin import LIMITS
 from wincon import nodes
 from wincon.network.pods import PodRef
 from wincon.profile import ClusterProfile, NodeProfile
 
-
-def windows_node(name, build, simulated):
-    return {
-        "name": name,
-        "os": "windows",
-        "arch": "amd64",
-        "ready": True,
-        "simulated": simulated,
-        "windows_build": build,
-        "runtime": "containerd",
-        "runtime_version": "1.7.20",
-        "kubelet_version": "v1.34.4",
-    }
-
-
-LINUX = {"name": "lin1", "os": "linux", "arch": "amd64", "ready": True, "simulated": False}
+windows_node = fakes.profile_windows_node
+LINUX = fakes.profile_linux_node("lin1")
 # One real and one simulated Windows node of the same build: the build cannot decide, placement does.
 SAME_BUILD = [windows_node("win-real", 20348, False), windows_node("win-kwok", 20348, True), LINUX]
 # A real ltsc2022 node and a simulated ltsc2019 node: the build each test pins to decides.
