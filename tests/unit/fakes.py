@@ -1,7 +1,7 @@
 """Fakes and builders shared by the unit tests: one of each kind, so that test files do not keep near-copies.
 
-Each fake answers only what its users ask; anything else fails the test as the real call would not have
-(an AttributeError for a call no test expected)."""
+Each fake has only what its users call: a call that none of them expects fails the test (an AttributeError or the
+fake's own NotImplementedError), never passes silently."""
 
 from __future__ import annotations
 
@@ -62,8 +62,9 @@ class ExecKube:
     def gate(self, command: object, where: str = "", pod_node: object = None) -> None:
         pass
 
-    def exec(self, pod: object, command: list[str], container: object = None, where: object = None,
-             timeout: float = 60.0) -> ExecResult:  # fmt: skip
+    def exec(
+        self, pod: object, command: list[str], container: object = None, where: object = None, timeout: float = 60.0
+    ) -> ExecResult:
         self.commands.append(command)
         return self.respond(command)
 
