@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from wincon.profile import ClusterProfile
+from wincon.profile import ClusterProfile, StorageClassProfile
 
 
 def _policy(p: ClusterProfile) -> bool | None:
@@ -32,6 +32,27 @@ def _load_balancer(p: ClusterProfile) -> bool | None:
 
 def _families(profile: ClusterProfile) -> str:
     return ", ".join(profile.ip_families) or "unknown"
+
+
+def _runtime_class(p: ClusterProfile, name: str | None = None) -> bool | None:
+    """A RuntimeClass of that ``name``, or (None) one whose handler runs Hyper-V isolated containers: the same
+    rule the checks name their RuntimeClass by (wincon.checks.scheduling.hyperv_runtime_class)."""
+    from wincon.checks.scheduling import hyperv_runtime_class
+
+    if p.runtime_classes is None:
+        return None
+    if name is not None:
+        return any(have == name for have, _ in p.runtime_classes)
+    return hyperv_runtime_class(p.runtime_classes) is not None
+
+
+def _storage_class(p: ClusterProfile, wanted: Callable[[StorageClassProfile], bool]) -> bool | None:
+    return None if p.storage_classes is None else any(wanted(c) for c in p.storage_classes)
+
+
+def _classes(p: ClusterProfile) -> str:
+    listed = ", ".join(f"{name} (handler {handler})" for name, handler in p.runtime_classes or ())
+    return f"its RuntimeClasses: {listed or 'none'}"
 
 
 # capability -> (does the cluster have it? None when the profile cannot tell, reason when it does not)
@@ -55,6 +76,38 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: p.ip_families == ["IPv6"] if p.ip_families else None,
         lambda p: f"the cluster is not IPv6 single-stack (its Service ranges have families {_families(p)})",
     ),
+    # Upstream's Hyper-V check runs its pods under this very RuntimeClass (test/e2e/windows/hyperv.go:36) and
+    # skips without it; the suite's other Hyper-V checks take any RuntimeClass of a Hyper-V handler.
+    "runhcs-wcow-hypervisor": (
+        lambda p: _runtime_class(p, "runhcs-wcow-hypervisor"),
+        lambda p: f"the cluster has no RuntimeClass runhcs-wcow-hypervisor (upstream skips the same; {_classes(p)})",
+    ),
+    "hyperv-runtime-class": (
+        _runtime_class,
+        lambda p: f"the cluster has no RuntimeClass with a Hyper-V handler ({_classes(p)})",
+    ),
+    "cluster-dns": (
+        lambda p: None if p.cluster_dns is None else bool(p.cluster_dns),
+        lambda p: "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use",
+    ),
+    "default-storage-class": (
+        lambda p: _storage_class(p, lambda c: c.default),
+        lambda p: "the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned",
+    ),
+    "expandable-storage-class": (
+        lambda p: _storage_class(p, lambda c: c.allow_volume_expansion),
+        lambda p: "no StorageClass allows volume expansion",
+    ),
+}
+
+# What each capability the checks themselves read at run time (require) is decided by, for the plan's note where
+# the profile lacks it (a profile file written before the field, or a read refused in discovery).
+RUN_TIME_FACTS = {
+    "runhcs-wcow-hypervisor": "the cluster's RuntimeClasses",
+    "hyperv-runtime-class": "the cluster's RuntimeClasses",
+    "cluster-dns": "the kube-system/kube-dns Service",
+    "default-storage-class": "the cluster's StorageClasses",
+    "expandable-storage-class": "the cluster's StorageClasses",
 }
 
 
@@ -80,3 +133,32 @@ def skip_missing(item: pytest.Item, profile: ClusterProfile) -> None:
             if has(profile) is False:
                 item.add_marker(pytest.mark.skip(reason=reason(profile)))
                 return
+
+
+def plan_note(item: pytest.Item, profile: ClusterProfile) -> str:
+    """What the plan says of a capability the profile cannot tell and the check reads at run time."""
+    facts = [
+        RUN_TIME_FACTS[capability]
+        for marker in item.iter_markers("requires")
+        for capability in marker.args
+        if capability in RUN_TIME_FACTS and has(profile, capability) is None
+    ]
+    if not facts:
+        return ""
+    return (
+        f"decided at run time: the profile lacks {', '.join(dict.fromkeys(facts))} (a profile file without it, or "
+        "unreadable in discovery); the check reads it and skips where the cluster lacks what it requires"
+    )
+
+
+def require(
+    profile: ClusterProfile, capability: str, complete: Callable[[ClusterProfile], ClusterProfile]
+) -> ClusterProfile:
+    """For the check at run time, the rule ``skip_missing`` applies at collection: where the profile cannot tell,
+    on the profile ``complete`` gives (the check's own read of the fact it lacks); the check skips with the same
+    reason where the cluster lacks ``capability``. Returns the profile it decided on (its facts for the check)."""
+    if has(profile, capability) is None:
+        profile = complete(profile)
+    if has(profile, capability) is False:
+        pytest.skip(reason(profile, capability))
+    return profile

@@ -200,6 +200,10 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
     if where == nodes.MIXED and outcome != "skip" and profile is not None:
         note = nodes.mixed_note(item, profile)
         reason = f"{reason}; {note}" if reason else note
+    if profile is not None and outcome != "skip":
+        note = capabilities.plan_note(item, profile)
+        if note:
+            reason = f"{reason}; {note}" if reason else note
     if placement is not None and outcome != "skip":
         note = placement.plan_note() or (
             f"its pod is pinned to {pinned}: the other nodes of its build cannot tell its result" if pinned else ""

@@ -135,6 +135,14 @@ class NodeProfile:
         return dict(self.kubelet_feature_gates or ()).get(gate)
 
 
+@dataclass(frozen=True)
+class StorageClassProfile:
+    name: str
+    provisioner: str
+    default: bool = False  # annotated storageclass.kubernetes.io/is-default-class: "true"
+    allow_volume_expansion: bool = False
+
+
 @dataclass
 class ClusterProfile:
     server_version: str
@@ -157,6 +165,13 @@ class ClusterProfile:
     # The Windows nodes `--windows-build` leaves out: the suite's pods never go there, but they are the
     # cluster's, so whole-cluster checks (a DaemonSet's count) and a pod's node lookup still see them.
     other_nodes: list[NodeProfile] = field(default_factory=list)
+    # The cluster's RuntimeClasses as (name, handler) pairs, and its StorageClasses (StorageClassProfile): read
+    # once in discovery; None where they could not be listed (no right to) or a profile file predates the field.
+    runtime_classes: list[tuple[str, str]] | None = None
+    storage_classes: list[StorageClassProfile] | None = None
+    # The cluster DNS: kube-system/kube-dns's cluster IP; "" where there is no such Service (or it has no IP);
+    # None where it could not be read or a profile file predates the field.
+    cluster_dns: str | None = None
 
     @property
     def all_nodes(self) -> list[NodeProfile]:
@@ -251,6 +266,11 @@ class ClusterProfile:
             "simulated": self.simulated,
             "nodes": [_node_dict(n) for n in self.nodes],
             "other_nodes": [_node_dict(n) for n in self.other_nodes],
+            "runtime_classes": None
+            if self.runtime_classes is None
+            else [{"name": name, "handler": handler} for name, handler in self.runtime_classes],
+            "storage_classes": None if self.storage_classes is None else [asdict(c) for c in self.storage_classes],
+            "cluster_dns": self.cluster_dns,
         }
 
     @classmethod
@@ -270,6 +290,15 @@ class ClusterProfile:
                 for n in data.get(key) or []
             ]
 
+        runtime_classes = data.get("runtime_classes")
+        if runtime_classes is not None:
+            runtime_classes = [(str(c["name"]), str(c.get("handler", ""))) for c in runtime_classes]
+        storage_classes = data.get("storage_classes")
+        if storage_classes is not None:
+            known_sc = set(StorageClassProfile.__dataclass_fields__)
+            storage_classes = [
+                StorageClassProfile(**{k: v for k, v in c.items() if k in known_sc}) for c in storage_classes
+            ]
         return cls(
             server_version=data["server_version"],
             nodes=nodes("nodes"),
@@ -283,6 +312,9 @@ class ClusterProfile:
             cloud=data.get("cloud", "other"),
             ip_families=list(data.get("ip_families") or []),
             load_balancers=data.get("load_balancers"),
+            runtime_classes=runtime_classes,
+            storage_classes=storage_classes,
+            cluster_dns=data.get("cluster_dns"),
         )
 
     def summary_lines(self) -> list[str]:
@@ -606,6 +638,9 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
             for name in CNI_CONFIGMAPS
         ]
         load_balancers = pool.submit(_load_balancer_services, core)
+        runtime_classes = pool.submit(_runtime_classes, api_client)
+        storage_classes = pool.submit(_storage_classes, api_client)
+        cluster_dns = pool.submit(_cluster_dns, core)
         raw_nodes = listed.result()
         ip_families = pool.submit(_service_ip_families, core, raw_nodes)
         nodes = [node_profile(n) for n in raw_nodes]
@@ -620,6 +655,9 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         profile = profile_from(version.result(), objects)
         profile.ip_families = ip_families.result()
         profile.load_balancers = load_balancers.result()
+        profile.runtime_classes = runtime_classes.result()
+        profile.storage_classes = storage_classes.result()
+        profile.cluster_dns = cluster_dns.result()
         set_kubelet_gates(profile, {name: read.result() for name, read in gates.items()})
     if cni_override:
         apply_cni_override(profile, cni_override)
@@ -715,6 +753,68 @@ def _load_balancer_services(core: Any) -> list[str] | None:
 
     try:
         return load_balancer_ingress(core.list_service_for_all_namespaces(_request_timeout=30).items)
+    except ApiException:
+        return None
+
+
+def runtime_class_pairs(items: Iterable[Any]) -> list[tuple[str, str]]:
+    """(name, handler) of each RuntimeClass (node.k8s.io/v1 objects as the client gives them)."""
+    return [(str(c.metadata.name), str(c.handler or "")) for c in items]
+
+
+def _runtime_classes(api_client: Any) -> list[tuple[str, str]] | None:
+    """The cluster's RuntimeClasses; None where they cannot be listed (a runner without the right)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return runtime_class_pairs(client.NodeV1Api(api_client).list_runtime_class(_request_timeout=30).items)
+    except ApiException:
+        return None
+
+
+def _cluster_dns(core: Any) -> str | None:
+    """kube-system/kube-dns's cluster IP: "" where the Service does not exist or has none (headless), None where
+    it cannot be read (a refusal: unknown, never absent)."""
+    import ipaddress
+
+    from kubernetes.client.rest import ApiException
+
+    try:
+        ip = core.read_namespaced_service("kube-dns", "kube-system").spec.cluster_ip
+    except ApiException as exc:
+        if exc.status == 404:
+            return ""
+        return None
+    try:
+        return str(ipaddress.ip_address(ip or ""))
+    except ValueError:
+        return ""
+
+
+DEFAULT_STORAGE_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def storage_class_profiles(items: Iterable[Any]) -> list[StorageClassProfile]:
+    """The StorageClasses (storage.k8s.io/v1 objects as the client gives them) as the profile holds them."""
+    return [
+        StorageClassProfile(
+            name=str(c.metadata.name),
+            provisioner=str(c.provisioner or ""),
+            default=(c.metadata.annotations or {}).get(DEFAULT_STORAGE_CLASS) == "true",
+            allow_volume_expansion=bool(c.allow_volume_expansion),
+        )
+        for c in items
+    ]
+
+
+def _storage_classes(api_client: Any) -> list[StorageClassProfile] | None:
+    """The cluster's StorageClasses; None where they cannot be listed."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return storage_class_profiles(client.StorageV1Api(api_client).list_storage_class(_request_timeout=30).items)
     except ApiException:
         return None
 

@@ -8,13 +8,14 @@ node: the check passes the ``data_plane`` gate first.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from wincon import forms
+from wincon import capabilities, forms
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
-from wincon.cluster.client import call
+from wincon.checks.scheduling import live_runtime_classes
 from wincon.cluster.waits import pod_failure, pod_running_ready
-from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -31,6 +32,7 @@ SYSTEM = "NT AUTHORITY\\SYSTEM"
 
 @pytest.mark.test_id("228d025e-e506-4a92-9ce0-bdb3cd92625d")
 @pytest.mark.dataplane
+@pytest.mark.requires(RUNTIME_CLASS)
 @pytest.mark.windows_only("Hyper-V isolation (RuntimeClass runhcs-wcow-hypervisor) exists for Windows containers only")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 @pytest.mark.windows_form(forms.HYPERV_HELLO, forms.HYPERV_VM_CHECK)
@@ -42,12 +44,11 @@ def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon
         pytest.skip(f"no Ready Windows node of build {build} that Windows pods may be scheduled on")
     node = nodes[0]
     data_plane(VM_CHECK, where=f"a HostProcess pod on {node}", pod_node=node)
-    try:
-        call(kube.node.read_runtime_class, RUNTIME_CLASS)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        pytest.skip(f"the cluster has no RuntimeClass {RUNTIME_CLASS} (upstream skips the same)")
+    # The rule `wincon plan` applies to the profile (requires: capabilities.skip_missing); the RuntimeClasses the
+    # profile lacks are read now.
+    capabilities.require(
+        wincon.profile, RUNTIME_CLASS, lambda p: replace(p, runtime_classes=live_runtime_classes(kube))
+    )
     body = windows_pod(wincon, "hyperv-test-pod", build, image_key="busybox", command=HELLO, node=node)
     body["spec"]["containers"].append(dict(body["spec"]["containers"][0], name="busybox-2"))
     body["spec"]["runtimeClassName"] = RUNTIME_CLASS

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from wincon import forms
+from wincon import capabilities, forms
+from wincon.checks import scheduling
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
 from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_cpu_placement
 from wincon.cluster.client import call
@@ -128,14 +131,20 @@ def test_container_from_another_windows_version_starts(kube, wincon, profile, da
     windows_answers(kube, "mismatch")
 
 
-HYPERV_HINTS = ("hyperv", "hyper-v", "vm")
 LEGACY_ISOLATION = "experimental.windows.kubernetes.io/isolation-type"
 
 
-def hyperv_runtime_class(kube) -> str | None:
-    """The name of a RuntimeClass whose handler runs Hyper-V isolated containers, if the cluster has one."""
-    classes = call(kube.node.list_runtime_class).items
-    return next((c.metadata.name for c in classes if any(h in c.handler.lower() for h in HYPERV_HINTS)), None)
+def runtime_classes(kube) -> list[tuple[str, str]]:
+    """The cluster's RuntimeClasses (name, handler), read now: for a profile that lacks them."""
+    return scheduling.live_runtime_classes(kube)
+
+
+def hyperv_runtime_class(kube, profile) -> str | None:
+    """The name of a RuntimeClass whose handler runs Hyper-V isolated containers, if the cluster has one: the
+    profile's RuntimeClasses (read in discovery), else the cluster's read now, by the rule the plan applies
+    (wincon.checks.scheduling.hyperv_runtime_class)."""
+    classes = profile.runtime_classes
+    return scheduling.hyperv_runtime_class(classes if classes is not None else runtime_classes(kube))
 
 
 @pytest.mark.test_id("86146be2-7a71-43cd-aa1b-93a73f1f05ce")
@@ -153,7 +162,7 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, pro
     host, version = pairing
     body = windows_pod(wincon, "hyperv-older", host, command=["cmd", "/c", "ping -t 127.0.0.1"])
     body["spec"]["containers"][0]["image"] = nanoserver(wincon, version)
-    runtime_class = hyperv_runtime_class(kube)
+    runtime_class = hyperv_runtime_class(kube, profile)
     if runtime_class:
         body["spec"]["runtimeClassName"] = runtime_class
     else:
@@ -228,15 +237,19 @@ def telling_node(kube, profile, build) -> str | None:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-cpu-count-limit")
 @pytest.mark.avoids("hyperv-cpu-count")
+@pytest.mark.requires("hyperv-runtime-class")
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "V1.Container")
 @pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profile, build, data_plane):
     """ "When using Hyper-V isolation (alpha), the hypervisor also needs a number of CPUs assigned ... The CPU count is a hard limit" (003_414b2f1c5dd978a2.txt, V1.Container)."""
-    runtime_class = hyperv_runtime_class(kube)
-    if runtime_class is None:
-        pytest.skip("the cluster has no RuntimeClass with a Hyper-V handler")
+    # The rule `wincon plan` applies to the profile (requires: capabilities.skip_missing); the RuntimeClasses
+    # the profile lacks are read now.
+    known = capabilities.require(
+        profile, "hyperv-runtime-class", lambda p: replace(p, runtime_classes=runtime_classes(kube))
+    )
+    runtime_class = hyperv_runtime_class(kube, known)
     node_name = telling_node(kube, profile, build)
     body = windows_pod(wincon, "hyperv-cpus", build, node=node_name, runtimeClassName=runtime_class)
     body["spec"]["containers"][0]["resources"] = {

@@ -211,13 +211,13 @@ def test_no_container_running_at_all_is_not_the_deviation(monkeypatch):
 
 
 def processors(stdout: str, monkeypatch) -> None:
-    monkeypatch.setattr(IMAGES, "hyperv_runtime_class", lambda kube: "hyperv")
+    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     monkeypatch.setattr(IMAGES, "windows_pod", lambda *a, **k: {"metadata": {}, "spec": {"containers": [{}]}})
     monkeypatch.setattr(IMAGES, "start_and_wait", lambda *a, **k: NS(spec=NS(node_name="win-0")))
     monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))
     kube = FakeKube({"cmd /c echo %NUMBER_OF_PROCESSORS%": ExecResult(0, stdout, "")})
     IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(
-        kube, NS(), NS(ready_windows_nodes=[]), 17763, no_gate
+        kube, NS(), NS(ready_windows_nodes=[], runtime_classes=[("hyperv", "runhcs-wcow-hypervisor")]), 17763, no_gate
     )
 
 

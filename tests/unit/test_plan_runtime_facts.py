@@ -118,7 +118,7 @@ def run_hyperv(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | 
         kube.created.append(body)
         return placed(body)
 
-    monkeypatch.setattr(IMAGES, "hyperv_runtime_class", lambda kube: "hyperv")
+    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     monkeypatch.setattr(IMAGES, "windows_pod", pod_body)
     monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)
     monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))

@@ -102,13 +102,14 @@ class HyperVKube:
 
 def hyperv_cpus(cpus: dict[str, str], stdout: str, monkeypatch, kube: HyperVKube | None = None) -> HyperVKube:
     kube = kube or HyperVKube(cpus, stdout)
-    profile = NS(ready_windows_nodes=[windows_node(name) for name in cpus])  # no capacity: read from the Node
+    # no capacity: read from the Node
+    profile = NS(ready_windows_nodes=[windows_node(name) for name in cpus], runtime_classes=[("hv", "hyperv")])
 
     def start_and_wait(kube, profile, data_plane, body, *rest):
         kube.created.append(body)
         return NS(spec=NS(node_name=(body["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", "win-0")))
 
-    monkeypatch.setattr(IMAGES, "hyperv_runtime_class", lambda kube: "hyperv")
+    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     monkeypatch.setattr(
         IMAGES,
         "windows_pod",

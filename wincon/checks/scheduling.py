@@ -6,7 +6,7 @@ undone by a function the test registers as a finalizer before making the change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,7 +18,7 @@ from kubernetes.utils import parse_quantity
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
 from wincon.errors import InfrastructureError
-from wincon.profile import NodeProfile
+from wincon.profile import NodeProfile, runtime_class_pairs
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
@@ -133,6 +133,22 @@ def create_runtime_class(
         "scheduling": {"nodeSelector": node_selector, "tolerations": tolerations},
     }
     return call(client.NodeV1Api(api_client).create_runtime_class, body)
+
+
+# The words a RuntimeClass handler that runs Hyper-V isolated containers carries (containerd's
+# runhcs-wcow-hypervisor, a "hyperv" handler of cri-dockerd setups, "vm" in other operators' names).
+HYPERV_HINTS = ("hyperv", "hyper-v", "vm")
+
+
+def hyperv_runtime_class(classes: Iterable[tuple[str, str]]) -> str | None:
+    """The name of the first RuntimeClass (``(name, handler)``, the profile's ``runtime_classes``) whose handler
+    runs Hyper-V isolated containers; None where there is none."""
+    return next((name for name, handler in classes if any(h in handler.lower() for h in HYPERV_HINTS)), None)
+
+
+def live_runtime_classes(kube: Any) -> list[tuple[str, str]]:
+    """The cluster's RuntimeClasses as the profile holds them, read now (for a profile that lacks them)."""
+    return runtime_class_pairs(call(kube.node.list_runtime_class).items)
 
 
 def delete_runtime_class(api_client: client.ApiClient, name: str) -> None:

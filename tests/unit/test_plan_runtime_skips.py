@@ -1,0 +1,288 @@
+"""`wincon plan` and the run give the same skip, with the same reason, for the run-time skips decided by a fact the
+profile reads in discovery: the cluster's RuntimeClasses (the two Hyper-V checks) and its cluster DNS Service
+(kube-system/kube-dns: the three dnsPolicy/dnsConfig checks).
+
+One rule each (wincon.capabilities.CAPABILITIES, named by ``@pytest.mark.requires``): collection applies it to
+the profile (capabilities.skip_missing), the check applies it at run time (capabilities.require) reading only what
+the profile lacks. The plan here is `wincon plan`'s own collection of the real suite files on a profile file; the
+checks run on fakes of the same facts. A profile file without the facts (older than them) plans "run" with a
+"decided at run time" note, and the check reads the fact as before. Before this change the plan said "run" where
+the run skipped (the first two tests failed against the suite files and wincon at 31e251f)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace as NS
+from typing import Any
+
+import pytest
+
+from tests.support import suites
+from wincon import capabilities
+from wincon.checks.scheduling import hyperv_runtime_class
+from wincon.commands import collect
+from wincon.profile import ClusterProfile, StorageClassProfile
+
+IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
+HYPERV_FILE = "suites/scheduling/test_hyperv_isolation.py"
+CPUS = "test_hyperv_isolated_container_sees_the_nodes_processors"
+UTILITY_VM = "test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm"
+IMAGES = suites.load(IMAGES_FILE)
+HYPERV = suites.load(HYPERV_FILE)
+UPSTREAM_CLASS = ("runhcs-wcow-hypervisor", "runhcs-wcow-hypervisor")  # (name, handler): upstream hyperv.go:36
+
+
+def win(name: str) -> dict[str, Any]:
+    """A Ready real Windows node of build 17763 with 4 CPUs, as a profile file holds it."""
+    return {
+        "name": name,
+        "os": "windows",
+        "arch": "amd64",
+        "ready": True,
+        "simulated": False,
+        "windows_build": 17763,
+        "os_version": "ltsc2019",
+        "kubelet_version": "v1.34.4",
+        "runtime": "containerd",
+        "runtime_version": "1.7.20",
+        "cpu_capacity": "4",
+        "kubelet_feature_gates": {"PodAndContainerStatsFromCRI": False},
+    }
+
+
+def profile_json(**facts: Any) -> dict[str, Any]:
+    linux = {"name": "l1", "os": "linux", "arch": "amd64", "ready": True, "simulated": False}
+    return {"server_version": "v1.34.4", "cni": "flannel", "cloud": "azure", "nodes": [win("win-0"), linux]} | facts
+
+
+def plan(data: dict[str, Any], tmp_path, *files: str) -> dict[str, dict[str, Any]]:
+    """`wincon plan --profile-file` of ``files``: the row of each test, by its id within the file."""
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(data))
+    dump, output = collect(list(files), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    assert dump, output
+    return {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
+
+
+def agree(row: dict[str, Any], skipped: str | None) -> None:
+    """The plan's row and the run's outcome: a skip with the very reason, or a run (the plan's xfail included)."""
+    if row["outcome"] == "skip":
+        assert skipped is not None and skipped == row["reason"], (row, skipped)
+    else:
+        assert skipped is None, (row, skipped)
+
+
+# --------------------------------------------------------------------------- the Hyper-V checks, on fakes
+
+
+class Cluster:
+    """What the Hyper-V checks read at run time: ``classes`` (RuntimeClasses, None: the read is refused)."""
+
+    def __init__(self, classes: list[tuple[str, str]]) -> None:
+        self.classes = classes
+        self.reads: list[str] = []
+        self.created: list[dict[str, Any]] = []
+        self.namespace, self.pod_start_timeout, self.api_client = "ns", 300, None
+        self.core = NS(read_node=lambda name: NS(status=NS(capacity={"cpu": "4"})))
+
+    def runtime_classes(self, kube: Any) -> list[tuple[str, str]]:
+        self.reads.append("runtimeclasses")
+        return self.classes
+
+    def create(self, body: dict[str, Any]) -> None:
+        self.created.append(body)
+
+    def wait_pod(self, name: str, **kwargs: Any) -> Any:
+        raise AssertionError(f"{name}: the fake ends the check at its first pod")
+
+    def exec(self, pod, command, container=None, where=None):
+        from wincon.cluster.exec import ExecResult
+
+        return ExecResult(0, "4\r\n", "")
+
+
+def pod_body(wincon, name, build, node=None, **kwargs) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"containers": [{}], **kwargs}}
+
+
+def run_cpus(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | None:
+    """The Hyper-V CPU-count check; its skip reason, or None where it ran to its end."""
+
+    def start_and_wait(kube, profile, data_plane, body, *rest):
+        kube.created.append(body)
+        return NS(spec=NS(node_name="win-0"))
+
+    monkeypatch.setattr(IMAGES, "runtime_classes", cluster.runtime_classes)
+    monkeypatch.setattr(IMAGES, "windows_pod", pod_body)
+    monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)
+    monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))
+    try:
+        IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(
+            cluster, NS(), profile, 17763, lambda what, where=None: None
+        )
+    except pytest.skip.Exception as exc:
+        return str(exc.msg)
+    return None
+
+
+def run_utility_vm(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | None:
+    """Upstream's Hyper-V check up to its first pod (created: it ran); its skip reason, or None."""
+    monkeypatch.setattr(HYPERV, "live_runtime_classes", cluster.runtime_classes)
+    monkeypatch.setattr(HYPERV, "windows_pod", pod_body)
+    monkeypatch.setattr(HYPERV, "schedulable_windows_nodes", lambda profile: [n.name for n in profile.nodes])
+    try:
+        HYPERV.test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(
+            cluster, NS(profile=profile, pod_start_timeout=300), 17763, lambda what, where=None, pod_node=None: None
+        )
+    except pytest.skip.Exception as exc:
+        return str(exc.msg)
+    except AssertionError:  # the fake's end: the pod was created
+        assert cluster.created
+    return None
+
+
+# --------------------------------------------------------------------------- the plan and the run agree
+
+
+def test_no_hyperv_runtime_class_skips_both_hyperv_checks_in_the_plan_as_in_the_run(tmp_path, monkeypatch):
+    """Before: the plan said xfail/run (the profile had no RuntimeClasses), the run skipped on the list it read."""
+    data = profile_json(runtime_classes=[{"name": "gvisor", "handler": "runsc"}])
+    rows = plan(data, tmp_path, IMAGES_FILE, HYPERV_FILE)
+    assert rows[CPUS]["outcome"] == "skip", rows[CPUS]
+    assert rows[CPUS]["reason"] == (
+        "the cluster has no RuntimeClass with a Hyper-V handler (its RuntimeClasses: gvisor (handler runsc))"
+    )
+    assert rows[UTILITY_VM]["outcome"] == "skip", rows[UTILITY_VM]
+    assert rows[UTILITY_VM]["reason"].startswith("the cluster has no RuntimeClass runhcs-wcow-hypervisor (upstream")
+    profile = ClusterProfile.from_dict(data)
+    cluster = Cluster([("gvisor", "runsc")])
+    agree(rows[CPUS], run_cpus(profile, cluster, monkeypatch))
+    agree(rows[UTILITY_VM], run_utility_vm(profile, cluster, monkeypatch))
+    assert not cluster.created and not cluster.reads, "decided from the profile: nothing created, nothing read"
+
+
+def test_the_upstream_class_alone_is_a_hyperv_handler_for_both(tmp_path, monkeypatch):
+    data = profile_json(runtime_classes=[{"name": UPSTREAM_CLASS[0], "handler": UPSTREAM_CLASS[1]}])
+    rows = plan(data, tmp_path, IMAGES_FILE, HYPERV_FILE)
+    for name in (CPUS, UTILITY_VM):
+        assert rows[name]["outcome"] in ("run", "xfail"), rows[name]
+        assert "decided at run time" not in rows[name]["reason"], rows[name]
+    profile = ClusterProfile.from_dict(data)
+    cluster = Cluster([])  # a read now would find nothing: the check must not read
+    agree(rows[CPUS], run_cpus(profile, cluster, monkeypatch))
+    assert cluster.created[0]["spec"]["runtimeClassName"] == "runhcs-wcow-hypervisor"
+    agree(rows[UTILITY_VM], run_utility_vm(profile, cluster, monkeypatch))
+    assert cluster.created[-1]["spec"]["runtimeClassName"] == "runhcs-wcow-hypervisor" and not cluster.reads
+
+
+def test_a_hyperv_handler_of_another_name_runs_the_cpu_check_and_skips_upstreams(tmp_path, monkeypatch):
+    """Upstream's check names its RuntimeClass (hyperv.go:36); the CPU-count check takes any Hyper-V handler."""
+    data = profile_json(runtime_classes=[{"name": "hyperv", "handler": "runhcs-wcow-hypervisor-17763"}])
+    rows = plan(data, tmp_path, IMAGES_FILE, HYPERV_FILE)
+    assert rows[CPUS]["outcome"] in ("run", "xfail") and rows[UTILITY_VM]["outcome"] == "skip", rows
+    assert "its RuntimeClasses: hyperv (handler runhcs-wcow-hypervisor-17763)" in rows[UTILITY_VM]["reason"]
+    profile = ClusterProfile.from_dict(data)
+    cluster = Cluster([])
+    agree(rows[CPUS], run_cpus(profile, cluster, monkeypatch))
+    agree(rows[UTILITY_VM], run_utility_vm(profile, cluster, monkeypatch))
+
+
+def test_runtime_classes_the_profile_lacks_are_read_by_the_run_and_the_plan_says_so(tmp_path, monkeypatch):
+    """An older profile file (no runtime_classes): the plan says run and that the run decides; each check lists
+    the RuntimeClasses itself and skips, with the reason the plan gives where it knows them."""
+    data = profile_json()
+    rows = plan(data, tmp_path, IMAGES_FILE, HYPERV_FILE)
+    for name in (CPUS, UTILITY_VM):
+        assert rows[name]["outcome"] in ("run", "xfail"), rows[name]
+        assert "decided at run time: the profile lacks the cluster's RuntimeClasses" in rows[name]["reason"]
+    profile = ClusterProfile.from_dict(data)
+    assert profile.runtime_classes is None
+    cluster = Cluster([])
+    assert run_cpus(profile, cluster, monkeypatch) == (
+        "the cluster has no RuntimeClass with a Hyper-V handler (its RuntimeClasses: none)"
+    )
+    assert run_utility_vm(profile, cluster, monkeypatch).startswith(  # type: ignore[union-attr]
+        "the cluster has no RuntimeClass runhcs-wcow-hypervisor (upstream skips the same; its RuntimeClasses: none)"
+    )
+    assert cluster.reads == ["runtimeclasses", "runtimeclasses"] and not cluster.created
+    cluster = Cluster([UPSTREAM_CLASS])
+    assert run_cpus(profile, cluster, monkeypatch) is None and run_utility_vm(profile, cluster, monkeypatch) is None
+    assert len(cluster.created) == 2
+
+
+# --------------------------------------------------------------------------- the rules and the profile's facts
+
+
+def test_the_rule_names_the_first_class_of_a_hyperv_handler():
+    assert hyperv_runtime_class([("gvisor", "runsc"), ("hv", "runhcs-wcow-hypervisor")]) == "hv"
+    assert hyperv_runtime_class([("a", "HyperV")]) == "a"
+    assert hyperv_runtime_class([("runc", "runc")]) is None and hyperv_runtime_class([]) is None
+
+
+def test_an_unknown_fact_never_skips_at_collection():
+    profile = ClusterProfile("v1.34.4")
+    for capability in capabilities.RUN_TIME_FACTS:
+        assert capabilities.has(profile, capability) is None, capability
+
+
+def test_the_facts_round_trip_and_an_older_profile_file_has_them_unknown():
+    profile = ClusterProfile(
+        "v1.34.4",
+        runtime_classes=[UPSTREAM_CLASS],
+        storage_classes=[StorageClassProfile("std", "disk.csi.azure.com", default=True, allow_volume_expansion=True)],
+        cluster_dns="10.0.0.10",
+    )
+    again = ClusterProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    assert (again.runtime_classes, again.storage_classes, again.cluster_dns) == (
+        profile.runtime_classes,
+        profile.storage_classes,
+        profile.cluster_dns,
+    )
+    empty = ClusterProfile.from_dict(
+        json.loads(json.dumps(ClusterProfile("v1", runtime_classes=[], storage_classes=[], cluster_dns="").to_dict()))
+    )
+    assert (empty.runtime_classes, empty.storage_classes, empty.cluster_dns) == ([], [], "")
+    old = ClusterProfile.from_dict({"server_version": "v1.34.4"})
+    assert (old.runtime_classes, old.storage_classes, old.cluster_dns) == (None, None, None)
+
+
+def test_discovery_reads_the_facts_once_and_a_refusal_is_unknown_never_absent():
+    from unittest import mock
+
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.unit.test_profile import _Cluster
+    from wincon.profile import discover
+
+    def refused(**kwargs: Any) -> Any:
+        raise ApiException(status=403, reason="Forbidden")
+
+    def no_service(name: str, namespace: str) -> Any:
+        if (namespace, name) == ("kube-system", "kube-dns"):
+            raise ApiException(status=404, reason="Not Found")
+        return NS(spec=NS(ip_families=["IPv4"], cluster_ip="10.96.0.1"))
+
+    classes = [NS(metadata=NS(name="hv"), handler="runhcs-wcow-hypervisor")]
+    sc = NS(
+        metadata=NS(name="std", annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
+        provisioner="disk.csi.azure.com",
+        allow_volume_expansion=True,
+    )
+    cluster = _Cluster([], {}, {})
+    apis = cluster.apis()
+    apis["NodeV1Api"] = lambda api: NS(list_runtime_class=lambda **kw: NS(items=classes))
+    apis["StorageV1Api"] = lambda api: NS(list_storage_class=lambda **kw: NS(items=[sc]))
+    with mock.patch.multiple("kubernetes.client", **apis):
+        profile = discover(object())
+    assert profile.runtime_classes == [("hv", "runhcs-wcow-hypervisor")]
+    assert profile.storage_classes == [StorageClassProfile("std", "disk.csi.azure.com", True, True)]
+    assert profile.cluster_dns == "10.96.0.10"
+
+    core = apis["CoreV1Api"](None)
+    core.read_namespaced_service = no_service
+    apis["CoreV1Api"] = lambda api: core
+    apis["NodeV1Api"] = lambda api: NS(list_runtime_class=refused)
+    apis["StorageV1Api"] = lambda api: NS(list_storage_class=refused)
+    with mock.patch.multiple("kubernetes.client", **apis):
+        profile = discover(object())
+    assert (profile.runtime_classes, profile.storage_classes, profile.cluster_dns) == (None, None, "")
