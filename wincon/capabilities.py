@@ -8,6 +8,8 @@ tell, the item runs and its verdict decides: an unknown capability never skips.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -162,3 +164,9 @@ def require(
     if has(profile, capability) is False:
         pytest.skip(reason(profile, capability))
     return profile
+
+
+def require_read(capability: str, **facts: Any) -> None:
+    """``require`` for a check whose fixture reads the fact anyway (the cluster DNS): the rule on that read, as
+    collection applies it to the profile's; skips with the same reason where the cluster lacks ``capability``."""
+    require(ClusterProfile(server_version=""), capability, lambda p: replace(p, **facts))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import capabilities, forms
 from wincon import connectivity as conn
-from wincon import forms
 from wincon.errors import SuiteError, expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 
@@ -228,6 +228,7 @@ def test_pod_reaches_service_through_externalname(checks, client, server_alias, 
 
 
 @pytest.mark.test_id("d28d6457-624b-4a09-8e63-3d173641522d")
+@pytest.mark.requires("cluster-dns")
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
@@ -235,8 +236,7 @@ def test_pod_reaches_service_through_externalname(checks, client, server_alias, 
 @pytest.mark.windows_form(forms.AGNHOST_DNS, forms.AGNHOST_CONNECT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
 def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, server_service, cluster_dns, namespace):
     """ "Pod.Spec.DNSPolicy = DNSNone. Hostname, Subdomain, and DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins)."""
-    if not cluster_dns.ip:
-        pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")
+    capabilities.require_read("cluster-dns", cluster_dns=cluster_dns.ip or "")  # the plan's rule (requires)
     searches = [f"{namespace}.svc.{cluster_dns.domain}", "wincon.example"]
     pod = make_client(
         f"{os_prefix}dns-none", dnsPolicy="None", dnsConfig={"nameservers": [cluster_dns.ip], "searches": searches}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import capabilities, forms
 from wincon import connectivity as conn
-from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.pods import resolver_config
 
@@ -22,6 +22,7 @@ def external_host(wincon):
 
 
 @pytest.mark.test_id("58d804a8-abb1-488c-ba98-cf9926f6e6a0")
+@pytest.mark.requires("cluster-dns")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
 @pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
@@ -29,8 +30,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     checks, make_client, os_prefix, cluster_dns, kubernetes_service
 ):
     """ "Test cases needed for dnsPolicy: Default, ClusterFirst, None" (003_414b2f1c5dd978a2.txt, Test Approach): with dnsPolicy ClusterFirst the pod's resolver is the cluster DNS and a Service's name resolves to its cluster IP."""
-    if not cluster_dns.ip:
-        pytest.skip("the cluster has no kube-system/kube-dns Service: no cluster DNS to point ClusterFirst at")
+    capabilities.require_read("cluster-dns", cluster_dns=cluster_dns.ip or "")  # the plan's rule (requires)
     pod = make_client(f"{os_prefix}dns-cluster-first", dnsPolicy="ClusterFirst")
     config = resolver_config(checks, pod)
     assert cluster_dns.ip in config.nameservers, f"cluster DNS {cluster_dns.ip} not among {config.nameservers}"

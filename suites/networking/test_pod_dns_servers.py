@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from wincon import capabilities, forms
 from wincon import connectivity as conn
-from wincon import forms
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.networking]
@@ -36,6 +36,7 @@ def curl_https(os_name: str, name: str) -> list[str]:
 
 
 @pytest.mark.test_id("3ff7f3d1-6825-451f-9d5d-9ff856ba23ef")
+@pytest.mark.requires("cluster-dns")
 @pytest.mark.dns
 @pytest.mark.dataplane
 @pytest.mark.limitation("dns-config-via-cni")
@@ -45,8 +46,7 @@ def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
     checks, make_client, os_prefix, cluster_dns, wincon, target_os
 ):
     """ "Pod.Spec.DNSPolicy = DNSNone ... DNSConfig.Nameservers, and DNSConfig.Searches were set correctly based on the Pod spec" (003_414b2f1c5dd978a2.txt, Custom DNS updates for CNI plugins): with dnsPolicy None, nameservers [the cluster DNS, a second address] and the search path default.svc.<domain>, the pod's resolver lists both servers, `kubernetezzzzzzzz` does not resolve, and `kubernetes` does (upstream dns.go:43)."""
-    if not cluster_dns.ip:
-        pytest.skip("the cluster has no kube-system/kube-dns Service to name in dnsConfig.nameservers")
+    capabilities.require_read("cluster-dns", cluster_dns=cluster_dns.ip or "")  # the plan's rule (requires)
     second = conn.check_host(wincon.external_ip)
     search = f"default.svc.{cluster_dns.domain}"
     pod = make_client(

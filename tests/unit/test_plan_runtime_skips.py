@@ -286,3 +286,90 @@ def test_discovery_reads_the_facts_once_and_a_refusal_is_unknown_never_absent():
     with mock.patch.multiple("kubernetes.client", **apis):
         profile = discover(object())
     assert (profile.runtime_classes, profile.storage_classes, profile.cluster_dns) == (None, None, "")
+
+
+# --------------------------------------------------------------------------- the cluster DNS (kube-system/kube-dns)
+
+DNS_FILES = (
+    "suites/networking/test_dns_policy.py",
+    "suites/networking/test_pod_dns_servers.py",
+    "suites/networking/test_dns.py",
+)
+DNS_CHECKS = {
+    DNS_FILES[0]: "test_dns_policy_cluster_first_resolves_services_through_cluster_dns",
+    DNS_FILES[1]: "test_pod_dns_config_with_two_nameservers_resolves_real_names_only",
+    DNS_FILES[2]: "test_dns_policy_none_applies_dns_config",
+}
+NO_CLUSTER_DNS = "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use"
+
+
+class Created(Exception):
+    """The fake's end: the check got past its skip and made its first pod."""
+
+
+def run_dns_check(path: str, ip: str | None) -> str | None:
+    """The check, its cluster_dns fixture's read giving ``ip``, up to its first pod; its skip reason or None."""
+    module = suites.load(path)
+    check = getattr(module, DNS_CHECKS[path])
+
+    def make_client(*args: Any, **kwargs: Any) -> Any:
+        raise Created()
+
+    given = {
+        "checks": NS(),
+        "make_client": make_client,
+        "os_prefix": "lin-",
+        "cluster_dns": NS(ip=ip, domain="cluster.local"),
+        "kubernetes_service": NS(fqdn="kubernetes.default.svc.cluster.local.", cluster_ip="10.96.0.1"),
+        "wincon": NS(external_ip="192.0.2.1"),
+        "target_os": "linux",
+        "server_service": NS(),
+        "namespace": "ns",
+    }
+    import inspect
+
+    try:
+        check(**{name: given[name] for name in inspect.signature(check).parameters})
+    except pytest.skip.Exception as exc:
+        return str(exc.msg)
+    except Created:
+        return None
+    raise AssertionError("the fake check neither skipped nor created a pod")
+
+
+def dns_rows(data: dict[str, Any], tmp_path) -> dict[str, list[dict[str, Any]]]:
+    """Each DNS check's rows (its Linux control and its Windows twin)."""
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(data))
+    dump, output = collect(list(DNS_FILES), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    assert dump, output
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in dump["tests"]:
+        name = row["nodeid"].split("::")[-1].split("[")[0]
+        if name in DNS_CHECKS.values():
+            rows.setdefault(name, []).append(row)
+    assert set(rows) == set(DNS_CHECKS.values()), sorted(rows)
+    return rows
+
+
+def test_no_kube_dns_service_skips_the_dns_checks_in_the_plan_as_in_the_run(tmp_path):
+    """Before: the plan said run for the three checks and their controls, the run skipped on the fixture's read."""
+    rows = dns_rows(profile_json(cluster_dns=""), tmp_path)
+    for path, name in DNS_CHECKS.items():
+        assert rows[name] and all(row["outcome"] == "skip" for row in rows[name]), rows[name]
+        for row in rows[name]:
+            agree(row, run_dns_check(path, None))
+            assert row["reason"] == NO_CLUSTER_DNS
+
+
+def test_a_cluster_dns_runs_the_dns_checks_and_an_older_profile_leaves_it_to_the_run(tmp_path):
+    known = dns_rows(profile_json(cluster_dns="10.96.0.10"), tmp_path)
+    old = dns_rows(profile_json(), tmp_path)
+    for path, name in DNS_CHECKS.items():
+        for row in known[name]:
+            assert row["outcome"] != "skip" and "decided at run time" not in row["reason"], row
+            agree(row, run_dns_check(path, "10.96.0.10"))
+        for row in old[name]:
+            assert row["outcome"] != "skip", row
+            assert "decided at run time: the profile lacks the kube-system/kube-dns Service" in row["reason"], row
+        assert run_dns_check(path, None) == NO_CLUSTER_DNS  # the run reads it: the reason the plan gives
