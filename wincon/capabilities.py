@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from wincon.profile import ClusterProfile, StorageClassProfile
+from wincon.profile import ClusterProfile
 
 
 def _policy(p: ClusterProfile) -> bool | None:
@@ -46,10 +46,6 @@ def _runtime_class(p: ClusterProfile, name: str | None = None) -> bool | None:
     if name is not None:
         return any(have == name for have, _ in p.runtime_classes)
     return hyperv_runtime_class(p.runtime_classes) is not None
-
-
-def _storage_class(p: ClusterProfile, wanted: Callable[[StorageClassProfile], bool]) -> bool | None:
-    return None if p.storage_classes is None else any(wanted(c) for c in p.storage_classes)
 
 
 def _classes(p: ClusterProfile) -> str:
@@ -92,14 +88,6 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: None if p.cluster_dns is None else bool(p.cluster_dns),
         lambda p: "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use",
     ),
-    "default-storage-class": (
-        lambda p: _storage_class(p, lambda c: c.default),
-        lambda p: "the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned",
-    ),
-    "expandable-storage-class": (
-        lambda p: _storage_class(p, lambda c: c.allow_volume_expansion),
-        lambda p: "no StorageClass allows volume expansion",
-    ),
 }
 
 # What each capability the checks themselves read at run time (require) is decided by, for the plan's note where
@@ -108,8 +96,6 @@ RUN_TIME_FACTS = {
     "runhcs-wcow-hypervisor": "the cluster's RuntimeClasses",
     "hyperv-runtime-class": "the cluster's RuntimeClasses",
     "cluster-dns": "the kube-system/kube-dns Service",
-    "default-storage-class": "the cluster's StorageClasses",
-    "expandable-storage-class": "the cluster's StorageClasses",
 }
 
 
