@@ -202,6 +202,8 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         reason = f"{reason}; {note}" if reason else note
     if profile is not None and outcome != "skip":
         note = capabilities.plan_note(item, profile)
+        for marker in item.iter_markers("decided_at_run_time"):  # a run-time fact: the run may still skip
+            note = "; ".join(filter(None, [note, f"decided at run time: {marker.args[0]}"]))
         if note:
             reason = f"{reason}; {note}" if reason else note
     if placement is not None and outcome != "skip":

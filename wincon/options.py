@@ -32,6 +32,8 @@ MARKERS = {
     "where the profile shows the cluster lacks it",
     "avoids(rule)": "its pod avoids the nodes that cannot tell its result (wincon/checks/scheduling.py AVOIDS: "
     "hyperv-cpu-count, cri-stats); skipped at collection where the profile shows every node of its build is one",
+    "decided_at_run_time(what)": "a skip only the run can decide (a node's free CPU, the API server's answer to "
+    "the check's own pod, the behaviour itself); `wincon plan` says 'decided at run time: <what>'",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
     "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",

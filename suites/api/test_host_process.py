@@ -50,6 +50,9 @@ def test_host_process_needs_host_network_and_every_container_host_process(kube, 
 
 
 @pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
+@pytest.mark.decided_at_run_time(
+    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
+)
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, wincon, namespace, make_pod):
     """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
@@ -66,6 +69,9 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, winco
 
 
 @pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
+@pytest.mark.decided_at_run_time(
+    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
+)
 @pytest.mark.dataplane
 @pytest.mark.limitation("host-privileges-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Compute")

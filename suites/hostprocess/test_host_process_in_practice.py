@@ -31,7 +31,12 @@ from wincon.checks.pods import eventually, schedulable_windows_nodes, windows_no
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 
-pytestmark = [pytest.mark.api]
+pytestmark = [
+    pytest.mark.api,
+    pytest.mark.decided_at_run_time(
+        "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
+    ),
+]
 
 SYSTEM = "NT AUTHORITY\\SYSTEM"
 LOCAL_SERVICE = "NT AUTHORITY\\Local service"

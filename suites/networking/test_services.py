@@ -198,6 +198,7 @@ def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_s
 
 
 @pytest.mark.test_id("f8ba2641-7119-4cde-acd3-b4d86ae95b4f")
+@pytest.mark.decided_at_run_time("the run skips where ClientIP affinity itself does not hold")
 @pytest.mark.dataplane
 @pytest.mark.slow
 @pytest.mark.limitation("session-affinity-timeout")

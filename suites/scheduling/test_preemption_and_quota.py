@@ -32,6 +32,7 @@ def with_cpu(body: dict, cores: Decimal) -> dict:
 
 
 @pytest.mark.test_id("2f151ef2-7d01-4ffa-833f-66c359dedb6f")
+@pytest.mark.decided_at_run_time("the run skips where the node has too little CPU unrequested to fill and preempt")
 # serial: fills a node's unrequested CPU, and its priority-1000000 pod may preempt any lower-priority pod on the
 # node: other tests' pods (priority 0) would be the scheduler's first victims.
 @pytest.mark.serial

@@ -31,6 +31,7 @@ def with_cpu(body, cores: Decimal):
 
 
 @pytest.mark.test_id("d4007b5e-e560-4901-8e0a-0a5044c45e60")
+@pytest.mark.decided_at_run_time("the run skips where the node has too little CPU unrequested to fill and overflow")
 # serial: fills a node's unrequested CPU: other tests' pods bound for that node meanwhile would be refused, and
 # their requests would change what is left between the reading and the filler.
 @pytest.mark.serial

@@ -327,6 +327,9 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
 
 
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
+@pytest.mark.decided_at_run_time(
+    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
+)
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
 @pytest.mark.windows_only("the host side is a HostProcess pod making an NTFS junction on the Windows node")
@@ -382,6 +385,9 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 
 
 @pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
+@pytest.mark.decided_at_run_time(
+    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
+)
 @pytest.mark.dataplane
 @pytest.mark.limitation("secrets-clear-text-on-node")
 @pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")

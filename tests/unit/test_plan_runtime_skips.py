@@ -373,3 +373,32 @@ def test_a_cluster_dns_runs_the_dns_checks_and_an_older_profile_leaves_it_to_the
             assert row["outcome"] != "skip", row
             assert "decided at run time: the profile lacks the kube-system/kube-dns Service" in row["reason"], row
         assert run_dns_check(path, None) == NO_CLUSTER_DNS  # the run reads it: the reason the plan gives
+
+
+# --------------------------------------------------------------------------- run-time facts: the plan says so
+
+
+RUN_TIME = {
+    "suites/scheduling/test_resources.py": "test_requests_are_subtracted_from_allocatable_until_failed_scheduling",
+    "suites/api/test_host_process.py": "test_valid_host_process_pod_is_admitted_and_scheduled_on_windows",
+    "suites/networking/test_services.py": "test_session_affinity_ends_after_its_timeout",
+}
+
+
+def test_a_skip_only_the_run_can_decide_is_named_in_the_plan(tmp_path):
+    """decided_at_run_time(what): the plan's row keeps its outcome and says what the run decides (before: a bare
+    "run" where the run might skip)."""
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(profile_json(cluster_dns="10.96.0.10")))
+    dump, output = collect(list(RUN_TIME), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    assert dump, output
+    rows = [row for row in dump["tests"] if row["nodeid"].split("::")[-1].split("[")[0] in RUN_TIME.values()]
+    assert {row["nodeid"].split("::")[-1].split("[")[0] for row in rows} == set(RUN_TIME.values())
+    for row in rows:
+        if row["outcome"] == "skip":  # a control without a Linux worker, say: its own reason, no note
+            assert "decided at run time" not in row["reason"], row
+            continue
+        assert "decided at run time: the run skips where" in row["reason"], row
+    texts = " ".join(row["reason"] for row in rows)
+    assert "too little CPU unrequested" in texts and "--allow-privileged=false" in texts
+    assert "ClientIP affinity itself does not hold" in texts
