@@ -84,6 +84,12 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         _runtime_class,
         lambda p: f"the cluster has no RuntimeClass with a Hyper-V handler ({_classes(p)})",
     ),
+    # The legacy Hyper-V annotation (experimental.windows.kubernetes.io/isolation-type) is dockershim's: the Windows
+    # nodes' runtime from their nodeInfo, always known to the profile ("unknown" or "mixed" is not Docker).
+    "docker-runtime": (
+        lambda p: p.runtime == "docker",
+        lambda p: f"the legacy Hyper-V annotation is a Docker (dockershim) feature; the Windows nodes run {p.runtime}",
+    ),
     "cluster-dns": (
         lambda p: None if p.cluster_dns is None else bool(p.cluster_dns),
         lambda p: "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use",

@@ -185,16 +185,14 @@ def test_hyperv_isolated_container_runs_an_older_windows_image(kube, wincon, pro
 @pytest.mark.test_id("796aa85b-1398-4bfb-89bc-f094c4b5426c")
 @pytest.mark.dataplane
 @pytest.mark.limitation("hyperv-single-container-per-pod")
+@pytest.mark.requires("docker-runtime")
 @pytest.mark.windows_only("Hyper-V isolation is a Windows runtime feature")
 @pytest.mark.isolation("hyperv")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 @pytest.mark.windows_form(forms.HYPERV_HELLO)
 def test_hyperv_isolated_pod_runs_two_containers(kube, wincon, profile, build, data_plane):
     """ "Hyper-V isolation (Currently this is limited to 1 container per Pod and is an alpha feature)" (003_414b2f1c5dd978a2.txt, Roadmap)."""
-    if profile.runtime != "docker":
-        pytest.skip(
-            f"the legacy Hyper-V annotation is a Docker (dockershim) feature; the Windows nodes run {profile.runtime}"
-        )
+    capabilities.require(profile, "docker-runtime", lambda p: p)  # the plan's rule (requires), the profile's fact
     body = windows_pod(wincon, "hyperv-two", build)
     body["metadata"]["annotations"] = {LEGACY_ISOLATION: "hyperv"}
     body["spec"]["containers"].append(dict(body["spec"]["containers"][0], name="second"))

@@ -402,3 +402,32 @@ def test_a_skip_only_the_run_can_decide_is_named_in_the_plan(tmp_path):
     texts = " ".join(row["reason"] for row in rows)
     assert "too little CPU unrequested" in texts and "--allow-privileged=false" in texts
     assert "ClientIP affinity itself does not hold" in texts
+
+
+# --------------------------------------------------------------------------- the legacy Hyper-V annotation's runtime
+
+TWO = "test_hyperv_isolated_pod_runs_two_containers"
+
+
+def test_containerd_nodes_skip_the_legacy_hyperv_annotation_check_in_the_plan_as_in_the_run(tmp_path):
+    """Before: on containerd nodes (every current cluster) the plan said run where the run skipped."""
+    data = profile_json(runtime_classes=[])
+    row = plan(data, tmp_path, IMAGES_FILE)[TWO]
+    assert row["outcome"] == "skip", row
+    assert row["reason"] == (
+        "the legacy Hyper-V annotation is a Docker (dockershim) feature; the Windows nodes run containerd"
+    )
+    try:
+        IMAGES.test_hyperv_isolated_pod_runs_two_containers(None, NS(), ClusterProfile.from_dict(data), 17763, None)
+    except pytest.skip.Exception as exc:
+        agree(row, str(exc.msg))
+    else:
+        raise AssertionError("the check did not skip")
+
+
+def test_docker_nodes_plan_the_legacy_hyperv_annotation_check(tmp_path):
+    data = profile_json()
+    data["nodes"][0]["runtime"] = "docker"
+    row = plan(data, tmp_path, IMAGES_FILE)[TWO]
+    assert row["outcome"] in ("run", "xfail"), row
+    assert capabilities.has(ClusterProfile.from_dict(data), "docker-runtime") is True
