@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon import nodes
 from wincon.checks.scheduling import AVOIDS, Placement, cadvisor_placement, hyperv_cpu_placement
 from wincon.cluster.exec import ExecResult
@@ -36,24 +37,14 @@ GATE = "PodAndContainerStatsFromCRI"
 
 def win(name: str, cpu: str = "4", gate: bool | None = False, simulated: bool = False) -> dict[str, Any]:
     """A Ready Windows node of build 17763 as a profile file holds it (``gate`` None: its /configz unread)."""
-    return {
-        "name": name,
-        "os": "windows",
-        "arch": "amd64",
-        "ready": True,
-        "simulated": simulated,
-        "windows_build": 17763,
-        "os_version": "ltsc2019",
-        "kubelet_version": "v1.34.4",
-        "runtime": "containerd",
-        "runtime_version": "1.7.20",
-        "cpu_capacity": cpu,
-        "kubelet_feature_gates": None if gate is None else {GATE: gate},
-    }
+    gates = None if gate is None else {GATE: gate}
+    return fakes.profile_windows_node(
+        name, 17763, simulated, os_version="ltsc2019", cpu_capacity=cpu, kubelet_feature_gates=gates
+    )
 
 
 def profile_json(*nodes: dict[str, Any]) -> dict[str, Any]:
-    linux = {"name": "l1", "os": "linux", "arch": "amd64", "ready": True, "simulated": False}
+    linux = fakes.profile_linux_node("l1")
     return {"server_version": "v1.34.4", "cni": "flannel", "cloud": "azure", "nodes": [*nodes, linux]}
 
 
