@@ -94,7 +94,7 @@ class Cluster:
 def pod_body(wincon, name, build, node=None, **kwargs) -> dict[str, Any]:
     return {
         "metadata": {"name": name},
-        "spec": {"containers": [{}], "nodeSelector": {"kubernetes.io/hostname": node} if node else {}},
+        "spec": {"containers": [{}], "nodeSelector": {"kubernetes.io/hostname": node} if node else {}, **kwargs},
     }
 
 
@@ -102,14 +102,17 @@ def placed(body: dict[str, Any]) -> Any:
     return NS(spec=NS(node_name=(body["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", "win-0")))
 
 
-def run_hyperv(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | None:
-    """The Hyper-V CPU-count check; its skip reason, or None where it ran to its end."""
+def run_hyperv(profile: ClusterProfile, cluster: Any, monkeypatch, runtime_classes: Any = None) -> str | None:
+    """The Hyper-V CPU-count check; its skip reason, or None where it ran to its end. ``runtime_classes``: the
+    cluster's live RuntimeClass read (default: one class with upstream's Hyper-V handler)."""
 
     def start_and_wait(kube, profile, data_plane, body, *rest):
         kube.created.append(body)
         return placed(body)
 
-    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
+    monkeypatch.setattr(
+        IMAGES, "runtime_classes", runtime_classes or (lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
+    )
     monkeypatch.setattr(IMAGES, "windows_pod", pod_body)
     monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)
     monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
+from tests.unit.test_plan_runtime_facts import run_hyperv
 from wincon import capabilities
 from wincon.checks.scheduling import hyperv_runtime_class
 from wincon.commands import collect
@@ -34,20 +36,13 @@ UPSTREAM_CLASS = ("runhcs-wcow-hypervisor", "runhcs-wcow-hypervisor")  # (name, 
 
 def win(name: str) -> dict[str, Any]:
     """A Ready real Windows node of build 17763 with 4 CPUs, as a profile file holds it."""
-    return {
-        "name": name,
-        "os": "windows",
-        "arch": "amd64",
-        "ready": True,
-        "simulated": False,
-        "windows_build": 17763,
-        "os_version": "ltsc2019",
-        "kubelet_version": "v1.34.4",
-        "runtime": "containerd",
-        "runtime_version": "1.7.20",
-        "cpu_capacity": "4",
-        "kubelet_feature_gates": {"PodAndContainerStatsFromCRI": False},
-    }
+    return fakes.profile_windows_node(
+        name,
+        17763,
+        os_version="ltsc2019",
+        cpu_capacity="4",
+        kubelet_feature_gates={"PodAndContainerStatsFromCRI": False},
+    )
 
 
 def profile_json(**facts: Any) -> dict[str, Any]:
@@ -106,23 +101,8 @@ def pod_body(wincon, name, build, node=None, **kwargs) -> dict[str, Any]:
 
 
 def run_cpus(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | None:
-    """The Hyper-V CPU-count check; its skip reason, or None where it ran to its end."""
-
-    def start_and_wait(kube, profile, data_plane, body, *rest):
-        kube.created.append(body)
-        return NS(spec=NS(node_name="win-0"))
-
-    monkeypatch.setattr(IMAGES, "runtime_classes", cluster.runtime_classes)
-    monkeypatch.setattr(IMAGES, "windows_pod", pod_body)
-    monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)
-    monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))
-    try:
-        IMAGES.test_hyperv_isolated_container_sees_the_nodes_processors(
-            cluster, NS(), profile, 17763, lambda what, where=None: None
-        )
-    except pytest.skip.Exception as exc:
-        return str(exc.msg)
-    return None
+    """The Hyper-V CPU-count check on the cluster's own RuntimeClasses; its skip reason, or None where it ran."""
+    return run_hyperv(profile, cluster, monkeypatch, runtime_classes=cluster.runtime_classes)
 
 
 def run_utility_vm(profile: ClusterProfile, cluster: Cluster, monkeypatch) -> str | None:

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from tests.unit import fakes
 from wincon.errors import DeviationObserved, ExitCode, FrameworkFailure, InfrastructureError, expect_deviation
 
 LIMITS = """\
@@ -234,17 +235,7 @@ def test_hyperv():
 
 
 def windows_node(name, build, kubelet):
-    return {
-        "name": name,
-        "os": "windows",
-        "arch": "amd64",
-        "ready": True,
-        "simulated": False,
-        "windows_build": build,
-        "runtime": "containerd",
-        "runtime_version": "1.7.20",
-        "kubelet_version": kubelet,
-    }
+    return fakes.profile_windows_node(name, build, kubelet_version=kubelet)
 
 
 def plan_of(pytester, nodes):
