@@ -135,14 +135,6 @@ class NodeProfile:
         return dict(self.kubelet_feature_gates or ()).get(gate)
 
 
-@dataclass(frozen=True)
-class StorageClassProfile:
-    name: str
-    provisioner: str
-    default: bool = False  # annotated storageclass.kubernetes.io/is-default-class: "true"
-    allow_volume_expansion: bool = False
-
-
 @dataclass
 class ClusterProfile:
     server_version: str
@@ -165,10 +157,9 @@ class ClusterProfile:
     # The Windows nodes `--windows-build` leaves out: the suite's pods never go there, but they are the
     # cluster's, so whole-cluster checks (a DaemonSet's count) and a pod's node lookup still see them.
     other_nodes: list[NodeProfile] = field(default_factory=list)
-    # The cluster's RuntimeClasses as (name, handler) pairs, and its StorageClasses (StorageClassProfile): read
-    # once in discovery; None where they could not be listed (no right to) or a profile file predates the field.
+    # The cluster's RuntimeClasses as (name, handler) pairs: read once in discovery; None where they could not be
+    # listed (no right to) or a profile file predates the field.
     runtime_classes: list[tuple[str, str]] | None = None
-    storage_classes: list[StorageClassProfile] | None = None
     # The cluster DNS: kube-system/kube-dns's cluster IP; "" where there is no such Service (or it has no IP);
     # None where it could not be read or a profile file predates the field.
     cluster_dns: str | None = None
@@ -269,7 +260,6 @@ class ClusterProfile:
             "runtime_classes": None
             if self.runtime_classes is None
             else [{"name": name, "handler": handler} for name, handler in self.runtime_classes],
-            "storage_classes": None if self.storage_classes is None else [asdict(c) for c in self.storage_classes],
             "cluster_dns": self.cluster_dns,
         }
 
@@ -293,12 +283,6 @@ class ClusterProfile:
         runtime_classes = data.get("runtime_classes")
         if runtime_classes is not None:
             runtime_classes = [(str(c["name"]), str(c.get("handler", ""))) for c in runtime_classes]
-        storage_classes = data.get("storage_classes")
-        if storage_classes is not None:
-            known_sc = set(StorageClassProfile.__dataclass_fields__)
-            storage_classes = [
-                StorageClassProfile(**{k: v for k, v in c.items() if k in known_sc}) for c in storage_classes
-            ]
         return cls(
             server_version=data["server_version"],
             nodes=nodes("nodes"),
@@ -313,7 +297,6 @@ class ClusterProfile:
             ip_families=list(data.get("ip_families") or []),
             load_balancers=data.get("load_balancers"),
             runtime_classes=runtime_classes,
-            storage_classes=storage_classes,
             cluster_dns=data.get("cluster_dns"),
         )
 
@@ -639,7 +622,6 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         ]
         load_balancers = pool.submit(_load_balancer_services, core)
         runtime_classes = pool.submit(_runtime_classes, api_client)
-        storage_classes = pool.submit(_storage_classes, api_client)
         cluster_dns = pool.submit(_cluster_dns, core)
         raw_nodes = listed.result()
         ip_families = pool.submit(_service_ip_families, core, raw_nodes)
@@ -656,7 +638,6 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         profile.ip_families = ip_families.result()
         profile.load_balancers = load_balancers.result()
         profile.runtime_classes = runtime_classes.result()
-        profile.storage_classes = storage_classes.result()
         profile.cluster_dns = cluster_dns.result()
         set_kubelet_gates(profile, {name: read.result() for name, read in gates.items()})
     if cni_override:
@@ -790,33 +771,6 @@ def _cluster_dns(core: Any) -> str | None:
         return str(ipaddress.ip_address(ip or ""))
     except ValueError:
         return ""
-
-
-DEFAULT_STORAGE_CLASS = "storageclass.kubernetes.io/is-default-class"
-
-
-def storage_class_profiles(items: Iterable[Any]) -> list[StorageClassProfile]:
-    """The StorageClasses (storage.k8s.io/v1 objects as the client gives them) as the profile holds them."""
-    return [
-        StorageClassProfile(
-            name=str(c.metadata.name),
-            provisioner=str(c.provisioner or ""),
-            default=(c.metadata.annotations or {}).get(DEFAULT_STORAGE_CLASS) == "true",
-            allow_volume_expansion=bool(c.allow_volume_expansion),
-        )
-        for c in items
-    ]
-
-
-def _storage_classes(api_client: Any) -> list[StorageClassProfile] | None:
-    """The cluster's StorageClasses; None where they cannot be listed."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    try:
-        return storage_class_profiles(client.StorageV1Api(api_client).list_storage_class(_request_timeout=30).items)
-    except ApiException:
-        return None
 
 
 def apply_cni_override(profile: ClusterProfile, value: str) -> None:

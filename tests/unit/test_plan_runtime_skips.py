@@ -23,7 +23,7 @@ from tests.unit.test_plan_runtime_facts import run_hyperv
 from wincon import capabilities
 from wincon.checks.scheduling import hyperv_runtime_class
 from wincon.commands import collect
-from wincon.profile import ClusterProfile, StorageClassProfile
+from wincon.profile import ClusterProfile
 
 IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
 HYPERV_FILE = "suites/scheduling/test_hyperv_isolation.py"
@@ -206,24 +206,15 @@ def test_an_unknown_fact_never_skips_at_collection():
 
 
 def test_the_facts_round_trip_and_an_older_profile_file_has_them_unknown():
-    profile = ClusterProfile(
-        "v1.34.4",
-        runtime_classes=[UPSTREAM_CLASS],
-        storage_classes=[StorageClassProfile("std", "disk.csi.azure.com", default=True, allow_volume_expansion=True)],
-        cluster_dns="10.0.0.10",
-    )
+    profile = ClusterProfile("v1.34.4", runtime_classes=[UPSTREAM_CLASS], cluster_dns="10.0.0.10")
     again = ClusterProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
-    assert (again.runtime_classes, again.storage_classes, again.cluster_dns) == (
-        profile.runtime_classes,
-        profile.storage_classes,
-        profile.cluster_dns,
-    )
+    assert (again.runtime_classes, again.cluster_dns) == (profile.runtime_classes, profile.cluster_dns)
     empty = ClusterProfile.from_dict(
-        json.loads(json.dumps(ClusterProfile("v1", runtime_classes=[], storage_classes=[], cluster_dns="").to_dict()))
+        json.loads(json.dumps(ClusterProfile("v1", runtime_classes=[], cluster_dns="").to_dict()))
     )
-    assert (empty.runtime_classes, empty.storage_classes, empty.cluster_dns) == ([], [], "")
+    assert (empty.runtime_classes, empty.cluster_dns) == ([], "")
     old = ClusterProfile.from_dict({"server_version": "v1.34.4"})
-    assert (old.runtime_classes, old.storage_classes, old.cluster_dns) == (None, None, None)
+    assert (old.runtime_classes, old.cluster_dns) == (None, None)
 
 
 def test_discovery_reads_the_facts_once_and_a_refusal_is_unknown_never_absent():
@@ -243,29 +234,21 @@ def test_discovery_reads_the_facts_once_and_a_refusal_is_unknown_never_absent():
         return NS(spec=NS(ip_families=["IPv4"], cluster_ip="10.96.0.1"))
 
     classes = [NS(metadata=NS(name="hv"), handler="runhcs-wcow-hypervisor")]
-    sc = NS(
-        metadata=NS(name="std", annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
-        provisioner="disk.csi.azure.com",
-        allow_volume_expansion=True,
-    )
     cluster = _Cluster([], {}, {})
     apis = cluster.apis()
     apis["NodeV1Api"] = lambda api: NS(list_runtime_class=lambda **kw: NS(items=classes))
-    apis["StorageV1Api"] = lambda api: NS(list_storage_class=lambda **kw: NS(items=[sc]))
     with mock.patch.multiple("kubernetes.client", **apis):
         profile = discover(object())
     assert profile.runtime_classes == [("hv", "runhcs-wcow-hypervisor")]
-    assert profile.storage_classes == [StorageClassProfile("std", "disk.csi.azure.com", True, True)]
     assert profile.cluster_dns == "10.96.0.10"
 
     core = apis["CoreV1Api"](None)
     core.read_namespaced_service = no_service
     apis["CoreV1Api"] = lambda api: core
     apis["NodeV1Api"] = lambda api: NS(list_runtime_class=refused)
-    apis["StorageV1Api"] = lambda api: NS(list_storage_class=refused)
     with mock.patch.multiple("kubernetes.client", **apis):
         profile = discover(object())
-    assert (profile.runtime_classes, profile.storage_classes, profile.cluster_dns) == (None, None, "")
+    assert (profile.runtime_classes, profile.cluster_dns) == (None, "")
 
 
 # --------------------------------------------------------------------------- the cluster DNS (kube-system/kube-dns)

@@ -231,9 +231,6 @@ class _Cluster:
             "NodeV1Api": lambda api: SimpleNamespace(
                 list_runtime_class=lambda **kw: self.read(lambda: SimpleNamespace(items=[]))
             ),
-            "StorageV1Api": lambda api: SimpleNamespace(
-                list_storage_class=lambda **kw: self.read(lambda: SimpleNamespace(items=[]))
-            ),
         }
 
 
@@ -257,7 +254,7 @@ def test_discovery_issues_its_reads_together_and_merges_them_in_namespace_order(
     with mock.patch.multiple("kubernetes.client", **cluster.apis()):
         profile = discover(object())
     # version, nodes, services; DaemonSets, ConfigMaps; RuntimeClasses, StorageClasses, kube-dns
-    assert cluster.reads == 3 + len(CNI_NAMESPACES) * 5 + 2 + 3
+    assert cluster.reads == 3 + len(CNI_NAMESPACES) * 5 + 2 + 2
     assert cluster.most > 1, "discovery's reads were made one after another"
     assert CNI_NAMESPACES.index("kube-flannel") > CNI_NAMESPACES.index("kube-system")
     read_in_turn = NetworkObjects(
@@ -268,6 +265,6 @@ def test_discovery_issues_its_reads_together_and_merges_them_in_namespace_order(
     )
     expected = profile_from("v1.34.4", read_in_turn)
     expected.ip_families, expected.load_balancers = ["IPv4"], []
-    expected.runtime_classes, expected.storage_classes, expected.cluster_dns = [], [], "10.96.0.10"
+    expected.runtime_classes, expected.cluster_dns = [], "10.96.0.10"
     assert profile.to_dict() == expected.to_dict()
     assert (profile.cni, profile.cni_backend) == ("flannel", "vxlan")  # kube-flannel's ConfigMap, read last
