@@ -9,7 +9,7 @@ import pytest
 from wincon import capabilities, forms
 from wincon.checks import scheduling
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
-from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_cpu_placement
+from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_cpu_placement, live_runtime_classes
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
@@ -134,17 +134,12 @@ def test_container_from_another_windows_version_starts(kube, wincon, profile, da
 LEGACY_ISOLATION = "experimental.windows.kubernetes.io/isolation-type"
 
 
-def runtime_classes(kube) -> list[tuple[str, str]]:
-    """The cluster's RuntimeClasses (name, handler), read now: for a profile that lacks them."""
-    return scheduling.live_runtime_classes(kube)
-
-
 def hyperv_runtime_class(kube, profile) -> str | None:
     """The name of a RuntimeClass whose handler runs Hyper-V isolated containers, if the cluster has one: the
     profile's RuntimeClasses (read in discovery), else the cluster's read now, by the rule the plan applies
     (wincon.checks.scheduling.hyperv_runtime_class)."""
     classes = profile.runtime_classes
-    return scheduling.hyperv_runtime_class(classes if classes is not None else runtime_classes(kube))
+    return scheduling.hyperv_runtime_class(classes if classes is not None else live_runtime_classes(kube))
 
 
 @pytest.mark.test_id("86146be2-7a71-43cd-aa1b-93a73f1f05ce")
@@ -245,7 +240,7 @@ def test_hyperv_isolated_container_sees_the_nodes_processors(kube, wincon, profi
     # The rule `wincon plan` applies to the profile (requires: capabilities.skip_missing); the RuntimeClasses
     # the profile lacks are read now.
     known = capabilities.require(
-        profile, "hyperv-runtime-class", lambda p: replace(p, runtime_classes=runtime_classes(kube))
+        profile, "hyperv-runtime-class", lambda p: replace(p, runtime_classes=live_runtime_classes(kube))
     )
     runtime_class = hyperv_runtime_class(kube, known)
     node_name = telling_node(kube, profile, build)

@@ -211,7 +211,7 @@ def test_no_container_running_at_all_is_not_the_deviation(monkeypatch):
 
 
 def processors(stdout: str, monkeypatch) -> None:
-    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
+    monkeypatch.setattr(IMAGES, "live_runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     monkeypatch.setattr(IMAGES, "windows_pod", lambda *a, **k: {"metadata": {}, "spec": {"containers": [{}]}})
     monkeypatch.setattr(IMAGES, "start_and_wait", lambda *a, **k: NS(spec=NS(node_name="win-0")))
     monkeypatch.setattr(IMAGES, "call", lambda fn, name: fn(name))

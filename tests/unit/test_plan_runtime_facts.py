@@ -111,7 +111,7 @@ def run_hyperv(profile: ClusterProfile, cluster: Any, monkeypatch, runtime_class
         return placed(body)
 
     monkeypatch.setattr(
-        IMAGES, "runtime_classes", runtime_classes or (lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
+        IMAGES, "live_runtime_classes", runtime_classes or (lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     )
     monkeypatch.setattr(IMAGES, "windows_pod", pod_body)
     monkeypatch.setattr(IMAGES, "start_and_wait", start_and_wait)

@@ -109,7 +109,7 @@ def hyperv_cpus(cpus: dict[str, str], stdout: str, monkeypatch, kube: HyperVKube
         kube.created.append(body)
         return NS(spec=NS(node_name=(body["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", "win-0")))
 
-    monkeypatch.setattr(IMAGES, "runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
+    monkeypatch.setattr(IMAGES, "live_runtime_classes", lambda kube: [("hyperv", "runhcs-wcow-hypervisor")])
     monkeypatch.setattr(
         IMAGES,
         "windows_pod",
