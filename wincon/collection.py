@@ -197,24 +197,26 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         outcome, reason = "xfail", xfail.kwargs.get("reason", "")
     else:
         outcome, reason = "run", ""
-    if where == nodes.MIXED and outcome != "skip" and profile is not None:
-        note = nodes.mixed_note(item, profile)
-        reason = f"{reason}; {note}" if reason else note
-    if profile is not None and outcome != "skip":
-        note = capabilities.plan_note(item, profile)
-        for marker in item.iter_markers("decided_at_run_time"):  # a run-time fact: the run may still skip
-            note = "; ".join(filter(None, [note, f"decided at run time: {marker.args[0]}"]))
-        if note:
-            reason = f"{reason}; {note}" if reason else note
-    if placement is not None and outcome != "skip":
-        note = placement.plan_note() or (
-            f"its pod is pinned to {pinned}: the other nodes of its build cannot tell its result" if pinned else ""
-        )
-        if note:
-            reason = f"{reason}; {note}" if reason else note
+    notes = [reason]  # the reason, then what the plan adds to it, joined once below
+    if outcome != "skip":
+        if where == nodes.MIXED and profile is not None:
+            notes.append(nodes.mixed_note(item, profile))
+        if profile is not None:
+            notes.append(capabilities.plan_note(item, profile))
+            # A run-time fact: the run may still skip.
+            notes += [f"decided at run time: {m.args[0]}" for m in item.iter_markers("decided_at_run_time")]
+        if placement is not None:
+            notes.append(
+                placement.plan_note()
+                or (
+                    f"its pod is pinned to {pinned}: the other nodes of its build cannot tell its result"
+                    if pinned
+                    else ""
+                )
+            )
     if unknown:
-        note = "; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown)
-        reason = f"{reason}; {note}" if reason else note
+        notes.append("; ".join(f"limitation {u['id']} not applied: {', '.join(u['unknown'])} unknown" for u in unknown))
+    reason = "; ".join(note for note in notes if note)
     function = getattr(item, "function", None)
     return {
         "test_id": test_ids[0] if test_ids else None,
