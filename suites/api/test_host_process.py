@@ -7,13 +7,16 @@ import re
 import pytest
 
 from wincon import forms
-from wincon.checks.api_rules import HOST_PROCESS_CASES, host_process_pod
+from wincon.checks.api_rules import (
+    HOST_PROCESS_CASES,
+    HOST_PROCESS_DISALLOWED,
+    HOST_PROCESS_REFUSAL_AT_RUN_TIME,
+    host_process_pod,
+)
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
 
 pytestmark = [pytest.mark.api]
-
-DISALLOWED = "hostProcess containers are disallowed by cluster policy"
 
 
 # One host name and nothing else: RFC 1123 label characters (and '_', which Windows computer names may carry).
@@ -50,16 +53,14 @@ def test_host_process_needs_host_network_and_every_container_host_process(kube, 
 
 
 @pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
-@pytest.mark.decided_at_run_time(
-    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
-)
+@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, wincon, namespace, make_pod):
     """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
     body = host_process_body(make_pod, "hp-valid")
     created, rejection = kube.submit(body)
-    if rejection is not None and DISALLOWED in rejection.describe():
-        pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
+    if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
+        pytest.skip(f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}")
     assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
     # Admitted above; placed by the scheduler on a Windows node, and stored as a HostProcess pod (the runtime
     # effect is test_host_process_container_runs_on_the_host's).
@@ -69,9 +70,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, winco
 
 
 @pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
-@pytest.mark.decided_at_run_time(
-    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
-)
+@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
 @pytest.mark.dataplane
 @pytest.mark.limitation("host-privileges-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
@@ -80,8 +79,8 @@ def test_host_process_container_runs_on_the_host(kube, wincon, namespace, make_p
     """ "Containers cannot assume an identity from the host ... System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute): a HostProcess container sees the host's name (its node's)."""
     body = host_process_body(make_pod, "hp-on-host")
     created, rejection = kube.submit(body)
-    if rejection is not None and DISALLOWED in rejection.describe():
-        pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
+    if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
+        pytest.skip(f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}")
     pod = run_windows_pod(wincon, namespace, body)
     # The host's name, read as upstream reads it in a HostProcess pod: PowerShell's $(hostname), compared with the
     # node's name without regard to case (host_process.go:108). An ordinary Windows container's hostname is its

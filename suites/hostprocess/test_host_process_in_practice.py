@@ -15,7 +15,7 @@ import secrets
 import pytest
 
 from wincon import forms
-from wincon.checks.api_rules import submit_pod
+from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
 from wincon.checks.node import (
     api_query_command,
     group_membership_command,
@@ -33,14 +33,11 @@ from wincon.workloads.deploy import container
 
 pytestmark = [
     pytest.mark.api,
-    pytest.mark.decided_at_run_time(
-        "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
-    ),
+    pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME),
 ]
 
 SYSTEM = "NT AUTHORITY\\SYSTEM"
 LOCAL_SERVICE = "NT AUTHORITY\\Local service"
-DISALLOWED = "hostProcess containers are disallowed by cluster policy"
 LOCAL_GROUP = "wincon-hpc"
 
 
@@ -55,8 +52,8 @@ def host_process_pod(wincon, name: str, build, command: list[str], user: str = S
 def create_host_process(kube, body: dict) -> None:
     """Create the pod for real; skip with the cluster's reason where HostProcess pods are not allowed."""
     created, rejection = submit_pod(kube.api_client, kube.namespace, body, dry_run=False)
-    if rejection is not None and DISALLOWED in rejection.describe():
-        pytest.skip(f"the API server runs with --allow-privileged=false: {DISALLOWED}")
+    if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
+        pytest.skip(f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}")
     assert rejection is None, f"a valid HostProcess pod was refused: {rejection.describe()}"
     options = ((created.get("spec") or {}).get("securityContext") or {}).get("windowsOptions") or {}
     if not options.get("hostProcess"):
