@@ -103,7 +103,11 @@ def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[
     patterns = [f"*/volumes/kubernetes.io~{plugin}/*" for plugin in plugins]
 
     def current() -> set[Path]:
-        return {d for root in roots for pattern in patterns for d in root.glob(pattern)}
+        while True:
+            try:
+                return {d for root in roots for pattern in patterns for d in root.glob(pattern)}
+            except FileNotFoundError:  # a pod's directory removed while it was read (the pod torn down): read again
+                continue
 
     before, stop = current(), threading.Event()
     mounted: list[str] = []
@@ -115,10 +119,21 @@ def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[
                 if "empty-dir" not in str(volume.parent) and not (volume / "..data").exists():
                     continue
                 opts = "ro,size=64k,mode=0755"
-                subprocess.run(["mount", "-t", "tmpfs", "-o", opts, MOUNT_SOURCE, str(volume)], check=True)
-                mounted.append(str(volume))
+                cmd = ["mount", "-t", "tmpfs", "-o", opts, MOUNT_SOURCE, str(volume)]
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if done.returncode == 0:
+                    mounted.append(str(volume))
+                elif volume.exists():  # a volume torn down meanwhile is no longer the fault's to cover
+                    raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
 
-    watcher = threading.Thread(target=cover, name="volumes-mounted-empty", daemon=True)
+    def watch() -> None:
+        try:
+            cover()
+        except BaseException as exc:  # noqa: BLE001 - reported by the block: a fault half-injected must not pass
+            died.append(exc)
+
+    died: list[BaseException] = []
+    watcher = threading.Thread(target=watch, name="volumes-mounted-empty", daemon=True)
     watcher.start()
     try:
         yield mounted
@@ -127,6 +142,8 @@ def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[
         watcher.join(timeout=10)
         for point in fault_mounts():
             subprocess.run(["umount", "-l", point], check=False)
+    if died:
+        raise AssertionError(f"the fault stopped covering volumes part-way: {died[0]!r}") from died[0]
 
 
 def wait_nodes_ready(kubeconfig: Path, timeout: float = 90) -> None:
