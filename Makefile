@@ -22,7 +22,7 @@ setup-browser:
 
 # The local cluster's real Linux nodes: Debian's containerd, runc, CNI plugins, iptables, conntrack, a static
 # busybox for the Linux test images, iproute2 and nsenter (util-linux).
-DATAPLANE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack busybox-static curl iproute2 util-linux
+DATAPLANE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack busybox-static curl iproute2 util-linux ipset
 setup-dataplane:
 	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
