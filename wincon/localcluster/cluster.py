@@ -33,6 +33,7 @@ import yaml
 
 from wincon.errors import LocalClusterError
 from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
+from wincon.localcluster.kernel import ensure_kernel_settings
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
 # The processes kwokctl starts, by the name of their pid and log files.
@@ -628,6 +629,7 @@ def up(
         plan = None
         if topology.real_nodes:
             dataplane.preflight()
+            ensure_kernel_settings(out)  # the host's inotify limits the real nodes need
         try:
             record = {
                 "name": name,
