@@ -9,9 +9,12 @@ module generated in a temporary directory:
 - etcd: ``require go.etcd.io/etcd/server/v3`` (no replaces needed);
 - kwok: ``require sigs.k8s.io/kwok`` for ``kwok`` and ``kwokctl``.
 
-Binaries go to ``${WINCON_CACHE:-~/.cache/wincon}/bin/<hash of versions.toml>/``. A marker is written
-after each verified binary, so an interrupted build resumes where it stopped and a complete cache is
-never rebuilt.
+``versions.toml`` names several Kubernetes releases; one build makes one release's binaries (the default, or
+``--kubernetes-version``), into ``${WINCON_CACHE:-~/.cache/wincon}/bin/<hash of that release's versions>/``, so
+each release is cached apart. A release whose go.mod needs a newer Go than the machine's names a
+``go_toolchain``, set as ``GOTOOLCHAIN`` for its go commands (the go command fetches it from the module proxy).
+A marker is written after each verified binary, so an interrupted build resumes where it stopped and a complete
+cache is never rebuilt.
 """
 
 from __future__ import annotations
@@ -105,22 +108,37 @@ def _marker(bindir: Path, name: str) -> Path:
     return bindir / ".built" / name
 
 
-def missing(bindir: Path | None = None) -> list[str]:
-    """Names of the binaries not yet built (and verified) for the pinned versions."""
-    bindir = bindir or paths.bin_dir()
-    return [c.name for c in components() if not (_marker(bindir, c.name).is_file() and (bindir / c.name).is_file())]
+def missing(bindir: Path | None = None, release: str | None = None) -> list[str]:
+    """Names of the binaries not yet built (and verified) for one release (default: the selected one)."""
+    bindir = bindir or paths.bin_dir(release)
+    return [
+        c.name
+        for c in components(paths.load_versions(release))
+        if not (_marker(bindir, c.name).is_file() and (bindir / c.name).is_file())
+    ]
 
 
-def require_binaries() -> Path:
-    """The binary directory, or a LocalClusterError saying how to build what is missing."""
-    bindir = paths.bin_dir()
-    absent = missing(bindir)
+def require_binaries(release: str | None = None) -> Path:
+    """The binary directory of one release, or a LocalClusterError saying how to build what is missing."""
+    bindir = paths.bin_dir(release)
+    absent = missing(bindir, release)
     if absent:
+        minor = paths.resolve_release(release)
+        version = paths.load_versions(minor)["kubernetes"]["version"]
+        flag = "" if minor == paths.default_release() else f" --kubernetes-version {minor}"
         raise LocalClusterError(
-            f"the local cluster's binaries are not built ({', '.join(absent)} missing in {bindir})",
-            "run `wincon cluster build` (about 30 min and 5 GB of RAM the first time; later runs reuse the cache)",
+            f"the local cluster's binaries of Kubernetes {version} are not built "
+            f"({', '.join(absent)} missing in {bindir})",
+            f"run `wincon cluster build{flag}` (15-20 min on 2 cores the first time; later runs reuse the cache)",
         )
     return bindir
+
+
+def go_environment(versions: dict[str, Any]) -> dict[str, str]:
+    """What the go command needs in its environment for a release: GOTOOLCHAIN where its go.mod asks a Go
+    newer than the machine's (versions.toml's go_toolchain), nothing otherwise."""
+    toolchain = versions["kubernetes"].get("go_toolchain")
+    return {"GOTOOLCHAIN": str(toolchain)} if toolchain else {}
 
 
 def go_binary() -> str:
@@ -142,8 +160,9 @@ def _fmt(seconds: float) -> str:
 
 
 class _Builder:
-    def __init__(self, go: str, bindir: Path, log: TextIO, out: TextIO) -> None:
+    def __init__(self, go: str, bindir: Path, log: TextIO, out: TextIO, env: dict[str, str] | None = None) -> None:
         self.go = go
+        self.env = dict(env or {})
         self.bindir = bindir
         self.log = log
         self.log_path = Path(log.name)
@@ -159,7 +178,12 @@ class _Builder:
         self.log.flush()
         with tempfile.TemporaryFile(mode="w+") as capture:
             proc = subprocess.Popen(
-                args, cwd=cwd, stdout=capture, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
+                args,
+                cwd=cwd,
+                stdout=capture,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**os.environ, **self.env, **(env or {})},
             )
             start = time.monotonic()
             next_beat = start + HEARTBEAT_SECONDS
@@ -272,30 +296,36 @@ def _locked(path: Path, out: TextIO) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def build(out: TextIO | None = None) -> Path:
-    """Build whatever binary of the pinned versions is missing; return the binary directory.
+def build(out: TextIO | None = None, release: str | None = None) -> Path:
+    """Build whatever binary of one release (default: the selected one) is missing; return its directory.
 
     Prints which component is being built and the elapsed time of each and of the whole build.
     """
     out = out or sys.stderr
-    bindir = paths.bin_dir()
-    versions = paths.load_versions()
-    if not missing(bindir):
+    release = paths.resolve_release(release)
+    bindir = paths.bin_dir(release)
+    versions = paths.load_versions(release)
+    if not missing(bindir, release):
         print(f"all binaries present in {bindir}: nothing to build", file=out, flush=True)
         return bindir
     go = go_binary()
     bindir.mkdir(parents=True, exist_ok=True)
     with _locked(bindir / ".lock", out):
-        todo = [c for c in components(versions) if c.name in missing(bindir)]
+        todo = [c for c in components(versions) if c.name in missing(bindir, release)]
         if not todo:
             print(f"all binaries present in {bindir}: nothing to build", file=out, flush=True)
             return bindir
-        (bindir / "versions.toml").write_bytes(paths.VERSIONS_FILE.read_bytes())
+        (bindir / "versions.json").write_text(json.dumps(versions, indent=2, sort_keys=True) + "\n")
         log_path = bindir / "build.log"
         total_start = time.monotonic()
         with log_path.open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-build-") as tmp:
-            builder = _Builder(go, bindir, log, out)
-            builder.say(f"building {', '.join(c.name for c in todo)} into {bindir} (log: {log_path})")
+            env = go_environment(versions)
+            builder = _Builder(go, bindir, log, out, env)
+            toolchain = f", with GOTOOLCHAIN={env['GOTOOLCHAIN']}" if env else ""
+            builder.say(
+                f"building Kubernetes {versions['kubernetes']['version']}{toolchain}: "
+                f"{', '.join(c.name for c in todo)} into {bindir} (log: {log_path})"
+            )
             modules: dict[str, Path] = {}
             for comp in todo:
                 if comp.group not in modules:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -32,6 +33,19 @@ def _add_name(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_kubernetes_version(parser: argparse.ArgumentParser) -> None:
+    """The --kubernetes-version option of the commands that build or start the local cluster."""
+    supported = ", ".join(f"{m} ({paths.load_versions(m)['kubernetes']['version']})" for m in paths.releases())
+    parser.add_argument(
+        "--kubernetes-version",
+        default=None,
+        metavar="MINOR",
+        help=f"the Kubernetes release of the local cluster: {supported}; a minor picks the patch versions.toml "
+        f"names (default: ${paths.VERSION_ENV}, else the release a running cluster has, else "
+        f"{paths.default_release()}). Each release is built and cached apart",
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "cluster",
@@ -43,6 +57,7 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="cluster_action", metavar="ACTION")
 
     p = actions.add_parser("build", help="build the binaries (once; nothing is rebuilt when cached)")
+    add_kubernetes_version(p)
     p.set_defaults(func=_build)
 
     p = actions.add_parser("up", help="start the cluster (or reuse it), wait until every node is Ready")
@@ -71,6 +86,7 @@ def register(subparsers: Any) -> None:
                    help="ipv4 (default); dual: IPv4/IPv6 dual-stack (IPv4 primary); ipv6: IPv6 single-stack. Pods, "
                         "Services, nodes, kube-proxy and the CNI get addresses of each family (unique local IPv6 "
                         "ranges that never leave the machine)")  # fmt: skip
+    add_kubernetes_version(p)
     p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: a free port)")
     p.add_argument("--timeout", type=float, default=cluster.UP_TIMEOUT, metavar="SECONDS",
                    help=f"give up after this long (default: {cluster.UP_TIMEOUT:.0f})")  # fmt: skip
@@ -98,7 +114,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    build.build()
+    release = paths.resolve_release(args.kubernetes_version)
+    os.environ[paths.VERSION_ENV] = release  # the add-ons below that build against Kubernetes use the same one
+    build.build(release=release)
     from wincon.localcluster import addons  # optional components, cached under their own key (addons.toml)
 
     addons.build_all()
@@ -139,7 +157,14 @@ def _up(args: argparse.Namespace) -> int:
     # SIGTERM (CI cancelling a job) must clean up like Ctrl-C: no orphaned control plane.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     start = time.monotonic()
-    path = cluster.up(args.name, topology, port=args.port, extra_args=args.extra_args, timeout=args.timeout)
+    path = cluster.up(
+        args.name,
+        topology,
+        port=args.port,
+        extra_args=args.extra_args,
+        timeout=args.timeout,
+        kubernetes_version=args.kubernetes_version,
+    )
     elapsed = time.monotonic() - start
     name = args.name or paths.default_cluster_name()
     print(f"cluster {name} ready in {elapsed:.1f} s; use: export KUBECONFIG={path}", file=sys.stderr)
@@ -162,6 +187,8 @@ def _status(args: argparse.Namespace) -> int:
     print(f"cluster {info['name']}: {info['state']}")
     if info["state"] == "absent":
         return ExitCode.OK
+    if info.get("kubernetes_version"):
+        print(f"  Kubernetes: {info['kubernetes_version']}")
     if info.get("server"):
         print(f"  API server: {info['server']}")
     if info.get("kubeconfig"):

@@ -572,8 +572,14 @@ def up(
     extra_args: list[str] | None = None,
     timeout: float = UP_TIMEOUT,
     out: TextIO | None = None,
+    kubernetes_version: str | None = None,
 ) -> Path:
     """Start cluster ``name`` (default ``$WINCON_CLUSTER_NAME`` or ``wincon``), or reuse it if it runs.
+
+    ``kubernetes_version`` (a minor such as ``1.36`` or a release's version) picks the release it is built at;
+    without it, ``$WINCON_KUBERNETES_VERSION``, else the release a running cluster was started at, else
+    versions.toml's default. The release is then this process's selected release (``$WINCON_KUBERNETES_VERSION``),
+    so the suite run against the cluster reads the same versions.
 
     Blocks until every node is Ready and returns the kubeconfig path. ``port`` fixes the API server's
     port (default: a free one); ``extra_args`` are kwokctl ``component=flag=value`` extras. On failure no
@@ -581,11 +587,12 @@ def up(
     """
     out = out or sys.stderr
     name = paths.check_name(name or paths.default_cluster_name())
-    bindir = build.require_binaries()
     deadline = time.monotonic() + timeout
     with _cluster_lock(name, out):
         comps = components(name)
         alive = [c for c in comps if c.running]
+        release = _select_release(name, kubernetes_version, running=bool(alive) and len(alive) == len(comps))
+        bindir = build.require_binaries(release)
         if alive and len(alive) == len(comps):
             record = _read_record(name) or {}
             recorded = Topology.from_dict(record["topology"]) if record.get("topology") else None
@@ -634,7 +641,9 @@ def up(
             record = {
                 "name": name,
                 "topology": topology.to_dict(),
-                "versions_key": paths.versions_key(),
+                "kubernetes_version": paths.load_versions(release)["kubernetes"]["version"],
+                "kubernetes_release": release,
+                "versions_key": paths.versions_key(release),
                 "binaries": str(bindir),
                 "kwok_dir": str(paths.kwok_cluster_dir(name)),
                 "created": time.time(),
@@ -655,6 +664,21 @@ def up(
             raise
         _write_record(name, {**(_read_record(name) or {}), "ready": True})
         return kubeconfig
+
+
+def _select_release(name: str, asked: str | None, running: bool) -> str:
+    """The release cluster ``name`` is (to be) started at; it becomes this process's selected release."""
+    recorded = (_read_record(name) or {}).get("kubernetes_release") if running else None
+    asked = asked or os.environ.get(paths.VERSION_ENV)
+    release = paths.resolve_release(asked or recorded)
+    if running and recorded and release != recorded:
+        version = (_read_record(name) or {}).get("kubernetes_version", recorded)
+        raise LocalClusterError(
+            f"cluster {name} already runs Kubernetes {version}, not the {release} asked for",
+            f"run `wincon cluster down --name {name}` first, or pick another --name",
+        )
+    os.environ[paths.VERSION_ENV] = release
+    return release
 
 
 def down(name: str | None = None, out: TextIO | None = None) -> None:
@@ -695,6 +719,7 @@ def status(name: str | None = None) -> dict[str, Any]:
         "state_dir": str(paths.state_dir(name)),
         "kwok_dir": str(paths.kwok_cluster_dir(name)),
         "topology": record.get("topology"),
+        "kubernetes_version": record.get("kubernetes_version"),
         "components": [{"name": c.name, "pid": c.pid, "running": c.running, "log": str(c.log)} for c in comps],
     }
     if record.get("dataplane"):

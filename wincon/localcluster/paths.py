@@ -2,7 +2,7 @@
 
 Everything lives outside the work tree, under ``${WINCON_CACHE:-~/.cache/wincon}``:
 
-- ``bin/<key>/``: the built binaries, ``<key>`` being a hash of ``versions.toml``'s bytes;
+- ``bin/<key>/``: the built binaries of one Kubernetes release, ``<key>`` being a hash of its resolved versions;
 - ``clusters/<name>/``: one directory per running cluster (kubeconfig, topology, logs of ``up``).
 
 kwokctl keeps its own state (pki, etcd data, component logs and pids) under
@@ -12,6 +12,7 @@ kwokctl keeps its own state (pki, etcd data, component logs and pids) under
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -34,20 +35,80 @@ def cache_root() -> Path:
     return Path(os.path.abspath(Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()))
 
 
-def load_versions() -> dict[str, Any]:
-    """The pinned versions, read from ``versions.toml``."""
+VERSION_ENV = "WINCON_KUBERNETES_VERSION"
+
+
+def _raw_versions() -> dict[str, Any]:
     with VERSIONS_FILE.open("rb") as fh:
         return tomllib.load(fh)
 
 
-def versions_key() -> str:
-    """A short hash of ``versions.toml``'s contents: the binary cache key."""
-    return hashlib.sha256(VERSIONS_FILE.read_bytes()).hexdigest()[:16]
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.split("."))
 
 
-def bin_dir() -> Path:
-    """The directory the binaries of the pinned versions are (or will be) built into."""
-    return cache_root() / "bin" / versions_key()
+def releases() -> list[str]:
+    """The Kubernetes minors the local cluster can be built at (``1.35``, ...), oldest first."""
+    return sorted(_raw_versions()["releases"], key=_minor_key)
+
+
+def default_release() -> str:
+    """The minor used when none is asked for (versions.toml's ``default``)."""
+    return str(_raw_versions()["default"])
+
+
+def resolve_release(spec: str | None = None) -> str:
+    """The minor that ``spec`` names: a minor (``1.36``), a release's version (``v1.36.3`` or ``1.36.3``),
+    or nothing for ``$WINCON_KUBERNETES_VERSION`` and then versions.toml's default. Raises a UsageError
+    naming the supported releases for anything else."""
+    raw = _raw_versions()
+    wanted = (spec or os.environ.get(VERSION_ENV) or str(raw["default"])).strip()
+    bare = wanted[1:] if wanted.startswith("v") else wanted
+    for minor, release in raw["releases"].items():
+        if bare == minor or bare == str(release["version"]).lstrip("v"):
+            return str(minor)
+    supported = ", ".join(f"{m} ({raw['releases'][m]['version']})" for m in sorted(raw["releases"], key=_minor_key))
+    source = "" if spec else f" (from ${VERSION_ENV})" if os.environ.get(VERSION_ENV) else " (versions.toml default)"
+    raise UsageError(
+        f"Kubernetes version {wanted!r}{source} is not one the local cluster is built at",
+        f"pass --kubernetes-version with one of: {supported} (a minor picks the patch versions.toml names)",
+    )
+
+
+def load_versions(release: str | None = None) -> dict[str, Any]:
+    """The versions of one release (``resolve_release(release)``), resolved from ``versions.toml`` into one
+    table per component: ``kubernetes`` (module, version, staging_version, minor, commands, images,
+    agnhost_version, go_toolchain where needed), ``etcd``, ``kwok``, ``coredns`` (module, version)."""
+    raw = _raw_versions()
+    minor = resolve_release(release)
+    rel = raw["releases"][minor]
+    kubernetes = {
+        **raw["kubernetes"],
+        "version": rel["version"],
+        "staging_version": rel["staging_version"],
+        "minor": minor,
+        "agnhost_version": rel["agnhost_version"],
+    }
+    if rel.get("go_toolchain"):
+        kubernetes["go_toolchain"] = rel["go_toolchain"]
+    return {
+        "kubernetes": kubernetes,
+        "etcd": {**raw["etcd"], "version": rel["etcd"]},
+        "kwok": dict(raw["kwok"]),
+        "coredns": {**raw["coredns"], "version": rel["coredns"]},
+    }
+
+
+def versions_key(release: str | None = None) -> str:
+    """A short hash of one release's resolved versions: the key of its binary cache. Another release's
+    table, or a comment, does not change it."""
+    resolved = json.dumps(load_versions(release), sort_keys=True).encode()
+    return hashlib.sha256(resolved).hexdigest()[:16]
+
+
+def bin_dir(release: str | None = None) -> Path:
+    """The directory the binaries of one release are (or will be) built into."""
+    return cache_root() / "bin" / versions_key(release)
 
 
 def kwok_workdir() -> Path:

@@ -26,6 +26,11 @@ def register(subparsers: Any) -> None:
         "--local", action="store_true", help="run against the local simulated cluster, starting it if needed"
     )
     run.add_argument("--cluster-name", help="name of the local cluster (default: wincon)")
+    run.add_argument(
+        "--kubernetes-version",
+        metavar="MINOR",
+        help="with --local: the Kubernetes release of the local cluster (`wincon cluster up --help` lists them)",
+    )
     run.add_argument("--results-dir", type=Path, help="where this run's results go (default: results/<run-id>)")
     run.add_argument("-n", "--workers", type=int, default=2, help="parallel pytest workers (default 2; 0: none)")
     run.add_argument("--no-report", action="store_true", help="skip the dashboard and the Allure report")
@@ -90,11 +95,17 @@ def register(subparsers: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from wincon.results.runner import run
 
+    if args.kubernetes_version and not args.local:
+        raise UsageError(
+            "--kubernetes-version picks the local cluster's release and needs --local",
+            "add --local, or leave --kubernetes-version out to run against the cluster your kubeconfig names",
+        )
     return run(
         args.results_dir,
         list(args.pytest_args or []),
         local=args.local,
         cluster_name=args.cluster_name,
+        kubernetes_version=args.kubernetes_version,
         workers=args.workers,
         kubeconfig=args.kubeconfig,
         context=args.context,

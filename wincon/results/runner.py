@@ -176,6 +176,7 @@ def run(
     pytest_args: list[str],
     local: bool = False,
     cluster_name: str | None = None,
+    kubernetes_version: str | None = None,
     workers: int = DEFAULT_WORKERS,
     kubeconfig: str | None = None,
     context: str | None = None,
@@ -194,7 +195,7 @@ def run(
         from wincon.localcluster.cluster import up
 
         print(f"wincon: starting (or reusing) the local cluster {cluster_name or 'wincon'}...", file=sys.stderr)
-        kubeconfig = str(up(name=cluster_name or "wincon"))
+        kubeconfig = str(up(name=cluster_name or "wincon", kubernetes_version=kubernetes_version))
     command = pytest_command(results_dir, run_id, phase_args(pytest_args, serial=False), workers, kubeconfig, context)
     ledger = results_dir / "artifacts" / podwaits.LEDGER_NAME
     previous_ledger = os.environ.get(podwaits.LEDGER_ENV)
