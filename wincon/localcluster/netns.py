@@ -25,6 +25,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Iterable
@@ -77,6 +78,28 @@ def comment(name: str) -> str:
 
 def cgroup_name(name: str, node: str) -> str:
     return f"wincon-{name}-{node}"
+
+
+# The data plane's node names (dataplane.make_plan's real nodes and the external host's namespace).
+NODE_NAME = re.compile(r"worker-\d+|ext")
+
+
+def is_ours(entry: str, name: str) -> bool:
+    """Whether a namespace or cgroup named ``wincon-<cluster>-<node>`` is cluster ``name``'s.
+
+    Not by the prefix ``wincon-<name>-`` alone: cluster names contain '-', so ``wincon-wincon-test-worker-0`` (of
+    cluster ``wincon-test``, ``make test``'s) starts with the prefix of cluster ``wincon`` (``make main``'s), whose
+    ``down``, and whose ``up`` over stale state, would then kill the other cluster's containers (found by cgroup)
+    and delete its namespaces. The rest must be one of the node names the data plane gives (``worker-<n>``,
+    ``ext``); no other cluster's name followed by such a node name ends the same way, so each entry is one
+    cluster's only."""
+    prefix = f"wincon-{name}-"
+    return entry.startswith(prefix) and NODE_NAME.fullmatch(entry[len(prefix) :]) is not None
+
+
+def our_cgroups(name: str) -> list[Path]:
+    """Cluster ``name``'s top cgroups (the kubelets' cgroupRoots) in every hierarchy."""
+    return [p for h in hierarchies() for p in sorted(h.glob(f"wincon-{name}-*")) if is_ours(p.name, name)]
 
 
 def used_subnets() -> set[str]:
@@ -186,27 +209,25 @@ def hierarchies() -> list[Path]:
 def cgroup_pids(name: str) -> set[int]:
     """Every process in the cluster's cgroups (containers, shims and anything started under them)."""
     pids: set[int] = set()
-    for hierarchy in hierarchies():
-        for top in hierarchy.glob(f"wincon-{name}-*"):
-            for procs in top.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError, ValueError):
-                    pids.update(int(p) for p in procs.read_text().split())
+    for top in our_cgroups(name):
+        for procs in top.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(p) for p in procs.read_text().split())
     return pids
 
 
 def remove_cgroups(name: str) -> list[str]:
     """rmdir the cluster's cgroups, deepest first; return those that could not be removed."""
     left = []
-    for hierarchy in hierarchies():
-        for top in hierarchy.glob(f"wincon-{name}-*"):
-            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-            for path in [*dirs, top]:
-                try:
-                    path.rmdir()
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(str(path))
+    for top in our_cgroups(name):
+        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+        for path in [*dirs, top]:
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(str(path))
     return left
 
 
@@ -234,9 +255,8 @@ def unmount_all(prefixes: Iterable[str]) -> list[str]:
 
 
 def our_netns(name: str) -> list[str]:
-    prefix = f"wincon-{name}-"
     with contextlib.suppress(OSError):
-        return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix))
+        return sorted(p.name for p in NETNS_DIR.iterdir() if is_ours(p.name, name))
     return []
 
 
@@ -281,7 +301,7 @@ def leftovers(name: str, state_dir: Path) -> dict[str, list[str]]:
         for line in run(["ip", "route", "show", "type", "prohibit"], check=False).splitlines()
         if f"metric {metric}" in line
     ]
-    cgroups = [str(p) for h in hierarchies() for p in h.glob(f"wincon-{name}-*")]
+    cgroups = [str(p) for p in our_cgroups(name)]
     rules = [" ".join(r) for t, c in (("nat", "PREROUTING"), ("filter", "FORWARD")) for r in iptables_rules(name, t, c)]
     routes += ipfamily.host_routes6(run, route_metric(name))
     rules += ipfamily.host_ip6tables_rules(run, comment(name))
