@@ -59,10 +59,18 @@ DIAL_BASE_TRIES = 30  # upstream: endpoints^2 + 30 attempts
 # its check within DIAL_SILENT_SECONDS + MAX_TIME_SECONDS (55 s).
 DIAL_SILENT_TRIES = 10
 DIAL_SILENT_SECONDS = 25.0
-# When some endpoints answered, the missing ones have had a fair number of tries once a working endpoint
-# behind a Service that picks at random would have been missed that many times in a row with a chance
-# below this (fair_tries): then they do not answer, and the check fails.
-DIAL_MISS_CHANCE = 0.001
+# When some endpoints answered, the missing ones are judged only once the Service is shown complete from the
+# client's side (collect_dial's ``witness``: its EndpointSlices list each missing endpoint ready and each answered
+# the client by its own pod IP): from then on they get judged_tries(endpoints), the fewer of upstream's
+# endpoints^2 + 30 and the tries after which a Service that picks at random would have missed one of its working
+# endpoints with a chance of at most DIAL_MISS_CHANCE per dial (a node's proxy learns of ready endpoints at its own
+# pace: before they are shown, a miss says nothing about the Service). While a missing endpoint is not shown, the
+# dial waits for it at most DIAL_SILENT_TRIES tries or DIAL_SILENT_SECONDS after its first answer, as for silence.
+DIAL_MISS_CHANCE = 1e-6
+# The witness is first asked once the missing endpoints went this many tries, the first answer's included, without
+# answering: a healthy Service shows every endpoint within a few tries, and asking costs a read of the Service and
+# its EndpointSlices and a dial per missing endpoint. Asking later only starts the judged tries later (more of them).
+WITNESS_AFTER_TRIES = 5
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$")
 
@@ -202,12 +210,31 @@ def dial_tries(endpoints: int) -> int:
     return endpoints * endpoints + DIAL_BASE_TRIES
 
 
-def fair_tries(endpoints: int) -> int:
-    """Tries in a row without a new endpoint after which a missing one does not answer: the fewest n with
-    (1 - 1/endpoints)^n < DIAL_MISS_CHANCE (10 for 2 endpoints, 17 for 3, 66 for 10); at least DIAL_SILENT_TRIES."""
+def judged_tries(endpoints: int) -> int:
+    """Tries the endpoints still missing get once the Service is shown complete from the client's side: the fewer of
+    upstream's endpoints^2 + 30 (:func:`dial_tries`) and the fewest n for which a Service that picks one of
+    ``endpoints`` at random misses any of the (at most endpoints - 1) missing ones in n tries with a chance of at
+    most DIAL_MISS_CHANCE (union bound: (endpoints - 1) * (1 - 1/endpoints)^n): 20 for 2 endpoints, 36 for 3,
+    then upstream's (46 for 4, 130 for 10). One endpoint: nothing can be missing while another answered, and
+    DIAL_SILENT_TRIES."""
     if endpoints < 2:
         return DIAL_SILENT_TRIES
-    return max(DIAL_SILENT_TRIES, math.floor(math.log(DIAL_MISS_CHANCE) / math.log(1 - 1 / endpoints)) + 1)
+    chance = math.ceil(math.log(DIAL_MISS_CHANCE / (endpoints - 1)) / math.log(1 - 1 / endpoints) - 1e-9)
+    return min(dial_tries(endpoints), chance)
+
+
+def dial_bound(endpoints: int) -> int:
+    """The most tries a dial can run by its own rules (the default cap of FlowChecks.dial): silent tries, tries
+    waiting for the missing endpoints to be shown, then the judged tries."""
+    return 2 * DIAL_SILENT_TRIES + judged_tries(endpoints)
+
+
+# What a witness says of each endpoint it was asked about: None where the cluster shows it complete from the
+# client's side (listed ready in the Service's EndpointSlices and answering the client by its own pod IP), else
+# why not, naming whose fault that is ("its pod IP 10.244.1.21 did not answer lin-client (...): the endpoint's
+# fault"; "not listed ready in the Service's EndpointSlices (...): the Service's fault"). A witness that returns None
+# instead of a dict cannot tell at all (the target is no Service the API names): then judging starts there.
+Witness = Callable[[frozenset[str]], "dict[str, str | None] | None"]
 
 
 @dataclass
@@ -219,28 +246,45 @@ class DialOutcome:
     errors: list[str] = field(default_factory=list)
     tries: int = 0
     seconds: float = 0.0
-    last_new_try: int = 0  # the try at which the last endpoint not seen before answered
     note: str = ""  # why the dial stopped where it did, when not its own bounds alone (FlowChecks.dial)
+    first_answer_try: int = 0  # the try of the first answer from any endpoint (0: none)
+    first_answer_seconds: float = 0.0
+    # The try after which the Service was shown complete from the client's side (0: not yet): the missing
+    # endpoints' judged tries are those after it.
+    shown_at: int = 0
+    shown: set[str] = field(default_factory=set)  # missing endpoints the witness showed complete
+    unshown: dict[str, str] = field(default_factory=dict)  # the others, with why (the witness's last word)
+    # For each endpoint missing when the dial ended, what its own pod IP showed at that moment (the fault named).
+    missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def reached_all(self) -> bool:
         """True when exactly the expected endpoints answered (hostnames compare case-insensitively)."""
         return {r.lower() for r in self.responses} == {e.lower() for e in self.expected}
 
+    def missing_endpoints(self) -> frozenset[str]:
+        """The expected endpoints that did not answer (hostnames compare case-insensitively)."""
+        seen = {r.lower() for r in self.responses}
+        return frozenset(e for e in self.expected if e.lower() not in seen)
+
     def describe(self) -> str:
         got = ", ".join(sorted(self.responses)) or "none"
         want = ", ".join(sorted(self.expected)) or "none"
         errors = "; ".join(dict.fromkeys(self.errors))[:600] or "none"
         note = f" ({self.note})" if self.note else ""
-        return (
+        text = (
             f"after {self.tries} tries in {self.seconds:.0f} s{note}: answered by [{got}], expected [{want}]; "
             f"errors: {errors}"
         )
+        if self.missing:
+            text += "; " + "; ".join(f"{name}: {why}" for name, why in sorted(self.missing.items()))
+        return text
 
 
-class _StopWhenSilent(stop_base):
-    """Stop when nothing answered after ``tries`` attempts or ``seconds``; and, once some endpoints answered but
-    not all, when the missing ones had ``fair_tries`` attempts in a row without a new endpoint. Never before
+class _StopByWhatWasShown(stop_base):
+    """Stop when nothing answered after ``tries`` attempts or ``seconds``. Once some endpoints answered but not all:
+    while a missing one is not shown complete from the client's side, once ``tries`` attempts or ``seconds`` passed
+    since the first answer; once all are shown, when they had judged_tries attempts after that. Never before
     ``min_tries``."""
 
     def __init__(self, outcome: DialOutcome, tries: int, seconds: float, min_tries: int) -> None:
@@ -252,8 +296,55 @@ class _StopWhenSilent(stop_base):
             return False
         if not outcome.responses:
             return attempt >= self.tries or outcome.seconds >= self.seconds
-        # The try that showed the last new endpoint was a try for the missing ones too.
-        return attempt - outcome.last_new_try + 1 >= fair_tries(len(outcome.expected))
+        if outcome.shown_at:
+            return attempt - outcome.shown_at >= judged_tries(len(outcome.expected))
+        waited = attempt - outcome.first_answer_try + 1
+        return waited >= DIAL_SILENT_TRIES or outcome.seconds - outcome.first_answer_seconds >= DIAL_SILENT_SECONDS
+
+
+def _ask_witness(outcome: DialOutcome, witness: Witness | None) -> None:
+    """After a try with some answers: ask ``witness`` about the missing endpoints not shown yet; once every missing
+    one is shown (or no witness can tell), the judged tries start after this try."""
+    if outcome.shown_at:
+        return
+    unshown = outcome.missing_endpoints() - outcome.shown
+    said = witness(unshown) if witness is not None and unshown else None
+    if said is None:  # nothing left to show, or nothing can show it: judged from here
+        outcome.shown_at = outcome.tries
+        return
+    for name in unshown:
+        why = said.get(name, "the witness said nothing of it")
+        if why is None:
+            outcome.shown.add(name)
+            outcome.unshown.pop(name, None)
+        else:
+            outcome.unshown[name] = why
+    if not outcome.missing_endpoints() - outcome.shown:
+        outcome.shown_at = outcome.tries
+
+
+def _name_the_fault(outcome: DialOutcome, witness: Witness | None) -> None:
+    """For each endpoint still missing at the end of a partly answered dial: did it answer the client by its own
+    pod IP at that moment (the Service's fault) or not (the endpoint's)?"""
+    missing = outcome.missing_endpoints()
+    if not outcome.responses or not missing or witness is None:
+        return
+    if outcome.shown_at:
+        said = witness(missing)
+        if said is None:
+            return
+        tries = outcome.tries - outcome.shown_at
+        for name in missing:
+            why = said.get(name, "the witness said nothing of it")
+            outcome.missing[name] = (
+                f"answers the client by its own pod IP now, yet not through the Service in {tries} tries after the "
+                "Service was shown complete from the client's side: the Service's fault"
+                if why is None
+                else why
+            )
+        return
+    for name in missing - outcome.shown:
+        outcome.missing[name] = f"never shown complete from the client's side: {outcome.unshown.get(name, '?')}"
 
 
 def collect_dial(
@@ -266,19 +357,25 @@ def collect_dial(
     clock: Callable[[], float] = time.monotonic,
     silent_tries: int = DIAL_SILENT_TRIES,
     until_any: bool = False,
+    witness: Witness | None = None,
 ) -> DialOutcome:
     """Run the dial up to ``max_tries`` times until exactly ``expected`` answered (and ``min_tries`` ran); with
-    ``until_any``, until any endpoint answered at all (a wait for a new Service to answer before a check counts
-    which endpoint answers each dial).
+    ``until_any``, until any endpoint answered at all and the others are shown complete from the client's side (a
+    wait for a new Service before a check counts which endpoint answers each dial).
 
     ``run()`` returns the dial's output: a :class:`DialAnswer` where curl exited 0, else the text of a try that
     got no answer, which counts as a failed try with its text as the error (upstream counts a failed exec as a
     try too). A DialAnswer that is not netexec's JSON raises UnreadableOutput at once: the client's netexec
     answered something the suite cannot read, and counting it as a try would turn it into an endpoint that did
     not answer (a failure, or a documented deviation), or into a denial. Never more than ``max_tries``; fewer
-    when nothing answers (DIAL_SILENT_TRIES / DIAL_SILENT_SECONDS) or when the endpoints still missing had a
-    fair number of tries (``fair_tries``); ``silent_tries`` lowers the silent bound (a target already seen
-    silent in the module). The outcome says how long it took (``seconds``).
+    when nothing answers (DIAL_SILENT_TRIES / DIAL_SILENT_SECONDS; ``silent_tries`` lowers the silent bound: a
+    target already seen silent in the module). When some endpoints answered, ``witness`` (see Witness) is asked
+    after each try from the WITNESS_AFTER_TRIES-th on (``until_any``: from the first) about the missing ones until it
+    shows them all complete; the missing ones then get judged_tries more tries; a missing one it never shows ends
+    the dial DIAL_SILENT_TRIES tries or DIAL_SILENT_SECONDS after the first answer. Without a witness, judging starts at the first answer (with
+    one that cannot tell, at its first question). A dial that
+    ends with endpoints missing asks the witness once more and names, per endpoint, whose fault it is
+    (``missing``). The outcome says how long it took (``seconds``).
     """
     if max_tries < 1 or min_tries > max_tries:
         raise ValueError(f"bad dial bounds: max_tries={max_tries}, min_tries={min_tries}")
@@ -298,16 +395,28 @@ def collect_dial(
                 raise
             outcome.errors.append(f"netexec /dial did not answer: {output.strip()[:200]!r}")
             return False
-        if not set(result.responses) <= outcome.responses:
-            outcome.last_new_try = outcome.tries
         outcome.responses.update(result.responses)
         outcome.errors.extend(result.errors)
-        done = bool(outcome.responses) if until_any else outcome.reached_all
+        if outcome.responses and not outcome.first_answer_try:
+            outcome.first_answer_try, outcome.first_answer_seconds = outcome.tries, outcome.seconds
+        waited = outcome.tries - outcome.first_answer_try + 1
+        if (
+            outcome.responses
+            and not outcome.reached_all
+            and (until_any or witness is None or waited >= WITNESS_AFTER_TRIES)
+        ):
+            _ask_witness(outcome, witness)
+            outcome.seconds = clock() - start
+        if until_any:
+            done = bool(outcome.responses) and (outcome.reached_all or bool(outcome.shown_at))
+        else:
+            done = outcome.reached_all
         return done and outcome.tries >= min_tries
 
     retrying = Retrying(
         stop=stop_any(
-            stop_after_attempt(max_tries), _StopWhenSilent(outcome, silent_tries, DIAL_SILENT_SECONDS, min_tries)
+            stop_after_attempt(max_tries),
+            _StopByWhatWasShown(outcome, silent_tries, DIAL_SILENT_SECONDS, min_tries),
         ),
         wait=wait_fixed(delay),
         retry=retry_if_result(lambda done: not done),
@@ -317,6 +426,8 @@ def collect_dial(
         retrying(attempt)
     except RetryError:
         pass  # the outcome says what was seen; the caller asserts on it
+    if not until_any:
+        _name_the_fault(outcome, witness)
     outcome.seconds = clock() - start
     return outcome
 

@@ -175,3 +175,20 @@ def test_the_companions_are_those_the_release_s_own_module_tree_names(minor):
         assert toolchain and tuple(int(p) for p in toolchain[2:].split(".")[:2]) >= needs
     else:
         assert toolchain is None
+
+
+def _windows_kube_proxy_args(kube_version: str) -> list[str]:
+    from wincon.localcluster import cni
+
+    (daemonset,) = [
+        o for o in cni.kube_proxy(kube_version, "flannel-vxlan") if o["metadata"]["name"] == "kube-proxy-windows"
+    ]
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    return [*container.get("command", []), *container.get("args", [])]
+
+
+def test_the_simulated_overlay_kube_proxy_names_win_overlay_only_where_the_release_has_it():
+    for minor in ["1.35", "1.36", "1.37"]:
+        tree_version = paths.load_versions(minor)["kubernetes"]["version"]
+        assert "--feature-gates=WinOverlay=true" in _windows_kube_proxy_args(tree_version)
+    assert "--feature-gates=WinOverlay=true" not in _windows_kube_proxy_args("v1.38.0-beta.0")

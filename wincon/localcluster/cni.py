@@ -343,6 +343,14 @@ def antrea() -> list[Obj]:
     ]
 
 
+WIN_OVERLAY_REMOVED = (1, 38)
+
+
+def _minor(kube_version: str) -> tuple[int, int]:
+    major, minor = kube_version.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
 def kube_proxy(kube_version: str, cni: str) -> list[Obj]:
     """kube-proxy as kubeadm deploys it (iptables on Linux) plus sig-windows-tools' kube-proxy-windows."""
     ns = "kube-system"
@@ -367,7 +375,9 @@ def kube_proxy(kube_version: str, cni: str) -> list[Obj]:
     ]
     if windows_network:
         windows_args.append(f"--network-name={windows_network}")
-    if cni == "flannel-vxlan":
+    if cni == "flannel-vxlan" and _minor(kube_version) < WIN_OVERLAY_REMOVED:
+        # sig-windows-tools' overlay kube-proxy turns the gate on; 1.38 removed it (pkg/features/kube_features.go
+        # at v1.38.0-beta.0 no longer names it), and a kube-proxy given a removed gate refuses to start.
         windows_args.append("--feature-gates=WinOverlay=true")
     labels = {"k8s-app": "kube-proxy"}
     return [

@@ -28,7 +28,7 @@ EXEC_TIMEOUT = 90.0
 # many silent tries instead of DIAL_SILENT_TRIES, so a module whose shared servers cannot be reached fails its
 # checks together instead of one silent timeout each. Each check still dials for itself, an answer on the first
 # tries passes it as before, and any answer (even a partial one) lifts the bound for the target and the client;
-# the partial bound (fair_tries) applies as before. On a cluster where the client's flows work, nothing changes.
+# a partial answer is judged as before (FlowChecks.witness). On a cluster where the client's flows work, nothing changes.
 SILENT_AGAIN_TRIES = 2
 
 # curl's exit codes for a server that never answered: could not connect, timed out, empty reply, failure receiving
@@ -299,8 +299,11 @@ class FlowChecks:
         until_any: bool = False,
     ) -> conn.DialOutcome:
         """Upstream's dial check: ask the client's netexec to dial ``target:port`` until ``expected`` answered
-        (``until_any``: until any endpoint answered at all). ``silent_tries`` is the bound of a dial nothing
-        answers, where no silence was seen before (SILENT_AGAIN_TRIES, PROXY_DOWN_TRIES)."""
+        (``until_any``: until any endpoint answered at all and the others are shown complete). ``silent_tries`` is
+        the bound of a dial nothing answers, where no silence was seen before (SILENT_AGAIN_TRIES,
+        PROXY_DOWN_TRIES). A partly answered dial judges the missing endpoints only once the Service is shown
+        complete from the client's side (``witness``; conn.collect_dial); ``max_tries`` (default: conn.dial_bound)
+        caps every try."""
         expected = set(expected)
         command = conn.dial_command(client_pod.os, client_pod.ip, target, port, protocol)
         self.gate(command, where=self.where(client_pod))
@@ -334,7 +337,8 @@ class FlowChecks:
         key, client_key = (namespace, target, port, protocol), (namespace, client_pod.name, protocol)
         again = key in self.silent_targets or client_key in self.silent_clients
         silent_tries = SILENT_AGAIN_TRIES if again else silent_tries
-        tries = max_tries or conn.dial_tries(len(expected))
+        tries = max_tries or conn.dial_bound(len(expected))
+        witness = self.witness(client_pod, target, port, protocol)
         # The node's Service proxying was shown down: a Service VIP stops at its first silent try (PROXY_DOWN_TRIES).
         short = client_pod.node in self.proxy_down and self.is_service_ip(target)
         outcome = conn.collect_dial(
@@ -344,6 +348,7 @@ class FlowChecks:
             min_tries,
             silent_tries=PROXY_DOWN_TRIES if short else silent_tries,
             until_any=until_any,
+            witness=witness,
         )
         notes: list[str] = []
         if short and not outcome.responses:
@@ -354,7 +359,7 @@ class FlowChecks:
                 notes.append(f"stopped at its first silent try: {said}")
             else:  # the node's proxying is not shown down now: the dial goes on with its full bound
                 rest = conn.collect_dial(
-                    once, expected, tries, min_tries, silent_tries=silent_tries, until_any=until_any
+                    once, expected, tries, min_tries, silent_tries=silent_tries, until_any=until_any, witness=witness
                 )
                 outcome = joined(outcome, rest)
                 notes.append(f"went on after its first silent try: {said}")
@@ -384,6 +389,120 @@ class FlowChecks:
                 )
         outcome.note = "; ".join(notes)
         return outcome
+
+    def witness(self, client_pod: PodRef, target: str, port: int, protocol: str) -> conn.Witness:
+        """What the cluster shows, from ``client_pod``'s side, of the endpoints of the Service behind
+        ``target:port`` (conn.Witness): for each endpoint asked about, None where the Service's EndpointSlices list it
+        ready and it answered the client's netexec by its own pod IP (one dial, now), else why not and whose fault.
+        The Service is found lazily, on the first question (a dial that answers in full asks none): the namespace's
+        Service whose cluster IP, LoadBalancer address, name (``svc``, ``svc.ns``, ``svc.ns.svc...``) or node port
+        (for a node's address) ``target:port`` is. No such Service, or EndpointSlices that cannot be read: the
+        witness cannot tell (None), and the dial judges from its first answer."""
+        found: list[tuple[str, Any] | None] = []
+
+        def ask(missing: frozenset[str]) -> dict[str, str | None] | None:
+            if not found:
+                found.append(self.service_behind(target, port, protocol))
+            if found[0] is None:
+                return None
+            service, service_port = found[0]
+            namespace = str(getattr(self.kube, "namespace", ""))
+            try:
+                slices = call(
+                    self.kube.discovery.list_namespaced_endpoint_slice,
+                    namespace,
+                    label_selector=f"kubernetes.io/service-name={service}",
+                ).items
+            except Exception:  # noqa: BLE001 - no slices to read (a fake, RBAC, an API error): cannot tell
+                return None
+            family = "IPv6" if ":" in (normal_ip(target) or client_pod.ip) else "IPv4"
+            wanted_protocol = "UDP" if protocol == "udp" else "TCP"
+            listed: dict[str, tuple[bool, str, int | None]] = {}
+            for eps in slices or []:
+                if (eps.address_type or "IPv4") != family:
+                    continue
+                number = next(
+                    (
+                        p.port
+                        for p in eps.ports or []
+                        if (p.protocol or "TCP") == wanted_protocol and (p.name or "") == (service_port.name or "")
+                    ),
+                    None,
+                )
+                for ep in eps.endpoints or []:
+                    name = ep.target_ref.name if ep.target_ref else None
+                    if name and ep.addresses:
+                        ready = ep.conditions is None or ep.conditions.ready is not False
+                        listed[name.lower()] = (ready, ep.addresses[0], number)
+            said: dict[str, str | None] = {}
+            where = f"{client_pod.name}'s netexec"
+            for name in missing:
+                entry = listed.get(name.lower())
+                if entry is None:
+                    said[name] = f"not listed in the EndpointSlices of Service {service}: the Service's fault"
+                elif not entry[0]:
+                    said[name] = f"listed not ready in the EndpointSlices of Service {service}: the endpoint's fault"
+                elif entry[2] is None:
+                    said[name] = f"the EndpointSlices of Service {service} list no {wanted_protocol} port for it"
+                else:
+                    answered, text = self.answers_by_pod_ip(client_pod, name, entry[1], entry[2], protocol)
+                    said[name] = (
+                        None
+                        if answered
+                        else f"its own pod IP {conn.host_port(entry[1], entry[2])} did not answer {where} ({text}): "
+                        "the endpoint's fault"
+                    )
+            return said
+
+        return ask
+
+    def service_behind(self, target: str, port: int, protocol: str) -> tuple[str, Any] | None:
+        """(name, the Service port) of the namespace's Service that ``target:port`` over ``protocol`` reaches, read
+        from the API; None where none does or the API cannot tell."""
+        namespace = str(getattr(self.kube, "namespace", ""))
+        try:
+            services = call(self.kube.core.list_namespaced_service, namespace).items or []
+        except Exception:  # noqa: BLE001 - the API cannot tell (a fake, an error)
+            return None
+        address = normal_ip(target)
+        labels = target.rstrip(".").split(".")
+        wanted_protocol = "UDP" if protocol == "udp" else "TCP"
+        for svc in services:
+            name = getattr(getattr(svc, "metadata", None), "name", None)
+            spec = svc.spec
+            ports = [p for p in spec.ports or [] if (p.protocol or "TCP") == wanted_protocol]
+            if not name or not ports:
+                continue
+            status = getattr(svc, "status", None)
+            balancer = getattr(status, "load_balancer", None)
+            ingress = {normal_ip(i.ip or "") for i in (getattr(balancer, "ingress", None) or [])}
+            by_name = address is None and labels[0] == name and (len(labels) == 1 or labels[1] == namespace)
+            if by_name or (address is not None and (address in cluster_ips(spec) or address in ingress)):
+                found = next((p for p in ports if p.port == port), None)
+            elif address is not None:
+                found = next((p for p in ports if getattr(p, "node_port", None) == port), None)
+            else:
+                found = None
+            if found is not None:
+                return name, found
+        return None
+
+    def answers_by_pod_ip(
+        self, client_pod: PodRef, name: str, pod_ip: str, port: int, protocol: str
+    ) -> tuple[bool, str]:
+        """One dial by the client's netexec of an endpoint's own pod IP: (``name`` answered, what was printed)."""
+        command = conn.dial_command(client_pod.os, client_pod.ip, pod_ip, port, protocol)
+        self.gate(command, where=self.where(client_pod))
+        try:
+            result = self.exec(client_pod, command)
+        except InfrastructureError as exc:
+            return False, f"exec failed: {exc}"
+        text = (result.stdout or result.stderr).strip()[:300]
+        try:
+            responses = conn.parse_dial(result.stdout).responses if result.ok else ()
+        except UnreadableOutput:
+            return False, text
+        return name.lower() in {r.lower() for r in responses}, text
 
     def still_down(self, pod: PodRef, probe: Callable[[], ProxyProbe | None], what: str) -> tuple[bool, str]:
         """After a first silent try to a Service VIP (``what``) from ``pod``'s node, whose proxying was recorded

@@ -1,0 +1,293 @@
+"""Dials judged only by what the cluster has shown (issue 34, item 2): a partly answered Service dial starts counting
+the missing endpoints' tries once the Service is shown complete from the client's side (its EndpointSlices list each
+missing endpoint ready and each answered the client by its own pod IP), then gives them conn.judged_tries (the fewer
+of upstream's endpoints^2 + 30 and a miss chance of at most 1 in a million per dial); a failure names, per missing
+endpoint, whether it answered by its own pod IP at that moment (the Service's fault) or not (the endpoint's)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import pytest
+
+from tests.unit import fakes
+from wincon import connectivity as c
+from wincon.cluster.exec import ExecResult
+from wincon.network import flows
+from wincon.network.pods import PodRef
+
+VIP = "10.0.0.80"
+CLIENT = PodRef("lin-client", "10.244.1.9", ("10.244.1.9",), "lin-worker-0", "192.168.7.10", "linux", "netexec")
+SERVERS = {"lin-netserver-0": "10.244.1.20", "lin-netserver-1": "10.244.2.21"}
+SILENT = json.dumps({"errors": ['Get "http://10.244.2.21:8083/hostname": context deadline exceeded']})
+collect_dial = c.collect_dial  # as it is (the fixture below makes FlowChecks' own sleepless)
+ASK = c.WITNESS_AFTER_TRIES  # the try of the first question to the witness, after a first answer on try 1
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def service_answers(program_at: int | None, names: tuple[str, ...] = tuple(SERVERS)) -> Callable[[], str]:
+    """The Service as the client's node proxies it: only the first endpoint until try ``program_at`` (None: never
+    the others), then each endpoint in turn."""
+    tries = [0]
+
+    def run() -> str:
+        tries[0] += 1
+        if program_at is None or tries[0] < program_at:
+            return c.DialAnswer(fakes.netexec_answer(names[0]))
+        return c.DialAnswer(fakes.netexec_answer(names[tries[0] % len(names)]))
+
+    return run
+
+
+def witness_showing(at_question: int, why: str = "listed not ready in the EndpointSlices: the endpoint's fault"):
+    """A witness that shows every endpoint it is asked about from its ``at_question``-th question on (``asked``
+    counts the questions), and before that says ``why``."""
+    asked: list[frozenset[str]] = []
+
+    def witness(missing: frozenset[str]) -> dict[str, str | None]:
+        asked.append(missing)
+        return {name: None if len(asked) >= at_question else why for name in missing}
+
+    return witness, asked
+
+
+# ----------------------------------------------------------------------------- the bound in tries
+
+
+def test_judged_tries_is_the_fewer_of_upstreams_count_and_a_one_in_a_million_miss_chance() -> None:
+    for endpoints in range(2, 13):
+        upstream = endpoints * endpoints + 30
+        tries = 1
+        while (endpoints - 1) * (1 - 1 / endpoints) ** tries > 1e-6:  # any working endpoint missed, at random
+            tries += 1
+        assert c.judged_tries(endpoints) == min(upstream, tries), endpoints
+    assert [c.judged_tries(n) for n in (2, 3, 4, 10)] == [20, 36, 46, 130]
+
+
+@pytest.mark.parametrize("endpoints", [2, 3, 4])
+@pytest.mark.parametrize("shown_at_question", [1, 4])
+def test_the_missing_endpoints_get_exactly_judged_tries_after_the_service_was_shown(
+    endpoints: int, shown_at_question: int
+) -> None:
+    clock = FakeClock()
+    names = tuple(f"s-{i}" for i in range(endpoints))
+    witness, asked = witness_showing(shown_at_question)
+    outcome = collect_dial(
+        service_answers(None, names), names, c.dial_bound(endpoints), sleep=clock.sleep, clock=clock, witness=witness
+    )
+    assert not outcome.reached_all and outcome.shown_at == ASK - 1 + shown_at_question
+    assert outcome.tries == outcome.shown_at + c.judged_tries(endpoints) <= c.dial_bound(endpoints)
+    # asked after each try from the ASK-th until shown, then once more at the end to name the fault
+    assert len(asked) == shown_at_question + 1 and asked[0] == frozenset(names[1:])
+
+
+# ----------------------------------------------------------------------------- a node that programs an endpoint late
+
+
+def test_a_client_whose_node_programs_an_endpoint_late_passes() -> None:
+    # The issue's case: netserver-1's pod IP answers the client from the first try, the client's node sends it
+    # nothing through the Service for 14 tries (the old rule failed after 10, "after 10 tries in 19 s").
+    clock = FakeClock()
+    witness, asked = witness_showing(1)
+    outcome = collect_dial(
+        service_answers(15), SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness
+    )
+    assert outcome.reached_all and outcome.tries == 15 and outcome.shown_at == ASK and not outcome.missing
+    assert len(asked) == 1  # shown once: no more questions
+
+
+def test_tries_before_the_service_is_shown_complete_do_not_count() -> None:
+    # EndpointSlices list netserver-1 not ready for 4 questions (tries ASK to ASK + 3); then the node needs 20 more
+    # tries: ASK + 24 in all, more than 1 + judged_tries(2) (judged from the first answer), and it passes.
+    clock = FakeClock()
+    witness, _ = witness_showing(5)
+    late = ASK + 4 + c.judged_tries(2)
+    outcome = collect_dial(
+        service_answers(late), SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness
+    )
+    assert outcome.reached_all and outcome.shown_at == ASK + 4 and outcome.tries == late > 1 + c.judged_tries(2)
+
+
+# ----------------------------------------------------------------------------- truly missing endpoints, fault named
+
+
+def test_an_endpoint_never_shown_fails_after_the_silent_bound_naming_the_endpoints_fault() -> None:
+    clock = FakeClock()
+    why = "its own pod IP 10.244.2.21:8083 did not answer lin-client's netexec (...): the endpoint's fault"
+    witness, asked = witness_showing(10**6, why)
+    outcome = collect_dial(
+        service_answers(None), SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness
+    )
+    assert not outcome.reached_all and outcome.tries == c.DIAL_SILENT_TRIES and not outcome.shown_at
+    assert outcome.missing == {"lin-netserver-1": f"never shown complete from the client's side: {why}"}
+    assert (
+        "lin-netserver-1: never shown complete" in outcome.describe() and "the endpoint's fault" in outcome.describe()
+    )
+    assert len(asked) == c.DIAL_SILENT_TRIES - ASK + 1  # one question per try from the ASK-th, none at the end
+
+
+def test_an_endpoint_shown_yet_never_answering_through_the_service_is_the_services_fault() -> None:
+    clock = FakeClock()
+    witness, _ = witness_showing(1)
+    outcome = collect_dial(
+        service_answers(None), SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness
+    )
+    assert not outcome.reached_all and outcome.tries == ASK + c.judged_tries(2)
+    assert "answers the client by its own pod IP now" in outcome.missing["lin-netserver-1"]
+    assert outcome.missing["lin-netserver-1"].endswith("the Service's fault")
+
+
+def test_an_endpoint_that_stops_answering_by_its_pod_ip_is_named_the_endpoints_fault() -> None:
+    asked: list[int] = []
+
+    def witness(missing: frozenset[str]) -> dict[str, str | None]:
+        asked.append(1)  # shown on the first question; silent by its own pod IP at the end
+        return {n: None if len(asked) == 1 else "its own pod IP did not answer: the endpoint's fault" for n in missing}
+
+    outcome = collect_dial(service_answers(None), SERVERS, c.dial_bound(2), sleep=lambda s: None, witness=witness)
+    assert outcome.missing == {"lin-netserver-1": "its own pod IP did not answer: the endpoint's fault"}
+
+
+def test_a_silent_service_still_fails_fast_and_never_asks_the_witness() -> None:
+    clock = FakeClock()
+    witness, asked = witness_showing(1)
+    silent = collect_dial(lambda: SILENT, SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness)
+    assert silent.tries == c.DIAL_SILENT_TRIES and not asked and not silent.missing
+
+
+def test_the_warm_up_until_any_waits_for_the_others_to_be_shown() -> None:
+    witness, asked = witness_showing(3)
+    outcome = collect_dial(service_answers(None), SERVERS, 15, sleep=lambda s: None, until_any=True, witness=witness)
+    assert outcome.tries == 3 and outcome.shown_at == 3 and len(asked) == 3
+    never, _ = witness_showing(10**6)
+    outcome = collect_dial(service_answers(None), SERVERS, 15, sleep=lambda s: None, until_any=True, witness=never)
+    assert outcome.tries == c.DIAL_SILENT_TRIES and not outcome.shown_at and outcome.responses  # bounded
+
+
+# ----------------------------------------------------------------------------- FlowChecks' witness on a fake cluster
+
+
+def endpoint_slice(ready: dict[str, bool]) -> SimpleNamespace:
+    return SimpleNamespace(
+        address_type="IPv4",
+        ports=[
+            SimpleNamespace(name="http", port=8083, protocol="TCP"),
+            SimpleNamespace(name="udp", port=8081, protocol="UDP"),
+        ],
+        endpoints=[
+            SimpleNamespace(
+                addresses=[SERVERS[name]],
+                target_ref=SimpleNamespace(name=name),
+                conditions=SimpleNamespace(ready=is_ready),
+            )
+            for name, is_ready in ready.items()
+        ],
+    )
+
+
+class Kube(fakes.ServiceKube):
+    """The namespace ``ns`` with Service ``lin-netserver`` at VIP (http 80 -> 8083, udp 90 -> 8081) over the two
+    netservers. The client's node programs netserver-1 into the Service from its ``program_at``-th VIP dial on
+    (None: never); each netserver answers its own pod IP unless in ``silent``; the EndpointSlices list ``ready``."""
+
+    def __init__(self, program_at: int | None, silent: frozenset[str] = frozenset(), ready: bool = True) -> None:
+        super().__init__("ns", (VIP,))
+        self.program_at, self.silent = program_at, silent
+        self.vip_dials = self.slice_lists = 0
+        svc = SimpleNamespace(
+            metadata=SimpleNamespace(name="lin-netserver"),
+            spec=SimpleNamespace(
+                cluster_ip=VIP,
+                cluster_ips=[VIP],
+                ports=[
+                    SimpleNamespace(name="http", port=80, protocol="TCP", node_port=None),
+                    SimpleNamespace(name="udp", port=90, protocol="UDP", node_port=None),
+                ],
+            ),
+            status=SimpleNamespace(load_balancer=None),
+        )
+        self.core.list_namespaced_service = lambda namespace: SimpleNamespace(items=[svc])
+        slices = endpoint_slice({"lin-netserver-0": True, "lin-netserver-1": ready})
+
+        def list_namespaced_endpoint_slice(namespace: str, label_selector: str) -> SimpleNamespace:
+            assert (namespace, label_selector) == ("ns", "kubernetes.io/service-name=lin-netserver")
+            self.slice_lists += 1
+            return SimpleNamespace(items=[slices])
+
+        self.discovery = SimpleNamespace(list_namespaced_endpoint_slice=list_namespaced_endpoint_slice)
+
+    def dial(self, target: str) -> ExecResult:
+        if target not in SERVERS.values():  # the Service (by VIP, by name), or an address as the Service answers
+            self.vip_dials += 1
+            late = self.program_at is None or self.vip_dials < self.program_at
+            return ExecResult(
+                0, fakes.netexec_answer("lin-netserver-0" if late else f"lin-netserver-{self.vip_dials % 2}"), ""
+            )
+        name = next(n for n, ip in SERVERS.items() if ip == target)
+        return ExecResult(0, SILENT if name in self.silent else fakes.netexec_answer(name), "")
+
+    def pod_ip_dials(self) -> list[str]:
+        return [cmd[-1] for cmd in self.commands if "host=10.244." in cmd[-1]]
+
+
+@pytest.fixture(autouse=True)
+def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes.fresh_worker(monkeypatch)
+
+
+def test_flowchecks_a_dial_that_answers_in_full_reads_no_service_and_dials_no_pod_ip() -> None:
+    kube = Kube(program_at=1)
+    outcome = flows.FlowChecks(kube).dial(CLIENT, VIP, 80, "http", set(SERVERS))
+    assert outcome.reached_all and outcome.tries == 2 and not kube.pod_ip_dials() and kube.slice_lists == 0
+
+
+@pytest.mark.parametrize("target", [VIP, "lin-netserver"])
+def test_flowchecks_a_node_programming_an_endpoint_late_passes_after_its_pod_ip_answered(target: str) -> None:
+    kube = Kube(program_at=16)
+    outcome = flows.FlowChecks(kube).dial(CLIENT, target, 80, "http", set(SERVERS))
+    assert outcome.reached_all and outcome.tries == 17 and outcome.shown_at == ASK, outcome.describe()
+    (only,) = kube.pod_ip_dials()  # netserver-1's own pod IP, once, at the slice's port for the Service port
+    assert "host=10.244.2.21&port=8083" in only
+
+
+def test_flowchecks_an_endpoint_silent_by_its_pod_ip_is_named_the_endpoints_fault() -> None:
+    kube = Kube(program_at=None, silent=frozenset({"lin-netserver-1"}))
+    outcome = flows.FlowChecks(kube).dial(CLIENT, VIP, 90, "udp", set(SERVERS))
+    assert not outcome.reached_all and outcome.tries == c.DIAL_SILENT_TRIES
+    text = outcome.describe()
+    assert "lin-netserver-1: never shown complete from the client's side: its own pod IP 10.244.2.21:8081" in text
+    assert "did not answer lin-client's netexec" in text and text.endswith("the endpoint's fault")
+
+
+def test_flowchecks_an_endpoint_the_service_never_reaches_is_named_the_services_fault() -> None:
+    kube = Kube(program_at=None)
+    outcome = flows.FlowChecks(kube).dial(CLIENT, VIP, 80, "http", set(SERVERS))
+    assert not outcome.reached_all and outcome.tries == ASK + c.judged_tries(2)
+    assert len(kube.pod_ip_dials()) == 2  # once to show it, once at the end to name the fault
+    assert "lin-netserver-1: answers the client by its own pod IP now" in outcome.describe()
+    assert outcome.describe().endswith("the Service's fault")
+
+
+def test_flowchecks_an_endpoint_listed_not_ready_is_not_judged_and_named() -> None:
+    kube = Kube(program_at=None, ready=False)
+    outcome = flows.FlowChecks(kube).dial(CLIENT, VIP, 80, "http", set(SERVERS))
+    assert outcome.tries == c.DIAL_SILENT_TRIES and not kube.pod_ip_dials()
+    assert "listed not ready in the EndpointSlices of Service lin-netserver: the endpoint's fault" in outcome.describe()
+
+
+def test_flowchecks_a_target_that_is_no_service_is_judged_from_the_first_question() -> None:
+    kube = Kube(program_at=None)
+    outcome = flows.FlowChecks(kube).dial(CLIENT, "10.0.0.99", 80, "http", set(SERVERS))  # no Service there
+    assert outcome.tries == ASK + c.judged_tries(2) and not kube.pod_ip_dials() and kube.slice_lists == 0
