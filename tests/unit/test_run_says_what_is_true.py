@@ -5,6 +5,7 @@ nodes with and without a data plane."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -94,13 +95,13 @@ def test_a_local_run_ends_by_saying_the_cluster_is_left_running(tmp_path, monkey
     """`wincon run --local` (make main) used to leave its cluster running without a word."""
     import wincon.localcluster.cluster as cluster
 
-    monkeypatch.setattr(cluster, "up", lambda name: tmp_path / "kubeconfig")
+    monkeypatch.setattr(cluster, "up", lambda name, **options: tmp_path / "kubeconfig")
     monkeypatch.setattr(runner, "_run_pytest", lambda command: 5)
     runner.run(tmp_path / "r1", ["--", "suites"], local=True, cluster_name="wincon-x", reports=False)
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == (
         "wincon: the local cluster wincon-x is left running for the next run (it reuses it); "
-        "stop it with: python3 -m wincon cluster down --name wincon-x"
+        f"stop it with: {sys.executable} -m wincon cluster down --name wincon-x"
     )
 
 
