@@ -1,9 +1,14 @@
 # wincon: every step a fresh machine needs. The README's two commands are `make main` and `make test`.
 SHELL := /bin/bash
-export PATH := $(shell go env GOPATH 2>/dev/null)/bin:$(PATH)
 .SHELLFLAGS := -euo pipefail -c
-PYTHON ?= python3
-PIP := $(PYTHON) -m pip
+# Every Python command runs from the project's own virtualenv, made with the machine's python3: nothing is
+# installed into the system's Python. Its bin/ comes first on PATH, so that wincon, pytest, ruff, mypy and
+# shellcheck (and what the tests start by name) are the virtualenv's.
+SYSTEM_PYTHON ?= python3
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed-wincon-dev
+export PATH := $(abspath $(VENV))/bin:$(shell go env GOPATH 2>/dev/null)/bin:$(PATH)
 WORKERS ?= 2
 CLUSTER ?= wincon
 
@@ -11,8 +16,19 @@ CLUSTER ?= wincon
 
 setup: setup-python setup-node setup-browser setup-tools setup-dataplane
 
-setup-python:
-	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
+# The virtualenv and, in it, the project with its dev tools: installed again only when pyproject.toml is newer
+# than the stamp, so that an up-to-date virtualenv costs nothing.
+setup-python: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml | $(PYTHON)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# Made once; Debian's python3 needs python3-venv (ensurepip) for it, installed when `venv` fails without it.
+$(PYTHON):
+	rm -rf $(VENV)
+	$(SYSTEM_PYTHON) -m venv $(VENV) || { rm -rf $(VENV); apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null && $(SYSTEM_PYTHON) -m venv $(VENV); }
 
 setup-node:
 	@if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi
@@ -71,8 +87,8 @@ test-integration: setup binaries
 	$(PYTHON) -m pytest tests/integration -p no:randomly -n $(WORKERS) -q -rfEs
 
 lint: setup-python typecheck
-	ruff check .
-	ruff format --check .
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m wincon lint
 	$(PYTHON) -m pytest tests/unit/test_import_cycles.py -q -p no:randomly -p no:cacheprovider  # no import cycle inside wincon/
 

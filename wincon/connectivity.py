@@ -592,13 +592,32 @@ def parse_ping(os_name: str, output: str) -> PingResult:
     return PingResult(int(stats.group(1)), int(stats.group(2)))
 
 
+# ping.exe's own English lines that say what became of a request when the output has no statistics (recordings
+# cut before them: ping-windows-*-cut.txt; "Ping request could not find host" for a name that did not resolve:
+# ping-windows-container-could-not-find-host.txt).
+_WIN_PING_LINES = re.compile(
+    r"^(?:Pinging \S+|Request timed out\.|Reply from \S+: Destination host unreachable\.|"
+    r"(?:PING: transmit failed\. )?General failure\.|Ping request could not find host \S+\.)",
+    re.MULTILINE,
+)
+
+
 def ping_succeeded(os_name: str, exit_code: int, output: str) -> bool:
     """True only for a real echo reply: exit 0 and a reply in the output (never exit 0 alone). An output without
     statistics is no reply: False, never a pass; it is no evidence of a missing reply either (a deviation needs
-    its own: ping's statistics with none received). An unknown operating system is the caller's error (ValueError)."""
+    its own: ping's statistics with none received). On Windows that holds only for ping.exe's own English lines
+    (a recording cut before its statistics): any other text, such as ping.exe in another language
+    (ping-windows-french-success.txt, ping-windows-chinese-success.txt), is UnreadableOutput, never "no echo
+    reply". An unknown operating system is the caller's error (ValueError)."""
     try:
         return exit_code == 0 and parse_ping(os_name, output).ok
     except UnreadableOutput:
+        if os_name == "windows" and not _WIN_PING_LINES.search(output.replace("\r\n", "\n")):
+            raise UnreadableOutput(
+                "ping.exe printed neither its English statistics nor any of its English lines (another language?)",
+                tool="ping.exe",
+                output=output,
+            ) from None
         return False
 
 
@@ -816,17 +835,21 @@ def parse_nslookup(output: str) -> Lookup:
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error, not_found)
 
 
-# NXDOMAIN as BIND's and busybox's nslookup print it ("** server can't find <name>: NXDOMAIN"; recorded in
-# tests/data/windows-outputs/). A timeout, "Server failed" (SERVFAIL) or "No answer" alone is not it.
-_NSLOOKUP_NXDOMAIN = re.compile(r"^\*\*\*?\s*server can't find \S+:\s*NXDOMAIN\s*$", re.IGNORECASE | re.MULTILINE)
+# NXDOMAIN as BIND's and busybox's nslookup print it ("** server can't find <name>: NXDOMAIN"), and as Windows'
+# own nslookup.exe says it ("*** <server> can't find <name>: Non-existent domain",
+# nslookup-windows-container-non-existent-domain.txt); both recorded in tests/data/windows-outputs/. A timeout,
+# "Server failed" (SERVFAIL) or "No answer" alone is not it.
+_NSLOOKUP_NXDOMAIN = re.compile(
+    r"^\*\*\*?\s*\S+ can't find \S+:\s*(?:NXDOMAIN|Non-existent domain)\s*$", re.IGNORECASE | re.MULTILINE
+)
 _NSLOOKUP_OTHER_FAILURE = re.compile(
     r"timed out|timed-out|SERVFAIL|Server failed|REFUSED|no servers could be reached", re.IGNORECASE
 )
 
 
 def nslookup_not_found(output: str) -> bool:
-    """True when nslookup printed NXDOMAIN and no other failure (a timeout or SERVFAIL of one of the
-    queries makes the answer inconclusive: the name may exist)."""
+    """True when nslookup printed NXDOMAIN (Windows: "Non-existent domain") and no other failure (a timeout or
+    SERVFAIL of one of the queries makes the answer inconclusive: the name may exist)."""
     return bool(_NSLOOKUP_NXDOMAIN.search(output)) and not _NSLOOKUP_OTHER_FAILURE.search(output)
 
 
@@ -1075,27 +1098,39 @@ def get_volume_command(path: str) -> list[str]:
     ]
 
 
-def parse_get_volume(output: str) -> list[str]:
-    """The FileSystem column of Get-Volume's default table, one entry per volume row
-    (tests/data/windows-outputs/get-volume-windows-server.txt); UnreadableOutput where there is no such table.
+# The names Get-Volume's table gives its file system column, as recorded: "FileSystem" (Windows PowerShell 5.1's
+# default table on Windows Server, get-volume-windows-server.txt; the Storage module's reference page,
+# get-volume-docs-example-drive-letter.txt) and "FileSystemType" (PowerShell 7's table,
+# get-volume-powershell7-friendlyname-filesystemtype.txt). A table with neither is unreadable.
+GET_VOLUME_FILE_SYSTEM_COLUMNS = ("FileSystem", "FileSystemType")
 
-    The columns are found from the dashes under the header: FileSystem is left-aligned, so its cell runs from
-    its dashes' start to the next column's."""
+
+def parse_get_volume(output: str) -> list[str]:
+    """The file system column of Get-Volume's table, one entry per volume row, read by the column names it is
+    recorded with (GET_VOLUME_FILE_SYSTEM_COLUMNS); UnreadableOutput where there is no such table.
+
+    The columns are found from the dashes under the header: the file system column is left-aligned, so its cell
+    runs from its dashes' start to the next column's."""
     lines = output.replace("\r\n", "\n").split("\n")
     for index, line in enumerate(lines[:-1]):
         header = line.split()
-        if "FileSystem" not in header or not set(lines[index + 1].strip()) <= {"-", " "}:
+        known = [name for name in GET_VOLUME_FILE_SYSTEM_COLUMNS if name in header]
+        if len(known) != 1 or not lines[index + 1].strip() or not set(lines[index + 1].strip()) <= {"-", " "}:
             continue
         starts = [m.start() for m in re.finditer(r"-+", lines[index + 1])]
         names = header
         if len(starts) != len(names):
             break
-        column = names.index("FileSystem")
+        column = names.index(known[0])
         begin = starts[column]
         end = starts[column + 1] if column + 1 < len(starts) else None
         rows = [row for row in lines[index + 2 :] if row.strip()]
         return [row[begin:end].strip() for row in rows]
-    raise UnreadableOutput("no Get-Volume table with a FileSystem column", tool="Get-Volume", output=output)
+    raise UnreadableOutput(
+        f"no Get-Volume table with a {' or '.join(GET_VOLUME_FILE_SYSTEM_COLUMNS)} column",
+        tool="Get-Volume",
+        output=output,
+    )
 
 
 # ----------------------------------------------------------------------------- Service environment variables

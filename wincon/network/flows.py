@@ -89,13 +89,19 @@ def resolver_silent(tool: str, result: ExecResult) -> bool:
 
 # curl's exit codes that come only after the name resolved: connected or not, a server was found for the name.
 CURL_RESOLVED = frozenset({0, 7, 22, 52, 56})
+# curl's message when it tried to connect to the name's address (so the name resolved), whatever its exit code:
+# "curl: (28) Failed to connect to github.com port 443 after 21365 ms: Could not connect to server" (curl.exe in a
+# Windows Server Core ltsc2019 container, tests/data/windows-outputs/curl-windows-servercore-ltsc2019-connect-
+# timeout.txt): exit 28 is also curl's "Resolving timed out", so the exit code alone does not tell.
+_CURL_CONNECT_ATTEMPT = re.compile(r"^curl: \(\d+\) Failed to connect to \S+ port \d+\b", re.MULTILINE)
 _NSLOOKUP_SERVER_ANSWER = re.compile(r"SERVFAIL|Server failed|REFUSED", re.IGNORECASE)
 
 
 def resolver_answered(tool: str, result: ExecResult) -> bool:
     """The look-up's output shows a DNS server answered: an address, an NXDOMAIN, a SERVFAIL or REFUSED (nslookup),
     a name that resolved or Go's "no such host" / "server misbehaving" (agnhost connect), a curl that got past
-    resolving the name. A missing tool or an output the suite cannot read shows nothing either way."""
+    resolving the name (by its exit code, or by its message that it tried to connect to the name's address). A
+    missing tool or an output the suite cannot read shows nothing either way."""
     text = f"{result.stdout}\n{result.stderr}"
     if resolver_silent(tool, result):
         return False
@@ -112,7 +118,7 @@ def resolver_answered(tool: str, result: ExecResult) -> bool:
             return False
         return resolution.resolved or resolution.not_found or "server misbehaving" in text
     if tool == "curl":
-        return result.exit_code in CURL_RESOLVED
+        return result.exit_code in CURL_RESOLVED or bool(_CURL_CONNECT_ATTEMPT.search(text))
     if lookup is not None:
         return lookup.ok or lookup.not_found
     return False
