@@ -509,11 +509,12 @@ def exit_hint(tail: str) -> str | None:
             limit = INOTIFY_LIMIT.read_text().strip()
         except OSError:
             limit = "unknown"
+        more = 2 * int(limit) if limit.isdigit() else 1024  # `up` has raised it to kernel.py's minimum already
         return (
             f"the host's inotify instances are used up (fs.inotify.max_user_instances = {limit}; every kubelet "
             f"and containerd takes several): stop other local clusters (those under {paths.cache_root() / 'clusters'}: "
-            "`wincon cluster down --name N`) or raise the limit, e.g. `sysctl fs.inotify.max_user_instances=512`, "
-            "then run `wincon cluster up` again"
+            "`wincon cluster down --name N`) or raise the limit further, e.g. "
+            f"`sysctl -w fs.inotify.max_user_instances={more}`, then run `wincon cluster up` again"
         )
     return None
 
