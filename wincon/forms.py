@@ -93,11 +93,12 @@ DXDIAG = _K + "test/e2e/windows/device_plugin.go:118 dxdiag"
 REBOOT_SCRIPT = _K + "test/e2e/windows/reboot_node.go:180 Get-WmiObject"
 DELAY_SHUTDOWN = _K + "test/e2e/windows/node_shutdown.go:254 delay-shutdown"
 # Windows' ping.exe (connectivity.ping_command: ping -n 1 -w 5000): upstream's e2e runs no ping in a Windows pod, so
-# its evidence is recorded output (tests/unit/test_windows_outputs.py reads all 14 ping-*.txt files). Windows Server
-# recordings: success in Windows Server Core ltsc2019 containers (microsoft/Windows-Containers#420) and in a
-# container on a Windows Server 2022 host (Windows-Containers#439); timeouts in a servercore ltsc2019 container
-# (#420), a nanoserver container on Windows Server 2016 (docker/for-win#964) and a pod on a Windows Server 2019 node
-# (ovn-kubernetes#576, with an unreachable reply); "Destination host unreachable" counted as received with exit 0,
+# its evidence is recorded output (every ping-*.txt file is in a row of wincon.output_forms, the forms table, read by
+# tests/unit/test_windows_output_forms.py). Windows Server recordings: success in Windows Server Core ltsc2019
+# containers (microsoft/Windows-Containers#420) and in a container on a Windows Server 2022 host
+# (Windows-Containers#439); timeouts in a servercore ltsc2019 container (#420), a nanoserver container on Windows
+# Server 2016 (docker/for-win#964) and a pod on a Windows Server 2019 node (ovn-kubernetes#576, with an unreachable
+# reply); "Destination host unreachable" counted as received with exit 0,
 # and "General failure", on a Windows Server LTSC VM (vmware/ansible-vsphere-gos-validation#300). The others are
 # from Windows machines of unstated edition (the -n 1 -w forms, mickem/nscp#140) or Windows 11. No recording is
 # from a Kubernetes pod whose ping succeeded: the success forms come from Windows Server containers outside one.
