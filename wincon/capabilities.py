@@ -48,6 +48,17 @@ def _runtime_class(p: ClusterProfile, name: str | None = None) -> bool | None:
     return hyperv_runtime_class(p.runtime_classes) is not None
 
 
+def _minor_at_least(p: ClusterProfile, minor: str) -> bool | None:
+    """Whether the API server's Kubernetes minor is ``minor`` or later; None where its version is unparseable."""
+    if not p.k8s_minor:
+        return None
+    return tuple(int(x) for x in p.k8s_minor.split(".")) >= tuple(int(x) for x in minor.split("."))
+
+
+def _since(p: ClusterProfile, minor: str, what: str) -> str:
+    return f"the cluster runs Kubernetes {p.server_version}, older than {minor}, the release where {what}"
+
+
 def _classes(p: ClusterProfile) -> str:
     listed = ", ".join(f"{name} (handler {handler})" for name, handler in p.runtime_classes or ())
     return f"its RuntimeClasses: {listed or 'none'}"
@@ -93,6 +104,20 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
     "cluster-dns": (
         lambda p: None if p.cluster_dns is None else bool(p.cluster_dns),
         lambda p: "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use",
+    ),
+    # Behaviour a Kubernetes release introduced, by the API server's minor (k8s.io/kubernetes pkg/features/
+    # kube_features.go and the validation each check cites).
+    "in-place-resize": (
+        lambda p: _minor_at_least(p, "1.35"),
+        lambda p: _since(p, "1.35", "in-place pod resize went GA (InPlacePodVerticalScaling locked on)"),
+    ),
+    "pod-level-resources": (
+        lambda p: _minor_at_least(p, "1.34"),
+        lambda p: _since(p, "1.34", "the API server began to refuse pod-level resources for Windows pods"),
+    ),
+    "node-log-query": (
+        lambda p: _minor_at_least(p, "1.36"),
+        lambda p: _since(p, "1.36", "node log query went GA (NodeLogQuery locked on)"),
     ),
 }
 

@@ -434,3 +434,54 @@ def submit_pod(
             return None, rejection_of(exc)
         raise
     return json.loads(created.data), None
+
+
+# --------------------------------------------------------------------------- resources the API refuses for Windows
+
+# pkg/apis/core/validation/validation.go ValidatePodResize (k8s.io/kubernetes v1.35.4 :6229-6231, the release
+# InPlacePodVerticalScaling went GA and locked on; the same line at v1.36.3 :6319, v1.37.2 :6504,
+# v1.38.0-beta.0 :6559, and already at v1.34.4 :6067): a resize of a pod whose spec.os.name is windows is one
+# Forbidden error at the root path, returned instead of every other resize error. The root path
+# field.NewPath("") prints as "[]" (k8s.io/apimachinery v0.36.1 pkg/util/validation/field/path.go:106-114: a
+# root without a name prints its empty index), as kubectl shows such refusals: 'The Pod "x" is invalid: []:
+# Forbidden: ...'.
+WINDOWS_RESIZE_REFUSED = "windows pods cannot be resized"
+WINDOWS_RESIZE_PATH = "[]"
+# validatePodResources (v1.34.4 :4623, where kubernetes#133046 added it; v1.35.4 :4745, v1.36.3 :4751,
+# v1.37.2 :4906, v1.38.0-beta.0 :4904): spec.resources of a pod whose spec.os.name is windows is one Forbidden
+# error at spec.resources, returned instead of the field's other errors.
+POD_RESOURCES_REFUSED = "may not be set for a windows pod"
+POD_RESOURCES_PATH = "spec.resources"
+
+
+def resize_pod(
+    api_client: client.ApiClient, namespace: str, name: str, patch: list[dict[str, Any]]
+) -> tuple[dict[str, Any] | None, Rejection | None]:
+    """Patch the pod's ``resize`` subresource (a JSON patch, as ``kubectl patch --subresource resize`` sends one):
+    (the pod as stored, None), or (None, Rejection) for a 400/403/422 answer; any other error propagates."""
+    core = client.CoreV1Api(api_client)
+    try:
+        patched = call(core.patch_namespaced_pod_resize, name, namespace, patch, _preload_content=False)
+    except ApiException as exc:
+        if exc.status in REJECTED_STATUSES:
+            return None, rejection_of(exc)
+        raise
+    return json.loads(patched.data), None
+
+
+def only_refusal(rejection: Rejection | None, path: str, message: str) -> str:
+    """What is wrong with ``rejection`` as the API server's one Windows refusal: a 422 Invalid whose only cause is
+    Forbidden at ``path`` with ``message``; '' where it is exactly that. The check asserts it, so any other answer (accepted, another status, another field or message,
+    a second cause) is named in its failure."""
+    if rejection is None:
+        return "the API server accepted it"
+    if rejection.status != 422 or rejection.reason != "Invalid":
+        return f"the API server refused it otherwise: {rejection.describe()}"
+    wanted = f"Forbidden: {message}"
+    matching = [c for c in rejection.causes if c.get("field") == path and c.get("message") == wanted]
+    others = [c for c in rejection.causes if c not in matching]
+    if not matching:
+        return f"no cause {wanted!r} at {path}: {rejection.describe()}"
+    if others:
+        return f"refused for other reasons too, so the Windows rule alone is not shown: {rejection.describe()}"
+    return ""
