@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wincon import aks
 from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
@@ -64,8 +65,6 @@ POLICY_DAEMONSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("antrea", ("antrea-agent-windows", "antrea-agent")),
     ("ovn-kubernetes", ("ovnkube-node-windows", "ovnkube-node")),
 )
-AKS_NETWORK_POLICY_LABEL = "kubernetes.azure.com/network-policy"  # on AKS nodes: none, azure, calico, cilium
-AKS_POLICY_ENGINES = {"azure": "azure-npm", "calico": "calico", "cilium": "cilium", "none": "none"}
 CALICO_NODE_ANNOTATIONS = ("projectcalico.org/IPv4Address", "projectcalico.org/IPv4VXLANTunnelAddr")
 GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
@@ -476,6 +475,8 @@ def _windows_nodes(objects: NetworkObjects) -> list[dict[str, Any]]:
 
 def detect_pod_network(objects: NetworkObjects) -> tuple[str, str | None]:
     """The pod network and its backend from what the providers deploy: ("unknown", None) when nothing shows it."""
+    if objects.cloud == "azure" and aks.is_aks(objects.nodes):  # AKS's node labels say its mode (wincon.aks)
+        return aks.pod_network(objects.nodes)[0]
     names = list(objects.daemonsets)
     for cni, patterns in CNI_DAEMONSETS:
         if not any(_name_matches(n, patterns) for n in names):
@@ -522,10 +523,9 @@ def detect_network_policy(objects: NetworkObjects) -> tuple[str, str]:
     no engine runs (AKS's node label; the local cluster, which deploys none)."""
     if objects.cloud == "kwok":
         return "none", "the local cluster deploys no policy engine"
-    for node in _windows_nodes(objects):
-        value = ((node.get("metadata") or {}).get("labels") or {}).get(AKS_NETWORK_POLICY_LABEL)
-        if value in AKS_POLICY_ENGINES:
-            return AKS_POLICY_ENGINES[value], f"node label {AKS_NETWORK_POLICY_LABEL}={value}"
+    aks_policy = aks.network_policy(objects.nodes, objects.daemonsets) if objects.cloud == "azure" else None
+    if aks_policy and aks.is_aks(objects.nodes):  # AKS's network-policy node label (wincon.aks)
+        return aks_policy
     linux_only = []
     for engine, patterns in POLICY_DAEMONSETS:
         for name, ds in objects.daemonsets.items():

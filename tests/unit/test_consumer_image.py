@@ -9,11 +9,13 @@ import subprocess
 import tarfile
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from wincon.localcluster import build, consumer, images, paths
+from wincon.workloads.catalog import Catalog
 
 UPSTREAM = Path(os.environ.get("GOMODCACHE") or Path.home() / "go/pkg/mod") / "k8s.io/kubernetes@v1.34.4"
 
@@ -66,13 +68,32 @@ def test_the_image_layout_is_upstreams():
 def test_not_built_means_no_image_and_the_plain_archive(cache):
     assert consumer.binaries() is None
     assert "resource-consumer" not in images.references()
-    assert images.archive_path(cache).name == images.ARCHIVE
+    name = images.archive_path(cache).name
+    assert name.startswith(images.ARCHIVE.removesuffix(".oci.tar") + "-") and "-rc" not in name
+
+
+def test_the_archive_name_follows_the_catalog_s_references(cache, monkeypatch):
+    """An archive written under the catalog's former tags is not reused once the catalog moves: its images would
+    carry references the suite no longer deploys (nothing is pulled on these nodes)."""
+    before = images.archive_path(cache).name
+    pause = images.references()["pause"]
+    real = Catalog.load
+
+    def bumped(*args, **kwargs):
+        loaded = real(*args, **kwargs)
+        loaded.images["pause"] = replace(loaded.images["pause"], tag=loaded.images["pause"].tag + "-next")
+        return loaded
+
+    monkeypatch.setattr(Catalog, "load", staticmethod(bumped))
+    assert images.references()["pause"] == pause + "-next"
+    assert images.archive_path(cache).name != before
 
 
 def test_built_means_the_catalog_reference_and_an_archive_name_of_its_own(cache):
     files = fake_build(cache)
     assert consumer.binaries() == files
-    assert images.references()["resource-consumer"] == "wincon.local/e2e-test-images/resource-consumer:1.13"
+    spec = Catalog.load().images["resource-consumer"]
+    assert images.references()["resource-consumer"] == f"wincon.local/e2e-test-images/resource-consumer:{spec.tag}"
     name = images.archive_path(cache).name
     assert name != images.ARCHIVE and consumer.key() in name  # an archive written without it is not reused
     (image,) = [i for i in images._images() if i.key == "resource-consumer"]

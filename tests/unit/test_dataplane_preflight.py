@@ -10,6 +10,7 @@ import pytest
 from wincon.errors import ExitCode, LocalClusterError
 from wincon.localcluster import dataplane, images, netns
 from wincon.localcluster.topology import Topology
+from wincon.workloads.catalog import Catalog
 
 
 def test_not_root_names_the_fix_and_exits_10(monkeypatch):
@@ -51,7 +52,8 @@ def test_topology_defaults_to_two_real_nodes_and_none_keeps_the_simulated_cluste
 
 def test_image_references_follow_the_catalog_under_the_local_repo_list():
     refs = images.references()
-    assert refs["agnhost"] == "wincon.local/e2e-test-images/agnhost:2.56"
+    tag = Catalog.load().images["agnhost"].tag
+    assert refs["agnhost"] == f"wincon.local/e2e-test-images/agnhost:{tag}"
     assert refs["pause"].startswith("wincon.local/k8s/pause:")
     assert images.sandbox_image() == refs["pause"]
     assert "promoterE2eRegistry: wincon.local/e2e-test-images" in images.repo_list_text()

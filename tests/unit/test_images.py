@@ -70,6 +70,10 @@ def test_catalog_validates_against_its_schema(catalog, validator):
         (lambda c: c.update(registries={"winconRegistry": "Not A Registry"}), "does not match"),
         (lambda c: c["windows_versions"]["ltsc2022"].pop("build"), "'build' is a required property"),
         (lambda c: c["images"]["agnhost"].update(colour="blue"), "Additional properties are not allowed"),
+        (lambda c: c["images"]["agnhost"].pop("upstream_id"), "'upstream_id' is a required property"),
+        (lambda c: c["images"]["busybox"].pop("windows_versions_source"), "'windows_versions_source' is a required"),
+        (lambda c: c["images"]["nettools"].update(upstream_id="Nettools"), "should not be valid"),
+        (lambda c: c["images"]["nonroot"]["newer_than_upstream"].pop("why"), "'why' is a required property"),
     ],
 )
 def test_schema_rejects_malformed_entries(catalog, validator, mutate, fragment):
@@ -79,19 +83,151 @@ def test_schema_rejects_malformed_entries(catalog, validator, mutate, fragment):
     assert any(fragment in m for m in messages), messages
 
 
-def test_upstream_images_named_in_the_reference_are_in_the_catalog_at_their_versions(catalog):
-    expected = {
-        "agnhost": ("promoterE2eRegistry", "agnhost", "2.56"),
-        "busybox": ("promoterE2eRegistry", "busybox", "1.36.1-1"),
-        "pause": ("gcRegistry", "pause", "3.9"),
-        "nonroot": ("promoterE2eRegistry", "nonroot", "1.4"),
-        "jessie-dnsutils": ("promoterE2eRegistry", "jessie-dnsutils", "1.7"),
-        "resource-consumer": ("promoterE2eRegistry", "resource-consumer", "1.13"),
-    }
-    for key, (registry, name, tag) in expected.items():
-        spec = catalog["images"][key]
-        assert (spec["registry"], spec["name"], spec["tag"], spec["upstream"]) == (registry, name, tag, True), key
-        assert "windows" in spec["os"], f"{key} must be usable on Windows nodes"
+# ----------------------------------------------------------------------------- upstream at the pinned Kubernetes
+
+# BASEIMAGE's Windows keys (windows/amd64/<key>) -> the catalog's version names.
+BASEIMAGE_VERSIONS = {"1809": "ltsc2019", "ltsc2019": "ltsc2019", "ltsc2022": "ltsc2022", "ltsc2025": "ltsc2025"}
+MANIFEST_CONFIG = re.compile(r'configs\[(\w+)\] = Config\{list\.(\w+), "([^"]+)", "([^"]+)"\}')
+REGISTRY_FIELD = re.compile(r'(?m)^\s+(\w+)\s+string\s+`yaml:"(\w+)"`')
+
+
+def upstream_images(catalog: dict) -> dict:
+    return {k: v for k, v in catalog["images"].items() if v["upstream"]}
+
+
+def read_pinned_tree() -> Path:
+    """k8s.io/kubernetes's module tree at the release the local cluster is pinned to (versions.toml's default),
+    from the Go module cache; `go mod download` fetches it when it is not there."""
+    from wincon.localcluster import build, paths
+
+    versions = paths.load_versions(paths.default_release())
+    module = f"k8s.io/kubernetes@{versions['kubernetes']['version']}"
+    go = shutil.which("go")
+    if not go:
+        pytest.fail(
+            f"cannot read {module}'s test/utils/image/manifest.go: the go command is not installed "
+            "(install Go, see README, so that `go mod download` can fetch the module tree)"
+        )
+    command = [go, "mod", "download", "-json", module]
+    try:
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+            env={**os.environ, **build.go_environment(versions)},
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`{' '.join(command)}` did not finish in 900 s: the module tree cannot be read")
+    try:
+        info = json.loads(result.stdout or "{}")
+    except json.JSONDecodeError:
+        info = {}
+    tree = Path(info.get("Dir") or "/nonexistent")
+    if result.returncode or not (tree / "test" / "utils" / "image" / "manifest.go").is_file():
+        why = info.get("Error") or result.stderr.strip()[-400:] or f"no manifest.go under {tree}"
+        pytest.fail(
+            f"cannot read {module}'s test/utils/image/manifest.go: `{' '.join(command)}` failed: {why}. "
+            "The catalog's upstream tags are checked against it: reach the Go module proxy, or put the module "
+            "into the module cache (GOMODCACHE), and run again"
+        )
+    return tree
+
+
+@pytest.fixture(scope="module")
+def pinned_tree() -> Path:
+    return read_pinned_tree()
+
+
+@pytest.fixture(scope="module")
+def manifest_configs(pinned_tree) -> dict[str, tuple[str, str, str]]:
+    """ImageID -> (registry key as in a repo list, image name, tag), from the pinned manifest.go."""
+    text = (pinned_tree / "test" / "utils" / "image" / "manifest.go").read_text()
+    registry_keys = dict(REGISTRY_FIELD.findall(text))
+    configs = {i: (registry_keys.get(field, field), name, tag) for i, field, name, tag in MANIFEST_CONFIG.findall(text)}
+    assert "Agnhost" in configs and "promoterE2eRegistry" in registry_keys.values(), "manifest.go's format changed"
+    return configs
+
+
+def tag_key(tag: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", tag))
+
+
+def tree_build(tree: Path, spec: dict) -> tuple[str, set[str] | None] | None:
+    """(tag, Windows versions) that the pinned tree's own sources build for this image, where they say it:
+    test/images/<name>/VERSION with BASEIMAGE's windows/amd64/<version> lines, or build/pause's Makefile TAG
+    with the CHANGELOG (the pause Makefile reads its Windows versions from its base image's manifest list, so
+    only a CHANGELOG that names Windows Server 2025 for the tag shows the ltsc2025 entry)."""
+    source = tree / "test" / "images" / spec["name"]
+    if (source / "VERSION").is_file():
+        baseimage = (source / "BASEIMAGE").read_text() if (source / "BASEIMAGE").is_file() else ""
+        found = {BASEIMAGE_VERSIONS[v] for v in re.findall(r"(?m)^windows/amd64/([\w.]+)=", baseimage)}
+        return (source / "VERSION").read_text().strip(), found
+    if spec["name"] == "pause":
+        tag = re.search(r"(?m)^TAG \?= (\S+)", (tree / "build" / "pause" / "Makefile").read_text())
+        changelog = (tree / "build" / "pause" / "CHANGELOG.md").read_text()
+        assert tag, "build/pause/Makefile has no TAG"
+        section = changelog.split(f"# {tag.group(1)}\n", 1)[-1].split("\n# ", 1)[0]
+        return tag.group(1), ({"ltsc2025"} if "ltsc2025" in section else set())
+    return None
+
+
+def test_upstream_images_are_at_the_tag_the_pinned_manifest_names_or_say_why_newer(catalog, manifest_configs):
+    supported = set(catalog["windows_versions"])
+    for key, spec in upstream_images(catalog).items():
+        assert spec["upstream_id"] in manifest_configs, f"{key}: {spec['upstream_id']} is not in manifest.go"
+        registry, name, tag = manifest_configs[spec["upstream_id"]]
+        assert (spec["registry"], spec["name"]) == (registry, name), f"{key}: manifest.go names {registry} {name}"
+        newer = spec.get("newer_than_upstream")
+        if spec["tag"] == tag:
+            assert newer is None, f"{key} is at manifest.go's tag {tag}: newer_than_upstream must go"
+            continue
+        assert newer, f"{key} is at {spec['tag']}, manifest.go names {tag}: follow it or say why newer"
+        assert newer["upstream_tag"] == tag, f"{key}: newer_than_upstream names {newer['upstream_tag']}, not {tag}"
+        assert tag_key(spec["tag"]) > tag_key(tag), f"{key}: {spec['tag']} is not newer than {tag}"
+        lacking = supported - set(newer["upstream_windows_versions"])
+        assert lacking, f"{key}: {tag} covers every supported version, so the catalog must use it"
+        assert lacking <= set(spec["windows_versions"]), f"{key}: {spec['tag']} lacks {lacking} as well"
+        for version in lacking:
+            assert version in newer["why"], f"{key}: the why does not name {version}"
+
+
+def test_upstream_windows_versions_agree_with_the_pinned_tree_s_own_build_files(catalog, pinned_tree):
+    """Where the pinned tree builds the catalog's tag, its BASEIMAGE (or pause's CHANGELOG) shows the Windows
+    entries the catalog records; an image at a newer tag than manifest.go's must be the one that tree builds."""
+    compared = []
+    for key, spec in upstream_images(catalog).items():
+        built = tree_build(pinned_tree, spec)
+        if spec.get("newer_than_upstream"):
+            assert built and built[0] == spec["tag"], f"{key}: the pinned tree builds {built}, not {spec['tag']}"
+        if built is None or built[0] != spec["tag"] or "windows" not in spec["os"]:
+            continue
+        tag, versions = built
+        if spec["name"] == "pause":
+            assert ("ltsc2025" in spec["windows_versions"]) == ("ltsc2025" in versions), key
+        else:
+            assert versions == set(spec["windows_versions"]), f"{key}: BASEIMAGE of {tag} builds {sorted(versions)}"
+        compared.append(key)
+    assert {"pause", "nonroot", "resource-consumer", "agnhost"} <= set(compared), compared
+
+
+def test_every_upstream_windows_image_has_an_entry_for_every_supported_version(catalog):
+    """The images follow upstream to tags whose manifest lists carry every supported build: only an exact build
+    runs under Hyper-V isolation and on a containerd whose matcher wants it (see the catalog's header)."""
+    supported = set(catalog["windows_versions"])
+    for key, spec in upstream_images(catalog).items():
+        if "windows" in spec["os"]:
+            missing = supported - set(spec["windows_versions"])
+            assert not missing or spec.get("upstream_limited"), f"{key} has no {sorted(missing)} entry"
+
+
+def test_a_missing_module_tree_is_a_clear_failure(monkeypatch):
+    """No go command: the fixture fails and names what it could not read and how to fix it."""
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception) as failure:
+        read_pinned_tree()
+    assert "test/utils/image/manifest.go" in str(failure.value) and "install Go" in str(failure.value)
 
 
 def test_every_image_names_a_defined_registry(catalog):
@@ -114,6 +250,7 @@ def test_every_windows_image_runs_on_every_supported_version_or_says_why_not(cat
         lacking = sorted(set(builds) - own)
         if lacking:
             assert spec.get("upstream_limited"), f"{key} has no entry for {lacking} and does not say why"
+            assert "hyper-v" in spec["upstream_limited"].lower(), f"{key}: say that Hyper-V pods need the exact build"
         for version, host in builds.items():
             entries = [builds[v] for v in own]
             assert any(runs_on(host, b) for b in entries), (
@@ -177,7 +314,7 @@ def test_the_framework_loads_the_catalog_and_picks_images_per_build(catalog):
     assert set(loaded.images) == set(catalog["images"])
     nettools = loaded.image("nettools", "windows", 26100)
     assert nettools.endswith("/wincon-nettools:1.0.0")
-    assert loaded.image("agnhost", "windows", 26100).endswith("/agnhost:2.56")  # via its ltsc2022 entry
+    assert loaded.image("agnhost", "windows", 26100) == loaded.images["agnhost"].reference(loaded.registries)
     with pytest.raises(InfrastructureError):
         loaded.image("agnhost", "windows", 19041)  # a build no entry runs on
 

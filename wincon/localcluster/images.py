@@ -40,7 +40,8 @@ REPO_LIST = {
 BUSYBOX = "/bin/busybox"
 # Raise REVISION whenever what goes into the images changes: the archive is rebuilt under the new name.
 REVISION = 2
-ARCHIVE = f"images-r{REVISION}.oci.tar"  # with resource-consumer: images-r<REVISION>-rc<its cache key>.oci.tar
+# images-r<REVISION>-<hash of the references>[-rc<resource-consumer's cache key>].oci.tar (archive_path)
+ARCHIVE = f"images-r{REVISION}.oci.tar"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _LAYER = "application/vnd.oci.image.layer.v1.tar"
 _CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -214,9 +215,12 @@ def _json(obj: Any) -> bytes:
 
 
 def archive_path(bindir: Path | None = None) -> Path:
-    """Where the image archive of the pinned versions is kept (next to the binaries it is built from); its name
-    says whether it holds resource-consumer, so an archive written before that was built is not reused after."""
-    name = ARCHIVE
+    """Where the image archive of the pinned versions is kept (next to the binaries it is built from). Its name
+    carries a hash of the references it holds, so that an archive written under other references (the image
+    catalog moved to another tag) is not reused, and says whether it holds resource-consumer, so an archive
+    written before that was built is not reused after."""
+    held = json.dumps(sorted(references().items())).encode()
+    name = ARCHIVE.replace(".oci.tar", f"-{hashlib.sha256(held).hexdigest()[:12]}.oci.tar")
     if consumer.binaries() is not None:
         name = ARCHIVE.replace(".oci.tar", f"-rc{consumer.key()}.oci.tar")
     return (bindir or paths.bin_dir()) / name

@@ -1,10 +1,11 @@
 """The image catalog: which image each suite uses, picked to match each Windows node's build.
 
 One reference per image is a manifest list whose Windows entries carry ``os.version``; the node's
-runtime picks the entry matching its build. Before deploying, the suite checks that such an entry
-exists (containerd's rule: hosts older than ltsc2022 need an exact build; ltsc2022 and later accept
-images from ltsc2022 up to their own build), so an unsupported pairing is a clear error, not a
-10-minute ImagePullBackOff. Registries are overridden with an upstream-format repo list file.
+runtime picks the entry matching its build. Before deploying, the suite checks that an entry the node
+can run exists, so an unsupported pairing is a clear error, not a 10-minute ImagePullBackOff. The
+catalog's images carry an entry of every supported build (images/catalog.yaml, checked against the
+pinned Kubernetes by tests/unit/test_images.py): an exact build is the only pairing that runs
+everywhere. Registries are overridden with an upstream-format repo list file.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ LTSC2022 = 20348
 
 
 def build_compatible(host_build: int, image_build: int) -> bool:
-    """containerd's Windows platform match for process isolation."""
+    """containerd's Windows platform match for a process-isolated pod on an LTSC host (github.com/containerd/
+    platforms, platform_windows_compat.go, containerd 2.x): hosts older than ltsc2022 need the exact build; an
+    ltsc2022 or ltsc2025 host accepts images from ltsc2022 up to its own build. It is the loosest rule: a host
+    past 26100 accepts ltsc2022 only from containerd/platforms#34 (containerd 2.3, containerd/containerd#14001),
+    and a Hyper-V isolated pod needs the exact build (kubernetes-sigs/windows-testing#557)."""
     if host_build < LTSC2022:
         return host_build == image_build
     return LTSC2022 <= image_build <= host_build
