@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import UnreadableOutput
 from wincon.network import flows
+from wincon.network.pods import PodRef
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 
@@ -97,3 +99,38 @@ def test_ping_in_another_language_is_unreadable_never_no_echo_reply(name):
     with pytest.raises(UnreadableOutput, match="ping"):
         conn.ping_succeeded("windows", 0, output)
     assert not flows.ping_unanswered("windows", ExecResult(0, output, ""))
+
+
+# ----------------------------------------------------------------------------- through FlowChecks, as the checks run
+
+
+class Answers(fakes.ExecKube):
+    """Every exec answers ``result``."""
+
+    def __init__(self, result: ExecResult) -> None:
+        super().__init__()
+        self.result = result
+
+    def respond(self, command: list[str]) -> ExecResult:
+        return self.result
+
+
+WINDOWS = PodRef("client", "10.244.2.9", ("10.244.2.9",), "win-0", "", "windows", "agnhost")
+
+
+def test_a_ping_check_in_another_language_is_a_suite_error(monkeypatch: pytest.MonkeyPatch):
+    fakes.fresh_worker(monkeypatch)
+    checks = flows.FlowChecks(Answers(ExecResult(0, recorded("ping-windows-french-success.txt"), "")))
+    with pytest.raises(UnreadableOutput, match="English"):
+        checks.ping(WINDOWS, "8.8.8.8")
+
+
+def test_a_windows_nxdomain_clears_the_record_of_a_silent_resolver(monkeypatch: pytest.MonkeyPatch):
+    fakes.fresh_worker(monkeypatch)
+    checks = flows.FlowChecks(
+        Answers(ExecResult(1, recorded("nslookup-windows-container-non-existent-domain.txt"), ""))
+    )
+    key = checks.resolver_key(WINDOWS)
+    checks.silent_resolver[key] = "an earlier look-up timed out"
+    lookup = checks.lookup(WINDOWS, "server8.", tool="nslookup")
+    assert lookup.not_found and key not in checks.silent_resolver
