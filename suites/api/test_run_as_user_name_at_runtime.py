@@ -20,7 +20,13 @@ from wincon.workloads.deploy import container
 pytestmark = [pytest.mark.api]
 
 UNKNOWN_USER = "FooLish"  # a valid name no Windows image has
-WRONG_USER = "The user name or password is incorrect"
+# The sandbox refusal of an unknown pod-level runAsUserName, by Windows Server release, as upstream matches it
+# (k8s.io/kubernetes v1.38.0-beta.0 test/e2e/windows/security_context.go:71-80; v1.37.2 :71 knew the first only):
+# ltsc2022 ERROR_LOGON_FAILURE (1326), ltsc2025 ERROR_NO_SUCH_DOMAIN (1355), the local lookup falling through to a
+# domain the container does not have.
+WRONG_USER = "The user name or password is incorrect."
+NO_SUCH_DOMAIN = "The specified domain either does not exist or could not be contacted."
+UNKNOWN_USER_REFUSALS = (WRONG_USER, NO_SUCH_DOMAIN)
 START_FAILURES = ("ContainerCannotRun", "StartError", "CreateContainerError", "RunContainerError")
 
 
@@ -38,7 +44,7 @@ def start_outcome(kube, name: str) -> str | None:
     """'refused: ...' once the runtime refused the user, 'ran: ...' if the container ran, None while pending."""
     core = kube.core
     for event in events_for(kube.api_client, kube.namespace, name, "FailedCreatePodSandBox"):
-        if WRONG_USER.lower() in (event.message or "").lower():
+        if any(refusal.lower() in (event.message or "").lower() for refusal in UNKNOWN_USER_REFUSALS):
             return f"refused: sandbox {event.message}"
     pod = call(core.read_namespaced_pod, name, kube.namespace)
     for status in (pod.status.container_statuses or []) if pod.status else []:
@@ -61,7 +67,7 @@ def start_outcome(kube, name: str) -> str | None:
 @pytest.mark.documents("k8s-windows-intro", "Security")
 @pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
 def test_unknown_run_as_user_name_is_refused_when_the_container_starts(kube, wincon, build, scope, data_plane):
-    """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go)."""
+    """ "The workaround is to create local accounts before packaging the container. The RunAsUsername capability is planned" (000_4130a90def37a825.txt, Security): with runAsUserName the account must exist in the image; an unknown one is refused by the runtime at start (upstream security_context.go:61 and :119 at v1.38.0-beta.0): at pod level a FailedCreatePodSandBox event saying "The user name or password is incorrect." (ltsc2022) or "The specified domain either does not exist or could not be contacted." (ltsc2025), as upstream accepts both from v1.38.0-beta.0 (:71-80); at container level the container fails to start (upstream :130 accepts ContainerCannotRun or StartError)."""
     pod_user, container_user = (UNKNOWN_USER, None) if scope == "pod" else ("ContainerUser", UNKNOWN_USER)
     name = f"unknown-user-{scope}"
     kube.create(user_pod(wincon, name, build, pod_user, container_user))
