@@ -45,7 +45,10 @@ def register(sub: Any) -> None:
     p.add_argument("--fix", action="store_true", help="add a new test_id to every test function that has none")
     p.set_defaults(func=cmd_lint)
 
-    p = sub.add_parser("coverage", help="docs/coverage.md's documented sections -> tests, from the documents markers")
+    p = sub.add_parser(
+        "coverage",
+        help="docs/coverage.md's documented sections -> tests (the documents markers) and upstream tables per version",
+    )
     p.add_argument("paths", nargs="*", default=[str(SUITES)], help="suite paths (default: suites/)")
     p.add_argument("--write", action="store_true", help="update docs/coverage.md")
     p.add_argument("--check", action="store_true", help="exit 4 if docs/coverage.md is not in step")
@@ -242,7 +245,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from wincon import coverage, sources
+    from wincon import coverage, sources, upstream
 
     dump, output = collect(args.paths, [], "--wincon-lint-out")
     if not dump:
@@ -252,9 +255,20 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     print(forms.share_line(dump["tests"]), file=sys.stderr)
     current = coverage.COVERAGE_MD.read_text() if coverage.COVERAGE_MD.exists() else "# Coverage\n"
     wanted = coverage.update(current, part)
+    try:
+        tables, problems = upstream.tables(upstream.load_data(), upstream.known_tests(dump["tests"]))
+    except upstream.ModuleUnavailable as error:
+        raise UsageError(str(error), "the upstream tables are read from each version's module tree") from error
+    if problems:
+        print("docs/upstream-parity.yaml is out of step with upstream or the suites:", *problems, sep="\n  ")
+        return ExitCode.USAGE
+    wanted = upstream.update(wanted, tables)
     if args.check:
         if wanted != current:
-            print("docs/coverage.md is not in step with the documents markers: run `wincon coverage --write`")
+            print(
+                "docs/coverage.md is not in step with the documents markers or the upstream tables: "
+                "run `wincon coverage --write`"
+            )
             return ExitCode.USAGE
         return ExitCode.OK
     if args.write:

@@ -1,31 +1,30 @@
 """docs/coverage.md "Upstream parity" stays in step with upstream and with the suites.
 
-Upstream: every test (``It``, table ``Entry``) of kubernetes/kubernetes test/e2e/windows at the version
-wincon/localcluster/versions.toml pins, read from the Go module cache (``make binaries`` downloads the module
-there before ``make test``), has a row (``file.go:line``, its Ginkgo name exactly) naming a wincon test whose id
-exists; a row naming a file:line that is no test at that version is stale. Without the module the guard skips
-with that reason, except in CI (``CI=true``), where it fails.
+Upstream, per version (wincon.upstream, data docs/upstream-parity.yaml): every test of k8s.io/kubernetes
+test/e2e/windows, and every test elsewhere in test/e2e whose Ginkgo name names Windows, at each version the
+data file lists (and its baseline), read from that version's module tree, has an entry; every entry names
+wincon test ids that exist or says why it is not checked yet; a test whose own code changed since the previous
+version has a note saying what changed; and the generated tables in docs/coverage.md are what
+`wincon coverage --write` writes. A module missing from the Go module cache is downloaded (`go mod
+download`, no build); where that cannot be done the test fails saying why, it never skips.
 
-Suites: every test id in the section exists and belongs to the function named beside it; every
-operational-readiness category is listed; a row without a test says why; a row with a test says how it
-differs (``same``, ``stricter: ...``, ``weaker: ...``); a suite test whose docstring cites an upstream file
-(``upstream <file>.go``) is in that file's rows. Read with ``ast``: no collection, no cluster.
+The hand-kept rows (operational readiness, files of older versions): every test id exists and belongs to the
+function named beside it; every operational-readiness category is listed; a row without a test says why; a
+row with a test says how it differs; a suite test whose docstring cites an upstream file (``upstream
+<file>.go``) is in that file's rows or entries. Read with ``ast``: no collection, no cluster.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
-import shutil
-import subprocess
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from wincon.coverage import UPSTREAM_DIR, UpstreamTest, module_dir, upstream_tests
+from wincon import upstream
+from wincon.upstream import E2E, UpstreamTest, module_dir, normalise, upstream_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "coverage.md"
@@ -82,6 +81,9 @@ def parity_rows(markdown: str) -> list[list[str]]:
         return []
     section = markdown.split(HEADING + "\n", 1)[1]
     section = re.split(r"^## ", section, maxsplit=1, flags=re.MULTILINE)[0]
+    if upstream.BEGIN in section and upstream.END in section:  # the generated tables: checked apart
+        head, _, rest = section.partition(upstream.BEGIN)
+        section = head + rest.partition(upstream.END)[2]
     rows = []
     for line in section.splitlines():
         if not line.startswith("|") or set(line) <= set("|- "):
@@ -98,12 +100,16 @@ def source_file(cell: str) -> str:
     return cell.split(":", 1)[0] if LOCATION.match(cell) else cell
 
 
-def parity_problems(markdown: str, tests: dict[str, SuiteTest]) -> list[str]:
+def parity_problems(
+    markdown: str, tests: dict[str, SuiteTest], entries: dict[str, set[str]] | None = None
+) -> list[str]:
+    """Problems of the hand-kept rows; ``entries``: upstream file name -> the ids the data file maps its
+    tests to (a suite test citing that file may be there instead)."""
     rows = parity_rows(markdown)
     if not rows:
         return [f"no {HEADING!r} section with table rows"]
     problems = []
-    cited_in: dict[str, set[str]] = {}
+    cited_in: dict[str, set[str]] = {name: set(ids) for name, ids in (entries or {}).items()}
     for cells in rows:
         if len(cells) != 4:
             problems.append(f"row {cells[:2]}: {len(cells)} cells, expected 4")
@@ -139,87 +145,6 @@ def parity_problems(markdown: str, tests: dict[str, SuiteTest]) -> list[str]:
             if test.test_id not in cited_in.get(cited, set()):
                 problems.append(f"{test.path}::{test.function} cites upstream {cited} but is in none of its rows")
     return problems
-
-
-def upstream_problems(markdown: str, upstream: list[UpstreamTest], tests: dict[str, SuiteTest]) -> list[str]:
-    """Every upstream test without a row naming an existing wincon test; every file:line row that is no
-    upstream test (or names it by another title)."""
-    problems = []
-    rows = [cells for cells in parity_rows(markdown) if len(cells) == 4]
-    by_location: dict[str, list[list[str]]] = {}
-    for cells in rows:
-        if LOCATION.match(cells[0]):
-            by_location.setdefault(cells[0], []).append(cells)
-    known = {f"{u.file}:{u.line}": u for u in upstream}
-    for test in upstream:
-        location = f"{test.file}:{test.line}"
-        candidates = [cells for cells in by_location.get(location, []) if test.matches(cells[1])]
-        if not any(tid in tests for cells in candidates for tid, _, _ in PAIR.findall(cells[2])):
-            problems.append(f"{location} {test.title!r} has no row naming an existing wincon test")
-    for location, cells_list in sorted(by_location.items()):
-        test = known.get(location)
-        for cells in cells_list:
-            if test is None:
-                problems.append(f"row {location} {cells[1][:60]!r} is no upstream test at the pinned version")
-            elif not test.matches(cells[1]):
-                problems.append(f"row {location}: title {cells[1]!r} is not upstream's {test.title!r}")
-    return problems
-
-
-def pinned_version() -> str:
-    return str(tomllib.loads(VERSIONS.read_text())["kubernetes"]["version"])
-
-
-def go_modcache() -> Path:
-    """The Go module cache: $GOMODCACHE, else ``go env GOMODCACHE``, else GOPATH's (or ~/go's) pkg/mod."""
-    if os.environ.get("GOMODCACHE"):
-        return Path(os.environ["GOMODCACHE"])
-    go = shutil.which("go")
-    if go:
-        answer = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, timeout=60)
-        if answer.returncode == 0 and answer.stdout.strip():
-            return Path(answer.stdout.strip())
-    gopath = os.environ.get("GOPATH") or str(Path.home() / "go")
-    return Path(gopath.split(os.pathsep)[0]) / "pkg" / "mod"
-
-
-def load_upstream(modcache: Path, version: str, ci: bool) -> list[UpstreamTest]:
-    """Upstream's tests at ``version`` from ``modcache``; without the module: skip, or fail in CI."""
-    root = module_dir(version, modcache)
-    if not (root / UPSTREAM_DIR).is_dir():
-        reason = f"k8s.io/kubernetes@{version} (versions.toml) is not in the Go module cache ({root}): `make binaries` downloads it"
-        if ci:
-            pytest.fail(reason + "; in CI it must be there")
-        pytest.skip(reason)
-    found = upstream_tests(root)
-    assert found, f"no test read from {root / UPSTREAM_DIR}"
-    return found
-
-
-@pytest.fixture(scope="module")
-def upstream() -> list[UpstreamTest]:
-    return load_upstream(go_modcache(), pinned_version(), os.environ.get("CI") == "true")
-
-
-def test_the_parity_table_matches_the_suites():
-    problems = parity_problems(DOC.read_text(), suite_tests())
-    assert not problems, "docs/coverage.md Upstream parity is out of step:\n" + "\n".join(problems)
-
-
-def test_every_upstream_windows_test_has_a_row_with_a_wincon_test(upstream):
-    problems = upstream_problems(DOC.read_text(), upstream, suite_tests())
-    assert not problems, f"docs/coverage.md against k8s.io/kubernetes@{pinned_version()} {UPSTREAM_DIR}:\n" + "\n".join(
-        problems
-    )
-
-
-def test_the_guard_fails_when_one_upstream_row_is_removed(upstream):
-    text = DOC.read_text()
-    gone = upstream[len(upstream) // 2]
-    lines = [line for line in text.splitlines() if not line.startswith(f"| {gone.file}:{gone.line} |")]
-    assert len(lines) < len(text.splitlines()), f"no row of {gone.file}:{gone.line} to remove"
-    problems = upstream_problems("\n".join(lines), upstream, suite_tests())
-    assert problems == [f"{gone.file}:{gone.line} {gone.title!r} has no row naming an existing wincon test"]
 
 
 # ----------------------------------------------------------------------------- the checkers themselves can fail
@@ -261,26 +186,107 @@ def test_checker_reads_only_its_own_section():
     assert parity_problems(text, {}) == [f"no {HEADING!r} section with table rows"]
 
 
-def test_upstream_checker_reports_a_missing_a_renamed_and_a_stale_row():
-    upstream = [UpstreamTest("density.go", 69, "Density"), UpstreamTest("dns.go", 43, "DNS configurable")]
-    tests = {TEST.test_id: TEST}
-    assert upstream_problems(doc_with(ROW), upstream[:1], tests) == []
-    renamed = ROW.replace("| Density |", "| Density old |")
-    stale = ROW.replace("density.go:69", "demo.go:10")
-    problems = upstream_problems(doc_with(renamed, stale), upstream, tests)
-    assert problems == [
-        "density.go:69 'Density' has no row naming an existing wincon test",
-        "dns.go:43 'DNS configurable' has no row naming an existing wincon test",
-        "row demo.go:10 'Density' is no upstream test at the pinned version",
-        "row density.go:69: title 'Density old' is not upstream's 'Density'",
-    ]
-    no_test = ROW.replace(f"`{TEST.test_id}` `node/test_a.py::test_a`", "none")
-    assert upstream_problems(doc_with(no_test), upstream[:1], tests) == [
-        "density.go:69 'Density' has no row naming an existing wincon test"
-    ]
+# ----------------------------------------------------------------------------- the generated tables, per version
 
+DATA = upstream.load_data()
+
+
+def known_ids() -> dict[str, str]:
+    return {test.test_id: f"{test.path}::{test.function}" for test in suite_tests().values()}
+
+
+def entry_ids(data: upstream.ParityData = DATA) -> dict[str, set[str]]:
+    """Upstream file name (windows/cpu_limits.go -> cpu_limits.go) -> the ids its entries map to."""
+    found: dict[str, set[str]] = {}
+    for entry in data.entries:
+        found.setdefault(Path(entry.file).name, set()).update(entry.wincon)
+    return found
+
+
+@pytest.fixture(scope="module")
+def generated() -> tuple[str, list[str]]:
+    try:
+        return upstream.tables(DATA, known_ids())
+    except upstream.ModuleUnavailable as error:
+        pytest.fail(f"the upstream tables need each version's module tree: {error}")
+
+
+def test_the_hand_kept_rows_match_the_suites():
+    problems = parity_problems(DOC.read_text(), suite_tests(), entry_ids())
+    assert not problems, "docs/coverage.md Upstream parity is out of step:\n" + "\n".join(problems)
+
+
+def test_every_upstream_windows_test_of_every_version_has_an_entry_naming_existing_tests(generated):
+    _, problems = generated
+    assert not problems, "docs/upstream-parity.yaml against the module trees:\n" + "\n".join(problems)
+
+
+def test_docs_coverage_md_holds_the_generated_tables(generated):
+    part, _ = generated
+    assert part in DOC.read_text(), "docs/coverage.md's upstream tables are stale: run `wincon coverage --write`"
+    for version in DATA.versions:
+        assert f"### Kubernetes {version}\n" in part
+
+
+def test_the_tables_are_the_releases_versions_toml_builds(tmp_path):
+    assert DATA.versions == upstream.release_versions(VERSIONS)
+    assert DATA.baseline not in DATA.versions
+    toml = tmp_path / "versions.toml"
+    toml.write_text(
+        '[kubernetes]\nmodule = "k8s.io/kubernetes"\n[releases."1.9"]\nversion = "v1.9.1"\n'
+        '[releases."1.10"]\nversion = "v1.10.0-beta.0"\ncoredns = "v1.12.4"\n'
+    )
+    assert upstream.release_versions(toml) == ["v1.9.1", "v1.10.0-beta.0"]
+
+
+def test_every_entry_says_how_ours_differs_or_why_it_is_not_checked():
+    bad = []
+    for entry in DATA.entries:
+        notes = [entry.ours, *entry.ours_from.values()] if entry.wincon else []
+        if entry.wincon and not all(DIFFERENCE.match(note) for note in notes):
+            bad.append(f"{entry.file} {entry.title!r}: ours {notes!r}")
+        if not entry.wincon and not entry.not_checked:
+            bad.append(f"{entry.file} {entry.title!r}: no wincon test and no reason")
+        for version in [*entry.ours_from, *entry.changes]:
+            if version not in DATA.versions:
+                bad.append(f"{entry.file} {entry.title!r}: {version} is not a version of the tables")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_guard_fails_when_an_entry_is_missing_a_note_is_missing_or_an_id_is_unknown(generated):
+    assert not generated[1]
+    service = next(e for e in DATA.entries if e.file == "windows/service.go")
+    stats = next(e for e in DATA.entries if "up to 10 pods" in e.title)
+    data = upstream.ParityData(DATA.baseline, DATA.versions, [e for e in DATA.entries if e is not stats])
+    service.changes, kept = {}, service.changes
+    service.wincon, ids = [*service.wincon, "99999999-2222-4333-8444-555555555555"], service.wincon
+    try:
+        _, problems = upstream.tables(data, known_ids())
+    finally:
+        service.changes, service.wincon = kept, ids
+    text = "\n".join(problems)
+    assert "windows/kubelet_stats.go:50 " in text and "has no entry" in text, text
+    assert "windows/service.go:52: its code changed since v1.35.4" in text, text
+    assert "99999999-2222-4333-8444-555555555555 is no collected test" in text, text
+
+
+def test_the_1_35_reboot_skip_and_the_1_37_rename_are_recorded(generated):
+    part, _ = generated
+    v135 = part.split("### Kubernetes v1.35.4")[1].split("### Kubernetes")[0]
+    reboot = next(line for line in v135.splitlines() if line.startswith("| windows/reboot_node.go:"))
+    assert 'upstream now always skips it: e2eskipper.Skipf("skipping test until graceful shutdown' in reboot
+    assert "[MinimumKubeletVersion:1.22]" in reboot.split(" | ")[-1]  # the rename, from the old title
+    v137 = part.split("### Kubernetes v1.37.2")[1].split("### Kubernetes")[0]
+    stats = next(line for line in v137.splitlines() if "when running up to 10 pods" in line)
+    assert "renamed: at v1.36.3" in stats and "when running 10 pods" in stats.split(" | ")[-1]
+    assert "| windows/subpath_cleanup.go:44 |" in v137 and "new in v1.37.2" in v137
+
+
+# ----------------------------------------------------------------------------- the reader, on fixture snippets
 
 GO = """package windows
+
+var sigDescribe = framework.SIGDescribe("windows")
 
 var _ = sigDescribe(feature.Windows, "Density", framework.WithSerial(), skipUnlessWindows(func() {
 	ginkgo.Context("create a batch", func() {
@@ -291,8 +297,17 @@ var _ = sigDescribe(feature.Windows, "Density", framework.WithSerial(), skipUnle
 			})
 		}
 	})
-	ginkgo.It("outside the context", ginkgo.Label("x"), func(ctx context.Context) {})
-	f.It("labelled", feature.NetworkingIPv4, func(ctx context.Context) {})
+	ginkgo.It("outside the context", ginkgo.Label("x"), func(ctx context.Context) {
+		e2eskipper.Skipf("until the feature is enabled")
+		if x {
+			e2eskipper.Skipf("only sometimes")
+		}
+	})
+	f.It("labelled", feature.NetworkingIPv4, func(ctx context.Context) {
+		if x {
+			e2eskipper.Skipf("only sometimes")
+		}
+	})
 }))
 
 var _ = sigDescribe("Second", func() {
@@ -306,30 +321,118 @@ FEATURE_GO = """package feature
 var (
 	NetworkingIPv4 = framework.WithFeature(framework.ValidFeatures.Add("Networking-IPv4"))
 	Windows = framework.WithFeature(framework.ValidFeatures.Add("Windows"))
+	NodeLogQuery = framework.WithFeature(framework.ValidFeatures.Add("NodeLogQuery"))
 )
+"""
+UTIL_GO = 'package framework\n\nvar (\n\tProvidersWithSSH = []string{"gce", "aws"}\n)\n'
+NODE_GO = """package node
+
+var SIGDescribe = framework.SIGDescribe("node")
+
+var _ = SIGDescribe("kubelet", func() {
+	f.Describe("log query", feature.NodeLogQuery, func() {
+		ginkgo.It("should return the kubelet logs", func(ctx context.Context) {})
+		f.It("should return the Microsoft-Windows-Security-SPP logs", f.WithProvider(framework.ProvidersWithSSH...), func(ctx context.Context) {
+			query(ctx)
+		})
+		f.It("should return " + "nothing", cannotRead(), func(ctx context.Context) {})
+	})
+})
+
+var _ = SIGDescribe("Pod Level Resources", framework.WithSerial(), func() {
+	ginkgo.BeforeEach(func(ctx context.Context) {
+		if framework.NodeOSDistroIs("windows") {
+			e2eskipper.Skipf("not supported on windows -- skipping")
+		}
+	})
+	ginkgo.It("a", func() {})
+	ginkgo.It("b", func() {})
+})
 """
 
 
+def tree(tmp_path: Path) -> Path:
+    for rel, text in [
+        ("windows/density.go", GO),
+        ("feature/feature.go", FEATURE_GO),
+        ("framework/util.go", UTIL_GO),
+        ("node/kubelet.go", NODE_GO),
+    ]:
+        path = tmp_path / E2E / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
 def test_reader_names_each_test_as_ginkgo_does(tmp_path):
-    (tmp_path / UPSTREAM_DIR).mkdir(parents=True)
-    (tmp_path / "test/e2e/feature").mkdir(parents=True)
-    (tmp_path / UPSTREAM_DIR / "density.go").write_text(GO)
-    (tmp_path / "test/e2e/feature/feature.go").write_text(FEATURE_GO)
-    found = upstream_tests(tmp_path)
+    found = upstream_tests(tree(tmp_path))
     head = "[sig-windows] [Feature:Windows] Density [Serial]"
     assert found == [
-        UpstreamTest("density.go", 7, f"{head} create a batch when create %d pods with %v interval"),
-        UpstreamTest("density.go", 12, f"{head} outside the context"),
-        UpstreamTest("density.go", 13, f"{head} labelled [Feature:Networking-IPv4]"),
-        UpstreamTest("density.go", 18, "[sig-windows] Second table first entry"),
+        UpstreamTest(
+            "node/kubelet.go",
+            8,
+            "[sig-node] kubelet log query [Feature:NodeLogQuery] should return the Microsoft-Windows-Security-SPP logs [Provider:gce,aws]",
+        ),
+        UpstreamTest("windows/density.go", 9, f"{head} create a batch when create %d pods with %v interval"),
+        UpstreamTest("windows/density.go", 14, f"{head} outside the context"),
+        UpstreamTest("windows/density.go", 20, f"{head} labelled [Feature:Networking-IPv4]"),
+        UpstreamTest("windows/density.go", 29, "[sig-windows] Second table first entry"),
     ]
-    assert found[0].matches(f"{head} create a batch when create 10 pods with 0s interval")
-    assert not found[0].matches(f"{head} create a batch when create 10 pods")
+    assert found[1].matches(f"{head} create a batch when create 10 pods with 0s interval")
+    assert not found[1].matches(f"{head} create a batch when create 10 pods")
+    assert [t.skip for t in found] == ["", "", 'e2eskipper.Skipf("until the feature is enabled") at line 15', "", ""]
     assert module_dir("v1.34.4", Path("/m"), "github.com/Microsoft/x") == Path("/m/github.com/!microsoft/x@v1.34.4")
 
 
-def test_without_the_module_the_guard_skips_locally_and_fails_in_ci(tmp_path):
-    with pytest.raises(pytest.skip.Exception, match="not in the Go module cache"):
-        load_upstream(tmp_path, "v1.34.4", ci=False)
-    with pytest.raises(pytest.fail.Exception, match="in CI it must be there"):
-        load_upstream(tmp_path, "v1.34.4", ci=True)
+def test_reader_refuses_a_selected_name_it_cannot_read(tmp_path):
+    root = tree(tmp_path)
+    (root / E2E / "node/kubelet.go").write_text(NODE_GO.replace('"should return " + "nothing"', '"Windows " + name'))
+    with pytest.raises(upstream.UpstreamParseError, match="cannot read argument"):
+        upstream_tests(root)
+
+
+def test_a_group_counts_its_tests_and_finds_its_windows_skip(tmp_path):
+    root = tree(tmp_path)
+    found = upstream.group(root, "node/kubelet.go", "Pod Level Resources")
+    assert found is not None and (found.line, found.group) == (15, 2)
+    assert found.title == "[sig-node] Pod Level Resources [Serial]"
+    assert found.windows_skip == 'e2eskipper.Skipf at line 18, under NodeOSDistroIs("windows") at line 17'
+    assert upstream.group(root, "node/kubelet.go", "kubelet").windows_skip == ""
+    assert upstream.group(root, "node/missing.go", None) is None
+
+
+def test_compare_records_renames_skips_and_changed_code():
+    entry = upstream.Entry("windows/a.go", "A new", ["A old"], ["id"], "", "same", {}, {"v2": "the target moved"})
+    data = upstream.ParityData("v0", ["v1", "v2"], [entry])
+    before = [UpstreamTest("windows/a.go", 5, "[sig-windows] A old [MinimumKubeletVersion:1.22]", "b1", "")]
+    after = [UpstreamTest("windows/a.go", 6, "[sig-windows] A new", "b2", "Skipf at line 7")]
+    rows, gone, problems = upstream.compare("v2", after, "v1", before, data)
+    assert gone == [] and problems == []
+    assert rows[0].change == (
+        "renamed: at v1 '[sig-windows] A old [MinimumKubeletVersion:1.22]'; upstream now always skips it: "
+        "Skipf at line 7; code changed: the target moved"
+    )
+    rows, _, problems = upstream.compare("v1", after, "v0", before, data)  # no note for v1
+    assert problems == [
+        "v1 windows/a.go:6: its code changed since v0 and upstream-parity.yaml has no changes[v1] for it"
+    ]
+    stranger = [UpstreamTest("windows/b.go", 1, "B", "x", "")]
+    rows, gone, problems = upstream.compare("v2", stranger, "v1", before, data)
+    assert rows[0].change == "new in v2 (not in v1)" and gone == before
+    assert problems == ["v2 windows/b.go:1 'B' has no entry in upstream-parity.yaml"]
+    assert normalise("[sig-windows] [Feature:Windows]  A  [Serial] b") == "A b"
+
+
+def test_a_module_that_cannot_be_had_fails_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(upstream.shutil, "which", lambda name: None)
+    with pytest.raises(upstream.ModuleUnavailable, match="no `go` command to download it"):
+        upstream.ensure_module("v1.99.0", tmp_path)
+    fake = tmp_path / "go"
+    fake.write_text("#!/bin/sh\necho 'proxy unreachable' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(upstream.shutil, "which", lambda name: str(fake))
+    with pytest.raises(
+        upstream.ModuleUnavailable,
+        match=r"go mod download k8s.io/kubernetes@v1.99.0. failed \(exit 1\): proxy unreachable",
+    ):
+        upstream.ensure_module("v1.99.0", tmp_path / "mod")
