@@ -545,6 +545,13 @@ def curl_failure(exit_code: int) -> str:
     return CURL_EXIT_MEANINGS.get(exit_code, f"curl exit code {exit_code}")
 
 
+def curl_could_not_resolve(exit_code: int, stderr: str, name: str) -> bool:
+    """curl said the name did not resolve: exit 6 AND its own message for that very name, "curl: (6) Could not
+    resolve host: <name>" (curl.exe in a Windows pod, tests/data/windows-outputs/curl-windows-pod-could-not-
+    resolve-host.txt; the same curl message on Linux). Exit 6 alone (a wrapper's, another tool's) is not it."""
+    return exit_code == 6 and f"Could not resolve host: {name}" in stderr
+
+
 # ----------------------------------------------------------------------------- ICMP
 
 

@@ -18,7 +18,6 @@ from wincon.errors import expect_deviation
 pytestmark = [pytest.mark.networking]
 
 BOGUS = "kubernetezzzzzzzz"  # upstream dns.go:104
-COULD_NOT_RESOLVE = 6  # curl's exit code for "Could not resolve host"
 
 
 def curl_https(os_name: str, name: str) -> list[str]:
@@ -76,16 +75,17 @@ def test_pod_dns_config_with_two_nameservers_resolves_real_names_only(
         f"{silent.stdout} {silent.stderr}"
     )
     bogus = checks.run(pod, curl_https(pod.os, BOGUS), container=pod.tool_container)
-    assert bogus.exit_code == COULD_NOT_RESOLVE, (
-        f"{BOGUS} was expected not to resolve (curl exit 6): exit {bogus.exit_code}, {bogus.stdout} {bogus.stderr}"
+    assert conn.curl_could_not_resolve(bogus.exit_code, bogus.stderr, BOGUS), (
+        f"{BOGUS} was expected not to resolve (curl exit 6, 'Could not resolve host: {BOGUS}'): "
+        f"exit {bogus.exit_code}, {bogus.stdout} {bogus.stderr}"
     )
     ok, result = checks.until(
         pod, curl_https(pod.os, "kubernetes"), lambda r: r.ok, tries=3, container=pod.tool_container
     )
     with expect_deviation(
         "dns-config-via-cni",
-        accepts=lambda: result.exit_code == COULD_NOT_RESOLVE,
-        deviation="the short name not resolved (curl exit 6)",
+        accepts=lambda: conn.curl_could_not_resolve(result.exit_code, result.stderr, "kubernetes"),
+        deviation="the short name not resolved (curl exit 6, 'Could not resolve host: kubernetes')",
     ):
         assert ok, (
             f"kubernetes through the search path {search}: {conn.curl_failure(result.exit_code)}: {result.stderr}"

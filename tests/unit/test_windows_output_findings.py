@@ -134,3 +134,13 @@ def test_a_windows_nxdomain_clears_the_record_of_a_silent_resolver(monkeypatch: 
     checks.silent_resolver[key] = "an earlier look-up timed out"
     lookup = checks.lookup(WINDOWS, "server8.", tool="nslookup")
     assert lookup.not_found and key not in checks.silent_resolver
+
+
+def test_curl_could_not_resolve_needs_curls_own_message_for_that_name():
+    # The two-nameserver check's negative control and its dns-config-via-cni deviation: exit 6 alone is not it.
+    text = recorded("curl-windows-pod-could-not-resolve-host.txt")
+    assert conn.curl_could_not_resolve(6, text, "google.com")
+    assert not conn.curl_could_not_resolve(6, "", "google.com")
+    assert not conn.curl_could_not_resolve(6, text, "kubernetes")
+    connect = recorded("curl-windows-servercore-ltsc2019-connect-timeout.txt")
+    assert not conn.curl_could_not_resolve(28, connect, "github.com")
