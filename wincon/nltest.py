@@ -51,7 +51,7 @@ class NltestStatus:
 
 def parse_status(output: str) -> NltestStatus:
     """nltest /QUERY, /SC_RESET or /SC_VERIFY's statuses; UnreadableOutput where it printed neither a status line
-    nor its closing sentence."""
+    nor its closing sentence, or only successful statuses without its English closing sentence."""
     statuses = tuple((int(m["code"]), m["name"] or "") for m in _STATUS.finditer(output))
     completed = COMPLETED in output
     if not statuses and not completed:
@@ -59,6 +59,12 @@ def parse_status(output: str) -> NltestStatus:
             "nltest printed no 'Status = <code> <hex> <name>' line and no closing sentence",
             tool="nltest",
             output=output,
+        )
+    if statuses and all(code == 0 for code, _ in statuses) and not completed and "failed" not in output:
+        # Every status succeeded, yet no English closing sentence and no "<call> failed": not a recorded form
+        # (nltest in another display language would keep the codes and translate the sentence), never a failure.
+        raise UnreadableOutput(
+            "nltest reported only status 0 without its English closing sentence", tool="nltest", output=output
         )
     return NltestStatus(statuses, completed)
 

@@ -269,7 +269,9 @@ FORMS: tuple[Form, ...] = (
         "resolution failed; whether a server answered is unknown",
         verdict=True,
         exit_code=6,
-        note="Windows pod (sig-windows-dev-tools cluster). One Windows recording.",
+        note="Windows pod (sig-windows-dev-tools cluster). One Windows recording. The two-nameserver check's "
+        "negative control and its dns-config-via-cni deviation need this message for the name, not exit 6 alone "
+        "(connectivity.curl_could_not_resolve).",
     ),
     Form(
         "curl.exe",
@@ -335,6 +337,15 @@ FORMS: tuple[Form, ...] = (
         NLTEST,
         NO_RECORDING,
         note="No public recording found; any status other than NERR_Success is read as not reached.",
+    ),
+    Form(
+        "nltest",
+        "another display language: the status codes kept, the closing sentence translated",
+        (),
+        NLTEST,
+        NO_RECORDING,
+        note="No public recording found. Only status 0 without the English sentence is UnreadableOutput (a suite "
+        "error; tested on a recording with its sentence cut out), never success and never the domain failing.",
     ),
     Form(
         "nltest /PARENTDOMAIN",
@@ -484,6 +495,11 @@ def render() -> str:
         "A form that decides a verdict is marked **V**; two independent recordings are wanted for those, and the "
         "note says where there is only one. A parser that does not recognise a text says so (UnreadableOutput, a "
         "suite error naming the tool and quoting the text), never a pass, a failure or a deviation.",
+        "",
+        "Output language: none of the commands the suite runs here takes an option for its display language; the "
+        "parsers read the English forms recorded, and a recorded form in another language (ping.exe in French and "
+        "Chinese) is read as unreadable. The suite's Resolve-DnsName script prints property values (type, name, "
+        "data), and Get-Volume's headers are its objects' property names.",
         "",
     ]
     for tool in tools:

@@ -65,6 +65,14 @@ def test_nltest_success_needs_nerr_success(gmsa):
     assert not gmsa.query_succeeded(recorded("nltest-query-rpc-server-unavailable.txt"))
 
 
+def test_nltest_success_without_its_english_sentence_is_unreadable_never_a_failure(gmsa):
+    # Synthetic: the recorded /sc_reset success without its closing sentence (what a translated nltest would keep:
+    # the status codes). Not a recorded form: a suite error, neither success nor the domain failing.
+    text = recorded("nltest-sc-reset-success.txt").replace("The command completed successfully\n", "")
+    with pytest.raises(UnreadableOutput, match="nltest"):
+        gmsa.query_succeeded(text)
+
+
 # ----------------------------------------------------------------------------- 3. Get-Volume's other headers
 
 
