@@ -252,6 +252,6 @@ def test_profile_command_reads_the_simulated_topology(kubeconfig):
     assert proc.returncode == 0, proc.stderr
     profile = json.loads(proc.stdout)
     assert profile["k8s_version"] == paths.load_versions()["kubernetes"]["version"].lstrip("v")
-    assert set(profile["windows_os_versions"]) >= {"ltsc2019", "ltsc2022"}
+    assert set(profile["windows_os_versions"]) >= {"ltsc2022", "ltsc2025"}
     assert profile["data_plane"] is False and profile["simulated"] is True
     assert profile["cloud"] == "kwok"

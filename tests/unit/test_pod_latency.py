@@ -119,7 +119,8 @@ def test_kwokctl_config_holds_the_stages_only_with_a_model(tmp_path: Path, monke
     assert docs[0]["kind"] == "KwokctlConfiguration"
     assert {d["kind"] for d in docs[1:]} == {"Stage"}
     windows = [d for d in docs[1:] if d["metadata"]["name"].startswith("windows-pod-ready-")]
-    assert windows[0]["spec"]["selector"]["matchExpressions"][-1]["values"] == ["win2019-0", "win2022-0"]
+    assert windows[0]["spec"]["selector"]["matchExpressions"][-1]["values"] == topology.windows_node_names()
+    assert topology.windows_node_names() == ["win2022-0", "win2025-0"]  # the default topology's
 
 
 def test_the_model_is_part_of_the_topology() -> None:

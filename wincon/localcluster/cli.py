@@ -12,7 +12,13 @@ from typing import Any
 
 from wincon.errors import ExitCode
 from wincon.localcluster import build, cluster, ipfamily, latency, paths
-from wincon.localcluster.topology import CNI_CHOICES, DATAPLANE_CHOICES, WINDOWS_RELEASES, Topology
+from wincon.localcluster.topology import (
+    CNI_CHOICES,
+    DATAPLANE_CHOICES,
+    DEFAULT_WINDOWS_VERSIONS,
+    WINDOWS_RELEASES,
+    Topology,
+)
 
 DESCRIPTION = """\
 A local Kubernetes cluster for wincon's own tests and for trying the suite without a real cluster:
@@ -73,7 +79,7 @@ def register(subparsers: Any) -> None:
                    help="number of real Linux nodes with --dataplane linux (default: 2)")  # fmt: skip
     p.add_argument("--windows-versions", default=None, metavar="LIST",
                    help=f"comma-separated Windows Server releases, assigned round-robin to the Windows nodes: "
-                        f"{','.join(WINDOWS_RELEASES)} (default: ltsc2019,ltsc2022)")  # fmt: skip
+                        f"{','.join(WINDOWS_RELEASES)} (default: {','.join(DEFAULT_WINDOWS_VERSIONS)})")  # fmt: skip
     p.add_argument("--windows-taint", default=None, metavar="KEY=VALUE:EFFECT",
                    help="taint every Windows node (default: none), e.g. os=windows:NoSchedule")  # fmt: skip
     p.add_argument("--cni", default="flannel-vxlan", choices=CNI_CHOICES,

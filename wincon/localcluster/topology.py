@@ -14,30 +14,39 @@ from typing import Any
 
 from wincon.errors import UsageError
 
-# Windows Server LTSC releases as a kubelet reports them (kernelVersion is the full build.revision).
+# Windows Server LTSC releases as a kubelet reports them (kernelVersion is the full build.revision), with the
+# containerd each release's nodes run on the cloud the nodes imitate (AKS): 1.7 on Windows Server 2019 and 2022
+# pools, 2.0 on Windows Server 2025 pools (Azure/AKS#4700: containerd 2.0 for Windows from Kubernetes 1.33), whose
+# kubelet reports it with AKS's build suffix, as `containerd://2.0.4+azure`.
 WINDOWS_RELEASES: dict[str, dict[str, str]] = {
     "ltsc2019": {
         "build": "10.0.17763",
         "kernel": "10.0.17763.7009",
         "os_image": "Windows Server 2019 Datacenter",
         "short": "win2019",
+        "runtime": "containerd://1.7.27",
     },
     "ltsc2022": {
         "build": "10.0.20348",
         "kernel": "10.0.20348.3328",
         "os_image": "Windows Server 2022 Datacenter",
         "short": "win2022",
+        "runtime": "containerd://1.7.27",
     },
     "ltsc2025": {
         "build": "10.0.26100",
         "kernel": "10.0.26100.3476",
         "os_image": "Windows Server 2025 Datacenter",
         "short": "win2025",
+        "runtime": "containerd://2.0.4+azure",
     },
 }
 LINUX_OS_IMAGE = "Ubuntu 22.04.5 LTS"
 LINUX_KERNEL = "5.15.0-1081-azure"
-CONTAINERD_VERSION = "containerd://1.7.27"
+CONTAINERD_VERSION = "containerd://1.7.27"  # the simulated Linux nodes'; each Windows release has its own
+# The Windows Server releases of a cluster that names none: the two current LTSC releases (Windows Server 2019 left
+# mainstream support in 2024 and clouds retire its pools), one node each by default.
+DEFAULT_WINDOWS_VERSIONS = ("ltsc2022", "ltsc2025")
 CNI_CHOICES = ("flannel-vxlan", "flannel-host-gw", "calico", "azure-cni", "antrea", "none")
 DATAPLANE_CHOICES = ("linux", "none")
 MAX_REAL_NODES = 4
@@ -65,17 +74,17 @@ def parse_taint(text: str) -> dict[str, str]:
 
 @dataclass
 class Topology:
-    """Which nodes a cluster has. The default: simulated ltsc2019 and ltsc2022 nodes and two real Linux workers.
+    """Which nodes a cluster has. The default: simulated ltsc2022 and ltsc2025 nodes and two real Linux workers.
 
     Windows node ``i`` runs ``windows_versions[i % len(windows_versions)]``; simulated nodes are named after
-    their release and their rank within it (``win2019-0``, ``win2022-0``, ``win2022-1``, ``linux-0``); real
+    their release and their rank within it (``win2022-0``, ``win2025-0``, ``win2025-1``, ``linux-0``); real
     Linux nodes (``dataplane: linux``) are ``worker-0``, ``worker-1``. Simulated Linux nodes default to none
     beside a real data plane and to one without it (``dataplane: none``, the all-simulated cluster).
     """
 
     windows_nodes: int = 2
     linux_nodes: int | None = None
-    windows_versions: list[str] = field(default_factory=lambda: ["ltsc2019", "ltsc2022"])
+    windows_versions: list[str] = field(default_factory=lambda: list(DEFAULT_WINDOWS_VERSIONS))
     windows_taint: str | None = None
     cni: str = "flannel-vxlan"
     dataplane: str = "linux"
@@ -164,7 +173,7 @@ class Topology:
         return [node["metadata"]["name"] for node in self.nodes("")]
 
     def windows_node_names(self) -> list[str]:
-        """The simulated Windows nodes' names (``win2019-0``, ``win2022-0``, ...)."""
+        """The simulated Windows nodes' names (``win2022-0``, ``win2025-0``, ...)."""
         return [
             n["metadata"]["name"] for n in self.nodes("") if n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
         ]
@@ -196,11 +205,13 @@ class Topology:
             name = f"{info['short']}-{index}"
             labels["node.kubernetes.io/windows-build"] = info["build"]
             node_info = {"osImage": info["os_image"], "kernelVersion": info["kernel"]}
+            runtime = info["runtime"]
             capacity = {"cpu": "4", "memory": "16776700Ki", "pods": "30", "ephemeral-storage": "133703676Ki"}
             allocatable = {"cpu": "3860m", "memory": "13420348Ki", "pods": "30", "ephemeral-storage": "123221877Ki"}
         else:
             name = f"linux-{index}"
             node_info = {"osImage": LINUX_OS_IMAGE, "kernelVersion": LINUX_KERNEL}
+            runtime = CONTAINERD_VERSION
             capacity = {"cpu": "4", "memory": "16374584Ki", "pods": "110", "ephemeral-storage": "129886128Ki"}
             allocatable = {"cpu": "3860m", "memory": "12880184Ki", "pods": "110", "ephemeral-storage": "119703055Ki"}
         labels["kubernetes.io/hostname"] = name
@@ -231,7 +242,7 @@ class Topology:
                 "nodeInfo": {
                     "architecture": "amd64",
                     "operatingSystem": os_name,
-                    "containerRuntimeVersion": CONTAINERD_VERSION,
+                    "containerRuntimeVersion": runtime,
                     "kubeletVersion": kubelet_version,
                     "kubeProxyVersion": "",
                     "bootID": "",
