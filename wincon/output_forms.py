@@ -442,6 +442,23 @@ FORMS: tuple[Form, ...] = (
     ),
     # ------------------------------------------------------------------ forms the suite reads with no recording
     Form(
+        "agnhost connect (Windows pod)",
+        "not found: 'DNS: lookup <name>[ on <server>]: no such host' (Go's resolver over GetAddrInfoW)",
+        (),
+        "wincon.connectivity.parse_resolve / go_not_found",
+        NO_RECORDING,
+        note="agnhost's own Go text, the same program as the Linux control's; its form is Go's net.DNSError (upstream "
+        "code), and no Windows pod's output of it was found recorded.",
+    ),
+    Form(
+        "agnhost netexec (hook recorder, Windows pod)",
+        "the recorder's log line 'GET /echo?msg=<message>'",
+        (),
+        "suites/lifecycle test_lifecycle.wait_recorded (the line in the pod's log)",
+        NO_RECORDING,
+        note="agnhost netexec's own log (Go), the same on both OSes; no Windows text to record, none found recorded.",
+    ),
+    Form(
         "whoami /groups",
         "the process's groups (run-as-group and supplemental-groups checks look for the group's number)",
         (),
