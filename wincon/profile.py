@@ -64,6 +64,8 @@ POLICY_DAEMONSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("calico", ("calico-node-windows", "calico-node")),
     ("antrea", ("antrea-agent-windows", "antrea-agent")),
     ("ovn-kubernetes", ("ovnkube-node-windows", "ovnkube-node")),
+    # Linux nodes only (kube-router has no Windows build): seen, it says nothing of the Windows nodes (unknown).
+    ("kube-router", ("kube-router",)),
 )
 CALICO_NODE_ANNOTATIONS = ("projectcalico.org/IPv4Address", "projectcalico.org/IPv4VXLANTunnelAddr")
 GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -520,9 +522,13 @@ def detect_pod_network(objects: NetworkObjects) -> tuple[str, str | None]:
 def detect_network_policy(objects: NetworkObjects) -> tuple[str, str]:
     """The NetworkPolicy engine on the Windows nodes, and how it was seen. "unknown" where nothing shows one
     there (an engine seen on Linux nodes only says nothing of the Windows nodes); "none" where the provider says
-    no engine runs (AKS's node label; the local cluster, which deploys none)."""
-    if objects.cloud == "kwok":
-        return "none", "the local cluster deploys no policy engine"
+    no engine runs (AKS's node label; the local cluster where it shows no engine's DaemonSet: nothing else could
+    provide one there). The local cluster's kube-router (built) shows its DaemonSet, read here as on any cluster."""
+    engines = [
+        engine for engine, patterns in POLICY_DAEMONSETS for n in objects.daemonsets if _name_matches(n, patterns)
+    ]
+    if objects.cloud == "kwok" and not engines:
+        return "none", "the local cluster deploys no policy engine (no policy engine's DaemonSet)"
     aks_policy = aks.network_policy(objects.nodes, objects.daemonsets) if objects.cloud == "azure" else None
     if aks_policy and aks.is_aks(objects.nodes):  # AKS's network-policy node label (wincon.aks)
         return aks_policy

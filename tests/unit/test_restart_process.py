@@ -53,3 +53,101 @@ def test_a_process_that_exits_as_it_starts_raises_with_its_log(cluster_root: Pat
     assert "crasher of cluster c exited as it was started again" in raised.value.message
     assert "cannot reach the API" in raised.value.message
     assert str(log) in raised.value.message
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# A process that serves 200 on /healthz only after `delay` s (as an add-on whose health endpoint comes up late).
+LATE_SERVER = """
+import http.server, sys, time
+time.sleep(float(sys.argv[2]))
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def recorded_ready(root: Path, name: str, args: list[str], ready: dict[str, str]) -> Path:
+    log = recorded(root, name, args)
+    cmd = root / "c" / "pids" / f"{name}.cmd"
+    cmd.write_text(json.dumps({**json.loads(cmd.read_text()), "ready": ready}))
+    return log
+
+
+def test_a_restart_waits_for_the_health_endpoint_it_was_started_with(cluster_root: Path) -> None:
+    import time
+    import urllib.request
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/healthz"
+    recorded_ready(cluster_root, "late", [sys.executable, "-c", LATE_SERVER, str(port), "1.5"], {"url": url})
+    start = time.monotonic()
+    pid = dataplane.restart_process("c", "late", settle=0.2)
+    try:
+        assert time.monotonic() - start >= 1.5  # not returned while it ran without serving
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            assert answer.status == 200
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_restart_waits_for_its_ready_line_printed_after_the_restart_only(cluster_root: Path) -> None:
+    import time
+
+    printer = (
+        "import time, sys; time.sleep(1.2); print('Starting network policy controller', flush=True); time.sleep(60)"
+    )
+    log = recorded_ready(cluster_root, "printer", [sys.executable, "-c", printer], {"log": "Starting network policy"})
+    log.write_text("Starting network policy controller\n")  # the line of the run before the stop: not this run's
+    start = time.monotonic()
+    pid = dataplane.restart_process("c", "printer", settle=0.2)
+    try:
+        assert time.monotonic() - start >= 1.2
+        assert log.read_text().count("Starting network policy controller") == 2
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_process_that_runs_but_never_shows_it_is_up_raises_naming_what_it_lacks(cluster_root: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/healthz"
+    silent = "print('syncing caches', flush=True); import time; time.sleep(60)"
+    recorded_ready(cluster_root, "silent", [sys.executable, "-c", silent], {"url": url, "log": "serving"})
+    with pytest.raises(LocalClusterError) as raised:
+        dataplane.restart_process("c", "silent", settle=0.2, ready_within=1.0)
+    message = raised.value.message
+    assert "silent of cluster c" in message and "runs but is not up 1 s after being started again" in message
+    assert url in message and "'serving'" in message
+    assert "syncing caches" in message  # its log's last lines
+    pid = int((cluster_root / "c" / "pids" / "silent.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_a_process_that_exits_before_it_is_up_raises_with_its_log(cluster_root: Path) -> None:
+    port = free_port()
+    dies = "import time; time.sleep(0.6); print('failed to identify the node', flush=True); raise SystemExit(1)"
+    recorded_ready(cluster_root, "dies", [sys.executable, "-c", dies], {"url": f"http://127.0.0.1:{port}/healthz"})
+    with pytest.raises(LocalClusterError) as raised:
+        dataplane.restart_process("c", "dies", settle=0.2)
+    assert "dies of cluster c exited as it was started again" in raised.value.message
+    assert "failed to identify the node" in raised.value.message
+
+
+def test_ready_problem_names_each_signal_missing_and_none_once_all_hold(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("old: serving\n")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/healthz"
+    problem = dataplane.ready_problem({"url": url, "log": "serving"}, log, offset=log.stat().st_size)
+    assert problem is not None and url in problem and "'serving'" in problem
+    with log.open("a") as fh:
+        fh.write("new: serving\n")
+    assert dataplane.ready_problem({"log": "serving"}, log, offset=len("old: serving\n")) is None

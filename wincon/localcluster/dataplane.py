@@ -66,6 +66,7 @@ DEBIAN_PACKAGES = {
     "busybox": "busybox-static",
     "curl": "curl",
     "ldd": "libc-bin",
+    "ipset": "ipset",  # kube-router's network policy controller (kuberouter.py) calls it
 }
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
 DIRNAME = "dataplane"
@@ -403,8 +404,11 @@ def _link_binaries(cluster: str, bindir: Path) -> Path:
     return root(cluster) / "bin"
 
 
-def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path) -> int:
-    """Start a long-running process in namespace ``ns`` (host mount namespace); record its pid."""
+def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path, ready: dict[str, str] | None = None) -> int:
+    """Start a long-running process in namespace ``ns`` (host mount namespace); record its pid, and how it was
+    started for ``restart_process``. ``ready`` is how to see it up, where it has a signal of its own
+    (``ready_problem``): ``url`` (an address answering 200: its health endpoint) and/or ``log`` (a text its log
+    prints once it serves)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as fh:
         proc = subprocess.Popen(
@@ -417,7 +421,10 @@ def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path) -> int:
     pid_dir = root(cluster) / "pids"
     pid_dir.mkdir(parents=True, exist_ok=True)
     (pid_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
-    (pid_dir / f"{name}.cmd").write_text(json.dumps({"ns": ns, "args": args, "log": str(log)}))
+    spec: dict[str, Any] = {"ns": ns, "args": args, "log": str(log)}
+    if ready:
+        spec["ready"] = ready
+    (pid_dir / f"{name}.cmd").write_text(json.dumps(spec))
     return proc.pid
 
 
@@ -434,16 +441,50 @@ def stop_process(cluster: str, name: str) -> None:
 
 RESTART_SETTLE_SECONDS = 1.0  # a restarted process must still run this long after it runs its own program
 RESTART_EXEC_SECONDS = 10.0  # nsenter enters the namespace and execs the program within this, even under load
+RESTART_READY_SECONDS = 90.0  # then its readiness signal (``ready`` of ``_spawn``) within this, even under load
 
 
-def restart_process(cluster: str, name: str, settle: float = RESTART_SETTLE_SECONDS) -> int:
-    """Start a stopped data-plane process again, as it was started by ``up``; return its pid once it runs its own
-    program and still runs ``settle`` s later. Spawned, it is still nsenter for a moment, and while nsenter execs
-    the program its command line reads empty: a caller that looked at once could see no process of the cluster
-    (a clean-clone CI did). One that exits meanwhile raises LocalClusterError with its log's last lines."""
+def ready_problem(ready: dict[str, str], log: Path, offset: int = 0) -> str | None:
+    """What of a process's readiness signal (``_spawn``'s ``ready``) does not hold yet, or None once all of it
+    holds: ``url`` answers 200 (its health endpoint; a self-signed certificate is accepted, nothing is sent),
+    ``log`` is printed in its log after byte ``offset`` (what it wrote before it was restarted does not count)."""
+    import ssl
+
+    problems = []
+    if "url" in ready:
+        context = ssl._create_unverified_context() if ready["url"].startswith("https:") else None
+        try:
+            with urllib.request.urlopen(ready["url"], timeout=2, context=context) as answer:
+                if answer.status != 200:
+                    problems.append(f"{ready['url']} answered {answer.status}")
+        except (OSError, ValueError) as exc:
+            problems.append(f"{ready['url']} did not answer 200 ({exc})")
+    if "log" in ready:
+        try:
+            with log.open("rb") as fh:
+                fh.seek(offset)
+                printed = ready["log"].encode() in fh.read()
+        except OSError:
+            printed = False
+        if not printed:
+            problems.append(f"its log has not printed {ready['log']!r} yet")
+    return "; ".join(problems) or None
+
+
+def restart_process(
+    cluster: str, name: str, settle: float = RESTART_SETTLE_SECONDS, ready_within: float = RESTART_READY_SECONDS
+) -> int:
+    """Start a stopped data-plane process again, as it was started by ``up``; return its pid once it is up: it
+    runs its own program, still runs ``settle`` s later, and, where it was started with a readiness signal
+    (``_spawn``'s ``ready``: its health endpoint, a line of its log), shows it. Spawned, it is still nsenter for a
+    moment, and while nsenter execs the program its command line reads empty: a caller that looked at once could
+    see no process of the cluster (a clean-clone CI did); one that returned then could run checks against an
+    add-on not serving yet. One that exits meanwhile raises LocalClusterError with its log's last lines; one that
+    runs without showing its signal within ``ready_within`` s raises naming what it lacks."""
     spec = json.loads((root(cluster) / "pids" / f"{name}.cmd").read_text())
     log = Path(spec["log"])
-    pid = _spawn(cluster, spec["ns"], name, spec["args"], log)
+    offset = log.stat().st_size if log.exists() else 0
+    pid = _spawn(cluster, spec["ns"], name, spec["args"], log, spec.get("ready"))
     program = spec["args"][0]
     spawned = time.monotonic()
     running_since: float | None = None
@@ -457,14 +498,23 @@ def restart_process(cluster: str, name: str, settle: float = RESTART_SETTLE_SECO
             )
         if running_since is None and line.split(" ", 1)[0] == program:
             running_since = now
-        if running_since is not None and now - running_since >= settle:
-            return pid
         if running_since is None and now - spawned > RESTART_EXEC_SECONDS:
             raise LocalClusterError(
                 f"{name} of cluster {cluster} (pid {pid}) did not run {program} within {RESTART_EXEC_SECONDS:.0f} s "
                 f"of being started again (its command line: {line!r})",
                 f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
             )
+        if running_since is not None and now - running_since >= settle:
+            problem = ready_problem(spec["ready"], log, offset) if spec.get("ready") else None
+            if problem is None:
+                return pid
+            if now - running_since > ready_within:
+                raise LocalClusterError(
+                    f"{name} of cluster {cluster} (pid {pid}) runs but is not up {ready_within:.0f} s after being "
+                    f"started again: {problem}; its log's last lines:\n{_tail(log)}",
+                    f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+                )
+            time.sleep(0.2)  # the probe itself may have taken up to 2 s
         time.sleep(0.05)
 
 
@@ -608,7 +658,8 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
     watch.add(f"kubelet of {node.name}", _spawn(cluster, ns, f"{node.name}-kubelet", args, log), log)
     log = ndir / "kube-proxy.log"
     args = [str(bdir / "kube-proxy"), f"--config={ndir / 'kube-proxy.yaml'}", "--v=1"]
-    watch.add(f"kube-proxy of {node.name}", _spawn(cluster, ns, f"{node.name}-kube-proxy", args, log), log)
+    ready = {"url": f"http://{node.address}:{PROXY_HEALTH_PORT}/healthz"}  # what `start` waits for too
+    watch.add(f"kube-proxy of {node.name}", _spawn(cluster, ns, f"{node.name}-kube-proxy", args, log, ready), log)
 
 
 def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, out: TextIO) -> None:
@@ -795,8 +846,12 @@ def teardown(cluster: str) -> None:
 
 
 def leftovers(cluster: str) -> dict[str, list[str]]:
-    """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups."""
+    """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups, and
+    the add-ons' (extras.leftovers: kube-router's chains and ipsets)."""
     found = netns.leftovers(cluster, root(cluster))
     found["processes"] = [f"{pid} {procs.cmdline(pid) or ''}".strip() for pid in pids(cluster)]
     found["cni_cache"] = [str(p) for p in _cni_cache_files(cluster)]
+    from wincon.localcluster import extras  # the add-ons' own (kube-router's chains and ipsets); imports this module
+
+    found |= extras.leftovers(cluster)
     return found

@@ -11,7 +11,9 @@ Each module in ``MODULES`` offers:
   naming ``WAITS_FOR`` if the module has it, else ``NAME``);
 - ``status(plan, processes) -> dict``: what ``cluster status --json`` says of it under ``addons[NAME]``;
 - optionally ``teardown(cluster) -> None``: what ``down`` must remove besides its processes (which the data plane's
-  teardown kills by their marker), raising ``LocalClusterError`` naming what is left.
+  teardown kills by their marker), raising ``LocalClusterError`` naming what is left;
+- optionally ``leftovers(cluster) -> dict[str, list[str]]``: what of it is still on the host, by kind (the data
+  plane's ``leftovers`` adds these: empty lists once ``down`` removed everything).
 
 Adding a component is one module and one line here; ``cluster.py`` needs no change.
 """
@@ -21,9 +23,10 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, TextIO
 
-from wincon.localcluster import dataplane, ipfamily, lb, metrics, storage
+from wincon.localcluster import dataplane, ipfamily, kuberouter, lb, metrics, storage
 
-MODULES: list[ModuleType] = [metrics, lb, storage]
+# kube-router last: it reads its node's Node object at start, which the kubelets have registered by then.
+MODULES: list[ModuleType] = [metrics, lb, storage, kuberouter]
 
 
 def start(plan: dataplane.Plan, out: TextIO) -> list[ModuleType]:
@@ -43,3 +46,11 @@ def teardown(cluster: str) -> None:
     for mod in MODULES:
         if hasattr(mod, "teardown"):
             mod.teardown(cluster)
+
+
+def leftovers(cluster: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for mod in MODULES:
+        if hasattr(mod, "leftovers"):
+            found |= mod.leftovers(cluster)
+    return found

@@ -252,11 +252,16 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
     print(f"starting MetalLB (L2, pool {pool_range(plan)}): controller in {first.name}'s namespace", file=out, flush=True)  # fmt: skip
     root = dataplane.root(plan.cluster)
     ns = netns.netns_name(plan.cluster, first.name)
-    dataplane._spawn(plan.cluster, ns, NAME, controller_args(plan, links[CONTROLLER]), root / f"{NAME}.log")
+    # Up once each serves /metrics (where its manifests' probes ask).
+    ready = {"url": f"http://{first.address}:{CONTROLLER_PORT}/metrics"}
+    dataplane._spawn(plan.cluster, ns, NAME, controller_args(plan, links[CONTROLLER]), root / f"{NAME}.log", ready)
     for node in plan.nodes:
         ns = netns.netns_name(plan.cluster, node.name)
         log = dataplane.node_dir(plan.cluster, node.name) / f"{SPEAKER}.log"
-        dataplane._spawn(plan.cluster, ns, f"{node.name}-{SPEAKER}", speaker_args(plan, node, links[SPEAKER]), log)
+        ready = {"url": f"http://{node.address}:{SPEAKER_PORT}/metrics"}
+        dataplane._spawn(
+            plan.cluster, ns, f"{node.name}-{SPEAKER}", speaker_args(plan, node, links[SPEAKER]), log, ready
+        )
     return True
 
 

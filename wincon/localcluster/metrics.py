@@ -104,7 +104,9 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
     node = plan.nodes[0]
     print(f"starting metrics-server in {node.name}'s namespace ({node.address}:{PORT})", file=out, flush=True)
     ns = netns.netns_name(plan.cluster, node.name)
-    dataplane._spawn(plan.cluster, ns, NAME, args(plan, link), dataplane.root(plan.cluster) / f"{NAME}.log")
+    # Up once its /readyz answers (anonymous, as its manifest's readiness probe asks): its first scrape is stored.
+    ready = {"url": f"https://{node.address}:{PORT}/readyz"}
+    dataplane._spawn(plan.cluster, ns, NAME, args(plan, link), dataplane.root(plan.cluster) / f"{NAME}.log", ready)
     return True
 
 
