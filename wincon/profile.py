@@ -27,9 +27,15 @@ WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
 
 # The kubelet feature gates checks decide by (wincon.checks.scheduling), read from each Ready real Windows node's
 # /configz in discovery. PodAndContainerStatsFromCRI: /metrics/cadvisor is then served from the CRI runtime, not
-# cAdvisor (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467); alpha, off by default
-# (pkg/features/kube_features.go:1534-1536).
-KUBELET_GATES = ("PodAndContainerStatsFromCRI",)
+# cAdvisor (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467).
+# Each gate's stages by kubelet minor, as pkg/features/kube_features.go of the releases states them: (major, minor,
+# default, stage). A stage "removed" gives the value the behaviour is fixed at once the gate is gone (the kubelet
+# then refuses the gate by name, so what /configz lists no longer decides). PodAndContainerStatsFromCRI: alpha from
+# 1.23, beta from 1.37, off by default in both (k8s.io/kubernetes@v1.37.2 and @v1.38.0-beta.0 kube_features.go).
+KUBELET_GATE_STAGES: dict[str, tuple[tuple[int, int, bool, str], ...]] = {
+    "PodAndContainerStatsFromCRI": ((1, 23, False, "alpha"), (1, 37, False, "beta")),
+}
+KUBELET_GATES = tuple(KUBELET_GATE_STAGES)
 KUBELET_CONFIGZ_TIMEOUT = 10.0  # seconds a node's /configz read may take in discovery; slower is "unknown"
 
 # Namespaces where pod networks, policy engines and kube-proxy put their objects (operators' included). A fixed
@@ -387,24 +393,44 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
     )
 
 
-def kubelet_feature_gates(config: dict[str, Any]) -> tuple[tuple[str, bool], ...]:
+def gate_stage(gate: str, kubelet_version: str) -> tuple[bool, str] | None:
+    """(default, stage) of a KUBELET_GATES gate at a kubelet version ('v1.37.2', '1.38.0-beta.0'); None where the
+    version is unknown or older than the gate."""
+    found = re.match(r"v?(\d+)\.(\d+)", kubelet_version or "")
+    if not found:
+        return None
+    minor = (int(found.group(1)), int(found.group(2)))
+    stage = None
+    for major, since, default, name in KUBELET_GATE_STAGES[gate]:
+        if minor >= (major, since):
+            stage = (default, name)
+    return stage
+
+
+def kubelet_feature_gates(config: dict[str, Any], kubelet_version: str = "") -> tuple[tuple[str, bool], ...]:
     """KUBELET_GATES as a kubelet runs them, from its KubeletConfiguration (the ``kubeletconfig`` of /configz):
     its ``featureGates``, which the --feature-gates flag fills too (k8s.io/kubernetes@v1.34.4
-    cmd/kubelet/app/options/options.go:432); a gate it does not list is at its default, off for these."""
+    cmd/kubelet/app/options/options.go:432); a gate it does not list is at its default at ``kubelet_version``
+    (off where the version is unknown: off at every stage of these); a gate removed at that version is at the
+    value its behaviour is fixed at, whatever is listed."""
     listed = config.get("featureGates") or {}
     if not isinstance(listed, dict):
         raise ValueError(f"the KubeletConfiguration's featureGates is not a map: {listed!r}")
-    return tuple((gate, bool(listed.get(gate))) for gate in KUBELET_GATES)
+    gates = []
+    for gate in KUBELET_GATES:
+        default, stage = gate_stage(gate, kubelet_version) or (False, "")
+        gates.append((gate, default if stage == "removed" else bool(listed.get(gate, default))))
+    return tuple(gates)
 
 
-def _kubelet_gates(api_client: Any, node: str) -> tuple[tuple[str, bool], ...] | None:
+def _kubelet_gates(api_client: Any, node: str, kubelet_version: str = "") -> tuple[tuple[str, bool], ...] | None:
     """The node's KUBELET_GATES from its /configz through the API server's node proxy; None (unknown) where it
     cannot be read: a refusal (403 without nodes/proxy), a timeout, an answer that is not a KubeletConfiguration."""
     from wincon.checks.node import kubelet_config, kubelet_json
 
     try:
         configz, _ = kubelet_json(api_client, node, "configz", timeout=KUBELET_CONFIGZ_TIMEOUT)
-        return kubelet_feature_gates(kubelet_config(configz))
+        return kubelet_feature_gates(kubelet_config(configz), kubelet_version)
     except (InfrastructureError, ValueError):
         return None
 
@@ -632,7 +658,8 @@ def discover(api_client: Any, cni_override: str | None = None, policy_override: 
         raw_nodes = listed.result()
         ip_families = pool.submit(_service_ip_families, core, raw_nodes)
         nodes = [node_profile(n) for n in raw_nodes]
-        gates = {name: pool.submit(_kubelet_gates, api_client, name) for name in configz_nodes(nodes)}
+        versions = {n.name: n.kubelet_version for n in nodes}
+        gates = {name: pool.submit(_kubelet_gates, api_client, name, versions[name]) for name in configz_nodes(nodes)}
         objects = NetworkObjects(nodes=raw_nodes, cloud=detect_cloud(nodes))
         for found in daemonsets:  # merged in the order of CNI_NAMESPACES, as read one after another before
             objects.daemonsets.update(found.result())
