@@ -203,3 +203,27 @@ def test_the_suite_plans_on_the_new_default_nodes_as_on_the_former_ones(tmp_path
     assert not changed, json.dumps(changed, indent=1)[:3000]
     outcomes = {outcome for outcome, _ in now.values()}
     assert {"run", "skip"} <= outcomes  # the simulated nodes still run the API checks and skip the data-plane ones
+
+
+def test_build_26100_is_read_where_a_build_is_read():
+    """Placement (the pinning selector and its read back), the KEP-style taint value, the catalog's image choice and
+    the limitations' build specifiers, for the WS2025 node of each topology."""
+    from wincon.checks.scheduling import TAINT_VALUES
+    from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+    from wincon.workloads.catalog import Catalog
+    from wincon.workloads.pinning import pin_windows
+
+    simulated = next(n for n in Topology().nodes("v1.37.2") if n["metadata"]["name"] == "win2025-0")
+    label = simulated["metadata"]["labels"][WINDOWS_BUILD_LABEL]
+    assert (label, parse_build(label)) == ("10.0.26100", 26100)
+    spec = pin_windows({"containers": []}, build=26100)
+    assert spec["nodeSelector"][WINDOWS_BUILD_LABEL] == label  # the pinned pod selects that node
+    assert TAINT_VALUES[26100] == "Win2025"
+    catalog = Catalog.load()
+    assert catalog.windows_builds["ltsc2025"] == 26100
+    assert all("ltsc2025" in spec.windows_versions for spec in catalog.images.values() if "windows" in spec.os)
+    gated = limitation(applies_when={"windows_build": ">=26100"})
+    node = node_profile(AKS_WS2025)
+    assert match(gated, ClusterProfile("v1.33.12", nodes=[node]), node).applies
+    older = node_profile(AKS_WS2022)
+    assert not match(gated, ClusterProfile("v1.33.12", nodes=[older]), older).applies
