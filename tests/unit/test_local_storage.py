@@ -102,8 +102,9 @@ def test_start_writes_its_config_and_runs_in_worker_0s_namespace(plan, tmp_path,
     monkeypatch.setattr(dataplane, "_spawn", lambda *a: spawned.append(a) or 1)
     assert storage.start(plan, io.StringIO()) is True
     assert created == [plan]
-    ((cluster, ns, name, args, log),) = spawned
+    ((cluster, ns, name, args, log, ready),) = spawned
     assert (cluster, name) == ("wincon-t", storage.NAME)
+    assert ready == {"log": "Started provisioner controller"}  # what a restart waits for (it has no health endpoint)
     assert ns.endswith("worker-0") or "worker-0" in ns
     assert args[1] == "start"
     cdir = storage.config_dir("wincon-t")

@@ -200,7 +200,10 @@ def start(plan: dataplane.Plan, out: TextIO) -> bool:
         flush=True,
     )
     ns = netns.netns_name(plan.cluster, node.name)
-    dataplane._spawn(plan.cluster, ns, NAME, args(plan, link), dataplane.root(plan.cluster) / f"{NAME}.log")
+    # Up once its provision controller logs that it started (after its informers synced and its workers run:
+    # sig-storage-lib-external-provisioner v10 controller.Run); it serves no health endpoint.
+    ready = {"log": "Started provisioner controller"}
+    dataplane._spawn(plan.cluster, ns, NAME, args(plan, link), dataplane.root(plan.cluster) / f"{NAME}.log", ready)
     return True
 
 
