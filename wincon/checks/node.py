@@ -452,3 +452,46 @@ def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     rank = max(1, -(-int(round(fraction * 1000)) * len(ordered) // 1000))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+# ----------------------------------------------------------------------------- the node a NodePort check dials
+
+# Upstream's Windows NodePort check from v1.36.3 (test/e2e/windows/service.go:64-67): the InternalIP, in the
+# Service's first IP family, of a random Ready schedulable node (e2enode.GetRandomReadySchedulableNode: Ready, and
+# no NoSchedule/NoExecute taint an ordinary pod does not tolerate), any OS; before (v1.35.4), e2enode.PickIP, the
+# first ExternalIP of those nodes, falling back to InternalIPs.
+UNTOLERATED_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def untainted(taints: tuple[str, ...] | list[str]) -> bool:
+    """No taint (``key=value:Effect``) that keeps an ordinary pod off the node."""
+    return not any(taint.rpartition(":")[2] in UNTOLERATED_EFFECTS for taint in taints)
+
+
+def nodeport_target(nodes: list[Any], exclude: str) -> Any | None:
+    """The node a NodePort check dials, as upstream picks it but not at random (the same node on every run): the
+    first by name of the Ready, untainted nodes with a data plane (a simulated node's address answers nothing),
+    other than ``exclude`` (the client's own node: NodePort access from the node itself is a documented Windows
+    gap of its own). None where there is none."""
+    candidates = [n for n in nodes if n.ready and n.data_plane and untainted(n.taints) and n.name != exclude]
+    return min(candidates, key=lambda n: n.name) if candidates else None
+
+
+def internal_ips_of_family(addresses: list[Any], family: str) -> list[str]:
+    """The node's InternalIP addresses (``status.addresses``) in ``family`` (IPv4, IPv6), in the node's order:
+    e2enode.GetAddressesByTypeAndFamily(node, NodeInternalIP, family)."""
+    import ipaddress
+
+    found = []
+    for entry in addresses:
+        kind = entry.get("type") if isinstance(entry, dict) else entry.type
+        address = str((entry.get("address") if isinstance(entry, dict) else entry.address) or "")
+        if kind != "InternalIP":
+            continue
+        try:
+            version = ipaddress.ip_address(address).version
+        except ValueError:
+            continue
+        if family == f"IPv{version}":
+            found.append(address)
+    return found
