@@ -543,6 +543,68 @@ def test_dry_run_of_everything_builds_each_own_image_for_each_version(catalog):
     assert all(f"{registry}/" in line for line in pushes)
 
 
+WORKFLOW = ROOT / ".github" / "workflows" / "images.yml"
+
+
+def workflow_job() -> tuple[dict, dict]:
+    flow = yaml.safe_load(WORKFLOW.read_text())
+    (job,) = flow["jobs"].values()
+    return flow, job
+
+
+def test_the_images_workflow_builds_with_buildx_on_linux_and_pushes_where_the_catalog_names(catalog, tmp_path):
+    flow, job = workflow_job()
+    triggers = flow.get("on", flow.get(True))  # PyYAML reads the bare key `on` as True
+    assert {"push", "pull_request", "workflow_dispatch"} <= set(triggers)
+    assert job["runs-on"].startswith("ubuntu-") and flow["permissions"]["packages"] == "write"
+    steps = job["steps"]
+    runs = [s.get("run", "").strip() for s in steps]
+    uses = [s.get("uses", "") for s in steps]
+    dry, build = runs.index("images/build.sh --dry-run"), runs.index("images/build.sh")  # no --registry/--versions
+    buildx = next(i for i, u in enumerate(uses) if u.startswith("docker/setup-buildx-action@"))
+    login = next(i for i, u in enumerate(uses) if u.startswith("docker/login-action@"))
+    assert dry < buildx < login < build
+    for i in (buildx, login, build):
+        assert steps[i]["if"] == "github.event_name != 'pull_request'", "a pull request must not push"
+    assert "if" not in steps[dry]
+    # The login goes to the host of the catalog's winconRegistry, read by the workflow's own step.
+    (host_step,) = [s for s in steps if s.get("id") == "catalog"]
+    assert steps[login]["with"]["registry"] == "${{ steps.catalog.outputs.host }}"
+    output = tmp_path / "github_output"
+    result = subprocess.run(
+        ["bash", "-c", host_step["run"]], cwd=ROOT, env={**os.environ, "GITHUB_OUTPUT": str(output)}, timeout=60
+    )
+    assert result.returncode == 0
+    assert output.read_text() == f"host={catalog['registries']['winconRegistry'].split('/')[0]}\n"
+
+
+def test_the_workflow_s_dry_run_pushes_each_own_image_for_ltsc2022_and_ltsc2025_with_its_os_version(catalog):
+    """The dry run the workflow runs first: each own image is built and pushed for both current LTSC releases, and
+    its manifest list, at the reference the catalog names, carries each entry annotated with the os.version read
+    from that release's base image."""
+    result = build_sh("--dry-run")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    registry = catalog["registries"]["winconRegistry"]
+    builds = {name: v["build"] for name, v in catalog["windows_versions"].items()}
+    for key, spec in own_images(catalog).items():
+        ref = f"{registry}/{spec['name']}:{spec['tag']}"
+        for version in ("ltsc2022", "ltsc2025"):
+            entry = f"{ref}-windows-amd64-{version}"
+            pushed = [line for line in lines if line.startswith("docker buildx build") and f"--tag {entry} " in line]
+            assert len(pushed) == 1 and " --push " in pushed[0] and "--platform windows/amd64" in pushed[0], key
+            assert f"--build-arg WINDOWS_VERSION={version}" in pushed[0]
+            annotate = [line for line in lines if line.startswith("docker manifest annotate") and line.endswith(entry)]
+            assert annotate and f'--os-version "${{os_version_{version}}}" {ref} {entry}' in annotate[0], key
+            read = [
+                line
+                for line in lines
+                if line.startswith(f"os_version_{version}=$(") and f"--build {builds[version]}" in line
+            ]
+            assert read, f"{key}: the os.version of {version} is not read from its base image"
+        assert f"docker manifest push --purge {ref}" in lines, key
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
