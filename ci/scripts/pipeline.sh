@@ -17,7 +17,9 @@
 #   --artifacts DIR        results and logs go here (default: $ARTIFACTS or ./artifacts); a created
 #                          cluster's kubeconfig goes to $TMPDIR/wincon-kubeconfig-<cluster>, never here
 #   --windows LIST         Windows Server versions of the node pools (default: ltsc2022)
-#   --k8s-version X.Y      Kubernetes version of the cluster; required with --mode gate
+#   --k8s-version X.Y      Kubernetes version of the cluster (X.Y, X.Y.Z, or with --cloud kubeconfig a
+#                          pre-release such as v1.38.0-beta.0); required with --mode gate, whose required
+#                          list is that of its minor
 #   --cluster-name NAME    cluster name (default: wincon-<run id>)
 #   --kubeconfig FILE      with --cloud kubeconfig: the cluster to test
 #   --workers N            pytest-xdist workers of the parallel phase (default: 4)
@@ -75,8 +77,14 @@ case "${cloud}" in
   *) die "${EXIT_USAGE}" "--cloud '${cloud}' is not aks, gke or kubeconfig" "pass --cloud aks, gke or kubeconfig" ;;
 esac
 [[ "${workers}" =~ ^[0-9]+$ ]] || die "${EXIT_USAGE}" "--workers '${workers}' is not a number" "pass e.g. --workers 4"
-if [[ "${mode}" == gate && ! "${k8s_version}" =~ ^v?[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; then
-  die "${EXIT_USAGE}" "--mode gate needs --k8s-version X.Y (the minor whose required list applies)" "pass e.g. --k8s-version 1.31"
+if [[ "${mode}" == gate && ! "${k8s_version}" =~ ^v?[0-9]+\.[0-9]+(\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?)?$ ]]; then
+  die "${EXIT_USAGE}" "--mode gate needs --k8s-version X.Y or a release such as v1.38.0-beta.0 (its minor's required list applies)" "pass e.g. --k8s-version 1.37"
+fi
+# A pre-release (v1.38.0-beta.0) is no version AKS or GKE create clusters at: it is tested on a cluster built
+# from it, given with --cloud kubeconfig.
+if [[ "${k8s_version}" == *-* && "${cloud}" != kubeconfig ]]; then
+  die "${EXIT_USAGE}" "--k8s-version ${k8s_version} is a pre-release, which ${cloud} does not offer" \
+    "run it with --cloud kubeconfig --kubeconfig FILE on a cluster built from that release"
 fi
 
 run_id=${WINCON_RUN_ID:-${BUILD_ID:-${GITHUB_RUN_ID:-$(date -u +%Y%m%d%H%M%S)}}}

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wincon.upstream import release_versions
+
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "ci"
 SCRIPTS = CI / "scripts"
@@ -139,6 +141,23 @@ def test_gate_runs_the_required_list_alone_then_wincon_gate(tmp_path):
     assert not any(line.startswith(("az ", "gcloud ")) for line in lines), "--cloud kubeconfig creates nothing"
 
 
+def test_gate_on_a_pre_release_judges_its_minor(tmp_path):
+    lines = dry_pipeline(
+        "--cloud",
+        "kubeconfig",
+        "--kubeconfig",
+        "/k",
+        "--mode",
+        "gate",
+        "--k8s-version",
+        "v1.38.0-beta.0",
+        tmp_path=tmp_path,
+    )
+    a = tmp_path / "a"
+    index_of(lines, f"python3 {SCRIPTS}/required_tests.py --k8s-version 1.38 > {a}/required-tests.txt")
+    index_of(lines, f"wincon gate {a}/results/gate --k8s-version 1.38")
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -149,6 +168,11 @@ def test_gate_runs_the_required_list_alone_then_wincon_gate(tmp_path):
         (["--cloud", "aks", "--workers", "four"], "--workers 'four' is not a number"),
         (["--cloud", "aks", "--windows", "ltsc2019", "--k8s-version", "1.33"], "does not offer Windows Server 2019"),
         (["--cloud", "gke", "--windows", "ltsc2025"], "GKE does not offer Windows version 'ltsc2025'"),
+        (["--cloud", "aks", "--mode", "gate", "--k8s-version", "v1.38.0-beta.0"], "is a pre-release, which aks does"),
+        (
+            ["--cloud", "kubeconfig", "--kubeconfig", "/k", "--mode", "gate", "--k8s-version", "1.38-beta"],
+            "--mode gate needs",
+        ),
     ],
 )
 def test_bad_usage_is_one_clear_error(args, message, tmp_path):
@@ -471,16 +495,45 @@ def test_the_three_workflows_exist_and_always_tear_down():
             assert steps.index(down[0]) > next(i for i, r in enumerate(runs) if "pipeline.sh" in r)
 
 
-def test_nightly_workflows_publish_to_the_groups_testgrid_reads():
+def supported_minors() -> set[str]:
+    """The released minors versions.toml builds (1.35, 1.36, 1.37): the nightlies' minors."""
+    return {".".join(v.lstrip("v").split(".")[:2]) for v in release_versions() if "-" not in v}
+
+
+def newest_pre_release() -> str:
+    pre = [v for v in release_versions() if "-" in v]
+    assert pre, "versions.toml names no pre-release of the next minor"
+    return pre[-1]
+
+
+def test_nightly_workflows_publish_to_the_groups_testgrid_reads_one_per_supported_minor():
     groups = {g["name"] for g in load_testgrid()["test_groups"]}
-    aks = workflows()["nightly-aks.yml"]["jobs"]["aks"]
-    for entry in aks["strategy"]["matrix"]["include"]:
-        name = aks["env"]["JOB_NAME"].replace("${{ matrix.windows }}", entry["windows"])
-        assert name in groups and f"{name}-serial" in groups
-    gke = workflows()["nightly-gke.yml"]["jobs"]["gke"]
-    for windows in gke["strategy"]["matrix"]["windows"]:
-        name = gke["env"]["JOB_NAME"].replace("${{ matrix.windows }}", windows)
-        assert name in groups and f"{name}-serial" in groups
+    for flow, job_id in (("nightly-aks.yml", "aks"), ("nightly-gke.yml", "gke")):
+        job = workflows()[flow]["jobs"][job_id]
+        assert job["env"]["JOB_NAME"] == "${{ matrix.job }}"
+        entries = job["strategy"]["matrix"]["include"]
+        for entry in entries:
+            assert entry["job"] in groups and f"{entry['job']}-serial" in groups, entry
+        ltsc2022 = [e["k8s-version"] for e in entries if e["windows"] == "ltsc2022"]
+        assert sorted(ltsc2022) == sorted(supported_minors()), flow
+        assert len({e["job"] for e in entries}) == len(entries)
+
+
+def test_prow_has_a_nightly_per_cloud_and_supported_minor_and_gates_the_newest_pre_release():
+    jobs = {j["name"]: j for j in prow_jobs()}
+    for cloud in ("aks", "gke"):
+        for minor in supported_minors():
+            job = jobs[f"ci-wincon-{cloud}-ltsc2022-{minor.replace('.', '-')}"]
+            args = job["spec"]["containers"][0]["args"]
+            assert args[args.index("--k8s-version") + 1] == minor and args[args.index("--cloud") + 1] == cloud
+            assert job["annotations"]["testgrid-tab-name"] == f"prow-{cloud}-ltsc2022-{minor}"
+    gate = jobs["ci-wincon-release-gate"]
+    container = gate["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["WINCON_GATE_K8S_VERSION"] == newest_pre_release() == "v1.38.0-beta.0"
+    args = container["args"]
+    assert args[args.index("--mode") + 1] == "gate" and args[args.index("--cloud") + 1] == "kubeconfig"
+    assert args[args.index("--k8s-version") + 1] == "$(WINCON_GATE_K8S_VERSION)"
 
 
 def test_scripts_referenced_by_workflows_and_prow_exist_and_are_executable():
