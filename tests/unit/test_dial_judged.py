@@ -291,3 +291,83 @@ def test_flowchecks_a_target_that_is_no_service_is_judged_from_the_first_questio
     kube = Kube(program_at=None)
     outcome = flows.FlowChecks(kube).dial(CLIENT, "10.0.0.99", 80, "http", set(SERVERS))  # no Service there
     assert outcome.tries == ASK + c.judged_tries(2) and not kube.pod_ip_dials() and kube.slice_lists == 0
+
+
+# ----------------------------------------------------------------------------- the same rule elsewhere
+
+
+def test_the_affinity_warm_up_waits_until_the_other_backends_are_shown_then_counts_its_dials() -> None:
+    from tests.support import suites
+
+    module = suites.load("suites/networking/test_services.py")
+    kube = Kube(program_at=None)  # ClientIP affinity: every dial through the Service reaches netserver-0
+    refs = [PodRef(n, ip, (ip,), "lin-worker-0", "192.168.7.10", "linux", "netexec") for n, ip in SERVERS.items()]
+    service = SimpleNamespace(name="lin-netserver-sticky", cluster_ip=VIP)
+    answers = module.dial_affinity_service(flows.FlowChecks(kube), CLIENT, service, refs)
+    assert answers == ["lin-netserver-0"] * module.AFFINITY_CHECKS
+    assert kube.vip_dials == 1 + module.AFFINITY_CHECKS  # one warm-up dial: the other backend shown at once
+    (only,) = kube.pod_ip_dials()
+    assert "host=10.244.2.21&port=8083" in only  # netserver-1 answered by its own pod IP before the counted dials
+
+
+HEADLESS = "lin-netservers.ns.svc.cluster.local."
+
+
+def nslookup_answer(*addresses: str) -> str:
+    """BIND's nslookup (the agnhost image's) answering a headless Service's name with ``addresses``."""
+    records = "".join(f"Name:\tlin-netservers.ns.svc.cluster.local\nAddress: {a}\n" for a in addresses)
+    return f"Server:\t\t10.0.0.10\nAddress:\t10.0.0.10#53\n\n{records}\n"
+
+
+class DnsKube(fakes.ExecKube):
+    """CoreDNS answering the headless Service's name with netserver-0 only for its first ``partial`` look-ups, then
+    with both; the Service's EndpointSlices list netserver-1 ready from their ``listed_at``-th read (None: never)."""
+
+    def __init__(self, partial: int, listed_at: int | None) -> None:
+        super().__init__()
+        self.partial, self.listed_at, self.lookups, self.reads = partial, listed_at, 0, 0
+
+        def list_namespaced_endpoint_slice(namespace: str, label_selector: str, **_: object) -> SimpleNamespace:
+            assert (namespace, label_selector) == ("ns", "kubernetes.io/service-name=lin-netservers")
+            self.reads += 1
+            ready = self.listed_at is not None and self.reads >= self.listed_at
+            return SimpleNamespace(items=[endpoint_slice({"lin-netserver-0": True, "lin-netserver-1": ready})])
+
+        self.discovery = SimpleNamespace(list_namespaced_endpoint_slice=list_namespaced_endpoint_slice)
+        self.core = SimpleNamespace()
+
+    def respond(self, command: list[str]) -> ExecResult:
+        assert command == ["nslookup", HEADLESS], command
+        self.lookups += 1
+        both = self.lookups > self.partial
+        return ExecResult(0, nslookup_answer(*(SERVERS.values() if both else [SERVERS["lin-netserver-0"]])), "")
+
+
+def headless_lookup(kube: DnsKube):
+    return flows.FlowChecks(kube).lookup(CLIENT, HEADLESS, tool="nslookup", every=SERVERS.values())
+
+
+def test_a_headless_name_answered_partly_at_first_is_judged_once_its_slices_list_every_pod_ready() -> None:
+    kube = DnsKube(partial=6, listed_at=4)  # CoreDNS serves the new endpoint a moment after the slices list it
+    lookup = headless_lookup(kube)
+    assert set(lookup.addresses) == set(SERVERS.values()) and kube.reads == 4 and kube.lookups == 7
+
+
+def test_a_headless_name_that_never_answers_every_pod_fails_after_judged_tries() -> None:
+    kube = DnsKube(partial=10**6, listed_at=1)
+    lookup = headless_lookup(kube)
+    assert lookup.ok and lookup.addresses == (SERVERS["lin-netserver-0"],)  # the suite's assertion fails on it
+    assert kube.lookups == 1 + c.judged_tries(2) and kube.reads == 1
+
+
+def test_a_headless_name_whose_slices_never_list_every_pod_is_not_judged_by_more_look_ups() -> None:
+    kube = DnsKube(partial=10**6, listed_at=None)
+    lookup = headless_lookup(kube)
+    assert lookup.addresses == (SERVERS["lin-netserver-0"],) and kube.lookups == 1
+    assert kube.reads == c.DIAL_SILENT_TRIES  # bounded wait for the slices
+
+
+def test_a_lookup_without_every_is_as_before() -> None:
+    kube = DnsKube(partial=10**6, listed_at=1)
+    lookup = flows.FlowChecks(kube).lookup(CLIENT, HEADLESS, tool="nslookup")
+    assert lookup.ok and kube.lookups == 1 and kube.reads == 0

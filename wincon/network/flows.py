@@ -20,7 +20,7 @@ from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, UnreadableOutput
 from wincon.network.pods import PodRef
-from wincon.network.services import kubernetes_service
+from wincon.network.services import endpoint_slice_ips, kubernetes_service, slices_lister
 
 EXEC_TIMEOUT = 90.0
 # A target that answered nothing to a dial of this module (process) already, or a client whose dials over
@@ -677,9 +677,16 @@ class FlowChecks:
             container=pod.tool_container,
         )
 
-    def lookup(self, pod: PodRef, name: str, tries: int = 3, tool: str | None = None) -> conn.Lookup:
+    def lookup(
+        self, pod: PodRef, name: str, tries: int = 3, tool: str | None = None, every: Iterable[str] | None = None
+    ) -> conn.Lookup:
         """Resolve ``name`` in ``pod`` (default: the OS's recommended resolver); the last answer. After a look-up
-        in this worker found no server, it stops at a try that again finds none (silent_resolver)."""
+        in this worker found no server, it stops at a try that again finds none (silent_resolver).
+
+        With ``every`` (the addresses a headless Service's name must resolve to, all in one answer): an answer with
+        another set is judged only once the Service is shown complete (wait_listed_ready: its EndpointSlices list
+        every one of them ready), then the look-up runs again up to conn.judged_tries(len(every)) times until it
+        answers exactly those; the last answer."""
         tool = tool or pod.dns_tool
         command = conn.dns_lookup_command(pod.os, name, tool)
         _, result = self.until(
@@ -690,7 +697,45 @@ class FlowChecks:
             container=pod.tool_container,
             resolver=tool,
         )
-        return conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+        first = conn.parse_lookup(tool, result.stdout, result.exit_code, result.stderr)
+        wanted = {normal_ip(a) or a for a in every or ()}
+        if not wanted or not first.ok or set(first.addresses) == wanted or not self.wait_listed_ready(name, wanted):
+            return first
+        last = [first]
+
+        def once() -> bool:
+            again = self.exec(pod, command, pod.tool_container)
+            last[0] = conn.parse_lookup(tool, again.stdout, again.exit_code, again.stderr)
+            return last[0].ok and set(last[0].addresses) == wanted
+
+        conn.attempts(once, conn.judged_tries(len(wanted)))
+        return last[0]
+
+    def wait_listed_ready(self, name: str, addresses: set[str]) -> bool:
+        """Wait (at most DIAL_SILENT_TRIES reads, DIAL_RETRY_DELAY_SECONDS apart) until the EndpointSlices of the
+        Service ``name`` is the name of (``svc.<namespace>...``, this namespace) list every one of ``addresses``
+        ready: True once they do, or where the API cannot tell (no such Service name, slices unreadable: judged at
+        once); False where they never did."""
+        labels = name.rstrip(".").split(".")
+        namespace = str(getattr(self.kube, "namespace", ""))
+        if len(labels) < 2 or labels[1] != namespace:
+            return True
+        lister = slices_lister(self.kube.discovery, labels[0]) if hasattr(self.kube, "discovery") else None
+        if lister is None:
+            return True
+        unreadable: list[bool] = []
+
+        def listed() -> bool:
+            try:
+                slices = call(lister, namespace).items or []
+            except Exception:  # noqa: BLE001 - the API cannot tell (RBAC, an error): judged at once
+                unreadable.append(True)
+                return True
+            ready = {normal_ip(a) or a for s in slices for a in endpoint_slice_ips(s)}
+            return addresses <= ready
+
+        shown, _ = conn.attempts(listed, conn.DIAL_SILENT_TRIES)
+        return shown or bool(unreadable)
 
     def resolver_key(self, pod: PodRef) -> str:
         """The resolver ``pod`` looks names up through, from its spec (read once): "cluster-dns" for dnsPolicy
