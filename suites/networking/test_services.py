@@ -245,10 +245,16 @@ def test_external_traffic_policy_local_keeps_the_client_ip(checks, net, other_ho
     )
     url = f"http://{conn.host_port(local_server.host_ip, svc.node_ports['http'])}/clientip"
     command = conn.http_get_command(remote_node.os, url)
-    ok, result = checks.until(
-        remote_node, command, lambda r: r.ok and r.stdout.strip() != "", container=remote_node.tool_container
+    # Judged as a Service dial is: after its first tries, only once the Service is shown complete from the client's
+    # side (its EndpointSlices list the backend ready, which answers the client by its own pod IP).
+    ok, result, shown = checks.until_shown(
+        remote_node,
+        command,
+        lambda r: r.ok and r.stdout.strip() != "",
+        lambda: checks.backend_shown(remote_node, svc.name, local_server),
+        container=remote_node.tool_container,
     )
-    assert ok, f"{url} from {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr}"
+    assert ok, f"{url} from {remote_node.node}: {conn.curl_failure(result.exit_code)}: {result.stderr} ({shown})"
     answer = result.stdout
     client_addresses = (remote_node.ip, remote_node.host_ip)
     with expect_deviation(

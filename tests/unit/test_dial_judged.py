@@ -371,3 +371,67 @@ def test_a_lookup_without_every_is_as_before() -> None:
     kube = DnsKube(partial=10**6, listed_at=1)
     lookup = flows.FlowChecks(kube).lookup(CLIENT, HEADLESS, tool="nslookup")
     assert lookup.ok and kube.lookups == 1 and kube.reads == 0
+
+
+# ----------------------------------------------------------------------------- externalTrafficPolicy's wait
+
+
+NODE_PORT_URL = "http://192.168.7.10:30080/clientip"
+
+
+class PolicyKube(fakes.ExecKube):
+    """The NodePort of an externalTrafficPolicy Local Service, programmed on its node from the ``programmed_at``-th
+    curl on; its backend lin-netserver-0 answering its own /hostname unless ``backend_silent``."""
+
+    def __init__(self, programmed_at: int, backend_silent: bool = False) -> None:
+        super().__init__()
+        self.programmed_at, self.backend_silent, self.node_port_curls = programmed_at, backend_silent, 0
+        slices = endpoint_slice({"lin-netserver-0": True})
+        self.discovery = SimpleNamespace(
+            list_namespaced_endpoint_slice=lambda namespace, label_selector, **_: SimpleNamespace(items=[slices])
+        )
+        self.core = SimpleNamespace()
+
+    def respond(self, command: list[str]) -> ExecResult:
+        if command[-1] == NODE_PORT_URL:
+            self.node_port_curls += 1
+            if self.node_port_curls < self.programmed_at:
+                return ExecResult(7, "", "curl: (7) Failed to connect to 192.168.7.10 port 30080")
+            return ExecResult(0, "192.168.7.11:41000", "")
+        assert command[-1] == "http://10.244.1.20:8083/hostname", command
+        return (
+            ExecResult(7, "", "curl: (7) Failed to connect")
+            if self.backend_silent
+            else ExecResult(0, "lin-netserver-0", "")
+        )
+
+
+def policy_wait(kube: PolicyKube):
+    checks = flows.FlowChecks(kube)
+    backend = PodRef(
+        "lin-netserver-0", SERVERS["lin-netserver-0"], (), "lin-worker-0", "192.168.7.10", "linux", "netexec"
+    )
+    return checks.until_shown(
+        CLIENT,
+        c.http_get_command("linux", NODE_PORT_URL),
+        lambda r: r.ok and r.stdout.strip() != "",
+        lambda: checks.backend_shown(CLIENT, "lin-netserver-local", backend),
+    )
+
+
+def test_a_node_port_programmed_after_the_first_tries_passes_once_its_backend_is_shown() -> None:
+    kube = PolicyKube(programmed_at=9)  # after until's 5 tries: failed before
+    ok, result, shown = policy_wait(kube)
+    assert ok and result.stdout == "192.168.7.11:41000" and kube.node_port_curls == 9
+    assert "shown complete from lin-client's side after 5 tries" in shown
+
+
+def test_a_node_port_whose_backend_does_not_answer_by_its_pod_ip_is_not_judged_further() -> None:
+    kube = PolicyKube(programmed_at=10**6, backend_silent=True)
+    ok, _, shown = policy_wait(kube)
+    assert not ok and kube.node_port_curls == 5  # as before: fail fast
+    assert shown.startswith("not judged further: lin-netserver-0's own pod IP did not answer")
+    assert shown.endswith("the endpoint's fault")
+    never = PolicyKube(programmed_at=10**6)
+    ok, _, shown = policy_wait(never)
+    assert not ok and never.node_port_curls == 5 + c.judged_tries(1)  # shown: judged_tries more, then failed

@@ -236,6 +236,9 @@ class PolicyChecks:
         result = ExecResult(0, self.client_ip_answer, "")
         return ok(result), result
 
+    def until_shown(self, pod, command, ok, shown, tries=5, container=None):
+        return (*self.until(pod, command, ok, tries, container), "")
+
     def exec(self, pod, command, container=None, timeout=90.0):
         return self.idle_answer
 

@@ -666,6 +666,54 @@ class FlowChecks:
             result = ExecResult(result.exit_code, result.stdout, f"{result.stderr.rstrip()}\n{note}".lstrip())
         return succeeded, result
 
+    def until_shown(
+        self,
+        pod: PodRef,
+        command: list[str],
+        ok: Callable[[ExecResult], bool],
+        shown: Callable[[], str | None],
+        tries: int = 5,
+        container: str | None = None,
+    ) -> tuple[bool, ExecResult, str]:
+        """``until`` (with its bounds: a silent target fails fast), then, where it did not succeed, the same rule as a
+        Service dial's (conn.collect_dial): ``shown()`` says whether the target is complete from ``pod``'s side (None,
+        e.g. backend_shown) or why not; shown, the command gets conn.judged_tries(1) more tries, since those before
+        did not count. (succeeded, the last result, what was shown: '' where it succeeded at once)."""
+        succeeded, result = self.until(pod, command, ok, tries, container=container)
+        if succeeded:
+            return True, result, ""
+        why = shown()
+        if why is not None:
+            return False, result, f"not judged further: {why}"
+        succeeded, result = self.until(pod, command, ok, conn.judged_tries(1), container=container)
+        return succeeded, result, f"the target was shown complete from {pod.name}'s side after {tries} tries"
+
+    def backend_shown(
+        self, pod: PodRef, service: str, backend: PodRef, port: int = conn.NETSERVER_HTTP_PORT
+    ) -> str | None:
+        """None where Service ``service``'s EndpointSlices list ``backend`` ready and ``backend`` answers a GET of
+        its own /hostname at its pod IP from ``pod`` (curl.exe/curl, once); else why not, naming whose fault."""
+        namespace = str(getattr(self.kube, "namespace", ""))
+        try:
+            slices = call(slices_lister(self.kube.discovery, service), namespace).items or []
+        except Exception as exc:  # noqa: BLE001 - the API cannot tell: said as such
+            return f"the EndpointSlices of Service {service} could not be read ({exc})"
+        if backend.ip not in {normal_ip(a) or a for s in slices for a in endpoint_slice_ips(s)}:
+            return f"{backend.name} ({backend.ip}) is not listed ready in the EndpointSlices of Service {service}"
+        url = f"http://{conn.host_port(backend.ip, port)}/hostname"
+        command = conn.http_get_command(pod.os, url)
+        self.gate(command, where=self.where(pod))
+        try:
+            result = self.exec(pod, command, pod.tool_container)
+        except InfrastructureError as exc:
+            return f"{url} from {pod.name}: exec failed: {exc}"
+        if result.ok and result.stdout.strip().lower() == backend.name.lower():
+            return None
+        return (
+            f"{backend.name}'s own pod IP did not answer {url} from {pod.name} ({conn.curl_failure(result.exit_code)}: "
+            f"{(result.stderr or result.stdout).strip()[:200]}): the endpoint's fault"
+        )
+
     def http_get(self, pod: PodRef, url: str, accept: Iterable[str], tries: int = 5) -> tuple[bool, ExecResult]:
         """GET ``url`` from ``pod`` (curl.exe/curl) until the body is one of ``accept``."""
         wanted = {a.lower() for a in accept}
