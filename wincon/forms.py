@@ -83,6 +83,9 @@ ACCESS_DENIED = _K + "test/e2e/windows/volumes.go:106 Access is denied."
 HOSTPROCESS_IDLE = _K + "test/e2e/windows/host_process.go:648 powershell.exe"
 CMD_LOCALGROUP = _K + "test/e2e/windows/host_process.go:758 localgroup"
 HOSTPROCESS_SET_CONTENT = _K + "test/e2e/windows/host_process.go:168 Set-content"
+# Upstream's node-side reference for the node log query (run on the Windows node over SSH; the suite runs the same
+# command line on the node in a HostProcess container, as POWERSHELL_HOSTPROCESS runs PowerShell there).
+GET_WIN_EVENT = _K + "test/e2e/node/kubelet.go:788 Get-WinEvent"
 HOSTPROCESS_VALIDATION_SCRIPT = _K + "test/e2e/windows/host_process.go:825 powershell.exe"
 HYPERV_HELLO = _K + "test/e2e/windows/hyperv.go:79 powershell.exe"
 HYPERV_VM_CHECK = _K + "test/e2e/windows/hyperv.go:122 Get-ComputeProcess"

@@ -86,3 +86,101 @@ def test_a_refused_query_fails(monkeypatch):
 def test_a_kubelet_that_serves_no_query_skips_with_its_reason(monkeypatch, config, reason):
     with pytest.raises(pytest.skip.Exception, match=reason):
         run(monkeypatch, "windows", SPP_HEADER, configz={"kubeletconfig": config})
+
+
+# --------------------------------------------------------------------------- tailLines / pattern against the node
+# The strings below are constructed: the comparison is upstream's (trimSpaceNewlineInString, v1.37.2
+# test/e2e/node/kubelet.go:786-792) and reads no particular layout of Format-Table's output.
+
+
+def test_trim_space_newline_as_upstream():
+    assert SUITE.trim_space_newline("a  \r\n  b c\nd") == "abc\nd"
+    assert SUITE.trim_space_newline("x \n y") == "xy"
+    assert SUITE.trim_space_newline("x\n y") == "x\ny"  # no space before the break: kept, as upstream's regexp
+
+
+def test_get_win_event_is_upstreams_command_line():
+    assert SUITE.get_win_event(" -MaxEvents 3") == (
+        "Get-WinEvent -FilterHashtable @{LogName='Application'; ProviderName='Microsoft-Windows-Security-SPP'}"
+        " -MaxEvents 3 | Sort-Object TimeCreated | Format-Table -AutoSize -Wrap"
+    )
+
+
+class HostKube:
+    """Creates the HostProcess pod (``refusal``: the API server's answer instead), reports it ended with
+    ``phase`` and ``output`` as its log."""
+
+    def __init__(self, output: str, phase: str = "Succeeded", refusal: str | None = None) -> None:
+        self.output, self.phase, self.refusal = output, phase, refusal
+        self.api_client, self.namespace, self.bodies, self.gated = None, "ns", [], []
+
+    def gate(self, command, where="", pod_node=None):
+        self.gated.append((command, pod_node))
+
+    def wait_pod(self, name, **kwargs):
+        return NS(status=NS(phase=self.phase))
+
+    def logs(self, pod, container=None):
+        return self.output
+
+
+def run_options(monkeypatch, case: str, body: str, kube: HostKube, configz: dict | None = None) -> list[str]:
+    asked: list[str] = []
+
+    def kubelet_get(api_client, node, path, timeout=60.0):
+        asked.append(path)
+        return KubeletAnswer(path, 200, body, 0.1)
+
+    def submit(api_client, namespace, pod_body, dry_run=True):
+        kube.bodies.append(pod_body)
+        if kube.refusal:
+            return None, NS(describe=lambda: kube.refusal)
+        return pod_body, None
+
+    monkeypatch.setattr(SUITE, "kubelet_get", kubelet_get)
+    monkeypatch.setattr(SUITE, "kubelet_json", lambda api_client, node, path, timeout=60.0: (configz or QUERY_ON, 0.1))
+    monkeypatch.setattr(SUITE, "submit_pod", submit)
+    wincon = NS(api_client=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost"))
+    SUITE.test_node_log_query_options_match_get_winevent_on_the_node(kube, wincon, NS(name="win-0"), 20348, case)
+    return asked
+
+
+EVENTS = (
+    "\r\n   ProviderName: Microsoft-Windows-Security-SPP\r\n\r\nTimeCreated  Id Message\r\n-----------  -- -------\r\n"
+)
+
+
+@pytest.mark.parametrize("case", ["tail-lines-3", "pattern-health"])
+def test_the_same_events_pass(monkeypatch, case):
+    kube = HostKube(EVENTS.replace("  ", " "))  # spacing differs: upstream's comparison ignores it
+    asked = run_options(monkeypatch, case, EVENTS, kube)
+    option = "tailLines=3" if case == "tail-lines-3" else "pattern=Health"
+    assert asked == [f"logs/?query=Microsoft-Windows-Security-SPP&{option}"]
+    pod = kube.bodies[0]
+    assert pod["spec"]["securityContext"]["windowsOptions"]["hostProcess"] is True
+    assert pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "win-0"  # on the node queried
+    assert SUITE.get_win_event(SUITE.WINDOWS_QUERIES[case][1]) in pod["spec"]["containers"][0]["command"][-1]
+
+
+def test_other_events_fail(monkeypatch):
+    kube = HostKube(EVENTS + "11/27/2026 3:00:00 PM 1003 Another event\r\n")
+    with pytest.raises(AssertionError, match="differs from Get-WinEvent on the node"):
+        run_options(monkeypatch, "tail-lines-3", EVENTS, kube)
+
+
+def test_get_winevent_failing_on_the_node_fails(monkeypatch):
+    with pytest.raises(AssertionError, match="ended Failed"):
+        run_options(monkeypatch, "tail-lines-3", EVENTS, HostKube("Get-WinEvent : error", phase="Failed"))
+
+
+def test_host_process_refused_skips(monkeypatch):
+    refusal = "403 Forbidden: hostProcess containers are disallowed by cluster policy"
+    with pytest.raises(pytest.skip.Exception, match="allow-privileged=false"):
+        run_options(monkeypatch, "pattern-health", EVENTS, HostKube(EVENTS, refusal=refusal))
+
+
+def test_query_off_skips_before_any_pod(monkeypatch):
+    kube = HostKube(EVENTS)
+    with pytest.raises(pytest.skip.Exception, match="enableSystemLogQuery"):
+        run_options(monkeypatch, "tail-lines-3", EVENTS, kube, configz={"kubeletconfig": {}})
+    assert kube.bodies == []
