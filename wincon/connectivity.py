@@ -71,6 +71,10 @@ DIAL_MISS_CHANCE = 1e-6
 # answering: a healthy Service shows every endpoint within a few tries, and asking costs a read of the Service and
 # its EndpointSlices and a dial per missing endpoint. Asking later only starts the judged tries later (more of them).
 WITNESS_AFTER_TRIES = 5
+# A missing endpoint never shown ends the dial DIAL_SILENT_TRIES tries after the first answer, or DIAL_SILENT_SECONDS
+# after it once the witness was asked at least this many times (one question that meets a passing hiccup never
+# decides alone, however slow the tries).
+WITNESS_MIN_QUESTIONS = 3
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$")
 
@@ -253,6 +257,7 @@ class DialOutcome:
     # endpoints' judged tries are those after it.
     shown_at: int = 0
     shown: set[str] = field(default_factory=set)  # missing endpoints the witness showed complete
+    questions: int = 0  # how many times the witness was asked before the Service was shown complete
     unshown: dict[str, str] = field(default_factory=dict)  # the others, with why (the witness's last word)
     # For each endpoint missing when the dial ended, what its own pod IP showed at that moment (the fault named).
     missing: dict[str, str] = field(default_factory=dict)
@@ -283,9 +288,9 @@ class DialOutcome:
 
 class _StopByWhatWasShown(stop_base):
     """Stop when nothing answered after ``tries`` attempts or ``seconds``. Once some endpoints answered but not all:
-    while a missing one is not shown complete from the client's side, once ``tries`` attempts or ``seconds`` passed
-    since the first answer; once all are shown, when they had judged_tries attempts after that. Never before
-    ``min_tries``."""
+    while a missing one is not shown complete from the client's side, once DIAL_SILENT_TRIES attempts passed since
+    the first answer, or ``seconds`` with at least WITNESS_MIN_QUESTIONS questions to the witness; once all are
+    shown, when they had judged_tries attempts after that. Never before ``min_tries``."""
 
     def __init__(self, outcome: DialOutcome, tries: int, seconds: float, min_tries: int) -> None:
         self.outcome, self.tries, self.seconds, self.min_tries = outcome, tries, seconds, min_tries
@@ -299,7 +304,8 @@ class _StopByWhatWasShown(stop_base):
         if outcome.shown_at:
             return attempt - outcome.shown_at >= judged_tries(len(outcome.expected))
         waited = attempt - outcome.first_answer_try + 1
-        return waited >= DIAL_SILENT_TRIES or outcome.seconds - outcome.first_answer_seconds >= DIAL_SILENT_SECONDS
+        late = outcome.seconds - outcome.first_answer_seconds >= DIAL_SILENT_SECONDS
+        return waited >= DIAL_SILENT_TRIES or (late and outcome.questions >= WITNESS_MIN_QUESTIONS)
 
 
 def _ask_witness(outcome: DialOutcome, witness: Witness | None) -> None:
@@ -309,6 +315,7 @@ def _ask_witness(outcome: DialOutcome, witness: Witness | None) -> None:
         return
     unshown = outcome.missing_endpoints() - outcome.shown
     said = witness(unshown) if witness is not None and unshown else None
+    outcome.questions += said is not None
     if said is None:  # nothing left to show, or nothing can show it: judged from here
         outcome.shown_at = outcome.tries
         return

@@ -435,3 +435,20 @@ def test_a_node_port_whose_backend_does_not_answer_by_its_pod_ip_is_not_judged_f
     never = PolicyKube(programmed_at=10**6)
     ok, _, shown = policy_wait(never)
     assert not ok and never.node_port_curls == 5 + c.judged_tries(1)  # shown: judged_tries more, then failed
+
+
+@pytest.mark.parametrize(("cost", "tries"), [(0.1, c.DIAL_SILENT_TRIES), (10.0, ASK + c.WITNESS_MIN_QUESTIONS - 1)])
+def test_an_endpoint_never_shown_is_asked_about_at_least_three_times_however_slow_the_tries(
+    cost: float, tries: int
+) -> None:
+    clock = FakeClock()
+    witness, asked = witness_showing(10**6)
+    answers = service_answers(None)
+
+    def run() -> str:
+        clock.now += cost
+        return answers()
+
+    outcome = collect_dial(run, SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness)
+    assert outcome.tries == tries and len(asked) == tries - ASK + 1 >= c.WITNESS_MIN_QUESTIONS
+    assert clock.now <= 100.0  # 25 s after the first answer at the least, bounded by the questions it needs
