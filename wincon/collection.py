@@ -19,7 +19,7 @@ from wincon.errors import DeviationObserved
 from wincon.nodes import candidate_nodes
 from wincon.options import AREAS, MARKERS
 from wincon.profile import ClusterProfile
-from wincon.verdicts import AREA, DOC, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
+from wincon.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
 CANDIDATES_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] referenced, applying or not
@@ -69,6 +69,8 @@ def record_identity(item: pytest.Item) -> None:
         parts = Path(str(item.path)).parts[:-1]
         area = parts[parts.index("suites") + 1] if "suites" in parts[:-1] else "other"
     item.user_properties.append((AREA, area))
+    if pod_isolation(item) != "process":  # what the check asks for; wincon.results.execution compares what it saw
+        item.user_properties.append((ISOLATION, pod_isolation(item)))
     for seed in sources.cited_seeds(item):  # the documents markers' seed files
         item.user_properties.append((DOC, seed))
 

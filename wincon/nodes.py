@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import pytest
 
 from wincon.profile import ClusterProfile, NodeProfile, node_profile
-from wincon.verdicts import NODE
+from wincon.verdicts import ISOLATION_OBSERVED, NODE
 
 OS_FIXTURE = "target_os"
 LINUX, WINDOWS = "linux", "windows"
@@ -112,6 +112,17 @@ def record_node(item: pytest.Item, node_name: str | None) -> None:
     """Record that one of ``item``'s pods ran on ``node_name`` (a ``node`` property, once per node)."""
     if node_name and (NODE, node_name) not in item.user_properties:
         item.user_properties.append((NODE, node_name))
+
+
+def observe_isolation(node_name: str, kind: str, item: pytest.Item | None = None) -> None:
+    """Record the isolation a check saw its pod run in on ``node_name`` ("process" or "hyperv"), on ``item`` (the
+    running item by default): the run's execution record counts it, and a check that asked for Hyper-V and saw
+    process isolation makes `wincon run` exit 1 (wincon.results.execution)."""
+    if kind not in ("process", "hyperv"):
+        raise ValueError(f"isolation {kind!r}: process or hyperv")
+    item = item or current_item()
+    if item is not None and node_name and (ISOLATION_OBSERVED, f"{node_name}={kind}") not in item.user_properties:
+        item.user_properties.append((ISOLATION_OBSERVED, f"{node_name}={kind}"))
 
 
 @runtime_checkable

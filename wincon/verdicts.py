@@ -47,6 +47,10 @@ STEP = "step"  # where a failed phase failed (controls.failed_step): a control s
 CONTROL_HIT = "control_hit"  # on a Windows check: what its control failed on, where that was another step
 CLUSTER_WIDE_ERROR = "cluster_wide"  # "true" on a Windows check its control's failure of the same step explains
 SUITE_ERROR = "suite_error"  # "true" where the suite's own gap (image, script, parser) ended the check
+ISOLATION = "isolation"  # the isolation the check's pods ask for (marker isolation(kind)): hyperv; absent: process
+ISOLATION_OBSERVED = (
+    "isolation_observed"  # "node=process|hyperv": what a check saw its pod run in (nodes.observe_isolation)
+)
 
 # In the order they are shown.
 KNOWN_PROPERTIES = (
@@ -69,9 +73,11 @@ KNOWN_PROPERTIES = (
     CONTROL_HIT,
     CLUSTER_WIDE_ERROR,
     SUITE_ERROR,
+    ISOLATION,
+    ISOLATION_OBSERVED,
 )
 # Properties that may appear more than once (a test can cite several documents or limitations).
-MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND, NODE})
+MULTI_PROPERTIES = frozenset({DOC, LIMITATION, LIMITATION_TITLE, COMMAND, NODE, ISOLATION_OBSERVED})
 
 # ----------------------------------------------------------------------------- texts
 

@@ -16,6 +16,7 @@ from wincon import capabilities, forms
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.checks.scheduling import live_runtime_classes
 from wincon.cluster.waits import pod_failure, pod_running_ready
+from wincon.nodes import observe_isolation
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -36,6 +37,7 @@ SYSTEM = "NT AUTHORITY\\SYSTEM"
 @pytest.mark.windows_only("Hyper-V isolation (RuntimeClass runhcs-wcow-hypervisor) exists for Windows containers only")
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 @pytest.mark.windows_form(forms.HYPERV_HELLO, forms.HYPERV_VM_CHECK)
+@pytest.mark.isolation("hyperv")
 def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon, build, data_plane):
     """The KEP's roadmap names Hyper-V isolation (003_414b2f1c5dd978a2.txt, Roadmap): a pod of two containers under the runhcs-wcow-hypervisor RuntimeClass runs Ready on its Windows node, and a HostProcess pod on that node finds a VirtualMachine compute process owned by containerd-shim-runhcs-v1.exe (upstream hyperv.go:47)."""
     allowed = set(schedulable_windows_nodes(wincon.profile))
@@ -71,4 +73,6 @@ def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon
         failure=None,
     )
     logs = kube.logs(done)
+    # What the run's execution record counts: a Running Hyper-V pod beside no utility VM ran process-isolated.
+    observe_isolation(node, "hyperv" if done.status.phase == "Succeeded" else "process")
     assert done.status.phase == "Succeeded", f"no Hyper-V utility VM owned by the runhcs shim on {node}: {logs[-500:]}"

@@ -25,6 +25,15 @@ import pytest
 pytestmark = pytest.mark.networking
 
 
+@pytest.fixture(autouse=True)
+def ran_on_a_windows_node(request):
+    """As the placement check records a pod's node: the profile's win-0 is a real Windows node."""
+    from wincon import nodes
+
+    if os.environ.get("NO_NODE") != "1":
+        nodes.record_node(request.node, "win-0")
+
+
 @pytest.mark.test_id("00000000-0000-4000-8000-000000000001")
 def test_pod_to_pod():
     """Pod to pod works. 002_8a7e76f95009f44f.txt"""
@@ -60,7 +69,7 @@ NEEDS_ALLURE = pytest.mark.skipif(
 def workspace(tmp_path, monkeypatch):
     synthetic.workspace(tmp_path, SUITE)
     monkeypatch.chdir(tmp_path)
-    for name in ("BREAK_IT", "KILL_IT", "HANG_IT"):
+    for name in ("BREAK_IT", "KILL_IT", "HANG_IT", "NO_NODE"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -95,6 +104,17 @@ def test_pytest_exit_codes_pass_through(workspace, monkeypatch, capsys):
     nothing = workspace / "results" / "none"
     assert main(["run", "--results-dir", str(nothing), "--no-report", *PYTEST_ARGS, "-k", "no_such_test"]) == 5
     assert "collected no tests: a selection that matches nothing is an error" in capsys.readouterr().err
+
+
+def test_a_run_whose_windows_checks_reached_no_real_windows_node_exits_1(workspace, monkeypatch, capsys):
+    """No green on a lie (issue 31 item 6): every check passes, but none ran on the profile's real Windows nodes."""
+    monkeypatch.setenv("NO_NODE", "1")
+    results = workspace / "results" / "nowhere"
+    assert wincon_run("--results-dir", str(results), "-n", "0", "--no-report") == ExitCode.TESTS_FAILED
+    captured = capsys.readouterr()
+    assert "wincon run: error: no Windows check executed on a real Windows node (win-0, win-1)" in captured.err
+    assert load_run(results).result == "FAILURE"
+    assert load_run(results).metadata["windows-execution"]["executed-on-real-windows-nodes"] == "0"
 
 
 def test_default_results_dir_is_results_run_id_and_history_builds_up(workspace, capsys):

@@ -16,7 +16,7 @@ from typing import Any
 from wincon.controls import CLUSTER_WIDE
 from wincon.results.artifacts import write_run
 from wincon.results.model import CaseResult, Verdict
-from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, TARGET_OS
+from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, NODE, TARGET_OS
 
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 CLUSTERS = (
@@ -80,9 +80,15 @@ def case(
     target_os: str | None = None,
     control: str | None = None,
     control_outcome: str | None = None,
+    node: str | None = None,
 ) -> CaseResult:
     """One case as the plugin would record it (properties in the core plugin's names). ``target_os``,
-    ``control`` and ``control_outcome`` are the Linux-control properties (see :func:`twins`)."""
+    ``control`` and ``control_outcome`` are the Linux-control properties (see :func:`twins`). ``node``: the node
+    its pods ran on; a Windows case that reached a verdict of its own ran on :func:`profile`'s ``win-0`` unless
+    told otherwise ("" for none), as the placement check records it on a real run."""
+    reached = (Verdict.PASSED, Verdict.FAILED, Verdict.XFAILED, Verdict.XPASSED)
+    if node is None:
+        node = "win-0" if target_os != "linux" and verdict in reached else ""
     properties = [("test_id", test_id or str(uuid.uuid5(uuid.NAMESPACE_URL, name))), ("area", area), ("doc", doc)]
     if limitation:
         properties += [("limitation", limitation), ("limitation_title", limitation_title or limitation)]
@@ -91,6 +97,8 @@ def case(
     properties.append(("markers", ",".join(sorted({area, *markers}))))
     if target_os:
         properties.append((TARGET_OS, target_os))
+    if node:
+        properties.append((NODE, node))
     if control:
         properties.append((CONTROL, control))
     if control_outcome:

@@ -138,7 +138,9 @@ def test_gate_says_which_blocking_errors_are_cluster_wide(tmp_path):
     assert why[f"{DNS}[windows]"].startswith("cluster-wide (its Linux control failed too): error: ")
     assert not why[f"{DIAL}[windows]"].startswith("cluster-wide")
     rendered = result.render()
-    assert "2 blocking, 1 of them cluster-wide" in rendered
+    # No Windows check executed on a real Windows node (both errored): that blocks too (no green on a lie).
+    assert "3 blocking, 1 of them cluster-wide" in rendered
+    assert "BLOCKING - Windows checks on real Windows nodes: none executed" in rendered
     assert "1 blocking error(s) are cluster-wide: their Linux controls failed the same check" in rendered
 
 
@@ -166,7 +168,10 @@ def test_wincon_run_ends_with_the_summary_line_over_both_phases(tmp_path, monkey
     monkeypatch.setattr(runner, "_run_pytest", fake_pytest)
     assert runner.run(tmp_path / "results" / "r1", ["--", "suites"], reports=False) == ExitCode.OK
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last == "wincon run: windows: 2 checks (2 passed); controls: 1 passed / 2 run; exit 0"
+    assert last == (
+        "wincon run: windows: 2 checks (2 passed); controls: 1 passed / 2 run; "
+        "Windows checks executed on real Windows nodes: win-0 2 (not observed 2); win-1 0; exit 0"
+    )
 
 
 def test_finished_json_carries_the_controls_figure_of_both_phases(tmp_path):

@@ -31,6 +31,7 @@ from typing import Any
 
 from wincon import __version__
 from wincon.errors import ResultsError
+from wincon.results import execution
 from wincon.results.artifacts import Run, atomic_write_bytes, find_run_dirs, load_run
 from wincon.results.model import NO_CONTROL, Check, Verdict, control_counts, count, pair
 
@@ -233,6 +234,7 @@ def build_data(runs: list[Run], errors: list[ResultsError] | None = None) -> dic
                 "controls": control_counts(run.cases),
                 "rate": _rate(counts),
                 "timing": run_timing(run.metadata),
+                "execution": execution.record(run.cases, run.profile or None).to_dict(),
             }
         )
     markers = sorted({m for t in ordered for m in t["markers"]} | {t["area"] for t in ordered})

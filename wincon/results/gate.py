@@ -9,6 +9,9 @@ results keyed by those ids. A required test must have run and behaved as documen
 * failed, error, skipped, or absent from the run: the gate says no (exit 11);
 * xpassed (a limitation appears lifted): the behaviour holds, so it does not block, but it is listed
   as a limitation to review, for every test of the run, required or not.
+* and, whatever the required list says, a run in which no Windows check executed on a real Windows node
+  (wincon.results.execution: a simulated cluster, or every check skipped or errored before reaching a node)
+  says no, as does a check that asked for Hyper-V isolation and observed process isolation.
 
 Linux controls (``[linux]`` items) are never required and never block: the gate looks at them only to
 classify a required Windows check's error. Where its control failed the same step in the same run (the
@@ -29,6 +32,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from wincon.errors import UsageError
+from wincon.results import execution
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict, control_counts, pair
 from wincon.verdicts import CONTROL_HIT
@@ -147,6 +151,7 @@ class GateResult:
     review: list[tuple[str, str]] = field(default_factory=list)  # (limitation ids, test)
     cluster_wide: int = 0  # blocking errors whose Linux control failed too
     controls: dict[str, int] = field(default_factory=dict)  # control_counts() of the run
+    execution: str = ""  # where the Windows checks executed (wincon.results.execution)
 
     def render(self) -> str:
         lines = [
@@ -170,6 +175,8 @@ class GateResult:
             lines.append("limitations to review (the behaviour held although the limitation applied):")
             for ids, name in self.review:
                 lines.append(f"  REVIEW {ids}: {name}")
+        if self.execution:
+            lines.append(self.execution)
         if self.controls.get("total"):
             lines.append(
                 f"Linux controls ignored by the gate (never required, never blocking): {self.controls['passed']} "
@@ -229,6 +236,17 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
     for case in run.cases:
         if case.verdict is Verdict.XPASSED:
             result.review.append((", ".join(case.limitations) or "(limitation not named)", case.name))
+    found = execution.record(run.cases, run.profile or None)
+    result.execution = found.summary()
+    if not found.executed_on_real:  # no green on a lie: a pass must have run somewhere real
+        why = (
+            "the run records no cluster profile, so where its checks ran is unknown"
+            if not found.known
+            else found.summary()
+        )
+        result.blocking.append(("-", "Windows checks on real Windows nodes", f"none executed: {why}"))
+    for where in found.hyperv_in_process:
+        result.blocking.append(("-", where, "asked for Hyper-V isolation but observed process isolation"))
     result.ok = not result.blocking
     return result
 

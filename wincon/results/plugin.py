@@ -25,7 +25,7 @@ from typing import IO, Any
 import pytest
 
 from wincon import __version__
-from wincon.results import artifacts, junit
+from wincon.results import artifacts, execution, junit
 from wincon.results.model import CaseResult, classify, control_counts, count, swap_os, without_os
 from wincon.verdicts import (
     AREA,
@@ -423,6 +423,7 @@ class RunRecorder:
             "pytest-exit-code": str(status),
             "verdicts": {k: str(v) for k, v in counts.items()},
             "controls": {k: str(v) for k, v in control_counts(cases).items()},
+            execution.METADATA_KEY: execution.record(cases, profile).to_metadata(),
             **artifacts.profile_metadata(profile),
         }
         write_finished(self.directory, passed=result == "SUCCESS", result=result, metadata=metadata)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from wincon.errors import ExitCode, WinconError
-from wincon.results import artifacts, dashboard, podwaits, report
+from wincon.results import artifacts, dashboard, execution, podwaits, report
 from wincon.results.plugin import write_finished
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -215,6 +215,7 @@ def run(
             os.environ[podwaits.LEDGER_ENV] = previous_ledger
     record_figures(results_dir, time.monotonic() - start)
     exit_code = int(ExitCode.INTERRUPTED) if returncode < 0 else returncode
+    exit_code = judge_execution(results_dir, exit_code)
     if returncode == ExitCode.NO_TESTS:
         print("wincon: error: pytest collected no tests: a selection that matches nothing is an error", file=sys.stderr)
     if reports and (results_dir / "finished.json").exists():
@@ -260,6 +261,37 @@ def record_figures(results_dir: Path, wall_seconds: float) -> dict[str, Any] | N
     return figures
 
 
+# The exit codes a lie could hide behind: green (0), and infrastructure (3) where the run blames the cluster.
+LIE_HIDES_IN = (ExitCode.OK, ExitCode.INFRASTRUCTURE)
+
+
+def judge_execution(results_dir: Path, exit_code: int) -> int:
+    """Where the run's Windows checks executed (wincon.results.execution), over both phases: recorded in
+    finished.json (``windows-execution``) and printed. A cluster with real Windows nodes on which none of the
+    Windows checks executed, or a check that asked for Hyper-V and observed process isolation, makes an
+    otherwise green (or infrastructure-only) run exit 1, and finished.json says FAILURE. A cluster whose Windows
+    nodes are all simulated keeps its exit code; the line printed says that no Windows node was real."""
+    if not (results_dir / "finished.json").is_file():
+        return exit_code
+    try:
+        run = artifacts.load_run(results_dir)
+    except WinconError as exc:
+        print(exc.render().replace("error:", "warning: execution record:", 1), file=sys.stderr)
+        return exit_code
+    found = execution.record(run.cases, run.profile or None)
+    problems = found.problems()
+    finished = _read_finished(results_dir)
+    metadata = {**finished.get("metadata", {}), execution.METADATA_KEY: found.to_metadata()}
+    passed, result = bool(finished.get("passed")), str(finished.get("result", "ABORTED"))
+    if problems and exit_code in LIE_HIDES_IN:
+        for problem in problems:
+            print(f"wincon run: error: {problem}", file=sys.stderr)
+        exit_code, passed, result = int(ExitCode.TESTS_FAILED), False, "FAILURE"
+        metadata["wincon-exit-code"] = f"{exit_code}: " + "; ".join(problems)
+    write_finished(results_dir, passed=passed, result=result, metadata=metadata)
+    return exit_code
+
+
 def print_summary(results_dir: Path, exit_code: int) -> None:
     """The run's last line, from its results (both phases): the Windows verdicts and the controls' figure."""
     try:
@@ -267,7 +299,9 @@ def print_summary(results_dir: Path, exit_code: int) -> None:
     except WinconError as exc:
         print(exc.render().replace("error:", "warning: summary:", 1), file=sys.stderr)
         return
-    print(f"wincon run: {report.summary_line(cases)}; exit {exit_code}", flush=True)
+    recorded = _read_finished(results_dir).get("metadata", {}).get(execution.METADATA_KEY) or {}
+    where = f"; {recorded['summary']}" if isinstance(recorded, dict) and recorded.get("summary") else ""
+    print(f"wincon run: {report.summary_line(cases)}{where}; exit {exit_code}", flush=True)
 
 
 def run_serial_phase(

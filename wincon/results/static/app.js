@@ -230,7 +230,8 @@
   function renderRuns() {
     var html = ["<thead><tr><th>run</th><th>build</th><th>started</th><th>result</th><th>pass rate</th>" +
       "<th>kubernetes</th><th>windows builds</th><th>CNI</th><th>runtime</th><th>tests</th>" +
-      "<th>Linux controls passed / run</th><th>wall time</th><th>pods waited for (Windows)</th>" +
+      "<th>Linux controls passed / run</th><th>Windows checks executed on real Windows nodes</th>" +
+      "<th>wall time</th><th>pods waited for (Windows)</th>" +
       "<th>waiting for pods</th></tr></thead><tbody>"];
     DATA.runs.forEach(function (run, r) {
       var meta = run.metadata || {};
@@ -241,7 +242,7 @@
         esc((meta["container-runtime"] || "") + " " + (meta["container-runtime-version"] || "")) + "</td><td>" +
         Object.keys(run.counts).reduce(function (n, k) { return n + run.counts[k]; }, 0) + '</td><td class="controls">' +
         (run.controls && run.controls.total ? run.controls.passed + " / " + run.controls.run : "none") + "</td>" +
-        timingCells(run.timing) + "</tr>");
+        executionCell(run.execution) + timingCells(run.timing) + "</tr>");
     });
     html.push("</tbody>");
     var table = document.getElementById("runs");
@@ -250,6 +251,21 @@
       var tr = event.target.closest("tr[data-run]");
       if (tr) selectRun(+tr.dataset.run);
     });
+  }
+
+  // per real Windows node: the Windows checks that executed there and the isolation they observed
+  function executionCell(e) {
+    if (!e) return '<td class="execution">not recorded</td>';
+    var nodes = Object.keys(e.nodes || {}).filter(function (n) { return e.nodes[n].real; });
+    var parts = nodes.map(function (n) {
+      var node = e.nodes[n], iso = node.isolation || {};
+      return esc(n) + ": " + node.executed + " (process " + (iso.process || 0) + ", hyperv " + (iso.hyperv || 0) +
+        ", not observed " + (iso["not observed"] || 0) + ")";
+    });
+    var cls = e.executed_on_real_windows_nodes > 0 ? "execution" : "execution none";
+    return '<td class="' + cls + '" title="' + esc(e.summary || "") + '">' +
+      (e.executed_on_real_windows_nodes > 0 ? e.executed_on_real_windows_nodes + ": " + parts.join("; ") :
+        "none: " + esc(e.summary || "")) + "</td>";
   }
 
   // wall time, pods and time waiting for pods, as `wincon run` recorded them (none for older runs)
