@@ -24,11 +24,11 @@ LTSC2022 = 20348
 
 
 def build_compatible(host_build: int, image_build: int) -> bool:
-    """containerd's Windows platform match for a process-isolated pod on an LTSC host (github.com/containerd/
-    platforms, platform_windows_compat.go, containerd 2.x): hosts older than ltsc2022 need the exact build; an
-    ltsc2022 or ltsc2025 host accepts images from ltsc2022 up to its own build. It is the loosest rule: a host
-    past 26100 accepts ltsc2022 only from containerd/platforms#34 (containerd 2.3, containerd/containerd#14001),
-    and a Hyper-V isolated pod needs the exact build (kubernetes-sigs/windows-testing#557)."""
+    """containerd's Windows platform match for a process-isolated pod on an LTSC host (containerd 1.6.23, 1.7.6
+    and later: hosts older than ltsc2022 need the exact build; an ltsc2022 or ltsc2025 host accepts images from
+    ltsc2022 up to its own build). It is the loosest rule: older containerd releases, hosts past 26100 on
+    containerd 2.1.6-2.3.4 and Hyper-V isolated pods need more (wincon.workloads.platforms, per node and
+    isolation, as `wincon images verify` applies it)."""
     if host_build < LTSC2022:
         return host_build == image_build
     return LTSC2022 <= image_build <= host_build

@@ -1,0 +1,206 @@
+"""`wincon images verify` (wincon/imageverify.py) on manifest lists recorded from public sources, served by a
+registry stand-in on 127.0.0.1 that answers as the OCI distribution API does (a 401 with a Bearer challenge, an
+anonymous token, the manifest list for the Accept types sent)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wincon.errors import InfrastructureError
+from wincon.imageverify import split_reference, verify, windows_builds
+from wincon.profile import ClusterProfile, NodeProfile
+from wincon.workloads.catalog import Catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# `docker manifest inspect hello-world:latest`, its Windows entries as recorded in docker-library/hello-world#56
+# (the Linux entries were elided there): RS4 (17134) and RS5 (17763) only.
+HELLO_WORLD = {
+    "schemaVersion": 2,
+    "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+    "manifests": [
+        {
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "size": 1357,
+            "digest": "sha256:04efdea6de289ea7f3d9ddbb8317a82bcd0cfefb397a68a42d53af0737fa74b8",
+            "platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.17134.706"},
+        },
+        {
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "size": 1046,
+            "digest": "sha256:057a2292b00553b4ab8e090487aaa8068bf8da87abd563875ffcbfadaf2d03ac",
+            "platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.17763.437"},
+        },
+    ],
+}
+# mcr.microsoft.com/windows/nanoserver:ltsc2022 as pinned in docker-library/official-images#13874: one Windows entry,
+# 10.0.20348.1487 (an ltsc2022-only manifest list).
+NANOSERVER_LTSC2022 = {
+    "schemaVersion": 2,
+    "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+    "manifests": [
+        {
+            "digest": "sha256:3c078dce916ed3f67207c120ead28db500cd14389c27f451cd215e144c5143e8",
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1487"},
+            "size": 574,
+        }
+    ],
+}
+
+
+def node(name: str, build: int, containerd: str, simulated: bool = False) -> NodeProfile:
+    return NodeProfile(
+        name=name,
+        os="windows",
+        arch="amd64",
+        ready=True,
+        simulated=simulated,
+        windows_build=build,
+        runtime="containerd",
+        runtime_version=containerd,
+    )
+
+
+# The AKS nodes of MicrosoftDocs/azure-aks-docs articles/aks/upgrade-windows-os.md (kubectl get nodes -o wide).
+WS2025 = node("akswspool000000", 26100, "2.0.4+azure")
+WS2022 = node("akspoolws000000", 20348, "1.6.6+azure")
+
+
+class Registry(BaseHTTPRequestHandler):
+    """/v2/<repo>/manifests/<tag> behind an anonymous Bearer token, as a public registry answers."""
+
+    documents: dict[str, dict[str, Any]] = {}
+    seen: list[dict[str, str]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        port = self.server.server_address[1]
+        if self.path.startswith("/token?"):
+            self.seen.append({"token_query": self.path})
+            return self._send(200, {"token": "anonymous-token"})
+        if self.headers.get("Authorization") != "Bearer anonymous-token":
+            self.send_response(401)
+            challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="stand-in",scope="repository:x:pull"'
+            self.send_header("WWW-Authenticate", challenge)
+            self.end_headers()
+            return None
+        self.seen.append({"path": self.path, "accept": self.headers.get("Accept", "")})
+        document = self.documents.get(self.path)
+        return self._send(200, document) if document else self._send(404, {"errors": [{"code": "MANIFEST_UNKNOWN"}]})
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def registry():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Registry.documents, Registry.seen = {}, []
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def catalog_on(registry: str) -> Catalog:
+    return Catalog.load(repo_map={"promoterE2eRegistry": f"{registry}/e2e", "gcRegistry": f"{registry}/k8s"})
+
+
+def test_windows_builds_are_read_from_recorded_manifest_lists():
+    assert windows_builds(HELLO_WORLD) == [17134, 17763]
+    assert windows_builds(NANOSERVER_LTSC2022) == [20348]
+    assert windows_builds({"schemaVersion": 2, "config": {}, "layers": []}) is None  # a single manifest
+
+
+def test_references_split_as_the_registries_name_them():
+    assert split_reference("registry.k8s.io/e2e-test-images/agnhost:2.66.1") == (
+        "registry.k8s.io",
+        "e2e-test-images/agnhost",
+        "2.66.1",
+    )
+    assert split_reference("127.0.0.1:5000/e2e/busybox:1.37.0-2") == ("127.0.0.1:5000", "e2e/busybox", "1.37.0-2")
+    assert split_reference("hello-world:latest") == ("registry-1.docker.io", "library/hello-world", "latest")
+
+
+def test_verify_reads_through_the_token_flow_and_decides_per_node_and_isolation(registry):
+    catalog = catalog_on(registry)
+    Registry.documents = {"/v2/e2e/agnhost/manifests/2.66.1": NANOSERVER_LTSC2022}
+    profile = ClusterProfile("v1.33.12", nodes=[WS2025, WS2022, node("win2025-0", 26100, "2.0.4+azure", True)])
+    found = verify(catalog, profile, ["agnhost"], ("process", "hyperv"))
+    assert any("token_query" in s and "scope=repository" in s["token_query"] for s in Registry.seen)
+    (request,) = [s for s in Registry.seen if "path" in s]
+    assert "application/vnd.oci.image.index.v1+json" in request["accept"]
+    verdicts = {(f.node, f.isolation): f.verdict for f in found}
+    assert set(verdicts) == {(n, i) for n in ("akswspool000000", "akspoolws000000") for i in ("process", "hyperv")}
+    ws2025_process = verdicts["akswspool000000", "process"]
+    assert ws2025_process.runs and ws2025_process.entry == 20348  # containerd 2.0.4 accepts ltsc2022 on 26100
+    ws2025_hyperv = verdicts["akswspool000000", "hyperv"]
+    assert not ws2025_hyperv.runs and "HCS_E_IMAGE_MISMATCH" in ws2025_hyperv.reason
+    assert "records a ltsc2025 entry for agnhost:2.66.1" in ws2025_hyperv.reason  # the catalog says another exists
+    assert verdicts["akspoolws000000", "process"].runs and verdicts["akspoolws000000", "hyperv"].runs  # exact
+
+
+def test_verify_refuses_a_list_without_a_usable_entry(registry):
+    catalog = catalog_on(registry)
+    Registry.documents = {"/v2/e2e/busybox/manifests/1.37.0-2": HELLO_WORLD}
+    found = verify(catalog, ClusterProfile("v1.33.12", nodes=[WS2022]), ["busybox"], ("process",))
+    (finding,) = found
+    assert not finding.verdict.runs
+    assert "build 20348" in finding.verdict.reason and "17134, 17763" in finding.verdict.reason
+    assert finding.line().startswith("REFUSED: busybox")
+
+
+def test_a_missing_image_and_an_unreachable_registry_are_infrastructure_errors(registry):
+    catalog = catalog_on(registry)
+    with pytest.raises(InfrastructureError, match="does not exist in its registry"):
+        verify(catalog, ClusterProfile("v1.33.12", nodes=[WS2025]), ["pause"], ("process",))
+    closed = Catalog.load(repo_map={"promoterE2eRegistry": "127.0.0.1:9/e2e"})
+    with pytest.raises(InfrastructureError, match="cannot read the manifest"):
+        verify(closed, ClusterProfile("v1.33.12", nodes=[WS2025]), ["agnhost"], ("process",))
+
+
+def test_simulated_nodes_need_no_registry():
+    profile = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
+    assert verify(Catalog.load(), profile, None, ("process",), fetch=lambda ref: pytest.fail(ref)) == []
+
+
+def test_the_command_exits_3_on_a_refused_pairing_and_0_when_every_entry_runs(registry, tmp_path):
+    Registry.documents = {"/v2/e2e/agnhost/manifests/2.66.1": NANOSERVER_LTSC2022}
+    repo_list = tmp_path / "repo-list.yaml"
+    repo_list.write_text(f"promoterE2eRegistry: {registry}/e2e\n")
+    nodes = [
+        {"name": "akswspool000000", "os": "windows", "arch": "amd64", "ready": True, "simulated": False,
+         "windows_build": 26100, "runtime": "containerd", "runtime_version": "2.0.4+azure"},
+    ]  # fmt: skip
+    profile = tmp_path / "profile.json"
+
+    def run(*extra: str, classes: list[dict[str, str]] | None = None) -> subprocess.CompletedProcess:
+        data = {"server_version": "v1.33.12", "nodes": nodes, "runtime_classes": classes}
+        profile.write_text(json.dumps(data))
+        command = [sys.executable, "-m", "wincon", "images", "verify", "--profile-file", str(profile)]
+        command += ["--image", "agnhost", "--image-repo-list", str(repo_list), *extra]
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+    ok = run()
+    assert ok.returncode == 0, ok.stderr
+    assert "runs: agnhost" in ok.stdout and "process isolation" in ok.stdout
+    hyperv = run(classes=[{"name": "runhcs-wcow-hypervisor", "handler": "runhcs-wcow-hypervisor"}])
+    assert hyperv.returncode == 3, hyperv.stdout + hyperv.stderr
+    assert "REFUSED: agnhost" in hyperv.stdout and "agnhost on akswspool000000 (build 26100, hyperv)" in hyperv.stderr

@@ -1,0 +1,233 @@
+"""`wincon images verify`: will each Windows image of the catalog run on each Windows node of the cluster?
+
+For each image it reads the manifest list from the image's registry (the OCI distribution API: ``GET
+/v2/<repository>/manifests/<tag>``, with the anonymous bearer-token flow registries answer a 401 with), the
+catalog's registries overridden by a repo list as everywhere else, and takes the Windows entries' ``os.version``
+builds. For each real Windows node (its build and the containerd version it reports) and each isolation its pods
+may request (process; Hyper-V where the cluster has a Hyper-V RuntimeClass) it decides which entry runs there
+(:func:`wincon.workloads.platforms.pick_entry`: the exact build under Hyper-V and on an unknown containerd,
+containerd's own matcher rule otherwise). A pairing that cannot run is an error naming the image, the node's
+build, the isolation and what would serve, before any pod is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from wincon.errors import ExitCode, InfrastructureError, UsageError
+from wincon.profile import ClusterProfile, parse_build
+from wincon.workloads.catalog import Catalog
+from wincon.workloads.platforms import Verdict, pick_entry
+
+ACCEPT = ", ".join(
+    (
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+)
+LOOPBACK = re.compile(r"^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$")
+Fetch = Callable[[str], dict[str, Any]]
+
+
+def split_reference(reference: str) -> tuple[str, str, str]:
+    """(registry host, repository, tag) of ``host[:port]/path/name:tag``; docker.io's short names expanded."""
+    name, _, tag = reference.rpartition(":")
+    if not name or "/" in tag:
+        name, tag = reference, "latest"
+    host, _, repository = name.partition("/")
+    if "." not in host and ":" not in host and host != "localhost":
+        host, repository = "docker.io", name if "/" in name else f"library/{name}"
+    if host == "docker.io":
+        host = "registry-1.docker.io"
+    return host, repository, tag
+
+
+def _bearer_token(challenge: str, timeout: float) -> str:
+    """An anonymous token from a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge."""
+    params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+    realm = params.pop("realm", "")
+    if not challenge.lower().startswith("bearer") or not realm:
+        raise InfrastructureError(
+            f"the registry asks for authentication this command cannot give ({challenge!r})",
+            "mirror the image to a registry that serves it anonymously and pass --image-repo-list",
+        )
+    url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(params)
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (the registry's own realm)
+        answer = json.loads(response.read())
+    token = answer.get("token") or answer.get("access_token")
+    if not token:
+        raise InfrastructureError(f"the token service {realm} gave no token", "check the registry")
+    return str(token)
+
+
+def fetch_manifest(reference: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The manifest (list) document of ``reference`` from its registry; plain HTTP for a loopback registry."""
+    host, repository, tag = split_reference(reference)
+    scheme = "http" if LOOPBACK.match(host) else "https"
+    url = f"{scheme}://{host}/v2/{repository}/manifests/{tag}"
+    headers = {"Accept": ACCEPT}
+    for attempt in range(2):
+        request = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (a registry URL)
+                return dict(json.loads(response.read()))
+        except urllib.error.HTTPError as exc:
+            challenge = exc.headers.get("WWW-Authenticate", "")
+            if exc.code == 401 and attempt == 0 and challenge:
+                headers["Authorization"] = f"Bearer {_bearer_token(challenge, timeout)}"
+                continue
+            if exc.code == 404:
+                raise InfrastructureError(
+                    f"image {reference} does not exist in its registry (404 for {url})",
+                    "push it (images/build.sh for wincon's own images) or point --image-repo-list at a registry "
+                    "that holds it",
+                ) from exc
+            raise InfrastructureError(
+                f"the registry answered {exc.code} for {url}", "check the registry and --image-repo-list"
+            ) from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise InfrastructureError(
+                f"cannot read the manifest of {reference} from {url}: {exc}",
+                "check that this machine reaches the registry, or mirror the images and pass --image-repo-list",
+            ) from exc
+    raise InfrastructureError(f"the registry refused the token it issued for {url}", "check the registry")
+
+
+def windows_builds(document: dict[str, Any]) -> list[int] | None:
+    """The builds of a manifest list's Windows entries (``platform.os.version``); None for a single manifest,
+    which names no platform (a runtime runs it on any build, unchecked)."""
+    if "manifests" not in document:
+        return None
+    builds = []
+    for entry in document.get("manifests") or []:
+        platform = entry.get("platform") or {}
+        if platform.get("os") == "windows":
+            build = parse_build(platform.get("os.version"))
+            if build:
+                builds.append(build)
+    return sorted(set(builds))
+
+
+@dataclass(frozen=True)
+class Finding:
+    image: str
+    reference: str
+    node: str
+    build: int
+    containerd: str
+    isolation: str
+    verdict: Verdict
+
+    def line(self) -> str:
+        state = "runs" if self.verdict.runs else "REFUSED"
+        return (
+            f"{state}: {self.image} ({self.reference}) on {self.node} (build {self.build}, containerd "
+            f"{self.containerd or 'unknown'}, {self.isolation} isolation): {self.verdict.reason}"
+        )
+
+
+def hyperv_requested(profile: ClusterProfile) -> bool:
+    """Whether the cluster offers Hyper-V isolation to the checks (a RuntimeClass whose handler is Hyper-V's)."""
+    from wincon.checks.scheduling import hyperv_runtime_class
+
+    return hyperv_runtime_class(profile.runtime_classes or ()) is not None
+
+
+def verify(
+    catalog: Catalog,
+    profile: ClusterProfile,
+    keys: list[str] | None = None,
+    isolations: tuple[str, ...] | None = None,
+    fetch: Fetch = fetch_manifest,
+) -> list[Finding]:
+    """One finding per (Windows image, real Windows node, isolation)."""
+    nodes = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
+    wanted = keys or [k for k, spec in catalog.images.items() if "windows" in spec.os]
+    unknown = [k for k in wanted if k not in catalog.images]
+    if unknown:
+        raise UsageError(f"no image {', '.join(unknown)} in the catalog", "pass keys of images/catalog.yaml")
+    isolations = isolations or (("process", "hyperv") if hyperv_requested(profile) else ("process",))
+    findings = []
+    for key in wanted:
+        reference = catalog.images[key].reference(catalog.registries)
+        if not nodes:
+            continue
+        builds = windows_builds(fetch(reference))
+        for node in nodes:
+            for isolation in isolations:
+                if builds is None:
+                    verdict = Verdict(True, None, "a single manifest without a platform list: any build pulls it")
+                else:
+                    verdict = pick_entry(node.windows_build or 0, builds, isolation, node.runtime_version or None)
+                    if not verdict.runs:
+                        verdict = Verdict(False, None, verdict.reason + _what_serves(catalog, key, node.windows_build))
+                findings.append(
+                    Finding(
+                        key, reference, node.name, node.windows_build or 0, node.runtime_version, isolation, verdict
+                    )
+                )
+    return findings
+
+
+def _what_serves(catalog: Catalog, key: str, build: int | None) -> str:
+    version = next((name for name, b in catalog.windows_builds.items() if b == build), None)
+    spec = catalog.images[key]
+    if version and version in spec.windows_versions:
+        return (
+            f". The catalog records a {version} entry for {spec.name}:{spec.tag}: the registry answering for "
+            f"{spec.registry} holds another manifest (mirror it again from the catalog's registry)"
+        )
+    return f". Serve it with a tag of {spec.name} whose manifest list has a 10.0.{build} entry"
+
+
+def register(sub: Any) -> None:
+    from wincon.cli import add_cluster_options
+
+    images = sub.add_parser("images", help="the catalog's images: verify that each runs on each Windows node")
+    actions = images.add_subparsers(dest="images_command", metavar="ACTION")
+    p = actions.add_parser(
+        "verify", help="read each Windows image's manifest list and say whether an entry runs on each Windows node"
+    )
+    add_cluster_options(p)
+    p.add_argument("--profile-file", help="a profile JSON (wincon profile --json) instead of asking the cluster")
+    p.add_argument("--image", action="append", help="only this catalog image (repeatable)")
+    p.add_argument("--image-repo-list", help="upstream-format repo list overriding the catalog's registries")
+    p.add_argument("--isolation", choices=("process", "hyperv"), action="append", help="isolations to check")
+    p.set_defaults(func=cmd_verify)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    if args.profile_file:
+        from wincon.profile import load_profile_file
+
+        profile = load_profile_file(args.profile_file)
+    else:
+        from wincon.commands import _profile
+
+        _, profile = _profile(args)
+    catalog = Catalog.load(repo_list=args.image_repo_list)
+    isolations = tuple(args.isolation) if args.isolation else None
+    findings = verify(catalog, profile, args.image, isolations)
+    if not findings:
+        print("images verify: no real Windows node (simulated nodes pull nothing): nothing to verify")
+        return ExitCode.OK
+    for finding in findings:
+        print(finding.line())
+    refused = [f for f in findings if not f.verdict.runs]
+    if refused:
+        raise InfrastructureError(
+            f"{len(refused)} image/node pairing(s) cannot run: "
+            + "; ".join(f"{f.image} on {f.node} (build {f.build}, {f.isolation})" for f in refused),
+            "push images with an entry of each node's build, or run the checks on nodes whose build they serve",
+        )
+    return ExitCode.OK
