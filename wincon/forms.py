@@ -8,7 +8,7 @@ module):
 
 - ``@pytest.mark.windows_form(same_as_control=True)``: the Windows check runs its control's command (only
   where it has a control);
-- ``@pytest.mark.windows_form("k8s.io/kubernetes@v1.34.4/test/e2e/windows/dns.go:82 ipconfig", ...)``: each
+- ``@pytest.mark.windows_form("k8s.io/kubernetes@v1.37.2/test/e2e/windows/dns.go:82 ipconfig", ...)``: each
   Windows-only form's evidence: a line of upstream's code at the pinned version that runs it in a Windows pod
   of the same image (the optional word after the reference must appear on that line), or a recorded output
   ``tests/data/windows-outputs/<file>`` with its ``.source``;
@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,13 +38,12 @@ from wincon.controls import has_control, is_control
 MARKER = "windows_form"
 REPO = Path(__file__).resolve().parent.parent
 OUTPUTS = "tests/data/windows-outputs/"
-VERSIONS = REPO / "wincon" / "localcluster" / "versions.toml"
 _UPSTREAM = re.compile(r"^k8s\.io/kubernetes@(?P<version>v[\w.+-]+)/(?P<path>[\w./-]+):(?P<lines>\d+(?:[-,]\d+)*)$")
 
 
 # Evidence the suites cite (``wincon lint`` resolves every one): upstream's e2e code at the pinned version running
 # the form in a Windows pod, or a recorded output under tests/data/windows-outputs/.
-_K = "k8s.io/kubernetes@v1.34.4/"
+_K = "k8s.io/kubernetes@v1.37.2/"
 CURL_EXE = _K + "test/e2e/windows/hybrid_network.go:136 curl.exe"  # curl.exe in a Windows pod (agnhost image)
 # curl.exe exec'd as the command itself, no cmd /c around it, in a Windows pod's agnhost container (upstream's
 # "configurable pod DNS servers" check runs `curl.exe -k https://...` so): the exec's exit status is curl's own.
@@ -61,22 +59,22 @@ HOST_BINARY_BY_PATH = _K + "test/e2e/windows/host_process.go:295 cmd.exe"
 SANDBOX_MOUNT_POINT = _K + "test/e2e/windows/host_process.go:306 CONTAINER_SANDBOX_MOUNT_POINT"
 TESTLIMIT = _K + "test/e2e/windows/eviction.go:124 testlimit.exe"
 TESTLIMIT_CONSUME_MEM = (
-    _K + "test/images/resource-consumer/utils_windows.go:40 -accepteula"
+    _K + "test/images/resource-consumer/utils_windows.go:39 -accepteula"
 )  # ConsumeMem: testlimit.exe
-STATS_WORKING_SET = _K + "test/e2e/windows/kubelet_stats.go:89 WorkingSetBytes"
+STATS_WORKING_SET = _K + "test/e2e/windows/kubelet_stats.go:121 WorkingSetBytes"
 # Generic [Conformance]/[NodeConformance] tests, which SIG Windows runs on Windows nodes, run busybox's sh and
 # its applets in Windows pods with the very command lines of Linux pods (busybox-w32 in the images' C:\bin).
 BUSYBOX_SH_ENV = _K + "test/e2e/common/node/expansion.go:62 env"
-BUSYBOX_SH_PROBE = _K + "test/e2e/common/node/container_probe.go:136 /bin/sh"
-AGNHOST_DNS = _K + "test/e2e/network/dns.go:457 /agnhost"
-AGNHOST_CONNECT = _K + "test/e2e/network/netpol/kubemanager.go:169 connect"
+BUSYBOX_SH_PROBE = _K + "test/e2e/common/node/container_probe.go:137 /bin/sh"
+AGNHOST_DNS = _K + "test/e2e/network/dns.go:496 /agnhost"
+AGNHOST_CONNECT = _K + "test/e2e/network/netpol/kubemanager.go:167 connect"
 # The Windows agnhost image is built FROM upstream's Windows busybox image (test/images/agnhost/BASEIMAGE), whose
 # C:\bin carries busybox-w32 with these applets (its Dockerfile_windows's BUSYBOX_EXES list: env, printenv, seq,
 # sleep, dd, df, stat, ...): a Windows twin runs them with its control's very command line.
-BUSYBOX_W32_APPLETS = _K + "test/images/busybox/Dockerfile_windows:25 seq"
-BUSYBOX_W32_DD = _K + "test/images/busybox/Dockerfile_windows:25 dd"
+BUSYBOX_W32_APPLETS = _K + "test/images/busybox/Dockerfile_windows:23 seq"
+BUSYBOX_W32_DD = _K + "test/images/busybox/Dockerfile_windows:23 dd"
 # Conformance preStop/postStart exec hooks run `sh -c "curl http://..."` in the agnhost image on Windows nodes too.
-PRESTOP_SH_CURL = _K + "test/e2e/common/node/lifecycle_hook.go:161 curl"
+PRESTOP_SH_CURL = _K + "test/e2e/common/node/lifecycle_hook.go:184 curl"
 # A HostProcess pod's hostname is its node's name (compared case-insensitively), as upstream checks in one.
 HOSTPROCESS_HOSTNAME = _K + "test/e2e/windows/host_process.go:108 hostname"
 ACCESS_DENIED = _K + "test/e2e/windows/volumes.go:106 Access is denied."
@@ -85,7 +83,7 @@ CMD_LOCALGROUP = _K + "test/e2e/windows/host_process.go:758 localgroup"
 HOSTPROCESS_SET_CONTENT = _K + "test/e2e/windows/host_process.go:168 Set-content"
 # Upstream's node-side reference for the node log query (run on the Windows node over SSH; the suite runs the same
 # command line on the node in a HostProcess container, as POWERSHELL_HOSTPROCESS runs PowerShell there).
-GET_WIN_EVENT = _K + "test/e2e/node/kubelet.go:788 Get-WinEvent"
+GET_WIN_EVENT = _K + "test/e2e/node/kubelet.go:782 Get-WinEvent"
 HOSTPROCESS_VALIDATION_SCRIPT = _K + "test/e2e/windows/host_process.go:825 powershell.exe"
 HYPERV_HELLO = _K + "test/e2e/windows/hyperv.go:79 powershell.exe"
 HYPERV_VM_CHECK = _K + "test/e2e/windows/hyperv.go:122 Get-ComputeProcess"
@@ -93,8 +91,8 @@ NLTEST_QUERY = _K + "test/e2e/windows/gmsa_full.go:145 nltest"
 NLTEST_SC_RESET = _K + "test/e2e/windows/gmsa_full.go:153 nltest"
 NLTEST_PARENTDOMAIN = _K + "test/e2e/windows/gmsa_kubelet.go:117 /PARENTDOMAIN"
 DXDIAG = _K + "test/e2e/windows/device_plugin.go:118 dxdiag"
-REBOOT_SCRIPT = _K + "test/e2e/windows/reboot_node.go:180 Get-WmiObject"
-DELAY_SHUTDOWN = _K + "test/e2e/windows/node_shutdown.go:254 delay-shutdown"
+REBOOT_SCRIPT = _K + "test/e2e/windows/reboot_node.go:181 Get-WmiObject"
+DELAY_SHUTDOWN = _K + "test/e2e/windows/node_shutdown.go:255 delay-shutdown"
 # Windows' ping.exe (connectivity.ping_command: ping -n 1 -w 5000): upstream's e2e runs no ping in a Windows pod, so
 # its evidence is recorded output (every ping-*.txt file is in a row of wincon.output_forms, the forms table, read by
 # tests/unit/test_windows_output_forms.py). Windows Server recordings: success in Windows Server Core ltsc2019
@@ -156,8 +154,11 @@ def apply(item: pytest.Item) -> None:
 
 @cache
 def pinned_version() -> str:
-    """The k8s.io/kubernetes version versions.toml pins (the version evidence must cite)."""
-    return str(tomllib.loads(VERSIONS.read_text())["kubernetes"]["version"])
+    """The k8s.io/kubernetes version evidence must cite: that of versions.toml's default release (the newest
+    supported one), whatever release a local cluster runs."""
+    from wincon.localcluster import paths
+
+    return str(paths.load_versions(paths.default_release())["kubernetes"]["version"])
 
 
 @cache

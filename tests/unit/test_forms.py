@@ -170,4 +170,4 @@ def test_a_constant_whose_word_moved_off_its_line_is_a_problem():
         pytest.skip(f"k8s.io/kubernetes@{forms.pinned_version()} is not in the Go module cache here")
     ref = forms.BUSYBOX_W32_DD.split(" ")[0]
     assert forms.evidence_problems(f"{ref} fsutil")  # the applet list carries no fsutil
-    assert forms.evidence_problems(forms.PRESTOP_SH_CURL.replace(":161", ":160"))
+    assert forms.evidence_problems(forms.PRESTOP_SH_CURL.replace(":184", ":183"))
