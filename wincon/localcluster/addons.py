@@ -1,8 +1,8 @@
 """Optional components of the local cluster (``addons.toml``), built from their Go modules beside the others.
 
-They are kept apart from ``versions.toml`` on purpose: the cluster's binaries are cached under a hash of
-``versions.toml``, so adding a component there would rebuild every binary (about 17 minutes of both cores)
-and move every running cluster to a new cache directory. An add-on is built by ``wincon cluster build`` after
+They are kept apart from ``versions.toml`` on purpose: each Kubernetes release's binaries are cached under a
+hash of that release's resolved versions, so adding a component there would rebuild every binary of every
+release (about 17 minutes of both cores each). An add-on is built by ``wincon cluster build`` after
 the cluster's binaries, each into ``${WINCON_CACHE:-~/.cache/wincon}/addons/<hash of its own entry>/``, with the
 same verified-marker scheme (an interrupted build resumes; a complete cache is never rebuilt). Each add-on has a
 cache key of its own, so adding or bumping one never rebuilds another. ``up`` starts each add-on that is built
