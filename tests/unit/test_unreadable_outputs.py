@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
-from tests.unit.test_coverage_parity import go_modcache
 from tests.unit.test_network import CLIENT, FakeKube
 from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.network.flows import FlowChecks
+from wincon.upstream import go_modcache
 
 GARBLED = "<html><body>404 page not found</body></html>"
 
