@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from wincon import capabilities
-from wincon.localcluster import dataplane, extras, images, kuberouter
+from wincon.localcluster import dataplane, extras, images, kuberouter, netns
 from wincon.profile import ClusterProfile, NetworkObjects, detect_network_policy, runs_on_windows
 
 PLAN = dataplane.Plan(
@@ -82,7 +82,9 @@ def test_it_is_started_last_after_the_kubelets_registered_the_nodes() -> None:
     assert extras.MODULES[-1] is kuberouter
 
 
-def test_its_chains_and_ipsets_are_told_from_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_its_chains_and_ipsets_are_told_from_the_others_and_the_leftover_check_lists_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     saved = "\n".join(
         [
             "-P FORWARD ACCEPT",
@@ -96,15 +98,20 @@ def test_its_chains_and_ipsets_are_told_from_the_others(monkeypatch: pytest.Monk
     sets = "KUBE-SRC-AAAA\nKUBE-DST-BBBB\nwincon-other\ninet6:KUBE-DST-CCCC\n"
     seen: list[tuple[tuple[str, ...], str | None]] = []
 
-    def run(command: list[str], ns: str | None) -> str:
+    def output(command: list[str], ns: str | None) -> str:
         seen.append((tuple(command[:2]), ns))
         return saved if command[0] == "iptables" else sets
 
-    monkeypatch.setattr(kuberouter, "_run", run)
+    monkeypatch.setattr(netns, "_output", output)
     assert kuberouter.chains("n") == ["KUBE-ROUTER-FORWARD", "KUBE-POD-FW-ABCDEF", "KUBE-NWPLCY-DEFAULT"]
     assert kuberouter.ipsets("n") == ["KUBE-SRC-AAAA", "KUBE-DST-BBBB", "inet6:KUBE-DST-CCCC"]
-    monkeypatch.setattr(kuberouter.netns, "our_netns", lambda cluster: ["wincon-h3-worker-0"])
-    found = kuberouter.leftovers("h3")
+    monkeypatch.setattr(netns, "our_netns", lambda cluster: ["wincon-h3-worker-0"])
+    monkeypatch.setattr(netns, "run", lambda *a, **k: "")  # the other leftovers: none
+    monkeypatch.setattr(netns, "mounts_under", lambda paths: [])
+    monkeypatch.setattr(netns, "hierarchies", lambda: [])
+    monkeypatch.setattr(netns.ipfamily, "host_routes6", lambda run, metric: [])
+    monkeypatch.setattr(netns.ipfamily, "host_ip6tables_rules", lambda run, comment: [])
+    found = netns.leftovers("h3", Path("/nonexistent"))
     assert "host: KUBE-ROUTER-FORWARD" in found["kube_router_chains"]
     assert "wincon-h3-worker-0: KUBE-SRC-AAAA" in found["ipsets"]
     assert (("iptables", "-w"), None) in seen and (("ipset", "list"), "wincon-h3-worker-0") in seen

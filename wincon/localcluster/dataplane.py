@@ -847,11 +847,8 @@ def teardown(cluster: str) -> None:
 
 def leftovers(cluster: str) -> dict[str, list[str]]:
     """What of the data plane is still on this host: processes, mounts, links, netns, routes, rules, cgroups, and
-    the add-ons' (extras.leftovers: kube-router's chains and ipsets)."""
+    kube-router's chains and ipsets (netns.leftovers)."""
     found = netns.leftovers(cluster, root(cluster))
     found["processes"] = [f"{pid} {procs.cmdline(pid) or ''}".strip() for pid in pids(cluster)]
     found["cni_cache"] = [str(p) for p in _cni_cache_files(cluster)]
-    from wincon.localcluster import extras  # the add-ons' own (kube-router's chains and ipsets); imports this module
-
-    found |= extras.leftovers(cluster)
     return found

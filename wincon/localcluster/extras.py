@@ -11,9 +11,7 @@ Each module in ``MODULES`` offers:
   naming ``WAITS_FOR`` if the module has it, else ``NAME``);
 - ``status(plan, processes) -> dict``: what ``cluster status --json`` says of it under ``addons[NAME]``;
 - optionally ``teardown(cluster) -> None``: what ``down`` must remove besides its processes (which the data plane's
-  teardown kills by their marker), raising ``LocalClusterError`` naming what is left;
-- optionally ``leftovers(cluster) -> dict[str, list[str]]``: what of it is still on the host, by kind (the data
-  plane's ``leftovers`` adds these: empty lists once ``down`` removed everything).
+  teardown kills by their marker), raising ``LocalClusterError`` naming what is left.
 
 Adding a component is one module and one line here; ``cluster.py`` needs no change.
 """
@@ -46,11 +44,3 @@ def teardown(cluster: str) -> None:
     for mod in MODULES:
         if hasattr(mod, "teardown"):
             mod.teardown(cluster)
-
-
-def leftovers(cluster: str) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for mod in MODULES:
-        if hasattr(mod, "leftovers"):
-            found |= mod.leftovers(cluster)
-    return found

@@ -9,8 +9,8 @@ nodes' other processes), with the nodes' kubeconfig and ``--hostname-override=<n
 namespaces and NetworkPolicies from the API server and programs the node's own iptables filter table (chains
 ``KUBE-ROUTER-INPUT``/``-FORWARD``/``-OUTPUT``, ``KUBE-POD-FW-*``, ``KUBE-NWPLCY-*``) and ipsets
 (``KUBE-SRC-*``, ``KUBE-DST-*``). Both are per network namespace in the kernel: nothing of it reaches the host's
-ruleset, and deleting the node's namespace (``down``) removes them with it; ``leftovers`` looks for them in the
-host's namespace and in any namespace of the cluster still there.
+ruleset, and deleting the node's namespace (``down``) removes them with it; the data plane's leftover check
+(``netns.leftovers``) looks for them in the host's namespace and in any namespace of the cluster still there.
 
 A real cluster shows kube-router by its DaemonSet ``kube-system/kube-router`` and its pods: ``objects`` creates
 that DaemonSet, restricted to the real nodes, its pods host-network pause containers standing for the process
@@ -21,7 +21,6 @@ profile finds the engine by that DaemonSet, as on any cluster (``wincon.profile`
 from __future__ import annotations
 
 import shlex
-import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -34,8 +33,6 @@ NAME = "kube-router"  # its addons.toml entry and DaemonSet; the processes are <
 NAMESPACE = "kube-system"
 HEALTH_PORT = 20244  # kube-router's default --health-port; /healthz, in each node's own namespace
 READY_LOG = "Starting network policy controller"  # printed once its caches synced, before its first rule sync
-CHAIN_PREFIXES = ("KUBE-ROUTER-", "KUBE-NWPLCY-", "KUBE-POD-FW-")  # its filter-table chains
-IPSET_PREFIXES = ("KUBE-SRC-", "KUBE-DST-", "inet6:KUBE-SRC-", "inet6:KUBE-DST-")  # its policy ipsets
 TOP_CHAINS = ("KUBE-ROUTER-INPUT", "KUBE-ROUTER-FORWARD", "KUBE-ROUTER-OUTPUT")
 REGISTER_WITHIN = 60.0  # s: it reads its own Node at start and exits if the kubelet has not registered it yet
 WAITS_FOR = f"{NAME} (its network policy controller on every real node)"
@@ -210,55 +207,31 @@ def status(plan: dataplane.Plan, processes: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-def _run(command: list[str], ns: str | None) -> str:
-    full = ["ip", "netns", "exec", ns, *command] if ns else command
-    try:
-        return subprocess.run(full, capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def chains(ns: str | None = None) -> list[str]:
     """kube-router's chains in the filter table of namespace ``ns`` (None: the host's)."""
-    out = _run(["iptables", "-w", "-t", "filter", "-S"], ns)
-    return [
-        line.split()[1]
-        for line in out.splitlines()
-        if line.startswith("-N ") and line.split()[1].startswith(CHAIN_PREFIXES)
-    ]
+    return netns.policy_chains(ns)
 
 
 def ipsets(ns: str | None = None) -> list[str]:
     """kube-router's ipsets in namespace ``ns`` (None: the host's)."""
-    return [name for name in _run(["ipset", "list", "-n"], ns).split() if name.startswith(IPSET_PREFIXES)]
+    return netns.policy_ipsets(ns)
 
 
 def flush(ns: str) -> None:
     """Remove kube-router's rules, chains and ipsets from namespace ``ns`` (a fault, or cleanup): the jumps from
     the built-in chains first, then its chains, then its ipsets (no rule refers to them any more)."""
-    out = _run(["iptables", "-w", "-t", "filter", "-S"], ns)
+    out = netns._output(["iptables", "-w", "-t", "filter", "-S"], ns)
     for line in out.splitlines():
         parts = line.split()
         if line.startswith("-A ") and parts[1] in ("INPUT", "FORWARD", "OUTPUT") and "-j" in parts:
-            if parts[parts.index("-j") + 1].startswith(CHAIN_PREFIXES):
-                _run(["iptables", "-w", "-t", "filter", "-D", *shlex.split(line)[1:]], ns)
+            if parts[parts.index("-j") + 1].startswith(netns.POLICY_CHAIN_PREFIXES):
+                netns._output(["iptables", "-w", "-t", "filter", "-D", *shlex.split(line)[1:]], ns)
     for chain in chains(ns):
-        _run(["iptables", "-w", "-t", "filter", "-F", chain], ns)
+        netns._output(["iptables", "-w", "-t", "filter", "-F", chain], ns)
     for chain in chains(ns):
-        _run(["iptables", "-w", "-t", "filter", "-X", chain], ns)
+        netns._output(["iptables", "-w", "-t", "filter", "-X", chain], ns)
     for name in ipsets(ns):
-        _run(["ipset", "destroy", name], ns)
-
-
-def leftovers(cluster: str) -> dict[str, list[str]]:
-    """kube-router's chains and ipsets left on this host: in the host's namespace (where none of it may ever be)
-    and in any namespace of the cluster still present (``down`` deletes them, and with them their rules)."""
-    where: list[tuple[str, str | None]] = [("host", None)]
-    where += [(ns, ns) for ns in netns.our_netns(cluster)]
-    return {
-        "kube_router_chains": [f"{label}: {c}" for label, ns in where for c in chains(ns)],
-        "ipsets": [f"{label}: {s}" for label, ns in where for s in ipsets(ns)],
-    }
+        netns._output(["ipset", "destroy", name], ns)
 
 
 def teardown(cluster: str) -> None:

@@ -291,6 +291,37 @@ def iptables_rules(name: str, table: str = "nat", chain: str = "PREROUTING") -> 
     return rules
 
 
+# kube-router's network policy controller (kuberouter.py): its filter-table chains and its ipsets, listed here with
+# the data plane's other leftovers (the add-on imports the data plane, never the other way round).
+POLICY_CHAIN_PREFIXES = ("KUBE-ROUTER-", "KUBE-NWPLCY-", "KUBE-POD-FW-")
+POLICY_IPSET_PREFIXES = ("KUBE-SRC-", "KUBE-DST-", "inet6:KUBE-SRC-", "inet6:KUBE-DST-")
+
+
+def _output(args: list[str], netns: str | None) -> str:
+    """A command's output (inside ``netns`` if given), or '' where it cannot run (the tool missing, the namespace
+    gone): for listings only."""
+    full = ["ip", "netns", "exec", netns, *args] if netns else args
+    try:
+        return subprocess.run(full, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def policy_chains(netns: str | None = None) -> list[str]:
+    """kube-router's chains in the filter table of namespace ``netns`` (None: the host's)."""
+    out = _output(["iptables", "-w", "-t", "filter", "-S"], netns)
+    return [
+        line.split()[1]
+        for line in out.splitlines()
+        if line.startswith("-N ") and line.split()[1].startswith(POLICY_CHAIN_PREFIXES)
+    ]
+
+
+def policy_ipsets(netns: str | None = None) -> list[str]:
+    """kube-router's ipsets in namespace ``netns`` (None: the host's)."""
+    return [n for n in _output(["ipset", "list", "-n"], netns).split() if n.startswith(POLICY_IPSET_PREFIXES)]
+
+
 def leftovers(name: str, state_dir: Path) -> dict[str, list[str]]:
     """What of cluster ``name``'s data plane is still on this host (empty lists when nothing is)."""
     prefix = f"wc{cluster_hash(name)}"
@@ -305,7 +336,12 @@ def leftovers(name: str, state_dir: Path) -> dict[str, list[str]]:
     rules = [" ".join(r) for t, c in (("nat", "PREROUTING"), ("filter", "FORWARD")) for r in iptables_rules(name, t, c)]
     routes += ipfamily.host_routes6(run, route_metric(name))
     rules += ipfamily.host_ip6tables_rules(run, comment(name))
+    # kube-router's chains and ipsets: in the host's namespace none may ever be; in the cluster's, until down
+    # deletes those namespaces (and their tables with them).
+    where: list[tuple[str, str | None]] = [("host", None), *((ns, ns) for ns in our_netns(name))]
     return {
+        "kube_router_chains": [f"{label}: {c}" for label, ns in where for c in policy_chains(ns)],
+        "ipsets": [f"{label}: {s}" for label, ns in where for s in policy_ipsets(ns)],
         "netns": our_netns(name),
         "links": [link["ifname"] for link in links if link.get("ifname", "").startswith(prefix)],
         "routes": routes,
