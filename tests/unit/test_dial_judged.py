@@ -452,3 +452,40 @@ def test_an_endpoint_never_shown_is_asked_about_at_least_three_times_however_slo
     outcome = collect_dial(run, SERVERS, c.dial_bound(2), sleep=clock.sleep, clock=clock, witness=witness)
     assert outcome.tries == tries and len(asked) == tries - ASK + 1 >= c.WITNESS_MIN_QUESTIONS
     assert clock.now <= 100.0  # 25 s after the first answer at the least, bounded by the questions it needs
+
+
+def api_service(name: str, kind: str = "ClusterIP", **spec: object) -> SimpleNamespace:
+    ports = [SimpleNamespace(name="http", port=80, protocol="TCP", node_port=30080)]
+    ingress = [SimpleNamespace(ip="172.18.0.50")] if kind == "LoadBalancer" else []
+    return SimpleNamespace(
+        metadata=SimpleNamespace(name=name),
+        spec=SimpleNamespace(type=kind, cluster_ip=spec.get("ip"), cluster_ips=[spec["ip"]] if "ip" in spec else [],
+                             ports=spec.get("ports", ports), external_name=spec.get("external_name")),
+        status=SimpleNamespace(load_balancer=SimpleNamespace(ingress=ingress)),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target", "port", "found"),
+    [
+        (VIP, 80, "lin-netserver"),  # by cluster IP
+        ("lin-netserver", 80, "lin-netserver"),  # by name, single label
+        ("lin-netserver.ns.svc.cluster.local.", 80, "lin-netserver"),  # FQDN
+        ("lin-netserver-alias.ns.svc.cluster.local", 80, "lin-netserver"),  # ExternalName: the Service it names
+        ("192.168.7.10", 30080, "lin-netserver-lb"),  # a node's address at a node port
+        ("172.18.0.50", 80, "lin-netserver-lb"),  # a LoadBalancer address
+        ("lin-netserver.other", 80, None),  # another namespace's
+        (VIP, 90, None),  # no such port
+        ("10.244.1.20", 8083, None),  # a pod IP
+    ],
+)
+def test_the_service_behind_a_target_is_found_by_address_name_node_port_or_externalname(target, port, found) -> None:
+    kube = fakes.ServiceKube("ns", ())
+    services = [
+        api_service("lin-netserver-alias", "ExternalName", ports=[], external_name="lin-netserver.ns.svc.cluster.local"),
+        api_service("lin-netserver", ip=VIP, ports=[SimpleNamespace(name="http", port=80, protocol="TCP", node_port=None)]),
+        api_service("lin-netserver-lb", "LoadBalancer", ip="10.0.0.81"),
+    ]  # fmt: skip
+    kube.core.list_namespaced_service = lambda namespace: SimpleNamespace(items=services)
+    behind = flows.FlowChecks(kube).service_behind(target, port, "http")
+    assert (behind[0] if behind else None) == found

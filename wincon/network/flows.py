@@ -462,9 +462,10 @@ class FlowChecks:
 
         return ask
 
-    def service_behind(self, target: str, port: int, protocol: str) -> tuple[str, Any] | None:
+    def service_behind(self, target: str, port: int, protocol: str, follow: bool = True) -> tuple[str, Any] | None:
         """(name, the Service port) of the namespace's Service that ``target:port`` over ``protocol`` reaches, read
-        from the API; None where none does or the API cannot tell."""
+        from the API (an ExternalName Service's name: the Service its externalName names, once); None where none
+        does or the API cannot tell."""
         namespace = str(getattr(self.kube, "namespace", ""))
         try:
             services = call(self.kube.core.list_namespaced_service, namespace).items or []
@@ -476,13 +477,16 @@ class FlowChecks:
         for svc in services:
             name = getattr(getattr(svc, "metadata", None), "name", None)
             spec = svc.spec
+            by_name = address is None and labels[0] == name and (len(labels) == 1 or labels[1] == namespace)
+            if by_name and getattr(spec, "type", None) == "ExternalName":
+                external = getattr(spec, "external_name", None)
+                return self.service_behind(external, port, protocol, False) if follow and external else None
             ports = [p for p in spec.ports or [] if (p.protocol or "TCP") == wanted_protocol]
             if not name or not ports:
                 continue
             status = getattr(svc, "status", None)
             balancer = getattr(status, "load_balancer", None)
             ingress = {normal_ip(i.ip or "") for i in (getattr(balancer, "ingress", None) or [])}
-            by_name = address is None and labels[0] == name and (len(labels) == 1 or labels[1] == namespace)
             if by_name or (address is not None and (address in cluster_ips(spec) or address in ingress)):
                 found = next((p for p in ports if p.port == port), None)
             elif address is not None:
