@@ -232,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(1, args.runs + 1):
             runs.append(run_pytest(kubeconfig, args, f"run{i}"))
             print(f"  run {i} {runs[-1].describe()}", flush=True)
-        if load is not None:
-            load.stop()
+        if load is not None:  # on our own cluster, brought down next, the load run under way is ended at once
+            load.stop(now=not args.kubeconfig)
         report(runs, load, args.all)
     except WinconError as exc:
         print(exc.render(), file=sys.stderr)
