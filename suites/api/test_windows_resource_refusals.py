@@ -2,8 +2,8 @@
 pod-level resources (``spec.resources``). Both are the documented behaviour on Windows (the resize task page of
 kubernetes/website lists "Windows pods cannot be resized" among its limitations; KEP-2837, pod-level resources,
 says the API server rejects them for a pod whose spec.os.name is windows), so each check asserts the refusal itself
-with the API server's own message, not an expected failure; beside each, the same request for a Linux pod is
-accepted (its Linux control: the rule is the pod's OS, not the request).
+with the API server's own message, not an expected failure; each has its Linux control (``target_os``): the same request
+for the same pod pinned to Linux is accepted (the rule is the pod's OS, not the request).
 
 Upstream (k8s.io/kubernetes, pkg/apis/core/validation/validation.go):
 - ValidatePodResize, v1.35.4 :6228-6231 (InPlacePodVerticalScaling GA and locked on from v1.35.4
@@ -35,7 +35,7 @@ from wincon.checks.api_rules import (
     only_refusal,
     resize_pod,
 )
-from wincon.checks.pods import create_or_reject, os_pod
+from wincon.checks.pods import create_or_reject, nodes_for, os_pod
 from wincon.cluster.client import call
 from wincon.kube import ApiException
 
@@ -51,11 +51,6 @@ POD_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu"
 POD_RESOURCES_DROPPED = (
     "the API server dropped spec.resources (feature gate PodLevelResources is off), so there is nothing to validate"
 )
-
-
-def resource_pod(wincon: Any, name: str, os_name: str, build: int | None) -> dict[str, Any]:
-    """An agnhost pause pod pinned to ``os_name`` (spec.os set) whose one container has CONTAINER_RESOURCES."""
-    return os_pod(wincon, name, os_name, build, container_extra={"resources": copy.deepcopy(CONTAINER_RESOURCES)})
 
 
 def create_and_resize(wincon: Any, namespace: str, body: dict[str, Any]) -> tuple[dict | None, Rejection | None]:
@@ -86,69 +81,68 @@ def not_stored(kube: Any, name: str) -> int:
 # --------------------------------------------------------------------------- in-place resize
 
 
+def linux_worker(wincon: Any, target_os: str) -> str | None:
+    """Where a Linux control's pod goes: the first Ready Linux worker with a data plane, whose real kubelet reports
+    the container resources the API server needs before it accepts a resize of a running pod (ValidatePodResize's
+    isPodResizeRequestSupported, v1.35.4 validation.go:6238-6240); None for the Windows check (its build pins it)."""
+    if target_os != "linux":
+        return None
+    workers = nodes_for(wincon.profile, "linux", None)
+    return min(n.name for n in workers) if workers else None
+
+
 @pytest.mark.test_id("a0c8c011-8a0c-4609-8430-acd0f7bc0b1e")
 @pytest.mark.requires("in-place-resize")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
-def test_api_server_refuses_to_resize_a_windows_pod(kube, wincon, namespace, build):
-    """Windows "Resource management" goes through the container's job object, set when it starts (000_4130a90def37a825.txt, Compute); an in-place resize of a pod with spec.os.name windows is refused by the API server: 422 Invalid, its only cause "[]: Forbidden: windows pods cannot be resized" (k8s.io/kubernetes v1.35.4 pkg/apis/core/validation/validation.go:6228-6231, GA from 1.35), and the stored pod keeps the CPU request it was created with."""
-    name = "resize-windows"
-    patched, rejection = create_and_resize(wincon, namespace, resource_pod(wincon, name, "windows", build))
-    problem = only_refusal(rejection, WINDOWS_RESIZE_PATH, WINDOWS_RESIZE_REFUSED)
-    assert not problem, f"resize of Windows pod {name} (requests.cpu to {RESIZED_CPU}): {problem}"
-    kept = requested_cpu(stored_pod(kube, name))
-    assert kept == CONTAINER_RESOURCES["requests"]["cpu"], f"the refused resize still changed requests.cpu: {kept}"
-
-
-@pytest.mark.test_id("75c3026f-8edf-4c5a-9ac7-043d264bf01f")
-@pytest.mark.requires("in-place-resize")
-@pytest.mark.documents("k8s-windows-intro", "Compute")
-def test_the_same_resize_of_a_linux_pod_is_accepted(kube, wincon, namespace):
-    """The Linux control of test_api_server_refuses_to_resize_a_windows_pod (000_4130a90def37a825.txt, Compute): the same pod pinned to Linux, the same resize through the same subresource, is accepted and stored, so the refusal is the pod's OS and not the request (v1.35.4 pkg/apis/core/validation/validation.go ValidatePodResize:6217)."""
-    name = "resize-linux"
-    patched, rejection = create_and_resize(wincon, namespace, resource_pod(wincon, name, "linux", None))
+def test_api_server_answers_an_in_place_resize_by_the_pods_os(kube, wincon, namespace, build, target_os):
+    """Windows "Resource management" goes through the container's job object, set when it starts (000_4130a90def37a825.txt, Compute): an in-place resize (requests.cpu 100m to 150m through the resize subresource) of a pod with spec.os.name windows is refused by the API server, 422 Invalid, its only cause "[]: Forbidden: windows pods cannot be resized" (k8s.io/kubernetes v1.35.4 pkg/apis/core/validation/validation.go:6228-6231, GA from 1.35), and the stored pod keeps its CPU request; its Linux control: the same resize of the same pod pinned to Linux is accepted and stored (ValidatePodResize, :6217), so the refusal is the pod's OS, not the request."""
+    name = f"resize-{target_os}"
+    body = os_pod(
+        wincon,
+        name,
+        target_os,
+        build,
+        node=linux_worker(wincon, target_os),
+        container_extra={"resources": copy.deepcopy(CONTAINER_RESOURCES)},
+    )
+    patched, rejection = create_and_resize(wincon, namespace, body)
+    stored = requested_cpu(stored_pod(kube, name))
+    if target_os == "windows":
+        problem = only_refusal(rejection, WINDOWS_RESIZE_PATH, WINDOWS_RESIZE_REFUSED)
+        assert not problem, f"resize of Windows pod {name} (requests.cpu to {RESIZED_CPU}): {problem}"
+        assert stored == CONTAINER_RESOURCES["requests"]["cpu"], (
+            f"the refused resize still changed requests.cpu: {stored}"
+        )
+        return
     assert rejection is None, f"the API server refused the resize of Linux pod {name}: {rejection.describe()}"
     assert patched is not None and requested_cpu(patched) == RESIZED_CPU, (
         f"the resize answer does not carry requests.cpu {RESIZED_CPU}: {patched and requested_cpu(patched)}"
     )
-    stored = requested_cpu(stored_pod(kube, name))
     assert stored == RESIZED_CPU, f"Linux pod {name} is stored with requests.cpu {stored}, not {RESIZED_CPU}"
 
 
 # --------------------------------------------------------------------------- pod-level resources
 
 
-def submit_with_pod_resources(kube: Any, wincon: Any, name: str, os_name: str, build: int | None) -> Any:
-    """A real create of an agnhost pause pod pinned to ``os_name`` with POD_RESOURCES at spec.resources: (created,
-    rejection), after skipping where the API server kept no spec.resources (the gate off drops the field)."""
-    body = os_pod(wincon, name, os_name, build, resources=copy.deepcopy(POD_RESOURCES))
-    created, rejection = kube.submit(body, dry_run=False)
-    if rejection is None and not (created or {}).get("spec", {}).get("resources"):
-        pytest.skip(POD_RESOURCES_DROPPED)
-    return created, rejection
-
-
 @pytest.mark.test_id("967fd8ac-64f4-44eb-94c8-be16ea0f0b43")
 @pytest.mark.requires("pod-level-resources")
 @pytest.mark.decided_at_run_time("the run skips where the API server drops spec.resources (PodLevelResources off)")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
-def test_api_server_refuses_pod_level_resources_for_a_windows_pod(kube, wincon, build):
-    """Windows "Resource management" is per container (000_4130a90def37a825.txt, Compute): pod-level resources (spec.resources) on a pod with spec.os.name windows are refused by the API server, 422 Invalid with the one cause "spec.resources: Forbidden: may not be set for a windows pod" (k8s.io/kubernetes v1.34.4 pkg/apis/core/validation/validation.go:4619-4625, kubernetes#133046), and no pod is stored."""
-    name = "pod-resources-windows"
-    _, rejection = submit_with_pod_resources(kube, wincon, name, "windows", build)
-    problem = only_refusal(rejection, POD_RESOURCES_PATH, POD_RESOURCES_REFUSED)
-    assert not problem, f"Windows pod {name} with spec.resources {POD_RESOURCES}: {problem}"
-    status = not_stored(kube, name)
-    assert status == 404, f"a refused pod must not be stored: reading {name} answered {status}"
-
-
-@pytest.mark.test_id("2b1d10d1-4502-4386-80bd-f8c9b40657b9")
-@pytest.mark.requires("pod-level-resources")
-@pytest.mark.decided_at_run_time("the run skips where the API server drops spec.resources (PodLevelResources off)")
-@pytest.mark.documents("k8s-windows-intro", "Compute")
-def test_the_same_pod_level_resources_on_a_linux_pod_are_accepted(kube, wincon):
-    """The Linux control of test_api_server_refuses_pod_level_resources_for_a_windows_pod (000_4130a90def37a825.txt, Compute): the same pod pinned to Linux is accepted and stored with its spec.resources, so the refusal is the pod's OS (v1.34.4 pkg/apis/core/validation/validation.go validatePodResources:4614)."""
-    name = "pod-resources-linux"
-    created, rejection = submit_with_pod_resources(kube, wincon, name, "linux", None)
+def test_api_server_answers_pod_level_resources_by_the_pods_os(kube, wincon, build, target_os):
+    """Windows "Resource management" is per container (000_4130a90def37a825.txt, Compute): pod-level resources (spec.resources) on a pod with spec.os.name windows are refused by a real create, 422 Invalid with the one cause "spec.resources: Forbidden: may not be set for a windows pod" (k8s.io/kubernetes v1.34.4 pkg/apis/core/validation/validation.go:4619-4625, kubernetes#133046), and no pod is stored; its Linux control: the same pod pinned to Linux is accepted and stored with its spec.resources (validatePodResources, :4614). Skips where the API server drops the field (the gate off)."""
+    name = f"pod-resources-{target_os}"
+    body = os_pod(
+        wincon, name, target_os, build, node=linux_worker(wincon, target_os), resources=copy.deepcopy(POD_RESOURCES)
+    )
+    created, rejection = kube.submit(body, dry_run=False)
+    if rejection is None and not (created or {}).get("spec", {}).get("resources"):
+        pytest.skip(POD_RESOURCES_DROPPED)
+    if target_os == "windows":
+        problem = only_refusal(rejection, POD_RESOURCES_PATH, POD_RESOURCES_REFUSED)
+        assert not problem, f"Windows pod {name} with spec.resources {POD_RESOURCES}: {problem}"
+        status = not_stored(kube, name)
+        assert status == 404, f"a refused pod must not be stored: reading {name} answered {status}"
+        return
     assert rejection is None, f"the API server refused Linux pod {name}'s spec.resources: {rejection.describe()}"
     stored = stored_pod(kube, name)["spec"].get("resources")
     assert stored == POD_RESOURCES, f"Linux pod {name} is stored with spec.resources {stored}, not {POD_RESOURCES}"

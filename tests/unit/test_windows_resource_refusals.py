@@ -66,6 +66,7 @@ class FakeCore:
     def __init__(self, resize: Any = None, stored: dict | None = None) -> None:
         self.resize, self.stored = resize, stored
         self.patches: list[Any] = []
+        self.created: list[dict] = []
 
     def patch_namespaced_pod_resize(self, name, namespace, body, _preload_content=True):
         self.patches.append(body)
@@ -91,14 +92,20 @@ class FakeKube:
         return self.submitted
 
 
-WINCON = NS(api_client=NS(), catalog=NS(image=lambda key, os_name, build: f"{key}-{os_name}"))
+WINCON = NS(
+    api_client=NS(),
+    catalog=NS(image=lambda key, os_name, build: f"{key}-{os_name}"),
+    profile=NS(
+        linux_nodes=[NS(name="worker-1", ready=True, data_plane=True), NS(name="worker-0", ready=True, data_plane=True)]
+    ),
+)
 
 
 @pytest.fixture
 def core(monkeypatch) -> FakeCore:
     fake = FakeCore()
     monkeypatch.setattr(api_rules.client, "CoreV1Api", lambda api_client: fake)
-    monkeypatch.setattr(SUITE, "create_or_reject", lambda api_client, namespace, body: body)
+    monkeypatch.setattr(SUITE, "create_or_reject", lambda api_client, namespace, body: fake.created.append(body))
     return fake
 
 
@@ -106,7 +113,7 @@ def core(monkeypatch) -> FakeCore:
 
 
 def run_windows_resize(core: FakeCore) -> None:
-    SUITE.test_api_server_refuses_to_resize_a_windows_pod(FakeKube(core), WINCON, "ns", 20348)
+    SUITE.test_api_server_answers_an_in_place_resize_by_the_pods_os(FakeKube(core), WINCON, "ns", 20348, "windows")
 
 
 def test_windows_resize_refused_by_the_windows_rule_passes(core):
@@ -152,16 +159,20 @@ def test_windows_resize_refused_but_stored_changed_fails(core):
 
 
 def run_linux_resize(core: FakeCore) -> None:
-    SUITE.test_the_same_resize_of_a_linux_pod_is_accepted(FakeKube(core), WINCON, "ns")
+    SUITE.test_api_server_answers_an_in_place_resize_by_the_pods_os(FakeKube(core), WINCON, "ns", 20348, "linux")
 
 
 def test_linux_resize_accepted_and_stored_passes(core):
     core.resize = core.stored = pod("resize-linux", cpu="150m", os_name="linux")
     run_linux_resize(core)
+    spec = core.created[0]["spec"]
+    assert spec["os"]["name"] == "linux" and spec["nodeSelector"]["kubernetes.io/hostname"] == "worker-0"
+    assert spec["containers"][0]["resources"] == SUITE.CONTAINER_RESOURCES
 
 
 def test_linux_resize_refused_fails(core):
     core.resize = status_error("resize-linux", [("spec", "Forbidden: Pod running on node without support for resize")])
+    core.stored = pod("resize-linux", os_name="linux")
     with pytest.raises(AssertionError, match="refused the resize of Linux pod"):
         run_linux_resize(core)
 
@@ -177,7 +188,7 @@ def test_linux_resize_answered_but_not_stored_fails(core):
 
 def run_windows_pod_resources(core: FakeCore, submitted: tuple[Any, Any]) -> FakeKube:
     kube = FakeKube(core, submitted)
-    SUITE.test_api_server_refuses_pod_level_resources_for_a_windows_pod(kube, WINCON, 20348)
+    SUITE.test_api_server_answers_pod_level_resources_by_the_pods_os(kube, WINCON, 20348, "windows")
     return kube
 
 
@@ -217,7 +228,9 @@ def test_windows_pod_resources_refused_but_stored_fails(core):
 
 
 def run_linux_pod_resources(core: FakeCore, submitted: tuple[Any, Any]) -> None:
-    SUITE.test_the_same_pod_level_resources_on_a_linux_pod_are_accepted(FakeKube(core, submitted), WINCON)
+    kube = FakeKube(core, submitted)
+    SUITE.test_api_server_answers_pod_level_resources_by_the_pods_os(kube, WINCON, 20348, "linux")
+    assert kube.bodies[0]["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "worker-0"  # a real Linux worker
 
 
 def test_linux_pod_resources_accepted_and_stored_passes(core):
