@@ -1,0 +1,185 @@
+"""`wincon images verify` against a real registry on this machine (issue 31 part 2).
+
+The registry is distribution's own (github.com/distribution/distribution/v3 cmd/registry, built from the Go module
+proxy into ``${WINCON_CACHE:-~/.cache/wincon}/tools/``, the first time only), listening on 127.0.0.1 with its
+storage in the test's temporary directory, and stopped (by its own pid) after the module. Manifest lists are
+built here through the OCI distribution API (blob uploads, image manifests, an index whose Windows entries carry
+``os.version``) under the catalog's references (a repo list maps promoterE2eRegistry and gcRegistry to it), and
+verify reads them back as it reads any registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wincon.imageverify import verify
+from wincon.localcluster import paths
+from wincon.profile import ClusterProfile, NodeProfile
+from wincon.workloads.catalog import Catalog
+
+MODULE = "github.com/distribution/distribution/v3/cmd/registry"
+VERSION = "v3.0.0"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def registry_binary() -> Path:
+    target = paths.cache_root() / "tools" / f"registry-{VERSION}"
+    binary = target / "registry"
+    if binary.is_file():
+        return binary
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("the go command is needed to build distribution's registry (install Go, see README)")
+    target.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [go, "install", f"{MODULE}@{VERSION}"],
+        env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if result.returncode or not binary.is_file():
+        pytest.fail(f"go install {MODULE}@{VERSION} failed: {result.stderr[-600:]}")
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory) -> Iterator[str]:
+    binary = registry_binary()
+    root = tmp_path_factory.mktemp("registry")
+    port = free_port()
+    config = root / "config.yml"
+    config.write_text(
+        "version: 0.1\n"
+        "log: {level: error}\n"
+        f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}, delete: {{enabled: true}}}}\n"
+        f"http: {{addr: 127.0.0.1:{port}}}\n"
+    )
+    log = (root / "registry.log").open("w")
+    process = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the registry did not serve: {(root / 'registry.log').read_text()[-800:]}")
+                time.sleep(0.2)
+        yield address
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        log.close()
+
+
+def _request(method: str, url: str, data: bytes = b"", content_type: str = "") -> urllib.request.addinfourl:
+    request = urllib.request.Request(url, data=data if method in ("PUT", "POST") else None, method=method)
+    if content_type:
+        request.add_header("Content-Type", content_type)
+    return urllib.request.urlopen(request, timeout=30)  # noqa: S310 (the test's own registry)
+
+
+def push_blob(address: str, repository: str, data: bytes) -> dict[str, object]:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    with _request("POST", f"http://{address}/v2/{repository}/blobs/uploads/") as started:
+        location = started.headers["Location"]
+    if location.startswith("/"):
+        location = f"http://{address}{location}"
+    separator = "&" if "?" in location else "?"
+    with _request("PUT", f"{location}{separator}digest={digest}", data, "application/octet-stream") as done:
+        assert done.status == 201
+    return {"digest": digest, "size": len(data)}
+
+
+def push_manifest(address: str, repository: str, reference: str, body: dict, media_type: str) -> dict[str, object]:
+    data = json.dumps(body).encode()
+    with _request("PUT", f"http://{address}/v2/{repository}/manifests/{reference}", data, media_type) as done:
+        assert done.status == 201
+    return {"mediaType": media_type, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def push_windows_list(address: str, repository: str, tag: str, builds: list[int]) -> None:
+    """A manifest list under ``repository:tag`` with one Windows image per build, each annotated
+    ``os.version: 10.0.<build>.1``, as images/build.sh and upstream's image builds annotate theirs."""
+    entries = []
+    for build in builds:
+        layer = push_blob(address, repository, f"layer of {repository} for {build}".encode())
+        config = {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{build}.1", "rootfs": {}}
+        config_blob = push_blob(address, repository, json.dumps(config).encode())
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config_blob},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
+        }
+        descriptor = push_manifest(address, repository, f"{tag}-{build}", manifest, OCI_MANIFEST)
+        entries.append(
+            {**descriptor, "platform": {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{build}.1"}}
+        )
+    push_manifest(
+        address, repository, tag, {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}, OCI_INDEX
+    )
+
+
+def windows_node(name: str, build: int, containerd: str) -> NodeProfile:
+    return NodeProfile(
+        name=name, os="windows", arch="amd64", ready=True, simulated=False, windows_build=build,
+        runtime="containerd", runtime_version=containerd,
+    )  # fmt: skip
+
+
+def test_verify_refuses_and_accepts_as_the_rules_say_on_a_real_registry(registry):
+    catalog = Catalog.load(repo_map={"promoterE2eRegistry": f"{registry}/e2e", "gcRegistry": f"{registry}/k8s"})
+    agnhost, busybox, pause = (catalog.images[k] for k in ("agnhost", "busybox", "pause"))
+    push_windows_list(registry, f"e2e/{agnhost.name}", agnhost.tag, [17763, 20348])  # no ltsc2025 entry
+    push_windows_list(registry, f"e2e/{busybox.name}", busybox.tag, [17763, 20348, 26100])
+    push_windows_list(registry, f"k8s/{pause.name}", pause.tag, [17763])  # only Windows Server 2019
+    ws2025 = windows_node("akswspool000000", 26100, "2.0.4+azure")
+    ws2025_old = windows_node("w2025-containerd-1-7-5", 26100, "1.7.5")
+    profile = ClusterProfile("v1.37.2", nodes=[ws2025, ws2025_old])
+    found = {
+        (f.image, f.node, f.isolation): f.verdict
+        for f in verify(catalog, profile, ["agnhost", "busybox", "pause"], ("process", "hyperv"))
+    }
+    assert len(found) == 3 * 2 * 2
+    # an ltsc2022-only image: refused for the Hyper-V 26100 node, accepted where the matcher allows (process
+    # isolation on containerd 2.0.4), refused on a containerd whose matcher wants the exact build (1.7.5)
+    assert not found["agnhost", "akswspool000000", "hyperv"].runs
+    assert "HCS_E_IMAGE_MISMATCH" in found["agnhost", "akswspool000000", "hyperv"].reason
+    accepted = found["agnhost", "akswspool000000", "process"]
+    assert accepted.runs and accepted.entry == 20348
+    assert not found["agnhost", "w2025-containerd-1-7-5", "process"].runs
+    # a missing platform: no entry at or near 26100 anywhere
+    for key in [("pause", n, i) for n in ("akswspool000000", "w2025-containerd-1-7-5") for i in ("process", "hyperv")]:
+        assert not found[key].runs, key
+    assert "17763" in found["pause", "akswspool000000", "process"].reason
+    # the exact entry runs everywhere
+    exact = [verdict for (image, _, _), verdict in found.items() if image == "busybox"]
+    assert len(exact) == 4 and all(v.runs and v.entry == 26100 for v in exact)
