@@ -645,13 +645,14 @@ def render_version(
     versions: list[str],
 ) -> tuple[str, list[str]]:
     problems: list[str] = []
-    files = sorted({row.test.file for row in rows if not row.test.group})
+    groups = [row for row in rows if row.entry is not None and row.entry.is_group]
+    files = sorted({row.test.file for row in rows if row not in groups})
     unchecked = [row for row in rows if row.entry and row.entry.not_checked]
     lines = [
         f"### Kubernetes {version}",
         "",
-        f"{sum(1 for r in rows if not r.test.group)} tests in {len(files)} files, "
-        f"{sum(1 for r in rows if r.test.group)} groups; {len(unchecked)} rows not checked yet. "
+        f"{len(rows) - len(groups)} tests in {len(files)} files, "
+        f"{len(groups)} groups; {len(unchecked)} rows not checked yet. "
         f"Changes are against {previous_version}.",
         "",
         f"| upstream file:line | upstream test (its Ginkgo name at {version}) | wincon test (id, path) | ours vs upstream | changed upstream since {previous_version} |",

@@ -280,6 +280,8 @@ def test_the_1_35_reboot_skip_and_the_1_37_rename_are_recorded(generated):
     stats = next(line for line in v137.splitlines() if "when running up to 10 pods" in line)
     assert "renamed: at v1.36.3" in stats and "when running 10 pods" in stats.split(" | ")[-1]
     assert "| windows/subpath_cleanup.go:44 |" in v137 and "new in v1.37.2" in v137
+    # 38 Its of test/e2e/windows in 17 files plus node/kubelet.go's three Windows Its; 1.37 adds subpath_cleanup.go
+    assert "41 tests in 18 files, 4 groups" in v135 and "42 tests in 19 files, 5 groups" in v137
 
 
 # ----------------------------------------------------------------------------- the reader, on fixture snippets
