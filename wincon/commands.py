@@ -304,6 +304,10 @@ def cmd_prepull(args: argparse.Namespace) -> int:
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     if not profile.data_plane:
         print("prepull: the Windows nodes are simulated: nothing is really pulled, the DaemonSet is still deployed")
+    else:  # each image's manifest list must have an entry each real Windows node runs, before any pod is created
+        from wincon.imageverify import require_runnable, verify
+
+        require_runnable(verify(catalog, profile))
     prepull(api_client, profile, catalog, run_id, timeout=args.timeout)
     return ExitCode.OK
 

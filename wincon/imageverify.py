@@ -148,9 +148,10 @@ def verify(
     profile: ClusterProfile,
     keys: list[str] | None = None,
     isolations: tuple[str, ...] | None = None,
-    fetch: Fetch = fetch_manifest,
+    fetch: Fetch | None = None,
 ) -> list[Finding]:
     """One finding per (Windows image, real Windows node, isolation)."""
+    fetch = fetch or fetch_manifest
     nodes = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
     wanted = keys or [k for k, spec in catalog.images.items() if "windows" in spec.os]
     unknown = [k for k in wanted if k not in catalog.images]
@@ -223,11 +224,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for finding in findings:
         print(finding.line())
+    require_runnable(findings)
+    return ExitCode.OK
+
+
+def require_runnable(findings: list[Finding]) -> None:
+    """An InfrastructureError naming every image/node/isolation pairing that cannot run, before any pod."""
     refused = [f for f in findings if not f.verdict.runs]
     if refused:
         raise InfrastructureError(
             f"{len(refused)} image/node pairing(s) cannot run: "
-            + "; ".join(f"{f.image} on {f.node} (build {f.build}, {f.isolation})" for f in refused),
-            "push images with an entry of each node's build, or run the checks on nodes whose build they serve",
+            + "; ".join(f"{f.image} on {f.node} (build {f.build}, {f.isolation}): {f.verdict.reason}" for f in refused),
+            "push images with an entry of each node's build (images/build.sh; upstream: a tag whose manifest list "
+            "has it), mirror them with --image-repo-list, or run on nodes whose build they serve",
         )
-    return ExitCode.OK

@@ -204,3 +204,32 @@ def test_the_command_exits_3_on_a_refused_pairing_and_0_when_every_entry_runs(re
     hyperv = run(classes=[{"name": "runhcs-wcow-hypervisor", "handler": "runhcs-wcow-hypervisor"}])
     assert hyperv.returncode == 3, hyperv.stdout + hyperv.stderr
     assert "REFUSED: agnhost" in hyperv.stdout and "agnhost on akswspool000000 (build 26100, hyperv)" in hyperv.stderr
+
+
+def test_prepull_verifies_before_it_deploys_anything_on_real_windows_nodes(monkeypatch):
+    """`wincon prepull` on a cluster with a real WS2025 node offering Hyper-V: an ltsc2022-only image is refused
+    before the DaemonSet exists; with an entry of the node's build the pull goes ahead. Simulated nodes skip it."""
+    from types import SimpleNamespace
+
+    from wincon import commands, imageverify, prepull
+
+    deployed: list[str] = []
+    monkeypatch.setattr(prepull, "prepull", lambda api, profile, catalog, run_id, timeout: deployed.append(run_id))
+    hyperv = [("runhcs-wcow-hypervisor", "runhcs-wcow-hypervisor")]
+    real = ClusterProfile("v1.33.12", nodes=[WS2025], runtime_classes=hyperv)
+    args = SimpleNamespace(image_repo_list=None, timeout=10, kubeconfig=None, context=None)
+
+    def run(profile: ClusterProfile, document: dict[str, Any]) -> None:
+        monkeypatch.setattr(commands, "_profile", lambda a: (None, profile))
+        monkeypatch.setattr(imageverify, "fetch_manifest", lambda reference: document)
+        commands.cmd_prepull(args)
+
+    with pytest.raises(InfrastructureError) as refused:
+        run(real, NANOSERVER_LTSC2022)
+    assert "on akswspool000000 (build 26100, hyperv)" in str(refused.value) and not deployed
+    every_build = {"manifests": [{"platform": {"os": "windows", "os.version": f"10.0.{b}.1"}} for b in (20348, 26100)]}
+    run(real, every_build)
+    assert len(deployed) == 1
+    simulated = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
+    run(simulated, {"manifests": []})  # never read: nothing is pulled on simulated nodes
+    assert len(deployed) == 2
