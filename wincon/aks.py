@@ -1,8 +1,8 @@
 """AKS's pod network and NetworkPolicy engine, read from what AKS itself writes on its nodes.
 
 On AKS the DaemonSets alone mislead: Calico there is a policy engine only (its pods never give pods addresses),
-Azure NPM's DaemonSets say nothing of the pod network, and AKS installs the Windows CNS DaemonSet whether or
-not a mode uses it. What AKS's resource provider writes on every node says which mode the cluster runs in.
+Azure NPM's DaemonSets say nothing of the pod network, and AKS lists the Windows CNS DaemonSet before any
+Windows node exists (azure-cns-win with DESIRED 0 in a fresh overlay cluster's kube-system). What AKS's resource provider writes on every node says which mode the cluster runs in.
 Every fact used here, with its public source:
 
 * AKS nodes carry ``kubernetes.azure.com/cluster`` (the node resource group), always: Azure/karpenter-provider-
@@ -21,7 +21,7 @@ Every fact used here, with its public source:
   PODNETWORK_LABEL_KEYS, the "podnetwork labels that must be copied from managed nodes").
 * Azure CNI Node Subnet (legacy): none of those labels. AKS Windows node pools run only Azure CNI
   (MicrosoftDocs/azure-aks-docs articles/aks/windows-best-practices.md, "AKS clusters with Windows node pools only
-  support Azure CNI"; configure-kubenet.md, "The kubenet network model isn't available for Windows Server
+  support Azure Container Networking Interface (Azure CNI)"; configure-kubenet.md, "The kubenet network model isn't available for Windows Server
   containers"; azure-cni-powered-by-cilium.md: "Available only for Linux and not for Windows"),
   so an AKS cluster with Windows nodes and neither the overlay nor the pod subnet labels runs Azure CNI in node
   subnet mode. Without Windows nodes the same objects fit kubenet as well: that cluster's pod network is unknown
@@ -30,8 +30,8 @@ Every fact used here, with its public source:
   for the cilium agent daemonset because we select the nodes for the daemonset based on this label"
   (karpenter-provider-azure labels.go); Linux only.
 * The policy engine: ``kubernetes.azure.com/network-policy`` = none | azure | calico | cilium, the cluster's
-  networkProfile.networkPolicy, on every node (karpenter-provider-azure designs/0006-requirements-and-labels.md:
-  written by AKS, "none or calico or azure"). ``--network-policy calico`` "enables Calico on both Linux and
+  networkProfile.networkPolicy, on every node (karpenter-provider-azure designs/0006-requirements-and-labels.md
+  marks it in its "AKS (observed or code)" column, values "none or calico or azure"). ``--network-policy calico`` "enables Calico on both Linux and
   Windows node pools" (azure-aks-docs use-network-policies.md); on Windows AKS's node setup installs Calico as
   the CalicoNode and CalicoFelix services with CALICO_NETWORKING_BACKEND none and KUBE_NETWORK azure.*
   (AgentBaker staging/cse/windows/calicofunc.ps1 Start-InstallCalico): policy only, no DaemonSet on Windows.

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.unit.test_aks_network import NAMES as AKS_NAMES
+from tests.unit.test_aks_network import cluster as aks_cluster
 from tests.unit.test_shapes import NAMES, shape
 from wincon.cli import main
 
@@ -162,5 +164,21 @@ def test_a_shape_loaded_into_a_cluster_gives_its_facts_and_plan(empty_cluster, c
         applied = {lim["id"] for row in icmp for lim in row["limitations"]}
         wanted = plan["limitations"]["icmp-egress-through-vfp"] == "applies"
         assert ("icmp-egress-through-vfp" in applied) == wanted, icmp
+    finally:
+        remove(api, objects)
+
+
+@pytest.mark.parametrize("name", AKS_NAMES)
+def test_an_aks_cluster_loaded_into_a_cluster_gives_its_pod_network_and_policy(empty_cluster, capsys, name):
+    """Issue 31 item 3, as the issue found it: the node and add-on objects of each AKS mode (tests/data/clouds/,
+    each with its .source) loaded into an empty cluster; `wincon profile` reads the pod network and the policy
+    engine the sources name."""
+    objects, source = aks_cluster(name)
+    api = _api(empty_cluster)
+    load(api, objects)
+    try:
+        profile = wincon_json(capsys, "profile", "--json", "--kubeconfig", empty_cluster)
+        facts = {key: profile[key] for key in ("cni", "cni_backend", "network_policy")}
+        assert facts == source["expect"], yaml.safe_dump(profile)
     finally:
         remove(api, objects)
