@@ -207,7 +207,7 @@ def cadvisor_serves_no_containers(text: str) -> bool:
     (its ``container_scrape_error 0`` line, github.com/google/cadvisor@v0.52.1 metrics/prometheus.go:121-125,
     collected on every scrape, :1829-1834) and gave no container series at all, since the Windows kubelet's cAdvisor
     answers every container request with nothing (k8s.io/kubernetes@v1.34.4 pkg/kubelet/cadvisor/cadvisor_windows.go:57-58;
-    server.go:467 registers that collector unless the alpha PodAndContainerStatsFromCRI gate is on). A scrape error,
+    server.go:467 registers that collector unless the PodAndContainerStatsFromCRI gate is on: alpha to 1.36, beta from 1.37, off by default in both). A scrape error,
     or series of other containers but not the pod's (a collector that has not seen it yet), is not that deviation."""
     lines = text.splitlines()
     collected = any(line.split() == ["container_scrape_error", "0"] for line in lines)
@@ -218,7 +218,7 @@ CADVISOR_COMMAND = "GET /api/v1/nodes/{node}/proxy/metrics/cadvisor"
 
 
 def cri_stats_gate_on(kube, node: str) -> bool:
-    """Whether the node's kubelet runs with the alpha PodAndContainerStatsFromCRI gate on, read from its /configz now
+    """Whether the node's kubelet runs with the PodAndContainerStatsFromCRI gate on (off by default through 1.38), read from its /configz now
     (by the rule discovery reads it with: wincon.profile.kubelet_feature_gates)."""
     configz, _ = kubelet_json(kube.api_client, node, "configz")
     return dict(kubelet_feature_gates(kubelet_config(configz)))[CRI_STATS_GATE]

@@ -185,7 +185,7 @@ def test_the_cri_stats_gate_on_every_real_node_skips_the_cadvisor_check_in_the_p
     data = profile_json(win("win-0", gate=True), win("win-1", gate=True))
     row = plan(data, tmp_path)[CADVISOR]
     assert row["outcome"] == "skip", row
-    assert f"alpha feature gate {GATE} (win-0, win-1, from /configz)" in row["reason"]
+    assert f"feature gate {GATE} on (win-0, win-1, from /configz)" in row["reason"]
     cluster = Cluster({}, {"win-0": True, "win-1": True})
     skipped = run_cadvisor(ClusterProfile.from_dict(data), cluster, monkeypatch)
     agree(row, skipped)

@@ -250,7 +250,7 @@ def cadvisor_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], 
     return node_avoiding(
         [n.name for n in nodes],
         [n.name for n in nodes if not n.data_plane] + gated,
-        f"the kubelet of every real Windows node of the build runs with the alpha feature gate {CRI_STATS_GATE} "
+        f"the kubelet of every real Windows node of the build runs with the feature gate {CRI_STATS_GATE} on "
         f"({', '.join(gated)}, from /configz): /metrics/cadvisor is then served from the CRI runtime's metrics, "
         "not cAdvisor, so cAdvisor's absence cannot be observed there",
         unknown=[name for name, value in on.items() if value is None],
