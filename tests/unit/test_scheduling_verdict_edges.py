@@ -188,7 +188,7 @@ def test_a_kubelet_serving_cri_stats_skips_the_cadvisor_check_before_creating_an
     """Before: the CRI collector's answer has no container_scrape_error, so a pod without series there was a
     failure (NotTheDeviation) though cAdvisor was not what answered."""
     created: list[Any] = []
-    with pytest.raises(pytest.skip.Exception, match=r"PodAndContainerStatsFromCRI \(win-0, from /configz\)"):
+    with pytest.raises(pytest.skip.Exception, match=r"PodAndContainerStatsFromCRI on \(win-0, from /configz\)"):
         created = cadvisor({"win-0": {"PodAndContainerStatsFromCRI": True}}, "machine_scrape_error 0\n", monkeypatch)
     assert not created
 
