@@ -213,9 +213,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         profile = load_profile_file(args.profile_file)
     else:
-        from wincon.commands import _profile
+        from wincon.cluster.client import connect
+        from wincon.profile import discover
 
-        _, profile = _profile(args)
+        profile = discover(connect(args.kubeconfig, args.context))
     catalog = Catalog.load(repo_list=args.image_repo_list)
     isolations = tuple(args.isolation) if args.isolation else None
     findings = verify(catalog, profile, args.image, isolations)
