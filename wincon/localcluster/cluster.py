@@ -467,6 +467,10 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
             "requestheader-username-headers": "X-Remote-User",
             "requestheader-group-headers": "X-Remote-Group",
             "requestheader-extra-headers-prefix": "X-Remote-Extra-",
+            # The front proxy's client cert (kwokctl's --proxy-client-cert-file, pki/admin.crt) is signed by the same
+            # CA as every client's: from v1.37 the API server refuses to start with overlapping CAs unless the names
+            # allowed to set those headers are given ("--requestheader-allowed-names must be specified").
+            "requestheader-allowed-names": "kwok-admin",
         }
         # --ip-family dual/ipv6 (ipfamily.py): both Service ranges, cluster CIDRs, IPv6 names in the cert.
         options["kubeApiserverCertSANs"] += ipfamily.cert_sans(plan, plan.ip_family)

@@ -335,6 +335,9 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
         "authorization": {"mode": "AlwaysAllow"},
         "cgroupDriver": "cgroupfs",
+        # From v1.35 the kubelet refuses a cgroup v1 host unless told otherwise (failCgroupV1 defaults to true);
+        # these machines mount cgroup v1 hierarchies.
+        "failCgroupV1": False,
         "cgroupRoot": cgroup_root,
         "cgroupsPerQOS": True,
         "containerRuntimeEndpoint": f"unix://{ndir}/containerd.sock",
