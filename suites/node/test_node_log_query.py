@@ -31,7 +31,7 @@ import pytest
 
 from wincon import forms
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
-from wincon.checks.node import kubelet_config, kubelet_get, kubelet_json, powershell
+from wincon.checks.node import kubelet_config, kubelet_json, kubelet_query, powershell
 from wincon.checks.pods import windows_pod
 
 pytestmark = [pytest.mark.scheduling]
@@ -58,8 +58,13 @@ def log_query_off(config: dict[str, Any], node: str) -> str | None:
     return None
 
 
-def log_query_path(target_os: str) -> str:
-    return f"logs/?query={QUERY[target_os]}"
+def log_query(service: str, *options: tuple[str, str]) -> list[tuple[str, str]]:
+    """The /logs/ endpoint's query parameters: ``query=<service>`` and the options."""
+    return [("query", service), *options]
+
+
+def shown(query: list[tuple[str, str]]) -> str:
+    return "logs/?" + "&".join(f"{k}={v}" for k, v in query)
 
 
 @pytest.mark.test_id("c79f3c52-4691-4f79-b176-f0775924d038")
@@ -71,13 +76,14 @@ def log_query_path(target_os: str) -> str:
 def test_node_log_query_returns_the_nodes_service_log(wincon, target_node, data_plane, target_os):
     """Logs "are an important element of troubleshooting" (002_8a7e76f95009f44f.txt, Troubleshooting): GET /api/v1/nodes/<node>/proxy/logs/?query=Microsoft-Windows-Security-SPP returns that provider's Application events, "ProviderName: Microsoft-Windows-Security-SPP" (upstream v1.37.2 test/e2e/node/kubelet.go:580-591); its Linux control asks a Linux worker for query=kubelet and gets the kubelet unit's journal lines (kubelet.go:493-501)."""
     node = target_node.name
-    path = log_query_path(target_os)
+    query = log_query(QUERY[target_os])
+    path = shown(query)
     data_plane(f"GET /api/v1/nodes/{node}/proxy/{path}", where="the API server's node proxy", pod_node=node)
     configz, _ = kubelet_json(wincon.api_client, node, "configz")
     off = log_query_off(kubelet_config(configz), node)
     if off:
         pytest.skip(off)
-    answer = kubelet_get(wincon.api_client, node, path)
+    answer = kubelet_query(wincon.api_client, node, "logs/", query)
     assert answer.status == 200, f"GET /{path} on the kubelet of {node} answered {answer.status}: {answer.body[:300]}"
     assert answered_the_log(target_os, answer.body), (
         f"GET /{path} on the kubelet of {node} did not return the {QUERY[target_os]} log: {answer.body[:500]!r}"
@@ -89,8 +95,8 @@ def test_node_log_query_returns_the_nodes_service_log(wincon, target_node, data_
 PROVIDER = QUERY["windows"]
 # (the query's extra parameter, the Get-WinEvent arguments upstream compares it with: kubelet.go:605/:608, :626/:629)
 WINDOWS_QUERIES = {
-    "tail-lines-3": ("tailLines=3", " -MaxEvents 3"),
-    "pattern-health": ("pattern=Health", "  | Where-Object -Property Message -Match Health"),
+    "tail-lines-3": (("tailLines", "3"), " -MaxEvents 3"),
+    "pattern-health": (("pattern", "Health"), "  | Where-Object -Property Message -Match Health"),
 }
 
 
@@ -157,13 +163,14 @@ def test_node_log_query_options_match_get_winevent_on_the_node(kube, wincon, win
     """Logs "are an important element of troubleshooting" (002_8a7e76f95009f44f.txt, Troubleshooting): ?query=Microsoft-Windows-Security-SPP with tailLines=3, or with pattern=Health, returns what Get-WinEvent with -MaxEvents 3, or filtered by Message -Match Health, prints on the node, compared as upstream compares them (v1.37.2 test/e2e/node/kubelet.go:598-612, :619-633, :781-792; upstream runs Get-WinEvent over SSH, here in a HostProcess container on the node)."""
     node = windows_node.name
     option, args = WINDOWS_QUERIES[case]
-    path = f"logs/?query={PROVIDER}&{option}"
+    query = log_query(PROVIDER, option)
+    path = shown(query)
     kube.gate(f"GET /api/v1/nodes/{node}/proxy/{path}; on the node: {get_win_event(args)}", pod_node=node)
     configz, _ = kubelet_json(wincon.api_client, node, "configz")
     off = log_query_off(kubelet_config(configz), node)
     if off:
         pytest.skip(off)
-    answer = kubelet_get(wincon.api_client, node, path)
+    answer = kubelet_query(wincon.api_client, node, "logs/", query)
     assert answer.status == 200, f"GET /{path} on the kubelet of {node} answered {answer.status}: {answer.body[:300]}"
     on_node = host_get_win_event(kube, wincon, node, build, args)
     assert trim_space_newline(answer.body) == trim_space_newline(on_node), (

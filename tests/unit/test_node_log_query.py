@@ -23,11 +23,12 @@ def run(monkeypatch, target_os: str, body: str, status: int = 200, configz: dict
     gated: list[str] = []
     asked: list[str] = []
 
-    def kubelet_get(api_client, node, path, timeout=60.0):
-        asked.append(path)
+    def kubelet_query(api_client, node, path, query, timeout=60.0):
+        asked.append(SUITE.shown(query))
+        assert path == "logs/"
         return KubeletAnswer(path, status, body, 0.1)
 
-    monkeypatch.setattr(SUITE, "kubelet_get", kubelet_get)
+    monkeypatch.setattr(SUITE, "kubelet_query", kubelet_query)
     monkeypatch.setattr(SUITE, "kubelet_json", lambda api_client, node, path, timeout=60.0: (configz or QUERY_ON, 0.1))
     node = NS(name=f"{target_os}-node")
     SUITE.test_node_log_query_returns_the_nodes_service_log(
@@ -127,8 +128,9 @@ class HostKube:
 def run_options(monkeypatch, case: str, body: str, kube: HostKube, configz: dict | None = None) -> list[str]:
     asked: list[str] = []
 
-    def kubelet_get(api_client, node, path, timeout=60.0):
-        asked.append(path)
+    def kubelet_query(api_client, node, path, query, timeout=60.0):
+        asked.append(SUITE.shown(query))
+        assert path == "logs/"
         return KubeletAnswer(path, 200, body, 0.1)
 
     def submit(api_client, namespace, pod_body, dry_run=True):
@@ -137,7 +139,7 @@ def run_options(monkeypatch, case: str, body: str, kube: HostKube, configz: dict
             return None, NS(describe=lambda: kube.refusal)
         return pod_body, None
 
-    monkeypatch.setattr(SUITE, "kubelet_get", kubelet_get)
+    monkeypatch.setattr(SUITE, "kubelet_query", kubelet_query)
     monkeypatch.setattr(SUITE, "kubelet_json", lambda api_client, node, path, timeout=60.0: (configz or QUERY_ON, 0.1))
     monkeypatch.setattr(SUITE, "submit_pod", submit)
     wincon = NS(api_client=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost"))
@@ -184,3 +186,27 @@ def test_query_off_skips_before_any_pod(monkeypatch):
     with pytest.raises(pytest.skip.Exception, match="enableSystemLogQuery"):
         run_options(monkeypatch, "tail-lines-3", EVENTS, kube, configz={"kubeletconfig": {}})
     assert kube.bodies == []
+
+
+def test_kubelet_query_sends_the_query_as_parameters_not_in_the_path(monkeypatch):
+    """The generated client escapes a '?' inside the node-proxy path parameter (the kubelet then answers 404 for a
+    path named 'logs/?query=kubelet', seen on the local cluster at v1.37.2): kubelet_query sends it as the request's
+    own query string."""
+    from kubernetes import client
+
+    from wincon.checks.node import kubelet_query
+
+    api = client.ApiClient(client.Configuration(host="https://api.example:6443"))
+    seen: list[str] = []
+
+    def call_api(method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
+        seen.append(url)
+        return NS(read=lambda: None, data=b"ok", status=200)
+
+    monkeypatch.setattr(api, "call_api", call_api)
+    answer = kubelet_query(api, "worker-0", "logs/", [("query", "Microsoft-Windows-Security-SPP"), ("tailLines", "3")])
+    assert answer.status == 200 and answer.body == "ok"
+    assert seen[0].endswith("/proxy/logs%2F?query=Microsoft-Windows-Security-SPP&tailLines=3") or seen[0].endswith(
+        "/proxy/logs/?query=Microsoft-Windows-Security-SPP&tailLines=3"
+    ), seen[0]
+    assert "%3F" not in seen[0]

@@ -200,6 +200,35 @@ def kubelet_get(api_client: client.ApiClient, node: str, path: str, timeout: flo
     return KubeletAnswer(path, status, body, time.monotonic() - start)
 
 
+def kubelet_query(
+    api_client: client.ApiClient, node: str, path: str, query: list[tuple[str, str]], timeout: float = 60.0
+) -> KubeletAnswer:
+    """``kubelet_get`` with a query string (``/logs/?query=...``): the generated client's node-proxy call escapes
+    a ``?`` inside its path parameter, so the kubelet would be asked for a path named ``logs/?query=...`` (its 404);
+    the query goes as the request's own parameters instead, which the node proxy passes on."""
+    path = path.lstrip("/")
+    request = api_client.param_serialize(
+        method="GET",
+        resource_path="/api/v1/nodes/{name}/proxy/{path}",
+        path_params={"name": node, "path": path},
+        query_params=list(query),
+        header_params={"Accept": "*/*"},
+        auth_settings=["BearerToken"],
+    )
+    start = time.monotonic()
+    try:
+        response = api_client.call_api(*request, _request_timeout=timeout)
+        response.read()
+        body, status = response.data.decode(errors="replace"), int(response.status)
+    except Exception as exc:  # a timeout or reset: the kubelet did not answer in time
+        raise InfrastructureError(
+            f"the kubelet of {node} did not answer GET /{path} through the node proxy within {timeout:.0f}s: {exc}",
+            "check the API server can reach the kubelet port (10250) of the node",
+        ) from exc
+    shown = "&".join(f"{k}={v}" for k, v in query)
+    return KubeletAnswer(f"{path}?{shown}", status, body, time.monotonic() - start)
+
+
 def kubelet_json(api_client: client.ApiClient, node: str, path: str, timeout: float = 60.0) -> tuple[Any, float]:
     """The kubelet's JSON answer and the seconds it took; a non-200 answer is an infrastructure error."""
     answer = kubelet_get(api_client, node, path, timeout)
