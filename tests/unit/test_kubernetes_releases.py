@@ -192,3 +192,35 @@ def test_the_simulated_overlay_kube_proxy_names_win_overlay_only_where_the_relea
         tree_version = paths.load_versions(minor)["kubernetes"]["version"]
         assert "--feature-gates=WinOverlay=true" in _windows_kube_proxy_args(tree_version)
     assert "--feature-gates=WinOverlay=true" not in _windows_kube_proxy_args("v1.38.0-beta.0")
+
+
+# `go mod tidy`'s own words when the Go module proxy refuses a version (this machine, v1.38.0-beta.0's wrapper
+# module, 2026-11-27).
+TIDY_REFUSED = """go: wincon.local/kubernetesbuild imports
+\tk8s.io/kubernetes/pkg/kubelet/watchdog tested by
+\tk8s.io/kubernetes/pkg/kubelet/watchdog.test imports
+\tk8s.io/ktesting/initoption: k8s.io/ktesting@v0.38.0-beta.0: reading https://proxy.example/k8s.io/ktesting/@v/v0.38.0-beta.0.zip: 403 Forbidden
+\tserver response: This module version is not available.
+go: wincon.local/kubernetesbuild imports
+\tsigs.k8s.io/structured-merge-diff/v7/merge: sigs.k8s.io/structured-merge-diff/v7@v7.0.1: reading https://proxy.example/sigs.k8s.io/structured-merge-diff/v7/@v/v7.0.1.zip: 403 Forbidden
+\tserver response: This module version is not available.
+"""
+
+
+def test_a_build_the_proxy_refuses_names_the_module_versions_and_another_release(tmp_path, monkeypatch):
+    assert build.refused_modules(TIDY_REFUSED) == [
+        "k8s.io/ktesting@v0.38.0-beta.0",
+        "sigs.k8s.io/structured-merge-diff/v7@v7.0.1",
+    ]
+    assert build.refused_modules("go: downloading k8s.io/api v0.37.2\n") == []
+    go = tmp_path / "go"
+    go.write_text(f"#!/bin/sh\ncat <<'OUT'\n{TIDY_REFUSED}OUT\nexit 1\n")
+    go.chmod(0o755)
+    log = (tmp_path / "build.log").open("w")
+    builder = build._Builder(str(go), tmp_path, log, log)
+    with pytest.raises(LocalClusterError) as err:
+        builder.run("resolving the kubernetes module (go mod tidy)", [str(go), "mod", "tidy"], tmp_path)
+    assert "does not serve k8s.io/ktesting@v0.38.0-beta.0, sigs.k8s.io/structured-merge-diff/v7@v7.0.1" in str(
+        err.value
+    )
+    assert "--kubernetes-version" in err.value.fix

@@ -154,6 +154,17 @@ def go_binary() -> str:
     return go
 
 
+_REFUSED_RE = re.compile(
+    r"(\S+@v[^\s:]+): reading \S+: 403 Forbidden\s*\n\s*server response: This module version is not available"
+)
+
+
+def refused_modules(output: str) -> list[str]:
+    """The module versions a go command's output says the Go module proxy refused (403, 'not available'),
+    in order, each once."""
+    return list(dict.fromkeys(_REFUSED_RE.findall(output)))
+
+
 def _fmt(seconds: float) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
@@ -209,6 +220,14 @@ class _Builder:
         self.log.write(output)
         self.log.flush()
         if proc.returncode != 0:
+            refused = refused_modules(output)
+            if refused:
+                raise LocalClusterError(
+                    f"{what} failed: the Go module proxy does not serve {', '.join(refused)} (it answered "
+                    f"'This module version is not available'), which this release's build needs\n  log: {self.log_path}",
+                    "nothing here can build this release until the proxy serves those versions: use another "
+                    "release (`--kubernetes-version`, `wincon cluster up --help` lists them); retrying later is harmless",
+                )
             tail = "\n".join(output.strip().splitlines()[-15:])
             raise LocalClusterError(
                 f"{what} failed (exit {proc.returncode}); last lines:\n{tail}\n  log: {self.log_path}",
