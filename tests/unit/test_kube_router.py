@@ -128,3 +128,25 @@ def test_status_names_the_processes_of_every_real_node(monkeypatch: pytest.Monke
     assert [p["name"] for p in said["processes"]] == ["worker-0-kube-router", "worker-1-kube-router"]
     assert said["daemonset"] == "kube-system/kube-router" and said["functions"] == ["firewall"]
     assert kuberouter.status(PLAN, processes[2:])["daemonset"] is None
+
+
+def test_a_cgroup_that_vanishes_while_down_walks_the_cgroups_is_skipped(tmp_path: Path, monkeypatch) -> None:
+    """``down`` kills while pods are torn down: a pod's cgroup removed mid-walk must not stop it (at 53d3037 a
+    second ``down`` right after ``up`` raised FileNotFoundError from Path.rglob over /sys/fs/cgroup/cpu/...)."""
+    import os
+
+    top = tmp_path / "wincon-h3-worker-0"
+    (top / "kubepods" / "gone").mkdir(parents=True)
+    (top / "kubepods" / "kept").mkdir()
+    (top / "kubepods" / "kept" / "cgroup.procs").write_text("101\n102\n")
+    real_scandir = os.scandir
+
+    def scandir(path):  # the pod's cgroup removed between its listing and its reading
+        if str(path).endswith("gone"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(netns, "our_cgroups", lambda name: [top])
+    assert netns.cgroup_pids("h3") == {101, 102}
+    assert [p.name for p in netns.cgroup_dirs(top)] == ["wincon-h3-worker-0", "kubepods", "kept"]  # "gone" skipped

@@ -206,13 +206,19 @@ def hierarchies() -> list[Path]:
 # --------------------------------------------------------------------------------------------- teardown
 
 
+def cgroup_dirs(top: Path) -> list[Path]:
+    """``top`` and every cgroup below it. A pod's cgroup may vanish while it is walked (its pod torn down as
+    ``down`` kills): os.walk skips it, where Path.rglob raised FileNotFoundError and stopped ``down`` half-way."""
+    return [Path(dirpath) for dirpath, _, _ in os.walk(top)]
+
+
 def cgroup_pids(name: str) -> set[int]:
     """Every process in the cluster's cgroups (containers, shims and anything started under them)."""
     pids: set[int] = set()
     for top in our_cgroups(name):
-        for procs in top.rglob("cgroup.procs"):
+        for cgroup in cgroup_dirs(top):
             with contextlib.suppress(OSError, ValueError):
-                pids.update(int(p) for p in procs.read_text().split())
+                pids.update(int(p) for p in (cgroup / "cgroup.procs").read_text().split())
     return pids
 
 
@@ -220,8 +226,8 @@ def remove_cgroups(name: str) -> list[str]:
     """rmdir the cluster's cgroups, deepest first; return those that could not be removed."""
     left = []
     for top in our_cgroups(name):
-        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-        for path in [*dirs, top]:
+        dirs = sorted(cgroup_dirs(top), key=lambda p: len(p.parts), reverse=True)  # top last
+        for path in dirs:
             try:
                 path.rmdir()
             except FileNotFoundError:
