@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.pods import create_or_reject, eventually, os_pod
+from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
 from wincon.cluster.waits import pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
 
@@ -41,13 +41,6 @@ def admission_outcome(pod: Any) -> tuple[str, str] | None:
     if status.phase == "Running":
         return "running", ""
     return None
-
-
-def without_os(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` without ``spec.os``, still placed by its nodeSelector (kubernetes.io/os, the build)."""
-    body["spec"].pop("os", None)
-    assert body["spec"]["nodeSelector"]["kubernetes.io/os"] in ("windows", "linux"), body["spec"]["nodeSelector"]
-    return body
 
 
 @pytest.mark.test_id("82229b90-3e72-4156-849f-f2b0f5ea05bb")

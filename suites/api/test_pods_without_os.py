@@ -19,7 +19,7 @@ import pytest
 from wincon import forms
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
-from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod
+from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod, without_os
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, pod_scheduled
 from wincon.errors import InfrastructureError, expect_deviation
@@ -32,14 +32,6 @@ pytestmark = [pytest.mark.api]
 NON_ROOT_REFUSAL = (
     "container's runAsUserName ({user}) which will be regarded as root identity and will break non-root policy"
 )
-
-
-def without_os(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` without ``spec.os``: still placed by its nodeSelector (kubernetes.io/os, the build, the node)
-    and its tolerations, as upstream's pods are (they set the OS label only)."""
-    body["spec"].pop("os", None)
-    assert body["spec"]["nodeSelector"]["kubernetes.io/os"] in ("windows", "linux"), body["spec"]["nodeSelector"]
-    return body
 
 
 def placed(kube, wincon, name: str, os_name: str, build: int | None) -> Any:

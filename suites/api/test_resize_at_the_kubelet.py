@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from wincon.checks.api_rules import resize_pod
-from wincon.checks.pods import create_or_reject, eventually, os_pod
+from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
 from wincon.cluster.waits import pod_failure, pod_running, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
 
@@ -47,13 +47,6 @@ def resize_outcome(pod: Any) -> tuple[str, str] | None:
     if cpu == RESIZED_CPU and pending is None and "PodResizeInProgress" not in conditions:
         return "applied", cpu
     return None
-
-
-def without_os(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` without ``spec.os``, still placed by its nodeSelector (kubernetes.io/os, the build)."""
-    body["spec"].pop("os", None)
-    assert body["spec"]["nodeSelector"]["kubernetes.io/os"] in ("windows", "linux"), body["spec"]["nodeSelector"]
-    return body
 
 
 @pytest.mark.test_id("d152251c-9c17-43fb-ad3d-6dd30b0a771a")

@@ -274,3 +274,21 @@ def profile_windows_node(name: str, build: int, simulated: bool = False, **facts
 def profile_linux_node(name: str) -> dict[str, Any]:
     """A Ready real Linux node as a profile file holds it."""
     return {"name": name, "os": "linux", "arch": "amd64", "ready": True, "simulated": False}
+
+
+class PodAnswerKube:
+    """A Kube whose pod waits and reads all answer the one pod given; the data-plane gate records the node each
+    pod was gated for (``gated``)."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer: Any = answer
+        self.gated: list[Any] = []
+
+    def wait_pod(self, name: str, **kwargs: Any) -> Any:
+        return self.answer
+
+    def gate(self, command: Any, where: str = "", pod_node: Any = None) -> None:
+        self.gated.append(pod_node)
+
+    def read_pod(self, name: str) -> Any:
+        return self.answer

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit.fakes import PodAnswerKube
 
 SUITE = suites.load("suites/api/test_pod_resources_at_the_kubelet.py")
 
@@ -40,21 +41,7 @@ def test_admission_outcome(status, outcome):
     assert SUITE.admission_outcome(pod(status)) == outcome
 
 
-class FakeKube:
-    def __init__(self, answer: Any) -> None:
-        self.answer, self.gated = answer, []
-
-    def wait_pod(self, name, **kwargs):
-        return self.answer
-
-    def gate(self, command, where="", pod_node=None):
-        self.gated.append(pod_node)
-
-    def read_pod(self, name):
-        return self.answer
-
-
-def run(monkeypatch, target_os: str, answer: Any, dropped: bool = False) -> FakeKube:
+def run(monkeypatch, target_os: str, answer: Any, dropped: bool = False) -> PodAnswerKube:
     sent: list[dict] = []
 
     def create(api_client, namespace, body):
@@ -66,7 +53,7 @@ def run(monkeypatch, target_os: str, answer: Any, dropped: bool = False) -> Fake
     wincon = NS(
         api_client=None, profile=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost")
     )
-    kube = FakeKube(answer)
+    kube = PodAnswerKube(answer)
     SUITE.test_pod_level_resources_at_the_kubelet(kube, wincon, "ns", 20348, target_os)
     assert "os" not in sent[0]["spec"] and sent[0]["spec"]["resources"] == SUITE.POD_RESOURCES
     return kube

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from tests.unit.fakes import PodAnswerKube
 
 SUITE = suites.load("suites/api/test_resize_at_the_kubelet.py")
 
@@ -43,28 +44,14 @@ def test_resize_outcome(answer, outcome):
     assert SUITE.resize_outcome(answer) == outcome
 
 
-class FakeKube:
-    def __init__(self, answer: Any) -> None:
-        self.answer, self.gated = answer, []
-
-    def wait_pod(self, name, **kwargs):
-        return self.answer
-
-    def gate(self, command, where="", pod_node=None):
-        self.gated.append(pod_node)
-
-    def read_pod(self, name):
-        return self.answer
-
-
-def run(monkeypatch, target_os: str, answer: Any, rejection: Any = None) -> FakeKube:
+def run(monkeypatch, target_os: str, answer: Any, rejection: Any = None) -> PodAnswerKube:
     monkeypatch.setattr(SUITE, "create_or_reject", lambda api_client, namespace, body: body)
     monkeypatch.setattr(SUITE, "assert_ran_on", lambda pod, profile, os_name, build: None)
     monkeypatch.setattr(SUITE, "resize_pod", lambda api_client, namespace, name, patch: (None, rejection))
     wincon = NS(
         api_client=None, profile=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost")
     )
-    kube = FakeKube(answer)
+    kube = PodAnswerKube(answer)
     SUITE.test_resize_that_reaches_the_kubelet(kube, wincon, "ns", 20348, target_os)
     return kube
 

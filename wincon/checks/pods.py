@@ -466,3 +466,11 @@ class PodHistory:
                 "rerun the test; if it recurs, the API server ends watches early (see its log)",
             )
         return list(self._events)
+
+
+def without_os(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without ``spec.os``: still placed by its nodeSelector (kubernetes.io/os, the build, the node)
+    and its tolerations, as upstream's pods are (they set the OS label only)."""
+    body["spec"].pop("os", None)
+    assert body["spec"]["nodeSelector"]["kubernetes.io/os"] in ("windows", "linux"), body["spec"]["nodeSelector"]
+    return body
