@@ -17,6 +17,7 @@ The runs are real pytest runs of the suites (``pytest suites -m control -k ...``
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import time
@@ -69,17 +70,43 @@ def fault_cluster(localcluster_binaries: Path) -> Iterator[tuple[str, Path]]:
 
 @contextmanager
 def iptables_fault(name: str, table: str, chain: str, match: list[str], target: list[str]) -> Iterator[None]:
-    """Insert a rule first in ``chain`` of every real node's namespace; delete it afterwards."""
+    """Insert a rule first in ``chain`` of every real node's namespace, keep it first while the fault lasts, and
+    delete it afterwards. Kept first: the cluster's NetworkPolicy engine (kube-router) re-inserts the jump to its
+    own chains at the top of FORWARD and OUTPUT at each sync, and those chains accept pod traffic, so a rule that
+    is only inserted once stops being met."""
     rule = [*match, "-m", "comment", "--comment", "wincon-fault", *target]
-    inserted = []
+    inserted: list[str] = []
+    stop = threading.Event()
+
+    def first(ns: str) -> bool:
+        listed = netns.run(["iptables", "-w", "-t", table, "-S", chain], netns=ns).splitlines()
+        return len(listed) > 1 and "wincon-fault" in listed[1]
+
+    def keep_first() -> None:
+        while not stop.wait(0.5):
+            for ns in inserted:
+                with contextlib.suppress(Exception):
+                    if not first(ns):
+                        netns.run(["iptables", "-w", "-t", table, "-D", chain, *rule], netns=ns, check=False)
+                        netns.run(["iptables", "-w", "-t", table, "-I", chain, "1", *rule], netns=ns)
+
+    keeper = threading.Thread(target=keep_first, name="iptables-fault-keeper", daemon=True)
     try:
         for ns in node_namespaces(name):
             netns.run(["iptables", "-w", "-t", table, "-I", chain, "1", *rule], netns=ns)
             inserted.append(ns)
+        keeper.start()
         yield
     finally:
+        stop.set()
+        if keeper.is_alive():
+            keeper.join(timeout=30)
         for ns in inserted:
-            netns.run(["iptables", "-w", "-t", table, "-D", chain, *rule], netns=ns)
+            for _ in range(10):  # every copy the keeper may have left (one, as a rule)
+                check = ["ip", "netns", "exec", ns, "iptables", "-w", "-t", table, "-C", chain, *rule]
+                if subprocess.run(check, capture_output=True, timeout=30).returncode != 0:
+                    break
+                netns.run(["iptables", "-w", "-t", table, "-D", chain, *rule], netns=ns)
 
 
 MOUNT_SOURCE = "wincon-fault"  # the device name of every tmpfs a fault mounts, to find and remove them
