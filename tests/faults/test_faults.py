@@ -109,6 +109,26 @@ def iptables_fault(name: str, table: str, chain: str, match: list[str], target: 
                 netns.run(["iptables", "-w", "-t", table, "-D", chain, *rule], netns=ns)
 
 
+@contextmanager
+def connections_refused(name: str, cidr: str, proto: str = "tcp") -> Iterator[None]:
+    """The ``proto`` connections that the nodes' own processes (the kubelet) open to ``cidr`` are refused at once,
+    in every real node's namespace, by a policy-routing rule: ``iif lo`` (made on the node itself, not forwarded
+    for a pod) ``prohibit`` (the route lookup fails: connect() ends with EACCES). A routing rule, not an iptables
+    rule: the NetworkPolicy engine (kube-router) puts the jump to its own chains ahead of every rule in OUTPUT at
+    each sync, and those chains accept the node's traffic to its pods (an inserted REJECT lost that race once in
+    a clean-clone CI run: the httpGet postStart hook passed under the fault); it leaves routing rules alone."""
+    spec = ["iif", "lo", "ipproto", proto, "to", cidr, "prohibit"]
+    added: list[str] = []
+    try:
+        for ns in node_namespaces(name):
+            netns.run(["ip", "rule", "add", *spec], netns=ns)
+            added.append(ns)
+        yield
+    finally:
+        for ns in added:
+            netns.run(["ip", "rule", "del", *spec], netns=ns, check=False)
+
+
 MOUNT_SOURCE = "wincon-fault"  # the device name of every tmpfs a fault mounts, to find and remove them
 CONTENT_VOLUMES = ("configmap", "secret", "projected", "downward-api")
 
@@ -226,11 +246,9 @@ def test_closed_probe_and_hook_targets_fail_the_probe_and_http_hook_checks(fault
     a readiness probe whose target is closed and a postStart hook that fails."""
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, KUBELET_TO_POD, tmp_path)
-    to_pods = ["-d", "10.244.0.0/16", "-p", "tcp"]
-    # Refused at once (port unreachable): a tcp-reset rejection here left the kubelet's SYNs unanswered, so
-    # the hook's dial ran into its 2-minute connect timeout and the check into its setup wait (an error).
-    refuse = ["-j", "REJECT", "--reject-with", "icmp-port-unreachable"]
-    with iptables_fault(name, "filter", "OUTPUT", to_pods, refuse):
+    # Refused at once: a tcp-reset rejection once left the kubelet's SYNs unanswered, so the hook's dial ran into
+    # its 2-minute connect timeout and the check into its setup wait (an error).
+    with connections_refused(name, "10.244.0.0/16"):
         after = run_checks(kubeconfig, KUBELET_TO_POD, tmp_path)
     # The failing httpGet hook kills its container: the check fails naming the kubelet's FailedPostStartHook.
     assert_broken("probe and hook targets closed", before, after)
