@@ -14,8 +14,8 @@ import pytest
 
 from wincon import capabilities, controls, forms, nodes, sources
 from wincon import limitations as limitations_mod
-from wincon.context import get_limitations, get_profile
-from wincon.errors import DeviationObserved
+from wincon.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
+from wincon.errors import DeviationObserved, InfrastructureError
 from wincon.nodes import candidate_nodes
 from wincon.options import AREAS, MARKERS
 from wincon.profile import ClusterProfile
@@ -24,6 +24,7 @@ from wincon.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
 CANDIDATES_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] referenced, applying or not
 PLACEMENT_KEY = pytest.StashKey[Any]()  # per item marked avoids(rule): its rule's Placement on the profile
+IMAGE_REFUSAL_KEY = pytest.StashKey[str]()  # per item: why an image of the suite cannot run where its pods go
 
 
 def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,6 +46,7 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         if profile is not None and not nodes.is_control(item):  # a limitation is Windows's, never a control's
             apply_limitations(item, limitations, profile)
             skip_hybrid_without_linux(item, profile)
+            apply_image_refusals(item, profile, get_image_refusals(config))
 
 
 def reject_unknown_markers(items: list[pytest.Item], config: pytest.Config) -> None:
@@ -142,6 +144,31 @@ def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
             return
 
 
+def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: list[Any]) -> None:
+    """A Windows data-plane check none of whose skips applies, whose pods go to real nodes where an image of the
+    suite cannot run under the isolation it requests (wincon.imageverify.preflight, read once at the start): an
+    error at setup, before any pod (:func:`refuse_unrunnable_images`); the plan says the same."""
+    if not refused or not item.get_closest_marker("dataplane") or item.get_closest_marker("skip") is not None:
+        return
+    if nodes.data_plane_where(item, profile) != nodes.REAL:
+        return
+    names, isolation = {n.name for n in candidate_nodes(item, profile)}, pod_isolation(item)
+    mine = [f for f in refused if f.node in names and f.isolation == isolation]
+    if mine:
+        from wincon.imageverify import refusal_message
+
+        item.stash[IMAGE_REFUSAL_KEY] = refusal_message(mine)
+
+
+def refuse_unrunnable_images(item: pytest.Item) -> None:
+    """At setup, before any fixture creates a pod: the error :func:`apply_image_refusals` planned."""
+    refusal = item.stash.get(IMAGE_REFUSAL_KEY, None)
+    if refusal:
+        from wincon.imageverify import REFUSAL_FIX
+
+        raise InfrastructureError(refusal, REFUSAL_FIX)
+
+
 def skip_hybrid_without_linux(item: pytest.Item, profile: ClusterProfile) -> None:
     if item.get_closest_marker("hybrid") and not any(n.ready for n in profile.linux_nodes):
         item.add_marker(pytest.mark.skip(reason="hybrid check needs a Ready Linux worker node; the cluster has none"))
@@ -154,7 +181,8 @@ def write_plan(session: pytest.Session) -> None:
     if not out:
         return
     rows = [plan_row(item, get_profile(config)) for item in session.items]
-    Path(out).write_text(json.dumps({"profile": _profile_dict(config), "tests": rows}, indent=1))
+    images = config.stash.get(IMAGES_NOTE_KEY, "")  # what the image preflight did (read, skipped and why)
+    Path(out).write_text(json.dumps({"profile": _profile_dict(config), "images": images, "tests": rows}, indent=1))
 
 
 def _profile_dict(config: pytest.Config) -> dict[str, Any] | None:
@@ -187,8 +215,11 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         node = nodes.lookup(profile, pinned) if pinned else None
         if node is not None:  # the check pins its pod there: that node decides
             where = nodes.REAL if node.data_plane else nodes.SIMULATED
+    refusal = item.stash.get(IMAGE_REFUSAL_KEY, None)
     if skip is not None:
         outcome, reason = "skip", skip.kwargs.get("reason", skip.args[0] if skip.args else "")
+    elif refusal:  # the run raises it at setup: an infrastructure error, before any pod
+        outcome, reason = "error", refusal
     elif where == nodes.SIMULATED:
         outcome, reason = "skip", SIMULATED_REASON
         if limitations:

@@ -342,6 +342,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         counts: defaultdict[str, int] = defaultdict(int)
         for t in tests:
             counts[t["outcome"]] += 1
+        if dump.get("images"):
+            print(f"\n{dump['images']}")
         print(f"\nplan: {len(tests)} tests: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     if not tests:
         return ExitCode.NO_TESTS

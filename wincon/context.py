@@ -26,6 +26,8 @@ RUN_ID_KEY = pytest.StashKey[str]()
 CONTEXT_KEY = pytest.StashKey["WinconContext"]()
 LIMITATIONS_KEY = pytest.StashKey[dict]()
 NAMESPACES_KEY = pytest.StashKey[list[str]]()  # per item (and module): namespaces its fixtures created
+IMAGE_REFUSALS_KEY = pytest.StashKey[list]()  # imageverify Findings that cannot run (image, node, isolation)
+IMAGES_NOTE_KEY = pytest.StashKey[str]()  # what the image preflight did, for the run's header
 
 
 # ----------------------------------------------------------------------------- accessors
@@ -45,6 +47,10 @@ def get_context(config: pytest.Config) -> WinconContext | None:
 
 def get_limitations(config: pytest.Config) -> dict[str, Any] | None:
     return config.stash.get(LIMITATIONS_KEY, None)
+
+
+def get_image_refusals(config: pytest.Config) -> list[Any]:
+    return config.stash.get(IMAGE_REFUSALS_KEY, [])
 
 
 def is_suite_run(config: pytest.Config) -> bool:
@@ -77,6 +83,10 @@ def start_run(config: pytest.Config) -> None:
     if workerinput is not None:
         config.stash[RUN_ID_KEY] = workerinput["wincon_run_id"]
         config.stash[PROFILE_KEY] = ClusterProfile.from_dict(json.loads(workerinput["wincon_profile"]))
+        from wincon.imageverify import Finding
+
+        refusals = json.loads(workerinput.get("wincon_image_refusals", "[]"))
+        config.stash[IMAGE_REFUSALS_KEY] = [Finding.from_dict(f) for f in refusals]
     else:
         config.stash[RUN_ID_KEY] = config.getoption("wincon_run_id") or (
             time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
@@ -86,6 +96,8 @@ def start_run(config: pytest.Config) -> None:
     config.stash[CONTEXT_KEY] = context
     nodes.set_reader(context.read_node)  # a node the profile does not know is read when a pod lands on it
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    if workerinput is None:
+        verify_images(config, context)
     if workerinput is None and not collect_only(config):
         reaped = context.reap()
         if reaped:
@@ -94,6 +106,24 @@ def start_run(config: pytest.Config) -> None:
             from wincon.prepull import prepull
 
             prepull(context.api_client, context.profile, context.catalog, context.run_id, echo=_echo(config))
+
+
+def verify_images(config: pytest.Config, context: WinconContext) -> None:
+    """On a live cluster (the run, `wincon plan`): read each Windows image's manifest list from its registry and
+    keep the pairings that cannot run (wincon.imageverify.preflight), so the checks whose pods go there are errors
+    before any pod, in the plan and the run alike. An unreachable registry stops the run (exit 3, with the fix).
+    A profile from a file is planned offline: no registry is read, and the header says so."""
+    from wincon.imageverify import preflight
+
+    if config.getoption("wincon_profile_file"):
+        config.stash[IMAGES_NOTE_KEY] = (
+            "images: not verified: the profile comes from a file (no registry read; `wincon images verify "
+            "--profile-file` reads them)"
+        )
+        return
+    refused, note = preflight(context.catalog, context.profile)
+    config.stash[IMAGE_REFUSALS_KEY] = refused
+    config.stash[IMAGES_NOTE_KEY] = note
 
 
 def _echo(config: pytest.Config) -> Any:
@@ -158,7 +188,11 @@ def worker_input(config: pytest.Config) -> dict[str, str]:
     """What xdist workers receive from the controller, so discovery happens once."""
     profile = get_profile(config)
     assert profile is not None
-    return {"wincon_run_id": get_run_id(config), "wincon_profile": json.dumps(profile.to_dict())}
+    return {
+        "wincon_run_id": get_run_id(config),
+        "wincon_profile": json.dumps(profile.to_dict()),
+        "wincon_image_refusals": json.dumps([f.to_dict() for f in get_image_refusals(config)]),
+    }
 
 
 def header_lines(config: pytest.Config) -> list[str]:
@@ -166,6 +200,8 @@ def header_lines(config: pytest.Config) -> list[str]:
     if profile is None:
         return []
     lines = [f"wincon run {get_run_id(config)}"] + [f"  {line}" for line in profile.summary_lines()]
+    if config.stash.get(IMAGES_NOTE_KEY, ""):
+        lines.append(f"  {config.stash[IMAGES_NOTE_KEY]}")
     reaped = getattr(config, "_wincon_reaped", None)
     if reaped:
         lines.append(f"  reaped {len(reaped)} namespaces left by dead runs: {', '.join(reaped)}")

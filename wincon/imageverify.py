@@ -87,7 +87,7 @@ def fetch_manifest(reference: str, timeout: float = 30.0) -> dict[str, Any]:
                 headers["Authorization"] = f"Bearer {_bearer_token(challenge, timeout)}"
                 continue
             if exc.code == 404:
-                raise InfrastructureError(
+                raise ImageMissing(
                     f"image {reference} does not exist in its registry (404 for {url})",
                     "push it (images/build.sh for wincon's own images) or point --image-repo-list at a registry "
                     "that holds it",
@@ -101,6 +101,10 @@ def fetch_manifest(reference: str, timeout: float = 30.0) -> dict[str, Any]:
                 "check that this machine reaches the registry, or mirror the images and pass --image-repo-list",
             ) from exc
     raise InfrastructureError(f"the registry refused the token it issued for {url}", "check the registry")
+
+
+class ImageMissing(InfrastructureError):
+    """The registry has no such image (404): it runs nowhere."""
 
 
 def windows_builds(document: dict[str, Any]) -> list[int] | None:
@@ -128,12 +132,24 @@ class Finding:
     isolation: str
     verdict: Verdict
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the xdist workers (they receive the controller's findings, the registry is read once)."""
+        verdict = {"runs": self.verdict.runs, "entry": self.verdict.entry, "reason": self.verdict.reason}
+        return {**{k: getattr(self, k) for k in FINDING_FIELDS}, "verdict": verdict}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        return cls(**{k: data[k] for k in FINDING_FIELDS}, verdict=Verdict(**data["verdict"]))
+
     def line(self) -> str:
         state = "runs" if self.verdict.runs else "REFUSED"
         return (
             f"{state}: {self.image} ({self.reference}) on {self.node} (build {self.build}, containerd "
             f"{self.containerd or 'unknown'}, {self.isolation} isolation): {self.verdict.reason}"
         )
+
+
+FINDING_FIELDS = ("image", "reference", "node", "build", "containerd", "isolation")
 
 
 def hyperv_requested(profile: ClusterProfile) -> bool:
@@ -239,3 +255,53 @@ def require_runnable(findings: list[Finding]) -> None:
             "push images with an entry of each node's build (images/build.sh; upstream: a tag whose manifest list "
             "has it), mirror them with --image-repo-list, or run on nodes whose build they serve",
         )
+
+
+def preflight(catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = None) -> tuple[list[Finding], str]:
+    """What a run (and `wincon plan`) on a live cluster verifies before any pod: the refused pairings of every
+    Windows image of the catalog on every real Windows node, and one line for the run's header. An image the
+    registry does not hold (404) is refused on every node; an unreachable registry raises (the run stops)."""
+    real = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
+    if not real:
+        return [], (
+            "images: not verified: the Windows nodes are simulated (no image is pulled there, no registry is read)"
+        )
+    keys = [k for k, spec in catalog.images.items() if "windows" in spec.os]
+    isolations = ("process", "hyperv") if hyperv_requested(profile) else ("process",)
+    findings: list[Finding] = []
+    for key in keys:
+        try:
+            findings += verify(catalog, profile, [key], isolations, fetch)
+        except ImageMissing as exc:
+            reference = catalog.images[key].reference(catalog.registries)
+            gone = Verdict(False, None, exc.message)
+            for n in real:
+                for isolation in isolations:
+                    findings.append(
+                        Finding(key, reference, n.name, n.windows_build or 0, n.runtime_version, isolation, gone)
+                    )
+    refused = [f for f in findings if not f.verdict.runs]
+    summary = (
+        f"images: {len(keys)} Windows images of the catalog verified against their registries for {len(real)} real "
+        f"Windows node(s), {' and '.join(isolations)} isolation: "
+        + (f"{len(refused)} pairing(s) refused (the checks whose pods go there are errors)" if refused else "all run")
+    )
+    return refused, summary
+
+
+def refusal_message(refused: list[Finding]) -> str:
+    """Why a check is an error before any pod: each image, node, build, isolation and what would serve."""
+    return (
+        "no pod created: an image of the suite cannot run where this check's pods go (the checks do not declare "
+        "which catalog images they use, so every Windows image of the catalog is required): "
+        + "; ".join(
+            f"{f.image} ({f.reference}) on {f.node} (build {f.build}, {f.isolation} isolation): {f.verdict.reason}"
+            for f in refused
+        )
+    )
+
+
+REFUSAL_FIX = (
+    "push images with an entry of the node's build (images/build.sh; upstream: a tag whose manifest list has it) "
+    "and point --image-repo-list at them, or run on nodes whose build the images serve"
+)

@@ -88,6 +88,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture: a check whose image cannot run where its pods go is an error (the plan says so too)."""
+    if context.get_profile(item.config) is not None:
+        collection.refuse_unrunnable_images(item)
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     outcome: Any = yield
