@@ -121,6 +121,21 @@ def test_nightly_aks_runs_every_step_in_order(tmp_path):
     assert not any(str(a) in line for line in lines if "kubeconfig" in line.split()[-1:]), "kubeconfig in artifacts"
 
 
+def test_nightly_aks_ltsc2025_creates_a_windows_server_2025_pool(tmp_path):
+    lines = dry_pipeline("--cloud", "aks", "--windows", "ltsc2025", "--k8s-version", "1.37", tmp_path=tmp_path)
+    pool = lines[
+        index_of(lines, "az aks nodepool add --resource-group wincon-r1-rg --cluster-name wincon-r1 --name win25")
+    ]
+    assert "--os-type Windows --os-sku Windows2025" in pool and "--kubernetes-version 1.37" in pool
+    assert not any("Windows2022" in line for line in lines)
+    assert index_of(lines, "az group delete --name wincon-r1-rg") > index_of(lines, "pytest")
+
+
+def test_the_release_gate_offers_windows_server_2025():
+    inputs = workflows()["release-gate.yml"][True]["workflow_dispatch"]["inputs"]  # YAML 1.1 reads "on" as True
+    assert "ltsc2025" in inputs["windows"]["options"]
+
+
 def test_nightly_gke_creates_a_windows_ltsc_containerd_pool(tmp_path):
     lines = dry_pipeline("--cloud", "gke", "--windows", "ltsc2022", tmp_path=tmp_path, env={"GKE_PROJECT": "p"})
     pool = lines[index_of(lines, "gcloud container node-pools create win-ltsc2022")]
@@ -516,6 +531,9 @@ def test_nightly_workflows_publish_to_the_groups_testgrid_reads_one_per_supporte
             assert entry["job"] in groups and f"{entry['job']}-serial" in groups, entry
         ltsc2022 = [e["k8s-version"] for e in entries if e["windows"] == "ltsc2022"]
         assert sorted(ltsc2022) == sorted(supported_minors()), flow
+        ltsc2025 = [e["k8s-version"] for e in entries if e["windows"] == "ltsc2025"]
+        # AKS: a Windows Server 2025 lane per minor; GKE offers no 2025 pool (gke.sh refuses ltsc2025)
+        assert sorted(ltsc2025) == (sorted(supported_minors()) if flow == "nightly-aks.yml" else []), flow
         assert len({e["job"] for e in entries}) == len(entries)
 
 
@@ -527,6 +545,12 @@ def test_prow_has_a_nightly_per_cloud_and_supported_minor_and_gates_the_newest_p
             args = job["spec"]["containers"][0]["args"]
             assert args[args.index("--k8s-version") + 1] == minor and args[args.index("--cloud") + 1] == cloud
             assert job["annotations"]["testgrid-tab-name"] == f"prow-{cloud}-ltsc2022-{minor}"
+    for minor in supported_minors():  # Windows Server 2025 on AKS only
+        job = jobs[f"ci-wincon-aks-ltsc2025-{minor.replace('.', '-')}"]
+        args = job["spec"]["containers"][0]["args"]
+        assert args[args.index("--windows") + 1] == "ltsc2025" and args[args.index("--k8s-version") + 1] == minor
+        assert job["annotations"]["testgrid-tab-name"] == f"prow-aks-ltsc2025-{minor}"
+    assert not [name for name in jobs if name.startswith("ci-wincon-gke-ltsc2025")]
     gate = jobs["ci-wincon-release-gate"]
     container = gate["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in container["env"]}
