@@ -238,6 +238,7 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
             notes.append(capabilities.plan_note(item, profile))
             # A run-time fact: the run may still skip.
             notes += [f"decided at run time: {m.args[0]}" for m in item.iter_markers("decided_at_run_time")]
+        notes.append(forms.unrecorded_note(item))
         if placement is not None:
             notes.append(
                 placement.plan_note()

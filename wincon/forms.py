@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from wincon import output_forms
 from wincon.controls import has_control, is_control
 
 MARKER = "windows_form"
@@ -142,7 +143,21 @@ def plan_fields(item: pytest.Item) -> dict[str, Any]:
     if not windows_item(item):
         return {"windows_form": None}
     declared = declaration(item)
-    return {"windows_form": {"declared": declared is not None, "has_control": has_control(item), **(declared or {})}}
+    unrecorded = [f"{form.tool}: {form.form}" for form in output_forms.unrecorded_forms(item.nodeid)]
+    return {
+        "windows_form": {
+            "declared": declared is not None,
+            "has_control": has_control(item),
+            **(declared or {}),
+            "unrecorded_forms": unrecorded,
+        }
+    }
+
+
+def unrecorded_note(item: pytest.Item) -> str:
+    """For a Windows item whose verdict reads an output form with no public recording: the reason's note saying
+    so (the plan's and the run's); "" otherwise."""
+    return output_forms.unrecorded_note(item.nodeid) if windows_item(item) else ""
 
 
 def apply(item: pytest.Item) -> None:

@@ -34,6 +34,9 @@ class Form:
     verdict: bool = False
     note: str = ""
     exit_code: int = 0  # the exit code the reading is computed with (as recorded where the recording shows it)
+    # The Windows checks whose verdict reads this form ("path::function" or "path::function[param]"). For a form
+    # with no recording they say so in their reason (plan and run: unrecorded_note).
+    checks: tuple[str, ...] = ()
 
 
 NSLOOKUP = "wincon.connectivity.parse_nslookup + wincon.network.flows.resolver_silent/resolver_answered"
@@ -337,6 +340,7 @@ FORMS: tuple[Form, ...] = (
         NLTEST,
         NO_RECORDING,
         note="No public recording found; any status other than NERR_Success is read as not reached.",
+        checks=("suites/gmsa/test_gmsa.py::test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa",),
     ),
     Form(
         "nltest",
@@ -449,6 +453,7 @@ FORMS: tuple[Form, ...] = (
         NO_RECORDING,
         note="agnhost's own Go text, the same program as the Linux control's; its form is Go's net.DNSError (upstream "
         "code), and no Windows pod's output of it was found recorded.",
+        checks=("suites/networking/test_dns.py::test_pod_reaches_service_by_name_with_namespace",),
     ),
     Form(
         "agnhost netexec (hook recorder, Windows pod)",
@@ -457,6 +462,10 @@ FORMS: tuple[Form, ...] = (
         "suites/lifecycle test_lifecycle.wait_recorded (the line in the pod's log)",
         NO_RECORDING,
         note="agnhost netexec's own log (Go), the same on both OSes; no Windows text to record, none found recorded.",
+        checks=(
+            "suites/lifecycle/test_lifecycle.py::test_post_start_http_hook_reaches_the_recorder",
+            "suites/lifecycle/test_lifecycle.py::test_container_receives_sigterm_when_its_pod_is_deleted",
+        ),
     ),
     Form(
         "whoami /groups",
@@ -466,6 +475,10 @@ FORMS: tuple[Form, ...] = (
         NO_RECORDING,
         note="No public recording of `whoami /groups` in a Windows container found; the checks accept only the "
         "Linux behaviour's number and take no deviation form from this text.",
+        checks=(
+            "suites/api/test_linux_security_fields_on_windows.py::test_linux_security_setting_takes_effect_in_windows_pod[run-as-group]",
+            "suites/api/test_linux_security_fields_on_windows.py::test_linux_security_setting_takes_effect_in_windows_pod[supplemental-groups]",
+        ),
     ),
     Form(
         "cmd echo %username%",
@@ -474,8 +487,39 @@ FORMS: tuple[Form, ...] = (
         "wincon.checks.api_rules.is_account_name",
         NO_RECORDING,
         note="Evidence is upstream's e2e code (security_context.go:132), not a recording.",
+        checks=(
+            "suites/api/test_linux_security_fields_on_windows.py::test_linux_security_setting_takes_effect_in_windows_pod[run-as-user]",
+            "suites/api/test_run_as_user_name.py::test_container_runs_as_the_user_named_by_run_as_user_name",
+            "suites/api/test_run_as_user_name_at_runtime.py::test_container_run_as_user_name_overrides_the_pods",
+            "suites/api/test_run_as_user_name_at_runtime.py::test_container_runs_as_the_default_user_or_the_one_named",
+        ),
     ),
 )
+
+
+def _covers(check: str, nodeid: str) -> bool:
+    """``check`` ("path::function" or "path::function[param]") names the item ``nodeid``: the same function, and
+    where a param is given, it is the item's param or one of its dash-joined parts."""
+    base, _, param = check.partition("[")
+    node_base, _, node_param = nodeid.partition("[")
+    if node_base != base:
+        return False
+    want, have = param.rstrip("]"), node_param.rstrip("]")
+    return not want or have == want or have.startswith(f"{want}-") or have.endswith(f"-{want}") or f"-{want}-" in have
+
+
+def unrecorded_forms(nodeid: str) -> list[Form]:
+    """The forms with no public recording that the item ``nodeid``'s verdict reads."""
+    return [form for form in FORMS if not form.recordings and any(_covers(c, nodeid) for c in form.checks)]
+
+
+def unrecorded_note(nodeid: str) -> str:
+    """What the item's reason says of them (plan and run alike), or "" where it reads none."""
+    forms = unrecorded_forms(nodeid)
+    if not forms:
+        return ""
+    listed = "; ".join(f"{form.tool}: {form.form}" for form in forms)
+    return f"reads a Windows output form with no public recording (docs/windows-outputs.md): {listed}"
 
 
 def source_address(recording: str) -> str:
@@ -520,14 +564,20 @@ def render() -> str:
         "",
     ]
     for tool in tools:
-        lines += [f"## {tool}", "", "| form | V | recordings | parser | reading | note |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {tool}",
+            "",
+            "| form | V | recordings | parser | reading | note | checks that say it is unrecorded |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for form in (f for f in FORMS if f.tool == tool):
             cells = [
                 f"[{r}](../tests/data/windows-outputs/{r.split('#', 1)[0]}) ([source]({source_address(r)}))"
                 for r in form.recordings
             ]
             recs = "<br>".join(cells) if cells else "**none found**"
-            row = [form.form, "V" if form.verdict else "", recs, f"`{form.parser}`", form.reading, form.note]
+            said = "<br>".join(f"`{c.split('::', 1)[1]}`" for c in form.checks) if not form.recordings else ""
+            row = [form.form, "V" if form.verdict else "", recs, f"`{form.parser}`", form.reading, form.note, said]
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
         lines.append("")
     return "\n".join(lines)

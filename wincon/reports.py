@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wincon import controls, nodes
+from wincon import controls, forms, nodes
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
@@ -71,6 +71,24 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         return
     if report.failed:
         attach_diagnostics(item, report)
+    if report.failed or hasattr(report, "wasxfail"):
+        say_unrecorded(item, report)
+
+
+def say_unrecorded(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A failure or an expected failure whose verdict read a Windows output form with no public recording says
+    so in its reason, as the plan does (wincon.output_forms)."""
+    note = forms.unrecorded_note(item)
+    if not note:
+        return
+    if hasattr(report, "wasxfail"):
+        report.wasxfail = f"{report.wasxfail}; {note}" if report.wasxfail else note
+    elif isinstance(report.longrepr, str):
+        report.longrepr = f"{report.longrepr}\n{note}"
+    else:
+        add = getattr(report.longrepr, "addsection", None)  # pytest's ExceptionChainRepr: printed with the failure
+        if callable(add):
+            add("wincon: unrecorded Windows output form", note)
 
 
 def no_data_plane_verdict(
