@@ -784,6 +784,7 @@ _NSLOOKUP_ERRORS = re.compile(
 # The lines every nslookup answer has (the server block, the answer's name), recorded outputs in
 # tests/data/windows-outputs/ and the unit tests' BIND and busybox forms.
 _NSLOOKUP_ANSWER_LINES = re.compile(r"^\s*(Server|Address|Name|Non-authoritative answer)\s*:?", re.MULTILINE)
+_NSLOOKUP_DIAGNOSTIC = re.compile(r"^\s*\*\*.*$", re.MULTILINE)
 
 
 def parse_nslookup(output: str) -> Lookup:
@@ -846,6 +847,16 @@ def parse_nslookup(output: str) -> Lookup:
         # nslookup's answer (a missing tool, a shell's error), which must never read as "no address".
         if not _NSLOOKUP_ANSWER_LINES.search(output):
             raise UnreadableOutput("nslookup printed no answer and no resolver error", tool="nslookup", output=output)
+        # nslookup's own diagnostic ("*** ...", "** ...") in words the suite does not read (Windows in another
+        # display language translates them, its "Address:" lines not): unreadable, never "no address", which
+        # would read as the name failing to resolve.
+        unread = _NSLOOKUP_DIAGNOSTIC.search(output)
+        if unread:
+            raise UnreadableOutput(
+                f"nslookup printed a message the suite does not read: {unread.group(0).strip()!r}",
+                tool="nslookup",
+                output=output,
+            )
         error = "no address in the answer"
     not_found = not addresses and nslookup_not_found(output)
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error, not_found)

@@ -81,7 +81,7 @@ FORMS: tuple[Form, ...] = (
         verdict=True,
         note="Windows container (Docker). Read wrong before issue 32 (no NXDOMAIN, record not cleared). Only one "
         "citable recording found; copies elsewhere are in other display languages ('ne parvient pas à trouver', "
-        "'não encontrou'), which the parser does not read as not found.",
+        "'não encontrou'), which the parser reads as unreadable (a suite error), never as not found or no address.",
     ),
     Form(
         "nslookup.exe",

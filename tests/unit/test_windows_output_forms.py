@@ -192,3 +192,15 @@ def test_the_docs_page_is_the_current_table():
     assert page.read_text() == output_forms.render(), (
         "docs/windows-outputs.md is stale: python -m wincon.output_forms > docs/windows-outputs.md"
     )
+
+
+def test_an_nslookup_diagnostic_in_words_the_suite_does_not_read_is_unreadable_not_no_address():
+    """The recorded not-found output with its diagnostic's words replaced (a stand-in for a translated one, whose
+    text no citable recording holds: not a claim of what Windows prints). Before, with its "Address:" lines left,
+    it read as "no address in the answer" (the name failing to resolve); now it is a suite error quoting it."""
+    recorded = (CORPUS / "nslookup-windows-container-non-existent-domain.txt").read_text()
+    assert "can't find" in recorded
+    reworded = recorded.replace("can't find", "<unread words>").replace("Non-existent domain", "<unread words>")
+    with pytest.raises(UnreadableOutput, match="nslookup printed a message the suite does not read"):
+        conn.parse_nslookup(reworded)
+    assert conn.parse_nslookup(recorded).not_found
