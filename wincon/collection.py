@@ -145,15 +145,20 @@ def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
 
 
 def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: list[Any]) -> None:
-    """A Windows data-plane check none of whose skips applies, whose pods go to real nodes where an image of the
-    suite cannot run under the isolation it requests (wincon.imageverify.preflight, read once at the start): an
-    error at setup, before any pod (:func:`refuse_unrunnable_images`); the plan says the same."""
+    """A Windows data-plane check none of whose skips applies, whose pods go to real nodes where an image its code
+    names (wincon.imageuse) cannot run under the isolation it requests (wincon.imageverify.preflight, read once at
+    the start): an error at setup, before any pod (:func:`refuse_unrunnable_images`); the plan says the same."""
     if not refused or not item.get_closest_marker("dataplane") or item.get_closest_marker("skip") is not None:
         return
     if nodes.data_plane_where(item, profile) != nodes.REAL:
         return
     names, isolation = {n.name for n in candidate_nodes(item, profile)}, pod_isolation(item)
     mine = [f for f in refused if f.node in names and f.isolation == isolation]
+    if mine:
+        from wincon.imageuse import images_of
+
+        used = images_of(item, {f.image for f in mine}) or set()  # none named: no pod of a catalog image
+        mine = [f for f in mine if f.image in used]
     if mine:
         from wincon.imageverify import refusal_message
 

@@ -292,8 +292,8 @@ def preflight(catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = N
 def refusal_message(refused: list[Finding]) -> str:
     """Why a check is an error before any pod: each image, node, build, isolation and what would serve."""
     return (
-        "no pod created: an image of the suite cannot run where this check's pods go (the checks do not declare "
-        "which catalog images they use, so every Windows image of the catalog is required): "
+        "no pod created: an image this check uses (named in its code or fixtures, wincon.imageuse) cannot run "
+        "where its pods go: "
         + "; ".join(
             f"{f.image} ({f.reference}) on {f.node} (build {f.build}, {f.isolation} isolation): {f.verdict.reason}"
             for f in refused

@@ -6,7 +6,9 @@ The cluster is a stand-in loaded by the suite's conftest: discovery answers the 
 MicrosoftDocs/azure-aks-docs upgrade-windows-os.md (build 26100, containerd 2.0.4+azure) with a Hyper-V
 RuntimeClass, and the registry answers every Windows image with the manifest list of mcr.microsoft.com/windows/
 nanoserver:ltsc2022 recorded in docker-library/official-images#13874 (one entry, 10.0.20348.1487). containerd 2.0.4
-runs that entry on 26100 in process isolation (from-ltsc2022 rule); Hyper-V needs the exact build.
+runs that entry on 26100 in process isolation (from-ltsc2022 rule); Hyper-V needs the exact build. A check is
+refused for the images its code names (wincon.imageuse): the Hyper-V check whose fixture creates an agnhost pod is,
+the one whose pod is of no catalog image is not.
 """
 
 from __future__ import annotations
@@ -61,11 +63,20 @@ from pathlib import Path
 CREATED = Path(__file__).parent.parent / "created.txt"
 
 
+def create(name, image_key):  # stands for a helper that creates a pod of a catalog image
+    with CREATED.open("a") as out:
+        out.write(f"{name} {image_key}\\n")
+    return name
+
+
 @pytest.fixture
 def pod(request):
-    with CREATED.open("a") as out:  # stands for the pod a fixture creates
-        out.write(request.node.name + "\\n")
-    return request.node.name
+    return create(request.node.name, "agnhost")
+
+
+@pytest.fixture
+def plain(request):  # a pod of no catalog image
+    return create(request.node.name, "mcr.microsoft.com/windows/nanoserver:ltsc2025")
 
 
 @pytest.mark.dataplane
@@ -73,6 +84,13 @@ def pod(request):
 @pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b01")
 def test_hyperv(pod):
     assert pod == "test_hyperv"
+
+
+@pytest.mark.dataplane
+@pytest.mark.isolation("hyperv")
+@pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b03")
+def test_hyperv_without_catalog_image(plain):
+    assert plain == "test_hyperv_without_catalog_image"
 
 
 @pytest.mark.dataplane
@@ -117,6 +135,7 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     dump = json.loads(plan_file.read_text())
     rows = {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
     assert rows["test_process"]["outcome"] == "run"
+    assert rows["test_hyperv_without_catalog_image"]["outcome"] == "run"  # names no catalog image: nothing refused
     hyperv = rows["test_hyperv"]
     assert hyperv["outcome"] == "error"
     assert (
@@ -125,6 +144,7 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     )
     assert "HCS_E_IMAGE_MISMATCH" in hyperv["reason"] and "the list has 20348" in hyperv["reason"]
     assert "records a ltsc2025 entry for agnhost:2.66.1" in hyperv["reason"]  # the tag that would serve
+    assert "busybox" not in hyperv["reason"]  # refused on that node too, but this check's code names only agnhost
     assert "1 real Windows node(s), process and hyperv isolation" in dump["images"]
     fetched = (pytester.path / "fetched.txt").read_text().split()
     assert "registry.k8s.io/e2e-test-images/agnhost:2.66.1" in fetched  # the registry was read for the plan
@@ -132,8 +152,10 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
 
     result = run()
     outcomes = dict(OUTCOME.findall(result.stdout.str()))
-    assert outcomes == {"test_hyperv": "ERROR", "test_process": "PASSED"}, result.stdout.str()
-    assert (pytester.path / "created.txt").read_text().split() == ["test_process"]  # no pod for the refused one
+    expected = {"test_hyperv": "ERROR", "test_process": "PASSED", "test_hyperv_without_catalog_image": "PASSED"}
+    assert outcomes == expected, result.stdout.str()
+    created = (pytester.path / "created.txt").read_text().splitlines()  # no pod for the refused one
+    assert sorted(line.split()[0] for line in created) == ["test_hyperv_without_catalog_image", "test_process"]
     out = result.stdout.str()
     assert "infrastructure error (not a node failure)" in out and "on akswspool000000 (build 26100, hyperv" in out
     assert "pairing(s) refused" in out  # the run's header says what the preflight found
