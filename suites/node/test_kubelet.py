@@ -30,7 +30,16 @@ from wincon.checks.node import (
     resource_metrics_problems,
     summary_problems,
 )
-from wincon.checks.pods import eventually
+from wincon.checks.overhead import (
+    STATS_BASELINE_PODS,
+    STATS_MINIMUM_PODS,
+    detect_overhead,
+    node_memory_reservation,
+    overhead_spec,
+    require_room,
+    stats_pod_count,
+)
+from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.client import call
 
 pytestmark = [pytest.mark.scheduling]
@@ -81,6 +90,15 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int,
     return sum(seconds) / len(seconds)
 
 
+def sized_pods(wincon, namespace: str, node: str, prefix: str, target_os: str, build: int | None) -> dict:
+    """The spec fields of a stats check's pods and the Pod Overhead (bytes) the API gives one of them: a DryRun
+    create of the check's own pod (upstream v1.37.2 utils.go:154-183 reads a bare pause pod's). The Linux control
+    names the local cluster's RuntimeClass with overhead where the profile lists it (overhead_spec)."""
+    spec = overhead_spec(wincon.profile, target_os)
+    body = os_pod(wincon, f"{prefix}-0", target_os, build, node=node, labels={"app": prefix}, **spec)
+    return {"spec": spec, "overhead": detect_overhead(wincon.api_client, namespace, body)}
+
+
 @pytest.mark.test_id("e7e41373-d1be-4fe2-9fab-d44b000944e5")
 @pytest.mark.dataplane
 # serial: times the kubelet's /stats/summary with this test's 10 pods on the node: other tests' pods there (and
@@ -89,11 +107,19 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int,
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(no_command="times the kubelet's stats/summary through the API server")
 def test_stats_summary_answers_within_10_seconds_with_10_pods(
-    request, wincon, namespace, target_node, start_pods, data_plane, target_os
+    request, wincon, namespace, target_node, start_pods, data_plane, target_os, build
 ):
-    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary of a Windows node running 10 pods answers within 10 s (upstream kubelet_stats.go, [Serial])."""
-    pods = start_pods("stats10", 10, target_node.name, os_name=target_os)
-    data_plane(proxy_command(target_node.name, "stats/summary"), where="the API server's node proxy, 5 rounds")
+    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary of a Windows node running up to 10 pods (as many as fit once Pod Overhead and 256 MiB are taken from its free memory, at least 3) answers within 10 s (upstream kubelet_stats.go:48-146 at v1.37.2, [Serial])."""
+    gate = proxy_command(target_node.name, "stats/summary")
+    data_plane(gate, where="the API server's node proxy, 5 rounds", pod_node=target_node.name)
+    sized = sized_pods(wincon, namespace, target_node.name, "stats10", target_os, build)
+    count = STATS_BASELINE_PODS
+    if sized["overhead"]:
+        memory, existing = node_memory_reservation(wincon.api_client, target_node.name, wincon.pod_start_timeout)
+        count = stats_pod_count(target_node.name, memory, existing, sized["overhead"])
+    request.node.user_properties.append(("stats_pods", str(count)))
+    request.node.user_properties.append(("pod_overhead_memory", str(sized["overhead"])))
+    pods = start_pods("stats10", count, target_node.name, os_name=target_os, **sized["spec"])
     mean = check_summary(wincon, namespace, target_node.name, {p.metadata.name for p in pods}, 5, target_os)
     request.node.user_properties.append(("stats_summary_seconds_10_pods", f"{mean:.3f}"))
     assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s on average, more than 10 s"
@@ -104,11 +130,17 @@ def test_stats_summary_answers_within_10_seconds_with_10_pods(
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(no_command="times the kubelet's stats/summary through the API server")
 def test_stats_summary_answers_within_10_seconds_with_3_pods(
-    request, wincon, namespace, target_node, start_pods, data_plane, target_os
+    request, wincon, namespace, target_node, start_pods, data_plane, target_os, build
 ):
-    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary with 3 pods answers within 10 s and includes each (upstream kubelet_stats.go)."""
-    pods = start_pods("stats3", 3, target_node.name, os_name=target_os)
-    data_plane(proxy_command(target_node.name, "stats/summary"), where="the API server's node proxy")
+    """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /stats/summary with 3 pods answers within 10 s and includes each (upstream kubelet_stats.go:171-256 at v1.37.2: first, where the pods get Pod Overhead, the node must have memory for 3 of it and 256 MiB)."""
+    gate = proxy_command(target_node.name, "stats/summary")
+    data_plane(gate, where="the API server's node proxy", pod_node=target_node.name)
+    sized = sized_pods(wincon, namespace, target_node.name, "stats3", target_os, build)
+    if sized["overhead"]:
+        memory, existing = node_memory_reservation(wincon.api_client, target_node.name, wincon.pod_start_timeout)
+        require_room(target_node.name, memory, existing, sized["overhead"], STATS_MINIMUM_PODS)
+    request.node.user_properties.append(("pod_overhead_memory", str(sized["overhead"])))
+    pods = start_pods("stats3", STATS_MINIMUM_PODS, target_node.name, os_name=target_os, **sized["spec"])
     mean = check_summary(wincon, namespace, target_node.name, {p.metadata.name for p in pods}, 1, target_os)
     request.node.user_properties.append(("stats_summary_seconds_3_pods", f"{mean:.3f}"))
     assert mean <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {mean:.1f}s, more than 10 s"

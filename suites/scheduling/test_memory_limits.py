@@ -1,6 +1,9 @@
 """Memory limits count against a Windows node's allocatable memory: once every Windows node is filled, a pod
 asking for 1 GiB more is not scheduled, for want of memory (upstream test/e2e/windows/memory_limits.go:61 at
-v1.34.4, "should fail deployments of pods once there isn't enough memory").
+v1.34.4, "should fail deployments of pods once there isn't enough memory"). Each node's filler pod is sized as
+upstream does from v1.37 (memory_limits.go:109-126 at v1.37.2): allocatable less the node's existing reservation
+(requests and overhead of its non-terminal pods), the filler's own Pod Overhead (a DryRun create of it) and
+256 MiB.
 
 The API server and the scheduler decide all of it: the check runs for real on simulated nodes too.
 """
@@ -9,16 +12,14 @@ from __future__ import annotations
 
 import pytest
 
+from wincon.checks.overhead import MIB, SAFETY_BUFFER, detect_overhead, filler_limit, node_memory_reservation
 from wincon.checks.pods import schedulable_windows_nodes, windows_pod
-from wincon.checks.scheduling import unrequested_once_settled
 from wincon.cluster.waits import pod_failure, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
 
 pytestmark = [pytest.mark.scheduling]
 
-MI = 1024 * 1024
-HEADROOM = 100 * MI  # upstream: each node's pod limits its allocatable memory less 100 MiB
-FAILURE_LIMIT = 1024 * MI  # upstream: the pod that must not fit asks for 1 GiB
+FAILURE_LIMIT = 1024 * MIB  # upstream: the pod that must not fit asks for 1 GiB
 
 
 def with_memory_limit(body: dict, limit: int) -> dict:
@@ -28,29 +29,33 @@ def with_memory_limit(body: dict, limit: int) -> dict:
 
 
 @pytest.mark.test_id("6915894a-800e-48d7-8f9b-315e2a3eb7aa")
-@pytest.mark.decided_at_run_time("the run skips where the node has too little memory unrequested to fill")
+@pytest.mark.decided_at_run_time("the run skips where the node has too little memory unreserved to fill")
 # serial: fills every Windows node's allocatable memory: no other test's Windows pod could be scheduled meanwhile
 # (upstream memory_limits.go:44, [Serial]).
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
 def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(kube, wincon, namespace):
-    """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): with every Windows node's allocatable memory taken but 100 MiB, a Windows pod with a 1 GiB memory limit gets FailedScheduling naming "Insufficient memory" (upstream memory_limits.go:61, which accepts any FailedScheduling); freeing one node lets it schedule there (a control upstream lacks)."""
+    """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): with every Windows node's allocatable memory taken but 256 MiB (its existing reservation and the filler's Pod Overhead counted, as upstream from v1.37), a Windows pod with a 1 GiB memory limit gets FailedScheduling naming "Insufficient memory" (upstream memory_limits.go:61, which accepts any FailedScheduling); freeing one node lets it schedule there (a control upstream lacks)."""
     nodes = schedulable_windows_nodes(wincon.profile)
     if not nodes:
         pytest.skip("no Ready Windows node that Windows pods may be scheduled on")
     fillers = {}
     for index, node in enumerate(nodes):
-        # Read once the pods being deleted there have gone (as the CPU checks do): they count until then, and their
-        # going mid-check would free memory the filler did not take, so the 1 GiB pod could fit after all.
-        free = unrequested_once_settled(wincon.api_client, node, "memory", wincon.pod_start_timeout)
-        limit = int(free) - HEADROOM
-        if limit <= 0:
-            pytest.skip(f"node {node} has {int(free) // MI} MiB memory unrequested: not enough to fill as upstream")
         name = f"mem-test-{index}"
         # Bound by name, as upstream's are: the scheduler is asked only about the pod that must not fit.
-        body = with_memory_limit(windows_pod(wincon, name, None, node=node), limit)
+        body = windows_pod(wincon, name, None, node=node)
         body["spec"]["nodeName"] = node
-        kube.create(body)
+        overhead = detect_overhead(wincon.api_client, namespace, body)
+        # Read once the pods being deleted there have gone (as the CPU checks do): they count until then, and their
+        # going mid-check would free memory the filler did not take, so the 1 GiB pod could fit after all.
+        memory, existing = node_memory_reservation(wincon.api_client, node, wincon.pod_start_timeout)
+        limit = filler_limit(memory, existing, overhead)
+        if limit <= 0:
+            pytest.skip(
+                f"node {node} has {(memory - existing) // MIB} MiB memory unreserved, not more than its filler's "
+                f"overhead ({overhead // MIB} MiB) and {SAFETY_BUFFER // MIB} MiB: not enough to fill as upstream"
+            )
+        kube.create(with_memory_limit(body, limit))
         fillers[node] = name
     for name in fillers.values():
         kube.wait_pod(name, done=pod_scheduled, timeout=60, failure=pod_failure)

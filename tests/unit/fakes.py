@@ -160,9 +160,11 @@ def requesting_pod(
     phase: str = "Running",
     deleting: bool = False,
     init: str | None = None,
+    overhead: str | None = None,
 ) -> SimpleNamespace:
     """A pod as the API lists it, whose one container requests ``request`` of ``resource`` (None: no requests),
-    with an init container requesting ``init`` where given; ``deleting``: its deletion under way."""
+    with an init container requesting ``init`` where given, and Pod Overhead ``overhead`` of ``resource`` where
+    given; ``deleting``: its deletion under way."""
 
     def container(amount: str | None) -> SimpleNamespace:
         return SimpleNamespace(resources=SimpleNamespace(requests={resource: amount} if amount else None))
@@ -173,7 +175,9 @@ def requesting_pod(
         ),
         status=SimpleNamespace(phase=phase),
         spec=SimpleNamespace(
-            containers=[container(request)], init_containers=[container(init)] if init else None, overhead=None
+            containers=[container(request)],
+            init_containers=[container(init)] if init else None,
+            overhead={resource: overhead} if overhead else None,
         ),
     )
 
@@ -181,13 +185,20 @@ def requesting_pod(
 class NodePodsApi:
     """The CoreV1Api every api_client gets, for node win-0: its pods answer after answer (the last one repeats;
     ``lists``: how many times they were listed) and its ``allocatable``. time.sleep and time.monotonic run on its
-    own clock (``now``: the seconds slept), ``epoch`` + now."""
+    own clock (``now``: the seconds slept), ``epoch`` + now. A DryRun pod create (the Pod Overhead probe) answers
+    the pod with ``spec.overhead`` = ``overhead`` where given (``probes``: the bodies it was asked)."""
 
     def __init__(
-        self, monkeypatch: pytest.MonkeyPatch, *answers: list[Any], allocatable: dict[str, str], epoch: float = 1000.0
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        *answers: list[Any],
+        allocatable: dict[str, str],
+        epoch: float = 1000.0,
+        overhead: dict[str, str] | None = None,
     ) -> None:
-        self.answers, self.allocatable = list(answers), allocatable
+        self.answers, self.allocatable, self.overhead = list(answers), allocatable, overhead
         self.lists = 0
+        self.probes: list[dict[str, Any]] = []
         self.now = 0.0
         monkeypatch.setattr(time, "sleep", self.sleep)
         monkeypatch.setattr(time, "monotonic", lambda: epoch + self.now)
@@ -203,6 +214,12 @@ class NodePodsApi:
 
     def read_node(self, name: str, **_: Any) -> SimpleNamespace:
         return SimpleNamespace(status=SimpleNamespace(allocatable=self.allocatable))
+
+    def create_namespaced_pod(self, namespace: str, body: dict[str, Any], **kwargs: Any) -> SimpleNamespace:
+        assert kwargs.get("dry_run") == "All", f"only DryRun creates are expected here: {kwargs}"
+        self.probes.append(body)
+        spec = {**body["spec"], **({"overhead": self.overhead} if self.overhead else {})}
+        return SimpleNamespace(data=json.dumps({**body, "spec": spec}))
 
 
 # --------------------------------------------------------------------------- a Kube answering by command line

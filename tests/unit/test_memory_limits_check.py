@@ -1,7 +1,9 @@
 """suites/scheduling/test_memory_limits.py on a fake API: each Windows node's free memory is read once the pods
 being deleted there that request memory have gone (wincon.checks.scheduling.unrequested_once_settled, as the CPU
 checks read it since 83e0e98). Read at once, a pod still being deleted counts: the filler takes too little, and
-once that pod has gone the 1 GiB pod that must not fit could be scheduled after all."""
+once that pod has gone the 1 GiB pod that must not fit could be scheduled after all. The filler is sized as
+upstream v1.37.2 sizes it (memory_limits.go:119-123): allocatable less the existing reservation (requests and
+overhead of the node's pods), its own Pod Overhead as a DryRun create answers it, and 256 MiB."""
 
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ CHECK = MEMORY.test_pod_past_allocatable_memory_fails_scheduling_for_insufficien
 MI = 1024 * 1024
 
 
-def pod(name: str, memory: str, deleting: bool = False):
-    return fakes.requesting_pod(name, "memory", memory, namespace="other", deleting=deleting)
+def pod(name: str, memory: str, deleting: bool = False, overhead: str | None = None):
+    return fakes.requesting_pod(name, "memory", memory, namespace="other", deleting=deleting, overhead=overhead)
 
 
-def node_api(monkeypatch, *answers: list) -> fakes.NodePodsApi:
-    """Node win-0 (4 GiB allocatable): its pods answer after answer (the last one repeats), on a fake clock."""
-    return fakes.NodePodsApi(monkeypatch, *answers, allocatable={"memory": "4Gi"})
+def node_api(monkeypatch, *answers: list, overhead: dict | None = None) -> fakes.NodePodsApi:
+    """Node win-0 (4 GiB allocatable): its pods answer after answer (the last one repeats), on a fake clock; a
+    DryRun pod gets ``overhead``."""
+    return fakes.NodePodsApi(monkeypatch, *answers, allocatable={"memory": "4Gi"}, overhead=overhead)
 
 
 class Kube:
@@ -52,8 +55,8 @@ class Kube:
         self.steps.append(f"delete {name}")
 
 
-def run(monkeypatch, *answers: list) -> Kube:
-    kube = Kube(node_api(monkeypatch, *answers))
+def run(monkeypatch, *answers: list, overhead: dict | None = None) -> Kube:
+    kube = Kube(node_api(monkeypatch, *answers, overhead=overhead))
     monkeypatch.setattr(MEMORY, "schedulable_windows_nodes", lambda profile: ["win-0"])
     monkeypatch.setattr(
         MEMORY,
@@ -74,17 +77,37 @@ def test_the_filler_is_sized_once_the_pods_being_deleted_have_gone(monkeypatch):
     kept = pod("kept", "1Gi")
     going = [kept, pod("going", "1Gi", deleting=True)]
     kube = run(monkeypatch, going, going, [kept])
-    # 4 GiB allocatable, 1 GiB requested by the pod that stays, less upstream's 100 MiB headroom.
-    assert filler_limit(kube) == (4096 - 1024 - 100) * MI
+    # 4 GiB allocatable, 1 GiB requested by the pod that stays, no overhead, less upstream's 256 MiB buffer.
+    assert filler_limit(kube) == (4096 - 1024 - 256) * MI
     assert kube.steps[0] == "create mem-test-0 at 4s"  # after two polls 2 s apart: the deleted pod had gone
 
 
 def test_a_node_without_pods_being_deleted_is_read_at_once(monkeypatch):
     kube = run(monkeypatch, [pod("kept", "1Gi")])
-    assert filler_limit(kube) == (4096 - 1024 - 100) * MI
+    assert filler_limit(kube) == (4096 - 1024 - 256) * MI
     assert kube.steps[0] == "create mem-test-0 at 0s"
 
 
 def test_pods_that_never_go_are_the_clusters_error_and_nothing_is_created(monkeypatch):
     with pytest.raises(InfrastructureError, match="memory on win-0 still being deleted after 300s: other/stuck"):
         run(monkeypatch, [pod("stuck", "1Gi", deleting=True)])
+
+
+def test_the_fillers_own_overhead_comes_off_as_the_dry_run_answers_it(monkeypatch):
+    """A RuntimeClass (or webhook) gives every pod 300Mi of overhead: the filler's limit leaves it room, else its
+    request plus overhead would exceed what is free and the filler itself would not fit (upstream's 1.37 fix)."""
+    kube = run(monkeypatch, [pod("kept", "1Gi")], overhead={"memory": "300Mi", "cpu": "10m"})
+    assert filler_limit(kube) == (4096 - 1024 - 300 - 256) * MI
+    assert kube.api.probes[0]["metadata"]["name"] == "overhead-probe"
+    assert kube.api.probes[0]["spec"]["nodeName"] == "win-0"  # the check's own pod, bound as the filler is
+
+
+def test_the_overhead_of_the_nodes_pods_counts_as_reserved(monkeypatch):
+    """The node's DaemonSet pod requests 1Gi and carries 200Mi overhead: both are its reservation."""
+    kube = run(monkeypatch, [pod("daemon", "1Gi", overhead="200Mi")])
+    assert filler_limit(kube) == (4096 - 1024 - 200 - 256) * MI
+
+
+def test_a_node_with_no_room_past_the_overhead_and_buffer_is_skipped_with_the_figures(monkeypatch):
+    with pytest.raises(pytest.skip.Exception, match="win-0 has 256 MiB memory unreserved.*overhead \\(0 MiB\\)"):
+        run(monkeypatch, [pod("big", "3840Mi")])
