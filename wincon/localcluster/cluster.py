@@ -311,6 +311,7 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
         "rbac.authorization.k8s.io/v1": client.RbacAuthorizationV1Api,
         "discovery.k8s.io/v1": client.DiscoveryV1Api,
         "apiregistration.k8s.io/v1": client.ApiregistrationV1Api,
+        "node.k8s.io/v1": client.NodeV1Api,
     }[obj["apiVersion"]](api)
     kind = re.sub(
         r"(?<!^)(?=[A-Z])", "_", obj["kind"].replace("APIService", "ApiService")

@@ -21,10 +21,10 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, TextIO
 
-from wincon.localcluster import dataplane, ipfamily, kuberouter, lb, metrics, storage
+from wincon.localcluster import dataplane, ipfamily, kuberouter, lb, metrics, overhead, storage
 
 # kube-router last: it reads its node's Node object at start, which the kubelets have registered by then.
-MODULES: list[ModuleType] = [metrics, lb, storage, kuberouter]
+MODULES: list[ModuleType] = [metrics, lb, storage, overhead, kuberouter]
 
 
 def start(plan: dataplane.Plan, out: TextIO) -> list[ModuleType]:
