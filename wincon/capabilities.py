@@ -119,6 +119,17 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: _minor_at_least(p, "1.36"),
         lambda p: _since(p, "1.36", "node log query went GA (NodeLogQuery locked on)"),
     ),
+    # Projected certificate volumes: GA in 1.37 with their certificates.k8s.io/v1 APIs (ClusterTrustBundle,
+    # ClusterTrustBundleProjection and PodCertificateRequest GA and on by default, kube_features.go:1417, :1423,
+    # :1945); whether this API server serves them (a gate turned off) the check reads (wincon.checks.certificates).
+    "cluster-trust-bundles": (
+        lambda p: _minor_at_least(p, "1.37"),
+        lambda p: _since(p, "1.37", "clusterTrustBundle projected volumes went GA (certificates.k8s.io/v1)"),
+    ),
+    "pod-certificates": (
+        lambda p: _minor_at_least(p, "1.37"),
+        lambda p: _since(p, "1.37", "podCertificate projected volumes went GA (certificates.k8s.io/v1)"),
+    ),
 }
 
 # What each capability the checks themselves read at run time (require) is decided by, for the plan's note where

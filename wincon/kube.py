@@ -185,6 +185,10 @@ class Kube:
         return client.ApiregistrationV1Api(self.api_client)
 
     @functools.cached_property
+    def certificates(self) -> client.CertificatesV1Api:
+        return client.CertificatesV1Api(self.api_client)
+
+    @functools.cached_property
     def custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api_client)
 

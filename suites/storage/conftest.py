@@ -1,6 +1,7 @@
 """Fixtures of the storage suite: which StorageClasses the cluster has, decided once per run, so that `wincon plan`
 and the run agree: a check (and its Linux control) needing a StorageClass the cluster lacks is marked skipped at
-collection, with the reason the test itself gives when it finds none."""
+collection, with the reason the test itself gives when it finds none. Likewise the projected certificate checks
+where the API server does not serve their certificates.k8s.io/v1 resources."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from wincon.checks import certificates
 from wincon.cluster.client import call
 from wincon.context import get_context
 from wincon.kube import Kube
@@ -73,6 +75,31 @@ NEEDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 _CLASSES = pytest.StashKey[list]()
+_CERTIFICATE_APIS = pytest.StashKey[set]()
+
+
+def skip_unserved_certificate_apis(config: pytest.Config, context: Any, items: list[pytest.Item]) -> None:
+    """The projected certificate checks (requires cluster-trust-bundles / pod-certificates) where the API server
+    does not serve their certificates.k8s.io/v1 resources: skipped with the reason the check itself gives
+    (wincon.checks.certificates.skip_reason on the same discovery read). A failed read leaves it to the check."""
+    needing = [
+        (item, capability)
+        for item in items
+        for marker in item.iter_markers("requires")
+        for capability in marker.args
+        if capability in certificates.APIS
+    ]
+    if not needing:
+        return
+    if _CERTIFICATE_APIS not in config.stash:
+        try:
+            config.stash[_CERTIFICATE_APIS] = certificates.served_resources(context.api_client)
+        except Exception:
+            return
+    for item, capability in needing:
+        reason = certificates.skip_reason(config.stash[_CERTIFICATE_APIS], capability)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -81,6 +108,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     context = get_context(config)
     if context is None or config.getoption("wincon_profile_file", None):
         return
+    skip_unserved_certificate_apis(config, context, items)
     needing = [item for item in items if getattr(item, "originalname", item.name) in NEEDS]
     if not needing:
         return
