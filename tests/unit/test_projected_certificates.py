@@ -348,3 +348,28 @@ def test_an_unserved_api_skips_at_run_and_at_collection_alike(monkeypatch, serve
 def test_a_served_api_marks_nothing():
     assert certs.skip_reason(set(ALL_SERVED), "cluster-trust-bundles") is None
     assert certs.skip_reason(set(ALL_SERVED), "pod-certificates") is None
+
+
+def test_discovery_404_is_not_served_and_a_refusal_raises(monkeypatch):
+    """Only the API server's 404 for the group version says nothing is served; a 403 (a runner without discovery
+    rights, or an unauthenticated client) says nothing of it and must not read as 'not served'."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    monkeypatch.undo()  # the real served_resources
+    answers: list[Any] = []
+
+    def get_api_resources(self):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(client.CertificatesV1Api, "get_api_resources", get_api_resources)
+    answers.append(NS(resources=[NS(name="clustertrustbundles"), NS(name="certificatesigningrequests")]))
+    assert certs.served_resources(None) == {"clustertrustbundles", "certificatesigningrequests"}
+    answers.append(ApiException(status=404))
+    assert certs.served_resources(None) == set()
+    answers.append(ApiException(status=403))
+    with pytest.raises(ApiException):
+        certs.served_resources(None)
