@@ -336,13 +336,18 @@ def test_an_unserved_api_skips_at_run_and_at_collection_alike(monkeypatch, serve
     with pytest.raises(pytest.skip.Exception, match="does not serve"):
         SUITE.require_served(FakeKube(), capability)
     marks: list[Any] = []
-    item = NS(
-        iter_markers=lambda name: [NS(args=(capability,))] if name == "requires" else [],
-        add_marker=marks.append,
-    )
+    [name] = [n for n, c in CONFTEST.CERTIFICATE_CHECKS.items() if c == capability]
+    item = NS(originalname=name, name=f"{name}[linux]", add_marker=marks.append)
     config = NS(stash={})
     CONFTEST.skip_unserved_certificate_apis(config, NS(api_client=None), [item])
     assert [m.kwargs["reason"] for m in marks] == [reason]
+
+
+def test_the_conftest_names_each_checks_own_capability():
+    """CERTIFICATE_CHECKS says what each check's requires marker says."""
+    for name, capability in CONFTEST.CERTIFICATE_CHECKS.items():
+        marks = [m.args for m in getattr(SUITE, name).pytestmark if m.name == "requires"]
+        assert marks == [(capability,)], name
 
 
 def test_a_served_api_marks_nothing():
