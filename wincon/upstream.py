@@ -508,8 +508,29 @@ def release_versions(path: Path = VERSIONS_TOML) -> list[str]:
     return [str(releases[minor]["version"]) for minor in minors]
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a mapping naming one key twice (plain YAML keeps the last silently: a second
+    ``ours_from`` once hid the current note under a stale one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_unique(text: str) -> Any:
+    """YAML ``text`` as safe_load reads it, except that a key given twice in one mapping is an error."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def load_data(path: Path = PARITY_DATA, versions: Path = VERSIONS_TOML) -> ParityData:
-    raw = yaml.safe_load(path.read_text())
+    raw = load_yaml_unique(path.read_text())
     entries = []
     for item in raw["tests"] + raw.get("groups", []):
         is_group = "describe" in item

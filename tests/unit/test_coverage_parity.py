@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from wincon import upstream
 from wincon.upstream import E2E, UpstreamTest, module_dir, normalise, upstream_tests
@@ -438,3 +439,12 @@ def test_a_module_that_cannot_be_had_fails_with_the_reason(tmp_path, monkeypatch
         match=r"go mod download k8s.io/kubernetes@v1.99.0. failed \(exit 1\): proxy unreachable",
     ):
         upstream.ensure_module("v1.99.0", tmp_path / "mod")
+
+
+def test_a_key_given_twice_in_the_parity_data_is_an_error():
+    """Plain YAML keeps the second of two keys silently: a stale second ``ours_from`` once hid the current note."""
+    twice = "- file: a.go\n  ours_from:\n    v1.37.2: new\n  ours_from:\n    v1.37.2: old\n"
+    assert yaml.safe_load(twice)[0]["ours_from"] == {"v1.37.2": "old"}  # what plain YAML did
+    with pytest.raises(yaml.constructor.ConstructorError, match="'ours_from' given twice"):
+        upstream.load_yaml_unique(twice)
+    assert upstream.load_yaml_unique("- file: a.go\n  ours: x\n") == [{"file": "a.go", "ours": "x"}]
