@@ -281,12 +281,17 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     from wincon.cluster.client import connect
-    from wincon.cluster.namespaces import reap
+    from wincon.cluster.namespaces import reap, reap_cluster_objects
 
-    names = reap(connect(args.kubeconfig, args.context), ttl_seconds=0 if args.all else args.ttl)
+    api_client = connect(args.kubeconfig, args.context)
+    ttl = 0 if args.all else args.ttl
+    names = reap(api_client, ttl_seconds=ttl)
     for name in names:
         print(f"deleted namespace {name}")
-    print(f"cleanup: {len(names)} namespaces deleted")
+    objects = reap_cluster_objects(api_client, ttl_seconds=ttl)
+    for name in objects:
+        print(f"deleted {name}")
+    print(f"cleanup: {len(names)} namespaces and {len(objects)} cluster-scoped objects deleted")
     return ExitCode.OK
 
 

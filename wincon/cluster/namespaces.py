@@ -125,7 +125,8 @@ def _pid_alive(pid: int, start: str = "") -> bool:
 
 
 def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: str = "") -> list[str]:
-    """Names of wincon namespaces left by dead runs: past the TTL, or owned by a dead process on this host."""
+    """Names of wincon namespaces (or cluster-scoped objects) left by dead runs: past the TTL, or owned by a dead
+    process on this host."""
     host = socket.gethostname()
     result = []
     for ns in namespaces:
@@ -133,7 +134,8 @@ def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: 
         labels = meta.labels or {}
         if labels.get(MANAGED_BY) != MANAGER or labels.get(RUN_ID) == current_run:
             continue
-        if ns.status and ns.status.phase == "Terminating":
+        status = getattr(ns, "status", None)  # cluster-scoped objects (reap_cluster_objects) may have none
+        if status is not None and getattr(status, "phase", None) == "Terminating":
             continue
         annotations = meta.annotations or {}
         created = float(
@@ -158,3 +160,38 @@ def reap(api_client: client.ApiClient, ttl_seconds: int = DEFAULT_TTL_SECONDS, c
     for name in names:
         delete_namespace(core, name)
     return names
+
+
+def _cluster_kinds(api_client: client.ApiClient) -> list[tuple[str, Any, Any]]:
+    """(kind, list, delete) of the cluster-scoped kinds the checks create with the wincon label: a run killed
+    before its teardown leaves them behind, where its namespaces go with reap."""
+    node, scheduling = client.NodeV1Api(api_client), client.SchedulingV1Api(api_client)
+    certificates = client.CertificatesV1Api(api_client)
+    return [
+        ("RuntimeClass", node.list_runtime_class, node.delete_runtime_class),
+        ("PriorityClass", scheduling.list_priority_class, scheduling.delete_priority_class),
+        ("ClusterTrustBundle", certificates.list_cluster_trust_bundle, certificates.delete_cluster_trust_bundle),
+    ]
+
+
+def reap_cluster_objects(
+    api_client: client.ApiClient, ttl_seconds: int = DEFAULT_TTL_SECONDS, current_run: str = ""
+) -> list[str]:
+    """Delete the cluster-scoped objects dead runs left behind (wincon's label, past the TTL or of a dead owner,
+    as for namespaces); returns them as ``Kind/name``. A kind the API server does not serve is passed over."""
+    deleted = []
+    for kind, list_fn, delete_fn in _cluster_kinds(api_client):
+        try:
+            items = call(list_fn, label_selector=SELECTOR).items
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        for name in stale(items, ttl_seconds, time.time(), current_run):
+            try:
+                call(delete_fn, name, _request_timeout=15)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            deleted.append(f"{kind}/{name}")
+    return deleted
