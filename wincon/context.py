@@ -115,6 +115,9 @@ def verify_images(config: pytest.Config, context: WinconContext) -> None:
     A profile from a file is planned offline: no registry is read, and the header says so."""
     from wincon.imageverify import preflight
 
+    if config.getoption("wincon_no_image_verify"):
+        config.stash[IMAGES_NOTE_KEY] = "images: not verified (--no-image-verify): no registry read"
+        return
     if config.getoption("wincon_profile_file"):
         config.stash[IMAGES_NOTE_KEY] = (
             "images: not verified: the profile comes from a file (no registry read; `wincon images verify "

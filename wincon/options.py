@@ -84,6 +84,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="registry override file in the upstream KUBE_TEST_REPO_LIST format",
     )
     group.addoption(
+        "--no-image-verify",
+        dest="wincon_no_image_verify",
+        action="store_true",
+        help="on a live cluster, do not read the Windows images' manifest lists from their registries before the "
+        "checks (the plan and run then say the images were not verified); for a cluster whose nodes pull through "
+        "a mirror this machine cannot reach",
+    )
+    group.addoption(
         "--cni",
         dest="wincon_cni",
         help="override pod network detection (the network policy engine stays as detected): flannel-vxlan, "

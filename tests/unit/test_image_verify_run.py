@@ -178,3 +178,18 @@ def test_simulated_windows_nodes_read_no_registry_and_the_run_says_so(cluster, p
     result = run()
     assert "images: not verified: the Windows nodes are simulated" in result.stdout.str()
     assert not (pytester.path / "fetched.txt").exists()
+
+
+def test_no_image_verify_reads_no_registry_and_the_plan_says_so(cluster, pytester):
+    """The opt-out (a cluster whose nodes pull through a mirror this machine cannot reach; the integration test
+    of cluster shapes, whose loaded Windows nodes read as real): no registry read, nothing refused, said so."""
+    setup, run = cluster
+    setup([WS2025], registry="down")
+    plan_file = pytester.path / "plan.json"
+    planned = run("--collect-only", "-q", "--no-image-verify", "--wincon-plan-out", str(plan_file))
+    assert planned.ret == 0, planned.stdout.str()
+    dump = json.loads(plan_file.read_text())
+    assert dump["images"] == "images: not verified (--no-image-verify): no registry read"
+    rows = {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
+    assert rows["test_hyperv"]["outcome"] == "run"
+    assert not (pytester.path / "fetched.txt").exists()
