@@ -323,7 +323,10 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
 @pytest.mark.windows_form(forms.CURL_EXE_EXEC, same_as_control=True)
 def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
     """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
-    body = os_pod(wincon, "two-in-one", target_os, build, args=NETEXEC)
+    # Ready only once netexec listens (the kubelet's own connection to the pod's IP): a Running container whose
+    # server had not bound its port yet refused the client's first curl on a loaded node (a clean-clone run here).
+    serving = {"readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}
+    body = os_pod(wincon, "two-in-one", target_os, build, args=NETEXEC, container_extra=serving)
     first = body["spec"]["containers"][0]
     body["spec"]["containers"].append(
         container("client", first["image"], args=["pause"], **with_pull_policy(first, {}))
