@@ -12,7 +12,9 @@
 #   --location LOCATION      Azure region (default: $AKS_LOCATION or westus2)
 #   --k8s-version X.Y[.Z]    Kubernetes version (default: AKS's default)
 #   --windows LIST           Windows Server versions, comma-separated: ltsc2019, ltsc2022, ltsc2025
-#                            (default: ltsc2022). AKS offers Windows Server 2019 pools up to Kubernetes 1.32.
+#                            (default: ltsc2025). AKS offers Windows Server 2019 pools up to Kubernetes 1.32 and
+#                            Windows Server 2022 pools up to 1.34 ("Announcing the 3-year retirement of Windows
+#                            Server 2022 on Azure Kubernetes Service", 2024-03-15: 1.34 is the last version).
 #   --windows-nodes N        nodes per Windows pool (default: 2)
 #   --vm-size SIZE           VM size of every pool (default: Standard_D4s_v5)
 #   --network-plugin-mode M  "" for Azure CNI (default) or "overlay" for Azure CNI Overlay
@@ -36,7 +38,7 @@ cluster=${AKS_CLUSTER_NAME:-wincon-$(date -u +%Y%m%d%H%M)}
 group=${AKS_RESOURCE_GROUP:-}
 location=${AKS_LOCATION:-westus2}
 k8s_version=""
-windows="ltsc2022"
+windows="ltsc2025"
 windows_nodes=2
 vm_size="Standard_D4s_v5"
 plugin_mode=""
@@ -80,13 +82,17 @@ pool_name() { echo "win${1#ltsc20}"; }
 IFS=',' read -r -a versions <<<"${windows}"
 for version in "${versions[@]}"; do
   os_sku "${version}" >/dev/null
-  if [[ "${version}" == ltsc2019 && -n "${k8s_version}" ]]; then
+  if [[ -n "${k8s_version}" ]]; then
     minor=${k8s_version#v}
     minor=${minor#1.}
     minor=${minor%%.*}
-    if [[ "${minor}" =~ ^[0-9]+$ ]] && (( minor >= 33 )); then
+    if [[ "${version}" == ltsc2019 && "${minor}" =~ ^[0-9]+$ ]] && (( minor >= 33 )); then
       die "${EXIT_USAGE}" "AKS does not offer Windows Server 2019 node pools on Kubernetes ${k8s_version}" \
         "use --k8s-version 1.32 (or earlier) for ltsc2019, or drop ltsc2019 from --windows"
+    fi
+    if [[ "${version}" == ltsc2022 && "${minor}" =~ ^[0-9]+$ ]] && (( minor >= 35 )); then
+      die "${EXIT_USAGE}" "AKS does not offer Windows Server 2022 node pools on Kubernetes ${k8s_version}" \
+        "use ltsc2025, or --k8s-version 1.34 (or earlier) for ltsc2022"
     fi
   fi
 done

@@ -16,7 +16,8 @@
 #                          directory destinations (default: no publishing)
 #   --artifacts DIR        results and logs go here (default: $ARTIFACTS or ./artifacts); a created
 #                          cluster's kubeconfig goes to $TMPDIR/wincon-kubeconfig-<cluster>, never here
-#   --windows LIST         Windows Server versions of the node pools (default: ltsc2022)
+#   --windows LIST         Windows Server versions of the node pools (default: ltsc2025 on aks, whose Windows
+#                          Server 2022 pools end at Kubernetes 1.34; ltsc2022 elsewhere)
 #   --k8s-version X.Y      Kubernetes version of the cluster (X.Y, X.Y.Z, or with --cloud kubeconfig a
 #                          pre-release such as v1.38.0-beta.0); required with --mode gate, whose required
 #                          list is that of its minor
@@ -40,7 +41,7 @@ cloud=""
 job=""
 publish=""
 artifacts=${ARTIFACTS:-artifacts}
-windows=ltsc2022
+windows=""
 k8s_version=""
 cluster=""
 kubeconfig=""
@@ -85,6 +86,10 @@ fi
 if [[ "${k8s_version}" == *-* && "${cloud}" != kubeconfig ]]; then
   die "${EXIT_USAGE}" "--k8s-version ${k8s_version} is a pre-release, which ${cloud} does not offer" \
     "run it with --cloud kubeconfig --kubeconfig FILE on a cluster built from that release"
+fi
+
+if [[ -z "${windows}" ]]; then
+  if [[ "${cloud}" == aks ]]; then windows=ltsc2025; else windows=ltsc2022; fi
 fi
 
 run_id=${WINCON_RUN_ID:-${BUILD_ID:-${GITHUB_RUN_ID:-$(date -u +%Y%m%d%H%M%S)}}}

@@ -99,7 +99,8 @@ def test_nightly_aks_runs_every_step_in_order(tmp_path):
     a, kc = tmp_path / "a", tmp_path / "wincon-kubeconfig-wincon-r1"
     order = [
         index_of(lines, "az aks create --resource-group wincon-r1-rg --name wincon-r1"),
-        index_of(lines, "az aks nodepool add --resource-group wincon-r1-rg --cluster-name wincon-r1 --name win22"),
+        # by default a Windows Server 2025 pool: AKS's Windows Server 2022 pools end at Kubernetes 1.34
+        index_of(lines, "az aks nodepool add --resource-group wincon-r1-rg --cluster-name wincon-r1 --name win25"),
         index_of(lines, f"az aks get-credentials --resource-group wincon-r1-rg --name wincon-r1 --file {kc}"),
         index_of(lines, f"wincon prepull --kubeconfig {kc}"),
         index_of(
@@ -182,6 +183,7 @@ def test_gate_on_a_pre_release_judges_its_minor(tmp_path):
         (["--cloud", "aks", "--mode", "gate"], "--mode gate needs --k8s-version"),
         (["--cloud", "aks", "--workers", "four"], "--workers 'four' is not a number"),
         (["--cloud", "aks", "--windows", "ltsc2019", "--k8s-version", "1.33"], "does not offer Windows Server 2019"),
+        (["--cloud", "aks", "--windows", "ltsc2022", "--k8s-version", "1.35"], "does not offer Windows Server 2022"),
         (["--cloud", "gke", "--windows", "ltsc2025"], "GKE does not offer Windows version 'ltsc2025'"),
         (["--cloud", "aks", "--mode", "gate", "--k8s-version", "v1.38.0-beta.0"], "is a pre-release, which aks does"),
         (
@@ -530,7 +532,8 @@ def test_nightly_workflows_publish_to_the_groups_testgrid_reads_one_per_supporte
         for entry in entries:
             assert entry["job"] in groups and f"{entry['job']}-serial" in groups, entry
         ltsc2022 = [e["k8s-version"] for e in entries if e["windows"] == "ltsc2022"]
-        assert sorted(ltsc2022) == sorted(supported_minors()), flow
+        # AKS: no Windows Server 2022 lane (its WS2022 pools end at 1.34, older than every supported minor)
+        assert sorted(ltsc2022) == ([] if flow == "nightly-aks.yml" else sorted(supported_minors())), flow
         ltsc2025 = [e["k8s-version"] for e in entries if e["windows"] == "ltsc2025"]
         # AKS: a Windows Server 2025 lane per minor; GKE offers no 2025 pool (gke.sh refuses ltsc2025)
         assert sorted(ltsc2025) == (sorted(supported_minors()) if flow == "nightly-aks.yml" else []), flow
@@ -539,12 +542,12 @@ def test_nightly_workflows_publish_to_the_groups_testgrid_reads_one_per_supporte
 
 def test_prow_has_a_nightly_per_cloud_and_supported_minor_and_gates_the_newest_pre_release():
     jobs = {j["name"]: j for j in prow_jobs()}
-    for cloud in ("aks", "gke"):
-        for minor in supported_minors():
-            job = jobs[f"ci-wincon-{cloud}-ltsc2022-{minor.replace('.', '-')}"]
-            args = job["spec"]["containers"][0]["args"]
-            assert args[args.index("--k8s-version") + 1] == minor and args[args.index("--cloud") + 1] == cloud
-            assert job["annotations"]["testgrid-tab-name"] == f"prow-{cloud}-ltsc2022-{minor}"
+    for minor in supported_minors():  # Windows Server 2022 on GKE only (AKS's WS2022 pools end at 1.34)
+        job = jobs[f"ci-wincon-gke-ltsc2022-{minor.replace('.', '-')}"]
+        args = job["spec"]["containers"][0]["args"]
+        assert args[args.index("--k8s-version") + 1] == minor and args[args.index("--cloud") + 1] == "gke"
+        assert job["annotations"]["testgrid-tab-name"] == f"prow-gke-ltsc2022-{minor}"
+    assert not [name for name in jobs if name.startswith("ci-wincon-aks-ltsc2022")]
     for minor in supported_minors():  # Windows Server 2025 on AKS only
         job = jobs[f"ci-wincon-aks-ltsc2025-{minor.replace('.', '-')}"]
         args = job["spec"]["containers"][0]["args"]
