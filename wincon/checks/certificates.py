@@ -131,7 +131,12 @@ def der_bytes(value: bytes | str) -> bytes:
 def requested_public_key(request: Any) -> bytes:
     """The public key a PodCertificateRequest asks a certificate for: its stub PKCS#10 request's subject public key
     (spec.stubPKCS10Request, the only key field of certificates.k8s.io/v1), as SubjectPublicKeyInfo DER."""
-    return _der_spki(x509.load_der_x509_csr(der_bytes(request.spec.stub_pkcs10_request)).public_key())
+    return _der_spki(_request_key(request))
+
+
+def _request_key(request: Any) -> Any:
+    """The public key object of a PodCertificateRequest's stub PKCS#10 request."""
+    return x509.load_der_x509_csr(der_bytes(request.spec.stub_pkcs10_request)).public_key()
 
 
 def _der_spki(public_key: Any) -> bytes:
@@ -206,7 +211,7 @@ class PodCertificateSigner:
         SPIFFE URI of its service account, valid for 24 h or its maxExpirationSeconds if shorter."""
         now = (now or datetime.datetime.now(datetime.UTC)).replace(microsecond=0)
         spec = request.spec
-        public = x509.load_der_x509_csr(der_bytes(spec.stub_pkcs10_request)).public_key()
+        public = _request_key(request)
         lifetime = min(DEFAULT_LIFETIME, datetime.timedelta(seconds=spec.max_expiration_seconds or 86400))
         not_before = now - BACKDATE
         not_after = not_before + lifetime
