@@ -24,7 +24,7 @@ from wincon.checks.pods import (
 from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
-from wincon.errors import expect_deviation
+from wincon.errors import InfrastructureError, expect_deviation
 from wincon.kube import ApiException
 from wincon.profile import kubelet_feature_gates
 from wincon.workloads.deploy import apply
@@ -40,6 +40,7 @@ CPU_BURN = (
 
 COMMIT_MIB = "wincon.io/commit-mib"  # the MiB a memory pod commits: its outcome reads it back from the pod
 HOLD_SECONDS = 300
+LOAD_SHOWN_CORES = 0.25  # two busy threads under a 500m limit use at least this much once they get the CPU
 
 
 def consume_memory(mib: int, hold: int = HOLD_SECONDS) -> list[str]:
@@ -184,16 +185,33 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
     data_plane(f"read nodes/{node}/proxy/stats/summary for pod busy after 30 s of load", where=node)
     started = pod.status.container_statuses[0].state.running.started_at
 
-    def usage_after_warmup():
+    readings: list[float] = []
+
+    def load_shown():
+        # A reading after 30 s of load that shows the load ran (two busy threads under a 500m limit use at least a
+        # quarter core); every reading taken is kept for the verdict. A node whose CPU is taken by other work gives
+        # the container less for a while (its 500m request weighs little beside the node's own processes): the
+        # readings go on until one shows the load, for up to 150 s.
         if (datetime.now(UTC) - started).total_seconds() < 30:
             return None
         # The client's str answer is a repr, not JSON (found by the Linux control): read the raw body.
         summary, _ = kubelet_json(wincon.api_client, node, "stats/summary")
-        return pod_cpu_cores(summary, namespace, "busy")
+        cores = pod_cpu_cores(summary, namespace, "busy")
+        if cores is not None:
+            readings.append(cores)
+        return cores is not None and cores >= LOAD_SHOWN_CORES
 
-    cores = eventually(usage_after_warmup, 120, "CPU usage of pod busy in the node's stats/summary", interval=5)
-    # The probe works: two busy threads under a 500m limit use at least a quarter core, else nothing ran.
-    assert cores >= 0.25, f"the busy container used only {cores:.2f} cores: its load never ran, nothing to judge"
+    try:
+        eventually(load_shown, 150, "a CPU reading of pod busy showing its load", interval=5)
+    except InfrastructureError as exc:
+        seen = ", ".join(f"{c:.2f}" for c in readings) or "none (the summary never listed the pod)"
+        raise InfrastructureError(
+            f"the busy container never used {LOAD_SHOWN_CORES} cores in 150 s of /stats/summary readings on {node} "
+            f"(cores read: {seen}): its load did not get the node's CPU, nothing to judge the limit by",
+            "run the check on a node with idle CPU",
+        ) from exc
+    # The verdict takes the highest reading: a limit that holds keeps every one under the ceiling.
+    cores = max(readings)
     # No accepts=: one assertion, on the stats/summary reading just shown to work (the load ran): more than the
     # ceiling is the deviation itself.
     with expect_deviation("cpu-limits-not-hard"):
