@@ -41,6 +41,8 @@ CPU_BURN = (
 COMMIT_MIB = "wincon.io/commit-mib"  # the MiB a memory pod commits: its outcome reads it back from the pod
 HOLD_SECONDS = 300
 LOAD_SHOWN_CORES = 0.25  # two busy threads under a 500m limit use at least this much once they get the CPU
+LOAD_WAIT_SECONDS = 150.0  # how long the CPU-limit check reads /stats/summary for a reading that shows the load
+LOAD_POLL_SECONDS = 5.0
 
 
 def consume_memory(mib: int, hold: int = HOLD_SECONDS) -> list[str]:
@@ -191,7 +193,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
         # A reading after 30 s of load that shows the load ran (two busy threads under a 500m limit use at least a
         # quarter core); every reading taken is kept for the verdict. A node whose CPU is taken by other work gives
         # the container less for a while (its 500m request weighs little beside the node's own processes): the
-        # readings go on until one shows the load, for up to 150 s.
+        # readings go on until one shows the load, for up to LOAD_WAIT_SECONDS.
         if (datetime.now(UTC) - started).total_seconds() < 30:
             return None
         # The client's str answer is a repr, not JSON (found by the Linux control): read the raw body.
@@ -202,11 +204,12 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
         return cores is not None and cores >= LOAD_SHOWN_CORES
 
     try:
-        eventually(load_shown, 150, "a CPU reading of pod busy showing its load", interval=5)
+        eventually(load_shown, LOAD_WAIT_SECONDS, "a CPU reading of pod busy showing its load", LOAD_POLL_SECONDS)
     except InfrastructureError as exc:
         seen = ", ".join(f"{c:.2f}" for c in readings) or "none (the summary never listed the pod)"
         raise InfrastructureError(
-            f"the busy container never used {LOAD_SHOWN_CORES} cores in 150 s of /stats/summary readings on {node} "
+            f"the busy container never used {LOAD_SHOWN_CORES} cores in {LOAD_WAIT_SECONDS:.0f} s of /stats/summary "
+            f"readings on {node} "
             f"(cores read: {seen}): its load did not get the node's CPU, nothing to judge the limit by",
             "run the check on a node with idle CPU",
         ) from exc
