@@ -8,7 +8,9 @@ It "should return the Microsoft-Windows-Security-SPP logs" (:580-591) GETs
 kubelet runs ``Get-WinEvent -FilterHashtable @{LogName='Application'; ProviderName=...} | Sort-Object TimeCreated
 | Format-Table -AutoSize -Wrap``, pkg/kubelet/kubelet_server_journal_windows.go:64-104). Its Linux counterpart, "should
 return the kubelet logs" (:493-501), asks a Linux node for ``query=kubelet`` (journalctl ``--unit=kubelet
---output=short-precise``, kubelet_server_journal_linux.go:34-62), here the Linux control.
+--output=short-precise``, kubelet_server_journal_linux.go:34-62), here the Linux control. On the local cluster it runs
+for real: each real node's kubelet serves log queries and reads a journal of its own (wincon.localcluster.journal);
+with those journals gone it fails (tests/faults/test_faults.py).
 
 NodeLogQuery is GA and locked on from 1.36 (v1.36.3 pkg/features/kube_features.go:1729), but the kubelet serves
 queries only with ``enableSystemLogHandler`` and ``enableSystemLogQuery`` true in its configuration (v1.37.2

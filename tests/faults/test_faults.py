@@ -10,7 +10,8 @@ Faults: pod-to-pod TCP refused between pods; Service rules removed (kube-proxy s
 flushed); the external host down (its link down); the kubelet's connections to pods refused (a readiness or
 startup probe's target closed, an httpGet postStart hook failing); volumes mounted empty (ConfigMap, Secret,
 projected, downward API, emptyDir: an empty read-only tmpfs over each as the kubelet sets it up); an exec
-postStart hook exiting non-zero (its write refused); every kubelet stopped.
+postStart hook exiting non-zero (its write refused); every node's journal gone (the kubelets' node log query then
+reads nothing); every kubelet stopped.
 
 The runs are real pytest runs of the suites (``pytest suites -m control -k ...``) read back from their JUnit.
 """
@@ -55,6 +56,7 @@ VOLUMES = (
     " or empty_dir_on_disk or shared_by_two_containers",
 )
 EXEC_HOOK = ("suites/lifecycle/test_lifecycle.py", "post_start_exec_hook")
+NODE_LOG_QUERY = ("suites/node/test_node_log_query.py", "node_log_query_returns")
 KUBELET_TO_POD = (
     "suites/probes/test_probes.py suites/lifecycle/test_lifecycle.py",
     "startup_probe_delays_readiness or post_start_http_hook",
@@ -193,6 +195,26 @@ def volumes_mounted_empty(name: str, plugins: tuple[str, ...]) -> Iterator[list[
         raise AssertionError(f"the fault stopped covering volumes part-way: {died[0]!r}") from died[0]
 
 
+JOURNAL_AWAY = "journal.wincon-fault"
+
+
+@contextmanager
+def journals_gone(name: str) -> Iterator[None]:
+    """Each real node's journal directory (wincon.localcluster.journal) moved aside, so the journalctl the kubelet
+    runs for a node log query finds no journal there; moved back afterwards (the journal writer keeps its open
+    file and goes on writing)."""
+    moved = []
+    try:
+        for node in real_nodes(name):
+            ndir = dataplane.node_dir(name, node)
+            (ndir / "journal").rename(ndir / JOURNAL_AWAY)
+            moved.append(ndir)
+        yield
+    finally:
+        for ndir in moved:
+            (ndir / JOURNAL_AWAY).rename(ndir / "journal")
+
+
 def wait_nodes_ready(kubeconfig: Path, timeout: float = 90) -> None:
     api = cluster._api_client(kubeconfig)
     core = client.CoreV1Api(api)
@@ -277,6 +299,16 @@ def test_post_start_hook_exiting_non_zero_fails_the_exec_hook_check(fault_cluste
     assert not unsaid, f"these failures do not name the failed hook: {unsaid}"
 
 
+def test_gone_node_journals_fail_the_node_log_query_check(fault_cluster, tmp_path):
+    """Every node's journal gone: the kubelet answers ?query=kubelet without its unit's lines, and the node log
+    query's Linux control fails."""
+    name, kubeconfig = fault_cluster
+    before = run_checks(kubeconfig, NODE_LOG_QUERY, tmp_path)
+    with journals_gone(name):
+        after = run_checks(kubeconfig, NODE_LOG_QUERY, tmp_path)
+    assert_broken("node journals gone", before, after)
+
+
 def test_stopped_kubelets_make_every_check_error_none_pass(fault_cluster, tmp_path):
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, ALL_PODS, tmp_path)
@@ -295,5 +327,7 @@ def test_every_fault_is_gone_afterwards(fault_cluster):
             rules = netns.run(["iptables", "-w", "-t", table, "-S"], netns=ns)
             assert "wincon-fault" not in rules, f"{ns}: a fault rule was left:\n{rules}"
     assert not fault_mounts(), f"a volume fault's tmpfs was left mounted: {fault_mounts()}"
+    away = [node for node in real_nodes(name) if (dataplane.node_dir(name, node) / JOURNAL_AWAY).exists()]
+    assert not away, f"a node's journal was left moved aside: {away}"
     assert all(p["running"] for p in cluster.status(name)["dataplane"]), "a stopped process was not restarted"
     assert paths.state_dir(name).is_dir()

@@ -1,7 +1,8 @@
 """suites/node/test_node_log_query.py on constructed kubelet answers. The Windows answer holds only the provider
 header upstream asserts (k8s.io/kubernetes v1.37.2 test/e2e/node/kubelet.go:590); the table Format-Table prints
 below it is neither recorded here nor asserted. The Linux answer is a journalctl --output=short-precise line of the
-kubelet unit; "-- No entries --" (a node whose journal has no kubelet unit) is not the log."""
+kubelet unit, as a real node of the local cluster answered (below); "-- No entries --" (a node whose journal has no
+kubelet unit) is not the log, nor the kubelet's own answer where it finds no journal of the unit."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from wincon.checks.node import KubeletAnswer
 SUITE = suites.load("suites/node/test_node_log_query.py")
 
 SPP_HEADER = "\r\n\r\n   ProviderName: Microsoft-Windows-Security-SPP\r\n\r\n"
-JOURNAL_LINE = "2026-11-27T15:50:01.123456+0000 worker-1 kubelet[4242]: I1127 15:50:01.123456 4242 kubelet.go:1] ok\n"
+# Recorded: GET /api/v1/nodes/worker-1/proxy/logs/?query=kubelet&pattern=Started on the local cluster (kubelet v1.37.2,
+# Debian 12's journalctl 252 reading the node's journal, wincon.localcluster.journal), 2026-11-27.
+JOURNAL_LINE = (
+    'Nov 27 22:34:09.948078 worker-1 kubelet[20602]: I1127 22:34:09.933596   20602 server.go:1336] "Started kubelet"\n'
+)
+# Recorded the same day from worker-0 with its journal directory moved aside (tests/faults: node journals gone).
+NO_JOURNAL_ANSWER = "\noptions present and query resolved to log files for [kubelet]\ntry without specifying options\n"
 QUERY_ON = {"kubeletconfig": {"enableSystemLogHandler": True, "enableSystemLogQuery": True}}
 
 
@@ -62,8 +69,9 @@ def test_linux_journal_line_of_the_kubelet_passes(monkeypatch):
         "-- No entries --\n",
         "No journal files were found.\n-- No entries --\n",
         "\nerror: journal output not available\n",
+        NO_JOURNAL_ANSWER,
     ],
-    ids=["no-entries", "no-journal", "no-journalctl"],
+    ids=["no-entries", "no-journal", "no-journalctl", "kubelet-found-no-journal"],
 )
 def test_linux_without_a_kubelet_journal_line_fails(monkeypatch, body):
     """Each of these names no kubelet line; upstream's bare "kubelet" substring would not even be asked here."""

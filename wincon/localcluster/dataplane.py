@@ -46,7 +46,7 @@ from typing import Any, TextIO
 import yaml
 
 from wincon.errors import LocalClusterError
-from wincon.localcluster import egress, images, ipfamily, netns, paths, procs
+from wincon.localcluster import egress, images, ipfamily, journal, netns, paths, procs
 
 POD_RANGE = "10.244.0.0/16"
 SERVICE_RANGE = "10.0.0.0/24"
@@ -67,6 +67,8 @@ DEBIAN_PACKAGES = {
     "curl": "curl",
     "ldd": "libc-bin",
     "ipset": "ipset",  # kube-router's network policy controller (kuberouter.py) calls it
+    "journalctl": "systemd",  # the kubelets' node log query reads each node's journal with it (journal.py)
+    str(journal.JOURNAL_REMOTE): "systemd-journal-remote",  # writes each node's journal (journal.py)
 }
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
 DIRNAME = "dataplane"
@@ -322,6 +324,17 @@ def _cni_config(plan: Plan, node: RealNode, ndir: Path) -> str:
     )
 
 
+def kubelet_feature_gates(minor: str) -> dict[str, bool]:
+    """The gates the real nodes' kubelets turn on at release ``minor`` (``1.35``): the stop-signal checks' gate,
+    and NodeLogQuery before 1.36 (beta and off by default there; GA and locked on from 1.36, v1.36.3
+    pkg/features/kube_features.go), which a kubelet needs for ``enableSystemLogQuery``
+    (v1.35.4 pkg/kubelet/apis/config/validation/validation.go:355)."""
+    gates = {FEATURE_GATE: True}
+    if tuple(int(part) for part in minor.split(".")[:2]) < (1, 36):
+        gates["NodeLogQuery"] = True
+    return gates
+
+
 def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) -> str:
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -361,7 +374,10 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         "podCIDR": node.pod_cidr,
         "nodeStatusReportFrequency": "10s",
         "shutdownGracePeriod": "0s",
-        "featureGates": {FEATURE_GATE: True},
+        # Node log query (/logs/?query=<service>): the kubelet reads the node's journal (journal.py).
+        "enableSystemLogHandler": True,
+        "enableSystemLogQuery": True,
+        "featureGates": kubelet_feature_gates(paths.load_versions()["kubernetes"]["minor"]),
     }
     if node.index == RESERVING_NODE:
         # As a cloud node's kubelet does, this one keeps CPU and memory back for itself and the system: its
@@ -407,12 +423,24 @@ def _link_binaries(cluster: str, bindir: Path) -> Path:
     return root(cluster) / "bin"
 
 
-def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path, ready: dict[str, str] | None = None) -> int:
+def _spawn(
+    cluster: str,
+    ns: str,
+    name: str,
+    args: list[str],
+    log: Path,
+    ready: dict[str, str] | None = None,
+    path_first: str | None = None,
+) -> int:
     """Start a long-running process in namespace ``ns`` (host mount namespace); record its pid, and how it was
     started for ``restart_process``. ``ready`` is how to see it up, where it has a signal of its own
     (``ready_problem``): ``url`` (an address answering 200: its health endpoint) and/or ``log`` (a text its log
-    prints once it serves)."""
+    prints once it serves). ``path_first`` is a directory put first on its PATH (a node's kubelet: its
+    journalctl, journal.py)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    env = None
+    if path_first:
+        env = {**os.environ, "PATH": f"{path_first}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
     with log.open("ab") as fh:
         proc = subprocess.Popen(
             ["nsenter", f"--net={netns.NETNS_DIR / ns}", "--", *args],
@@ -420,6 +448,7 @@ def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path, ready: 
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env=env,
         )
     pid_dir = root(cluster) / "pids"
     pid_dir.mkdir(parents=True, exist_ok=True)
@@ -427,6 +456,8 @@ def _spawn(cluster: str, ns: str, name: str, args: list[str], log: Path, ready: 
     spec: dict[str, Any] = {"ns": ns, "args": args, "log": str(log)}
     if ready:
         spec["ready"] = ready
+    if path_first:
+        spec["path_first"] = path_first
     (pid_dir / f"{name}.cmd").write_text(json.dumps(spec))
     return proc.pid
 
@@ -487,7 +518,7 @@ def restart_process(
     spec = json.loads((root(cluster) / "pids" / f"{name}.cmd").read_text())
     log = Path(spec["log"])
     offset = log.stat().st_size if log.exists() else 0
-    pid = _spawn(cluster, spec["ns"], name, spec["args"], log, spec.get("ready"))
+    pid = _spawn(cluster, spec["ns"], name, spec["args"], log, spec.get("ready"), spec.get("path_first"))
     program = spec["args"][0]
     spawned = time.monotonic()
     running_since: float | None = None
@@ -658,7 +689,19 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
         f"--cert-dir={ndir / 'kubelet' / 'pki'}",
         "--v=1",
     ]
-    watch.add(f"kubelet of {node.name}", _spawn(cluster, ns, f"{node.name}-kubelet", args, log), log)
+    path_first = str(journal.install_journalctl(ndir))
+    watch.add(f"kubelet of {node.name}", _spawn(cluster, ns, f"{node.name}-kubelet", args, log, None, path_first), log)
+    shipper = [
+        sys.executable,
+        "-m",
+        "wincon.localcluster.journal",
+        f"--log={log}",
+        f"--journal={journal.journal_dir(ndir)}",
+        f"--pid-file={root(cluster) / 'pids' / f'{node.name}-kubelet.pid'}",
+        f"--host={node.name}",
+    ]
+    jlog = ndir / "journal.log"
+    watch.add(f"the journal writer of {node.name}", _spawn(cluster, ns, f"{node.name}-journal", shipper, jlog), jlog)
     log = ndir / "kube-proxy.log"
     args = [str(bdir / "kube-proxy"), f"--config={ndir / 'kube-proxy.yaml'}", "--v=1"]
     ready = {"url": f"http://{node.address}:{PROXY_HEALTH_PORT}/healthz"}  # what `start` waits for too
