@@ -7,6 +7,8 @@ and a hostNetwork pod on Linux; they skip with the reason where HostProcess pods
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from wincon import connectivity as conn
@@ -21,7 +23,17 @@ NO_ANSWER = "curl could not connect, timed out or got no reply"
 
 pytestmark = [pytest.mark.networking]
 
-HOST_NETWORK_PORT = 8090
+HOST_NETWORK_PORT = 8090  # the first of HOST_NETWORK_PORTS
+HOST_NETWORK_PORTS = 100  # the hostNetwork check's port is one of 8090-8189, picked by its namespace
+
+
+def host_network_port(namespace: str) -> int:
+    """The node port the hostNetwork check's server takes: one of HOST_NETWORK_PORTS from 8090, picked by the
+    check's namespace (unique per run and worker), so that two suite runs on one cluster at once (a nightly and a
+    contributor's, or the flake benchmark's load run) do not both ask one node for the same host port: with one
+    fixed port the second pod stayed Pending, "didn't have free ports for the requested pod ports" (bench_flakes,
+    docs/local-cluster.md)."""
+    return HOST_NETWORK_PORT + zlib.crc32(namespace.encode()) % HOST_NETWORK_PORTS
 
 
 def hostname_url(pod):
@@ -125,7 +137,8 @@ def host_network_pod(request, net, os_nodes, os_prefix, target_os):
     (Running or Failed)."""
     node, name = os_nodes[0], f"{os_prefix}hostnet"
     make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
-    manifest = make(name, node, http_port=HOST_NETWORK_PORT, udp_port=None, labels={"app": name}, hostNetwork=True)
+    port = host_network_port(net.kube.namespace)
+    manifest = make(name, node, http_port=port, udp_port=None, labels={"app": name}, hostNetwork=True)
     client, started = start_own(
         net.kube.create_pod,
         lambda ms: net.await_each(ms, done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed"))),
@@ -147,7 +160,8 @@ def host_network_pod(request, net, os_nodes, os_prefix, target_os):
 def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, host_network_pod):
     """ "Host networking mode is not available for Windows pods" (000_4130a90def37a825.txt, Networking; 002_8a7e76f95009f44f.txt, V1.Pod.hostNetwork)."""
     pod, client, node = host_network_pod
-    command = conn.dial_command(client.os, client.ip, pod.status.host_ip, HOST_NETWORK_PORT)
+    port = host_network_port(pod.metadata.namespace)
+    command = conn.dial_command(client.os, client.ip, pod.status.host_ip, port)
     checks.gate(command, where=checks.where(client))
     # The deviation's form at v1.34.4: the kubelet gives an ordinary Windows pod's sandbox no host-network option
     # (kuberuntime_sandbox.go:237-262; the WindowsHostNetwork gate is deprecated and read nowhere in pkg/kubelet),
@@ -161,12 +175,10 @@ def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, 
     assert pod.status.pod_ip == pod.status.host_ip, (
         f"hostNetwork pod got IP {pod.status.pod_ip}, not its node's {pod.status.host_ip}: it does not share the host network"
     )
-    outcome = checks.dial(client, pod.status.host_ip, HOST_NETWORK_PORT, "http", {node.name}, max_tries=5)
+    outcome = checks.dial(client, pod.status.host_ip, port, "http", {node.name}, max_tries=5)
     with expect_deviation(
         "hostnetwork-unsupported",
         accepts=lambda: dial_unanswered(outcome),
         deviation="the client's netexec answered and nothing answered on the node's IP",
     ):
-        assert outcome.responses, (
-            f"nothing answered on the node's {pod.status.host_ip}:{HOST_NETWORK_PORT}: {outcome.describe()}"
-        )
+        assert outcome.responses, f"nothing answered on the node's {pod.status.host_ip}:{port}: {outcome.describe()}"

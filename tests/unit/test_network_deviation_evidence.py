@@ -110,7 +110,10 @@ def ipv6_checks(outcome: conn.DialOutcome) -> None:
 
 
 def host_network_check(outcome: conn.DialOutcome, phase: str = "Running", pod_ip: str = "10.0.0.6") -> None:
-    pod = NS(status=NS(phase=phase, reason=None, message=None, pod_ip=pod_ip, host_ip="10.0.0.6"))
+    pod = NS(
+        metadata=NS(namespace="wincon-ns"),
+        status=NS(phase=phase, reason=None, message=None, pod_ip=pod_ip, host_ip="10.0.0.6"),
+    )
     NODE.test_ordinary_windows_pod_with_host_network_shares_the_node_network(
         DialChecks(outcome), (pod, CLIENT, NS(name="win-1"))
     )
@@ -140,6 +143,13 @@ def test_a_host_network_pod_that_failed_or_shows_another_ip_is_an_ordinary_failu
     with pytest.raises(AssertionError) as caught:
         host_network_check(outcome_of(netexec(["win-1"])), phase=phase, pod_ip=pod_ip)
     assert not isinstance(caught.value, (DeviationObserved, NotTheDeviation))
+
+
+def test_the_host_network_port_is_picked_by_namespace_within_its_range():
+    """Two runs (two namespaces) mostly ask a node for different host ports; one namespace always for the same."""
+    ports = {NODE.host_network_port(f"wincon-test-node-{i:04d}-w0") for i in range(200)}
+    assert ports <= set(range(8090, 8190)) and len(ports) > 50
+    assert NODE.host_network_port("wincon-ns") == NODE.host_network_port("wincon-ns")
 
 
 def test_host_network_server_answering_on_the_node_ip_passes():
