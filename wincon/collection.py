@@ -121,10 +121,10 @@ def apply_limitations(item: pytest.Item, limitations: dict[str, Any], profile: C
 
 def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
     """``@pytest.mark.avoids(rule)``: the rule (wincon.checks.scheduling.AVOIDS) decides from the profile what the
-    check decides before creating anything, on the same nodes (the Ready Windows nodes of its build): a skip
-    becomes a skip mark, so the run takes it at setup and the plan says it; the placement is kept for the plan."""
-    from wincon.checks.pods import windows_nodes_of_build
-    from wincon.checks.scheduling import AVOIDS
+    check decides before creating anything, on the same nodes (scheduling.placement_nodes: the Ready Windows nodes
+    of its build, or a Linux control's Linux nodes): a skip becomes a skip mark, so the run takes it at setup and
+    the plan says it; the placement is kept for the plan."""
+    from wincon.checks.scheduling import AVOIDS, placement_nodes
 
     for marker in item.iter_markers("avoids"):
         rule = str(marker.args[0]) if marker.args else ""
@@ -137,7 +137,7 @@ def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
             build = nodes.build_for(
                 item.nodeid, sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
             )
-        placement = AVOIDS[rule](windows_nodes_of_build(profile, build))
+        placement = AVOIDS[rule](placement_nodes(profile, nodes.target_os(item), build))
         item.stash[PLACEMENT_KEY] = placement
         if placement.skip is not None:
             item.add_marker(pytest.mark.skip(reason=placement.skip))

@@ -25,18 +25,29 @@ OS_VERSION_BUILDS: dict[str, int] = {name: build for build, name in WINDOWS_BUIL
 SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
 WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
 
-# The kubelet feature gates checks decide by (wincon.checks.scheduling), read from each Ready real Windows node's
-# /configz in discovery. PodAndContainerStatsFromCRI: /metrics/cadvisor is then served from the CRI runtime, not
-# cAdvisor (k8s.io/kubernetes@v1.34.4 pkg/kubelet/server/server.go:459-467).
+# The kubelet feature gates checks decide by (wincon.checks.scheduling), read from /configz in discovery (each
+# Ready real Windows node's, and the first LINUX_CONFIGZ_NODES Ready real Linux nodes'). PodAndContainerStatsFromCRI:
+# /metrics/cadvisor is then served from the CRI runtime, not cAdvisor (k8s.io/kubernetes@v1.34.4
+# pkg/kubelet/server/server.go:459-467). ClusterTrustBundleProjection and PodCertificateRequest: off, the kubelet
+# runs a no-op manager that projects no clusterTrustBundle / podCertificate volume source (k8s.io/kubernetes@v1.37.2
+# pkg/kubelet/kubelet.go:1008-1040), so such a pod never starts there.
 # Each gate's stages by kubelet minor, as pkg/features/kube_features.go of the releases states them: (major, minor,
-# default, stage). A stage "removed" gives the value the behaviour is fixed at once the gate is gone (the kubelet
-# then refuses the gate by name, so what /configz lists no longer decides). PodAndContainerStatsFromCRI: alpha from
-# 1.23, beta from 1.37, off by default in both (k8s.io/kubernetes@v1.37.2 and @v1.38.0-beta.0 kube_features.go).
+# default, stage). A stage "removed" (or "locked": LockToDefault) gives the value the behaviour is fixed at: the
+# kubelet then refuses the gate by name (or any other value), so what /configz lists no longer decides.
+# PodAndContainerStatsFromCRI: alpha from 1.23, beta from 1.37, off by default in both (k8s.io/kubernetes@v1.37.2 and
+# @v1.38.0-beta.0 kube_features.go). ClusterTrustBundleProjection: alpha 1.29 and beta 1.33 (off), GA 1.37 (on);
+# PodCertificateRequest: alpha 1.34 and beta 1.35 (off), GA 1.37 (on) (@v1.37.2 kube_features.go:1423-1426 and
+# :1945-1948); neither is locked at 1.37 nor at 1.38.0-beta.0 (:1307-1310, :1789-1792 there: "LockToDefault in 1.38"
+# is still a comment), so a kubelet may turn either off.
 KUBELET_GATE_STAGES: dict[str, tuple[tuple[int, int, bool, str], ...]] = {
     "PodAndContainerStatsFromCRI": ((1, 23, False, "alpha"), (1, 37, False, "beta")),
+    "ClusterTrustBundleProjection": ((1, 29, False, "alpha"), (1, 33, False, "beta"), (1, 37, True, "GA")),
+    "PodCertificateRequest": ((1, 34, False, "alpha"), (1, 35, False, "beta"), (1, 37, True, "GA")),
 }
+FIXED_STAGES = ("removed", "locked")  # stages at which /configz's value no longer decides
 KUBELET_GATES = tuple(KUBELET_GATE_STAGES)
 KUBELET_CONFIGZ_TIMEOUT = 10.0  # seconds a node's /configz read may take in discovery; slower is "unknown"
+LINUX_CONFIGZ_NODES = 4  # Linux nodes whose /configz discovery reads (a check needs one; a cluster may have hundreds)
 
 # Namespaces where pod networks, policy engines and kube-proxy put their objects (operators' included). A fixed
 # list keeps discovery cheap: its DaemonSets, and a few ConfigMaps by name.
@@ -411,15 +422,16 @@ def kubelet_feature_gates(config: dict[str, Any], kubelet_version: str = "") -> 
     """KUBELET_GATES as a kubelet runs them, from its KubeletConfiguration (the ``kubeletconfig`` of /configz):
     its ``featureGates``, which the --feature-gates flag fills too (k8s.io/kubernetes@v1.34.4
     cmd/kubelet/app/options/options.go:432); a gate it does not list is at its default at ``kubelet_version``
-    (off where the version is unknown: off at every stage of these); a gate removed at that version is at the
-    value its behaviour is fixed at, whatever is listed."""
+    (off where the version is unknown: the default of an unknown kubelet cannot be told, and off is what a kubelet
+    older than a gate runs); a gate removed or locked at that version is at the value its behaviour is fixed at,
+    whatever is listed."""
     listed = config.get("featureGates") or {}
     if not isinstance(listed, dict):
         raise ValueError(f"the KubeletConfiguration's featureGates is not a map: {listed!r}")
     gates = []
     for gate in KUBELET_GATES:
         default, stage = gate_stage(gate, kubelet_version) or (False, "")
-        gates.append((gate, default if stage == "removed" else bool(listed.get(gate, default))))
+        gates.append((gate, default if stage in FIXED_STAGES else bool(listed.get(gate, default))))
     return tuple(gates)
 
 
@@ -442,8 +454,18 @@ def set_kubelet_gates(profile: ClusterProfile, gates: dict[str, tuple[tuple[str,
 
 def configz_nodes(nodes: Iterable[NodeProfile]) -> list[str]:
     """The nodes whose kubelet feature gates discovery reads: Ready Windows nodes with a data plane (a simulated
-    kubelet has no /configz; a NotReady one would only hold discovery up to its timeout)."""
-    return [n.name for n in nodes if n.os == "windows" and n.data_plane and n.ready]
+    kubelet has no /configz; a NotReady one would only hold discovery up to its timeout), and the first
+    LINUX_CONFIGZ_NODES such Linux nodes a Linux control may be scheduled to (a check reads a later one only where
+    these cannot serve it, wincon.checks.scheduling.gate_on_placement)."""
+    real = [n for n in nodes if n.data_plane and n.ready]
+    linux = [n.name for n in real if n.os == "linux" and schedulable_untolerated(n)][:LINUX_CONFIGZ_NODES]
+    return [n.name for n in real if n.os == "windows"] + linux
+
+
+def schedulable_untolerated(node: NodeProfile) -> bool:
+    """Whether a pod without tolerations (a Linux control's) may be scheduled to ``node``: no NoSchedule or
+    NoExecute taint ("key=value:Effect")."""
+    return not any(taint.rpartition(":")[2] in ("NoSchedule", "NoExecute") for taint in node.taints)
 
 
 def detect_cloud(nodes: Iterable[NodeProfile]) -> str:

@@ -15,6 +15,7 @@ import pytest
 from wincon import connectivity as conn
 from wincon.checks import certificates as certs
 from wincon.checks.pods import os_pod, run_os_pod
+from wincon.checks.scheduling import PROJECTION_GATES, gate_on_placement, placement_nodes, read_kubelet_gate
 from wincon.cluster.client import call
 from wincon.errors import InfrastructureError
 
@@ -48,6 +49,22 @@ def require_served(kube: Any, capability: str) -> None:
         pytest.skip(reason)
 
 
+def projecting_node(kube: Any, profile: Any, target_os: str, build: int | None, rule: str) -> str | None:
+    """The node the check's pod must run on, decided before anything is created by the rule `wincon plan` applies
+    too (its ``avoids`` rule in wincon.checks.scheduling.AVOIDS: gate_on_placement of PROJECTION_GATES[rule], on
+    the nodes placement_nodes gives). The volume is projected by the kubelet of the pod's node: where the kubelet
+    of every real node of the OS (and build) runs the rule's feature gate off, the check skips naming them; where
+    some do, the pod is pinned to the first that runs it on. A gate the profile lacks (its /configz unread in
+    discovery, a profile file older than the gate) is read now, node by node until one runs it on."""
+    nodes = {n.name: n for n in placement_nodes(profile, target_os, build)}
+    gate, needs = PROJECTION_GATES[rule]
+
+    def read_gate(name: str) -> bool:
+        return read_kubelet_gate(kube.api_client, nodes[name], gate)
+
+    return gate_on_placement(list(nodes.values()), gate, needs, read_gate).pin()
+
+
 def trust_bundle(kube: Any, name: str, pem: str, signer: str = "", labels: dict[str, str] | None = None) -> str:
     """Create a ClusterTrustBundle (cluster-scoped: deleted when the check ends) and return its name."""
     spec: dict[str, Any] = {"trustBundle": pem}
@@ -67,6 +84,7 @@ def trust_bundle(kube: Any, name: str, pem: str, signer: str = "", labels: dict[
 @pytest.mark.test_id("42e4653f-85fd-4869-b8d5-4e9a348d7d62")
 @pytest.mark.dataplane
 @pytest.mark.requires("cluster-trust-bundles")
+@pytest.mark.avoids("ctb-projection")
 @pytest.mark.decided_at_run_time(
     "the run skips where the API server does not serve certificates.k8s.io/v1 clustertrustbundles (its gate off)"
 )
@@ -78,6 +96,7 @@ def test_cluster_trust_bundles_are_projected_into_the_pod(wincon, namespace, bui
     bundle's certificate, and from the bundles a signer name and label selector match, exactly their certificates,
     each once (upstream projected_clustertrustbundle.go:114 and :160; the kubelet deduplicates and shuffles them)."""
     require_served(kube, "cluster-trust-bundles")
+    node = projecting_node(kube, wincon.profile, target_os, build, "ctb-projection")
     signer = f"wincon.test/{namespace}"
     prefix = signer.replace("/", ":")
     pems = [certs.make_ca(f"wincon {namespace} root {i}")[1] for i in range(5)]
@@ -103,6 +122,7 @@ def test_cluster_trust_bundles_are_projected_into_the_pod(wincon, namespace, bui
         "trust-bundles",
         target_os,
         build,
+        node=node,
         container_extra={"volumeMounts": [{"name": "ctb", "mountPath": mount}]},
         volumes=[{"name": "ctb", "projected": {"sources": sources}}],
     )
@@ -128,6 +148,7 @@ def test_cluster_trust_bundles_are_projected_into_the_pod(wincon, namespace, bui
 @pytest.mark.test_id("393d4f99-7baf-4028-a6c8-ab738e9f1893")
 @pytest.mark.dataplane
 @pytest.mark.requires("pod-certificates")
+@pytest.mark.avoids("pod-certificate-projection")
 @pytest.mark.decided_at_run_time(
     "the run skips where the API server does not serve certificates.k8s.io/v1 podcertificaterequests (its gate off)"
 )
@@ -140,6 +161,7 @@ def test_pod_certificate_is_issued_and_projected_into_the_pod(wincon, namespace,
     projected_podcertificate.go:58-76), and the pod's volume then holds the issued chain and the private key of
     the requested public key (upstream's Conformance tests of the projection, projected_podcertificate.go:85-267)."""
     require_served(kube, "pod-certificates")
+    node = projecting_node(kube, wincon.profile, target_os, build, "pod-certificate-projection")
     signer_name = f"wincon.test/{namespace}"
     api = kube.certificates
 
@@ -167,6 +189,7 @@ def test_pod_certificate_is_issued_and_projected_into_the_pod(wincon, namespace,
         "pod-certificate",
         target_os,
         build,
+        node=node,
         container_extra={"volumeMounts": [{"name": "tls", "mountPath": mount}]},
         volumes=[{"name": "tls", "projected": {"sources": [projection]}}],
     )

@@ -20,7 +20,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.support import suites
+from tests.unit import fakes
 from wincon.checks import certificates as certs
+from wincon.profile import ClusterProfile
 
 SUITE = suites.load("suites/storage/test_projected_certificates.py")
 CONFTEST = suites.load("suites/storage/conftest.py")
@@ -120,8 +122,22 @@ def bundle_kubelet(kube: FakeKube, target_os: str, tamper: Any = None) -> Any:
     return run_os_pod
 
 
-def fake_pod(wincon, name, target_os, build, container_extra=None, volumes=None, **spec):
-    return {"name": name, "volumes": volumes, "container": container_extra}
+def fake_pod(wincon, name, target_os, build, container_extra=None, volumes=None, node=None, **spec):
+    return {"name": name, "volumes": volumes, "container": container_extra, "node": node}
+
+
+# Nodes whose kubelets run both projection gates on (their /configz read in discovery): the checks' pods unpinned.
+GATES_ON = {"ClusterTrustBundleProjection": True, "PodCertificateRequest": True}
+PROFILE = ClusterProfile.from_dict(
+    {
+        "server_version": "v1.37.2",
+        "nodes": [
+            fakes.profile_windows_node("win-0", 17763, kubelet_version="v1.37.2", kubelet_feature_gates=GATES_ON),
+            fakes.profile_linux_node("l1") | {"kubelet_version": "v1.37.2", "kubelet_feature_gates": GATES_ON},
+        ],
+    }
+)
+WINCON = NS(profile=PROFILE)
 
 
 @pytest.fixture(autouse=True)
@@ -134,7 +150,7 @@ def run_bundles(monkeypatch, target_os: str, tamper: Any = None) -> FakeKube:
     kube = FakeKube()
     monkeypatch.setattr(SUITE, "run_os_pod", bundle_kubelet(kube, target_os, tamper))
     try:
-        SUITE.test_cluster_trust_bundles_are_projected_into_the_pod(None, "wincon-ns", None, kube, target_os)
+        SUITE.test_cluster_trust_bundles_are_projected_into_the_pod(WINCON, "wincon-ns", None, kube, target_os)
     finally:
         assert len(kube.certificates.bundles) == 4
         kube.close()
@@ -238,7 +254,7 @@ def run_cert(monkeypatch, target_os: str, tamper: Any = None) -> FakeKube:
     kube = FakeKube()
     monkeypatch.setattr(SUITE, "run_os_pod", cert_kubelet(kube, target_os, tamper))
     try:
-        SUITE.test_pod_certificate_is_issued_and_projected_into_the_pod(None, "wincon-ns", None, kube, target_os)
+        SUITE.test_pod_certificate_is_issued_and_projected_into_the_pod(WINCON, "wincon-ns", None, kube, target_os)
     finally:
         kube.close()  # stops the signer
     return kube

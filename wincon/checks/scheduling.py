@@ -18,7 +18,7 @@ from kubernetes.utils import parse_quantity
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
 from wincon.errors import InfrastructureError
-from wincon.profile import NodeProfile, runtime_class_pairs
+from wincon.profile import NodeProfile, runtime_class_pairs, schedulable_untolerated
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
@@ -258,9 +258,100 @@ def cadvisor_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], 
     )
 
 
+def placement_nodes(profile: Any, target_os: str, build: int | None) -> list[NodeProfile]:
+    """The nodes a rule of AVOIDS decides among for a check on ``target_os``, in the profile's order, at collection
+    (wincon.collection) and at run time alike: the Ready Windows nodes of the build (their tolerations are the
+    suite's, wincon.workloads.pinning), or the Ready Linux nodes with a data plane that a Linux control's pod (no
+    tolerations) may be scheduled to (no NoSchedule/NoExecute taint)."""
+    from wincon.checks.pods import nodes_for
+
+    nodes = nodes_for(profile, target_os, build)
+    return nodes if target_os == "windows" else [n for n in nodes if schedulable_untolerated(n)]
+
+
+def read_kubelet_gate(api_client: Any, node: NodeProfile, gate: str) -> bool:
+    """Whether ``node``'s kubelet runs with ``gate`` on, read from its /configz now by the rule discovery reads it
+    with (wincon.profile.kubelet_feature_gates, at the node's kubelet version: a gate it does not list is at that
+    version's default). A read refused or failed raises (the cluster's error, not an answer)."""
+    from wincon.checks.node import kubelet_config, kubelet_json
+    from wincon.profile import kubelet_feature_gates
+
+    configz, _ = kubelet_json(api_client, node.name, "configz")
+    return dict(kubelet_feature_gates(kubelet_config(configz), node.kubelet_version))[gate]
+
+
+def gate_on_placement(
+    nodes: Sequence[NodeProfile], gate: str, needs: str, read_gate: Callable[[str], bool] | None = None
+) -> Placement:
+    """A check whose pod only a kubelet with ``gate`` on can run (``needs``: what that kubelet does for it): unpinned
+    where every node of ``nodes`` (placement_nodes) is real and known to run it on; else pinned to the first real
+    node, in order, whose kubelet runs it on; where every real node runs it off, the check skips naming them. No
+    node has a data plane (a Windows build of simulated nodes): the data-plane gate decides (``simulated``); no
+    node at all: unpinned (the run's own rules decide, as without this). A node's gate is the profile's
+    (``kubelet_feature_gates``, from /configz), else ``read_gate(name)`` (the run: read only until a node with it on
+    is found); unread before such a node, the plan leaves it to the run (``unknown``)."""
+    real = [n for n in nodes if n.data_plane]
+    if not real:
+        return Placement(simulated=bool(nodes))
+    known = {n.name: n.kubelet_gate(gate) for n in real}
+    if len(real) == len(nodes) and all(value is True for value in known.values()):
+        return Placement()
+    off: list[str] = []
+    unknown: list[str] = []
+    for node in real:
+        value = known[node.name]
+        if value is None and read_gate is not None:
+            value = read_gate(node.name)
+        if value is None:
+            unknown.append(node.name)
+        elif value:
+            if unknown:
+                break
+            return Placement(node=node.name)
+        else:
+            off.append(node.name)
+    fact = f"kubelet feature gate {gate} (/configz)"
+    if unknown:
+        return Placement(unknown=tuple(unknown), fact=fact)
+    where = "Windows node of the build" if real[0].os == "windows" else "schedulable Linux node"
+    return Placement(
+        skip=f"the kubelets of {', '.join(off)} run with {gate} off (their /configz; every real {where}): {needs}",
+        fact=fact,
+    )
+
+
+# The kubelet feature gate that projects each projected certificate volume source, and what it does: off, the
+# kubelet's manager of that source is a no-op that fails the volume's setup (k8s.io/kubernetes@v1.37.2
+# pkg/kubelet/kubelet.go:1008-1040, clustertrustbundle_manager.go:343-356), so the pod never starts.
+PROJECTION_GATES = {
+    "ctb-projection": (
+        "ClusterTrustBundleProjection",
+        "the kubelet does not project clusterTrustBundle volume sources, so the check's pod could never start",
+    ),
+    "pod-certificate-projection": (
+        "PodCertificateRequest",
+        "the kubelet neither requests nor projects podCertificate volume sources, so the check's pod could never start",
+    ),
+}
+
+
+def ctb_projection_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None) -> Placement:
+    gate, needs = PROJECTION_GATES["ctb-projection"]
+    return gate_on_placement(nodes, gate, needs, read_gate)
+
+
+def pod_certificate_placement(
+    nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None
+) -> Placement:
+    gate, needs = PROJECTION_GATES["pod-certificate-projection"]
+    return gate_on_placement(nodes, gate, needs, read_gate)
+
+
 # The rules a check names with ``@pytest.mark.avoids(rule)``: the same function decides for the check (with its
-# run-time reads) and for `wincon plan` (the profile alone; wincon.collection).
+# run-time reads) and for `wincon plan` (the profile alone; wincon.collection), on the nodes placement_nodes gives.
 AVOIDS: dict[str, Callable[[Sequence[NodeProfile]], Placement]] = {
     "hyperv-cpu-count": hyperv_cpu_placement,
     "cri-stats": cadvisor_placement,
+    "ctb-projection": ctb_projection_placement,
+    "pod-certificate-projection": pod_certificate_placement,
 }
