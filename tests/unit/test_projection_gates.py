@@ -4,8 +4,9 @@ ClusterTrustBundleProjection and PodCertificateRequest (GA and on by default fro
 k8s.io/kubernetes@v1.37.2 pkg/kubelet/kubelet.go:1008-1040). The rule (wincon.checks.scheduling.gate_on_placement,
 named by each check's ``avoids`` marker) decides per OS and build from the profile's per-node gates (/configz read
 in discovery), reading at run time what the profile lacks. Here `wincon plan` runs on profile files and the checks
-on constructed /configz answers; plan and run agree item by item. Before the rule, each of these checks created its
-pod on a node whose kubelet runs the gate off (the first three tests failed: no skip, no pin)."""
+on constructed /configz answers; plan and run agree item by item. Each rule can fail: with the checks' call of it
+removed (the pod created unpinned) 5 of these tests go red, with their avoids markers removed 6 (the plan says
+run), and test_profile_gates.py's stage tests with the gates' rows removed."""
 
 from __future__ import annotations
 
