@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 JOURNAL_REMOTE = Path("/lib/systemd/systemd-journal-remote")
 JOURNALCTL = "/usr/bin/journalctl"
@@ -106,7 +106,7 @@ def _boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
 
 
-def ship(chunk: bytes, pending: bytes, out: BinaryIO, *, pid: int | None, host: str, boot_id: str) -> bytes:
+def ship(chunk: bytes, pending: bytes, out: IO[bytes], *, pid: int | None, host: str, boot_id: str) -> bytes:
     """Write each complete line of ``pending + chunk`` to ``out`` as an entry; return the incomplete rest."""
     data = pending + chunk
     *lines, rest = data.split(b"\n")
@@ -122,7 +122,7 @@ def ship(chunk: bytes, pending: bytes, out: BinaryIO, *, pid: int | None, host: 
     return rest
 
 
-def follow(log: Path, out: BinaryIO, pid_file: Path, host: str) -> None:
+def follow(log: Path, out: IO[bytes], pid_file: Path, host: str) -> None:
     """Feed ``out`` every line of ``log`` from its start, then as it grows, until ``out`` is closed."""
     boot_id = _boot_id()
     while not log.exists():
