@@ -1,5 +1,7 @@
 """The profile's kubelet feature gates per kubelet version: stages by minor, and gates that no longer exist."""
 
+import pytest
+
 from wincon import profile
 from wincon.profile import gate_stage, kubelet_feature_gates
 
@@ -27,18 +29,17 @@ def test_a_listed_gate_decides_and_an_unlisted_one_is_at_its_default():
 CTB, PCR = "ClusterTrustBundleProjection", "PodCertificateRequest"
 
 
-def test_the_projection_gates_stages_are_kube_features_gos():
+@pytest.mark.parametrize(
+    ("gate", "before"),
+    [(CTB, "v1.28.9"), (PCR, "v1.33.1")],
+)
+def test_the_projection_gates_stages_are_kube_features_gos(gate, before):
     """k8s.io/kubernetes@v1.37.2 pkg/features/kube_features.go:1423-1426 and :1945-1948 (the same rows at
     @v1.38.0-beta.0 :1307-1310 and :1789-1792, not locked there), and @v1.34.4 / @v1.36.3 before GA."""
-    assert [gate_stage(CTB, v) for v in ("v1.28.9", "v1.29.0", "v1.33.1", "v1.36.3", "v1.37.2", "1.38.0-beta.0")] == [
-        None,
-        (False, "alpha"),
-        (False, "beta"),
-        (False, "beta"),
-        (True, "GA"),
-        (True, "GA"),
-    ]
-    assert [gate_stage(PCR, v) for v in ("v1.33.1", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2", "1.38.0-beta.0")] == [
+    alpha = {CTB: "v1.29.0", PCR: "v1.34.4"}[gate]
+    beta = {CTB: "v1.33.1", PCR: "v1.35.4"}[gate]
+    versions = (before, alpha, beta, "v1.36.3", "v1.37.2", "1.38.0-beta.0")
+    assert [gate_stage(gate, v) for v in versions] == [
         None,
         (False, "alpha"),
         (False, "beta"),
