@@ -248,7 +248,9 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
             notes.append(
                 placement.plan_note()
                 or (
-                    f"its pod is pinned to {pinned}: the other nodes of its build cannot tell its result"
+                    f"its pod is pinned to {pinned}: the other "
+                    f"{'nodes of its build' if nodes.target_os(item) == 'windows' else 'Linux nodes'} "
+                    "cannot tell its result"
                     if pinned
                     else ""
                 )

@@ -157,6 +157,8 @@ def test_the_gate_off_on_one_node_pins_the_pod_to_the_other(tmp_path, monkeypatc
     for check, os_name, node in ((CTB_CHECK, "windows", "win-1"), (PCR_CHECK, "linux", "l1")):
         row = rows[f"{check}[{os_name}]"]
         assert row["outcome"] == "run" and f"its pod is pinned to {node}" in row["reason"], row
+        others = "the other nodes of its build" if os_name == "windows" else "the other Linux nodes"
+        assert f"{others} cannot tell its result" in row["reason"], row
         outcome = run(data, check, os_name, monkeypatch=monkeypatch)
         assert outcome == ("created", node, []), outcome
     # The first node that can is where the pod goes, whatever order the off ones come in.
