@@ -423,6 +423,16 @@ def _link_binaries(cluster: str, bindir: Path) -> Path:
     return root(cluster) / "bin"
 
 
+def pid_dir(cluster: str) -> Path:
+    """Where the data-plane processes' pid files (``<name>.pid``) and start specs (``<name>.cmd``) are kept."""
+    return root(cluster) / "pids"
+
+
+def pid_file(cluster: str, name: str) -> Path:
+    """The pid file of data-plane process ``name`` (``worker-0-kubelet``, ``external-http``...)."""
+    return pid_dir(cluster) / f"{name}.pid"
+
+
 def _spawn(
     cluster: str,
     ns: str,
@@ -450,22 +460,20 @@ def _spawn(
             start_new_session=True,
             env=env,
         )
-    pid_dir = root(cluster) / "pids"
-    pid_dir.mkdir(parents=True, exist_ok=True)
-    (pid_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
+    pid_dir(cluster).mkdir(parents=True, exist_ok=True)
+    pid_file(cluster, name).write_text(f"{proc.pid}\n")
     spec: dict[str, Any] = {"ns": ns, "args": args, "log": str(log)}
     if ready:
         spec["ready"] = ready
     if path_first:
         spec["path_first"] = path_first
-    (pid_dir / f"{name}.cmd").write_text(json.dumps(spec))
+    (pid_dir(cluster) / f"{name}.cmd").write_text(json.dumps(spec))
     return proc.pid
 
 
 def stop_process(cluster: str, name: str) -> None:
     """SIGKILL one data-plane process (``worker-0-kubelet``, ``external-http``...): a fault, as a crash is."""
-    pid_file = root(cluster) / "pids" / f"{name}.pid"
-    pid = int(pid_file.read_text().strip())
+    pid = int(pid_file(cluster, name).read_text().strip())
     if _alive(pid) and marker(cluster) in (procs.cmdline(pid) or ""):
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
@@ -515,7 +523,7 @@ def restart_process(
     see no process of the cluster (a clean-clone CI did); one that returned then could run checks against an
     add-on not serving yet. One that exits meanwhile raises LocalClusterError with its log's last lines; one that
     runs without showing its signal within ``ready_within`` s raises naming what it lacks."""
-    spec = json.loads((root(cluster) / "pids" / f"{name}.cmd").read_text())
+    spec = json.loads((pid_dir(cluster) / f"{name}.cmd").read_text())
     log = Path(spec["log"])
     offset = log.stat().st_size if log.exists() else 0
     pid = _spawn(cluster, spec["ns"], name, spec["args"], log, spec.get("ready"), spec.get("path_first"))
@@ -697,7 +705,7 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
         "wincon.localcluster.journal",
         f"--log={log}",
         f"--journal={journal.journal_dir(ndir)}",
-        f"--pid-file={root(cluster) / 'pids' / f'{node.name}-kubelet.pid'}",
+        f"--pid-file={pid_file(cluster, f'{node.name}-kubelet')}",
         f"--host={node.name}",
     ]
     jlog = ndir / "journal.log"
@@ -754,10 +762,10 @@ def _start_egress(plan: Plan, watch: _Watch, out: TextIO) -> None:
 def watched(plan: Plan) -> _Watch:
     """A watch over the running data-plane processes (recorded pids), to fail fast while waiting on them."""
     watch = _Watch(plan.cluster)
-    pid_dir = root(plan.cluster) / "pids"
-    for pid_file in sorted(pid_dir.glob("*.pid")) if pid_dir.is_dir() else []:
+    pids = pid_dir(plan.cluster)
+    for recorded in sorted(pids.glob("*.pid")) if pids.is_dir() else []:
         with contextlib.suppress(OSError, ValueError):
-            watch.add(pid_file.stem, int(pid_file.read_text().strip()), _log_of(plan, pid_file.stem))
+            watch.add(recorded.stem, int(recorded.read_text().strip()), _log_of(plan, recorded.stem))
     return watch
 
 
@@ -773,13 +781,13 @@ def _log_of(plan: Plan, proc: str) -> Path:
 def processes(plan: Plan) -> list[dict[str, Any]]:
     """Each recorded data-plane process: name, pid, running, log (for ``cluster status``)."""
     result = []
-    pid_dir = root(plan.cluster) / "pids"
-    for pid_file in sorted(pid_dir.glob("*.pid")) if pid_dir.is_dir() else []:
+    pids = pid_dir(plan.cluster)
+    for recorded in sorted(pids.glob("*.pid")) if pids.is_dir() else []:
         pid = None
         with contextlib.suppress(OSError, ValueError):
-            pid = int(pid_file.read_text().strip())
+            pid = int(recorded.read_text().strip())
         running = bool(pid and _alive(pid) and marker(plan.cluster) in (procs.cmdline(pid) or ""))
-        result.append({"name": pid_file.stem, "pid": pid, "running": running, "log": str(_log_of(plan, pid_file.stem))})
+        result.append({"name": recorded.stem, "pid": pid, "running": running, "log": str(_log_of(plan, recorded.stem))})
     return result
 
 

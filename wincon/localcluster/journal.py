@@ -22,7 +22,6 @@ read from the pid file for each batch of lines).
 from __future__ import annotations
 
 import argparse
-import os
 import struct
 import subprocess
 import sys
@@ -156,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         if writer.poll() is None:
-            os.kill(writer.pid, 9)
+            writer.kill()
     return 0
 
 
