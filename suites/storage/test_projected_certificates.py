@@ -15,7 +15,7 @@ import pytest
 from wincon import connectivity as conn
 from wincon.checks import certificates as certs
 from wincon.checks.pods import os_pod, run_os_pod
-from wincon.checks.scheduling import PROJECTION_GATES, gate_on_placement, placement_nodes, read_kubelet_gate
+from wincon.checks.scheduling import AVOIDS, PROJECTION_GATES, placement_nodes, read_kubelet_gate
 from wincon.cluster.client import call
 from wincon.errors import InfrastructureError
 
@@ -51,18 +51,18 @@ def require_served(kube: Any, capability: str) -> None:
 
 def projecting_node(kube: Any, profile: Any, target_os: str, build: int | None, rule: str) -> str | None:
     """The node the check's pod must run on, decided before anything is created by the rule `wincon plan` applies
-    too (its ``avoids`` rule in wincon.checks.scheduling.AVOIDS: gate_on_placement of PROJECTION_GATES[rule], on
-    the nodes placement_nodes gives). The volume is projected by the kubelet of the pod's node: where the kubelet
+    too (its ``avoids`` rule, wincon.checks.scheduling.AVOIDS[rule]: gate_on_placement of PROJECTION_GATES[rule],
+    on the nodes placement_nodes gives). The volume is projected by the kubelet of the pod's node: where the kubelet
     of every real node of the OS (and build) runs the rule's feature gate off, the check skips naming them; where
     some do, the pod is pinned to the first that runs it on. A gate the profile lacks (its /configz unread in
     discovery, a profile file older than the gate) is read now, node by node until one runs it on."""
     nodes = {n.name: n for n in placement_nodes(profile, target_os, build)}
-    gate, needs = PROJECTION_GATES[rule]
+    gate, _ = PROJECTION_GATES[rule]
 
     def read_gate(name: str) -> bool:
         return read_kubelet_gate(kube.api_client, nodes[name], gate)
 
-    return gate_on_placement(list(nodes.values()), gate, needs, read_gate).pin()
+    return AVOIDS[rule](list(nodes.values()), read_gate).pin()
 
 
 def trust_bundle(kube: Any, name: str, pem: str, signer: str = "", labels: dict[str, str] | None = None) -> str:

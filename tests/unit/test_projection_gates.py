@@ -24,10 +24,8 @@ from wincon.checks import node as node_checks
 from wincon.checks.scheduling import (
     AVOIDS,
     PROJECTION_GATES,
-    ctb_projection_placement,
     gate_on_placement,
     placement_nodes,
-    pod_certificate_placement,
 )
 from wincon.collection import SIMULATED_REASON
 from wincon.commands import collect
@@ -247,12 +245,23 @@ def test_each_check_names_the_rule_of_its_own_projection_gate():
         for name in (CTB_CHECK, PCR_CHECK)
     }
     assert marks == {CTB_CHECK: ["ctb-projection"], PCR_CHECK: ["pod-certificate-projection"]}
-    assert AVOIDS["ctb-projection"] is ctb_projection_placement
-    assert AVOIDS["pod-certificate-projection"] is pod_certificate_placement
     assert {rule: gate for rule, (gate, _) in PROJECTION_GATES.items()} == {
         "ctb-projection": CTB,
         "pod-certificate-projection": PCR,
     }
+
+
+@pytest.mark.parametrize(
+    "rule, gate, off", [("ctb-projection", CTB, {"ctb": False}), ("pod-certificate-projection", PCR, {"pcr": False})]
+)
+def test_each_rule_decides_by_its_own_gate_alone(rule: str, gate: str, off: dict[str, bool]):
+    other = {"pcr": False} if "ctb" in off else {"ctb": False}
+    # The other gate off everywhere does not move the rule: unpinned.
+    assert AVOIDS[rule](nodes_of(profile_json(win("a", **other), win("b", **other)))).pin() is None
+    # Its own gate off on a: pinned to b; off on both: skipped naming the gate.
+    assert AVOIDS[rule](nodes_of(profile_json(win("a", **off), win("b")))).pin() == "b"
+    skip = AVOIDS[rule](nodes_of(profile_json(win("a", **off), win("b", **off)))).skip
+    assert skip is not None and skip.startswith(f"the kubelets of a, b run with {gate} off"), skip
 
 
 def nodes_of(data: dict[str, Any], target_os: str = "windows"):

@@ -335,23 +335,22 @@ PROJECTION_GATES = {
 }
 
 
-def ctb_projection_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None) -> Placement:
-    gate, needs = PROJECTION_GATES["ctb-projection"]
-    return gate_on_placement(nodes, gate, needs, read_gate)
+def projection_placement(rule: str) -> Callable[..., Placement]:
+    """The placement rule of PROJECTION_GATES[rule]: gate_on_placement with that gate and its reason, for AVOIDS
+    (the plan: nodes alone) and for the check (with its run-time ``read_gate``)."""
+    gate, needs = PROJECTION_GATES[rule]
 
+    def placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None) -> Placement:
+        return gate_on_placement(nodes, gate, needs, read_gate)
 
-def pod_certificate_placement(
-    nodes: Sequence[NodeProfile], read_gate: Callable[[str], bool] | None = None
-) -> Placement:
-    gate, needs = PROJECTION_GATES["pod-certificate-projection"]
-    return gate_on_placement(nodes, gate, needs, read_gate)
+    placement.__name__ = f"{rule.replace('-', '_')}_placement"
+    return placement
 
 
 # The rules a check names with ``@pytest.mark.avoids(rule)``: the same function decides for the check (with its
 # run-time reads) and for `wincon plan` (the profile alone; wincon.collection), on the nodes placement_nodes gives.
-AVOIDS: dict[str, Callable[[Sequence[NodeProfile]], Placement]] = {
+AVOIDS: dict[str, Callable[..., Placement]] = {
     "hyperv-cpu-count": hyperv_cpu_placement,
     "cri-stats": cadvisor_placement,
-    "ctb-projection": ctb_projection_placement,
-    "pod-certificate-projection": pod_certificate_placement,
+    **{rule: projection_placement(rule) for rule in PROJECTION_GATES},
 }
