@@ -138,7 +138,12 @@ def host_network_pod(request, net, os_nodes, os_prefix, target_os):
     node, name = os_nodes[0], f"{os_prefix}hostnet"
     make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
     port = host_network_port(net.kube.namespace)
-    manifest = make(name, node, http_port=port, udp_port=None, labels={"app": name}, hostNetwork=True)
+    # Its UDP server on the same number (another protocol, no clash with its HTTP port): netexec always runs one
+    # (without --udp-port on UDP 8081; with -1 none, and then /healthz, which needs it, answers 412 for ever:
+    # k8s.io/kubernetes@v1.37.2 test/images/agnhost/netexec/netexec.go:146, :191-198, :356-363, :655), and on the
+    # node's network UDP 8081 was taken by the load run's copy of this check in every run of the flake benchmark:
+    # the server exited and "nothing answered ... connection refused".
+    manifest = make(name, node, http_port=port, udp_port=port, labels={"app": name}, hostNetwork=True)
     client, started = start_own(
         net.kube.create_pod,
         lambda ms: net.await_each(ms, done=lambda p: bool(p.status and p.status.phase in ("Running", "Failed"))),
