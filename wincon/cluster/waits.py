@@ -4,7 +4,9 @@ A wait ends as soon as the object is done, or as soon as its failure condition n
 (CrashLoopBackOff, ErrImagePull, Unschedulable, ...), instead of running into its timeout. Image and
 scheduling problems are infrastructure errors; a container that crashes is a workload failure. A
 controller's wait (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job) also watches the controller's
-pods, so an Unschedulable replica ends the rollout wait within seconds with the scheduler's message.
+pods, so an Unschedulable replica ends the rollout wait within seconds with the scheduler's message. An
+Unschedulable for capacity only (Insufficient cpu, Too many pods, a host port held: what other pods will free) is
+given CAPACITY_GRACE seconds first.
 
 Two kinds of wait:
 - setup waits (the default): the pod must run before the check can start. Running out of time is a
@@ -128,6 +130,8 @@ def wait_for(
                 _check_pods(pods_check, obj, what)
         poll_pods = pods_check is not None and bool(_selector_labels(last))
         window = min(CONTROLLER_POLL if poll_pods else 60.0, recheck or 60.0)
+        if waiting_for_capacity(last):
+            window = min(window, CAPACITY_RECHECK)
         stream = watch.Watch()
         try:
             for event in stream.stream(
@@ -277,12 +281,49 @@ def pod_failure(pod: Any) -> str | None:
         return f"pod failed: {status.reason or ''} {status.message or ''}".strip()
     for cond in status.conditions or []:
         if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
-            return f"Unschedulable: {cond.message}"
+            return _unschedulable(pod, cond.message or "")
     for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
         waiting = cs.state.waiting if cs.state else None
         if waiting and (waiting.reason in IMAGE_REASONS or waiting.reason in CRASH_REASONS):
             return f"{waiting.reason} in container {cs.name}: {waiting.message or ''}".strip()
     return None
+
+
+# The scheduler's words for a node that would take the pod once other pods free what they hold (NodeResourcesFit,
+# NodePorts, the volume limits plugins): another run's pods on the same cluster (a nightly beside a contributor's run)
+# hold it for a while, so a setup wait gives the pod CAPACITY_GRACE seconds before it ends with the message. Any other
+# reason (taints, selectors, affinity) ends the wait at once, as before.
+CAPACITY_REASONS = ("Insufficient ", "Too many pods", "didn't have free ports", "exceed max volume count")
+CAPACITY_GRACE = 90.0
+CAPACITY_RECHECK = 5.0  # while a pod waits for capacity, read it this often (the scheduler's retries change nothing)
+_capacity_since: dict[str, float] = {}  # pod uid -> when this process first saw it wait only for capacity
+
+
+def capacity_only(message: str) -> bool:
+    """Whether the scheduler's message names a reason other pods will free (see CAPACITY_REASONS)."""
+    return any(reason in message for reason in CAPACITY_REASONS)
+
+
+def _pod_key(pod: Any) -> str:
+    meta = getattr(pod, "metadata", None)
+    uid = getattr(meta, "uid", None)
+    return str(uid) if uid else f"{getattr(meta, 'namespace', '')}/{getattr(meta, 'name', '')}"
+
+
+def _unschedulable(pod: Any, message: str) -> str | None:
+    """The reason a pod cannot be scheduled; None while it waits for capacity and CAPACITY_GRACE has not passed."""
+    if not capacity_only(message):
+        return f"Unschedulable: {message}"
+    now = time.monotonic()
+    since = _capacity_since.setdefault(_pod_key(pod), now)
+    if now - since < CAPACITY_GRACE:
+        return None
+    return f"Unschedulable for {now - since:.0f} s, the capacity it needs still held by other pods: {message}"
+
+
+def waiting_for_capacity(obj: Any) -> bool:
+    """Whether ``pod_failure`` is deferring this pod's Unschedulable (so its wait reads it again soon)."""
+    return obj is not None and _pod_key(obj) in _capacity_since and not getattr(obj.spec, "node_name", None)
 
 
 def wait_for_pod(
