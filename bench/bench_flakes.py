@@ -14,7 +14,7 @@ executions, and the checks that failed in every run apart (a failure in every ru
 a real finding, to read).
 
     python bench/bench_flakes.py [--name bench-flakes | --kubeconfig PATH] [--runs 2] [--suites suites]
-        [--marker control] [--no-load] [--all] [--timeout 3600]
+        [--marker control] [--no-load] [--all] [--timeout 3600] [--workers 0]
 
 Without --kubeconfig the local cluster ``--name`` is started (default topology: two real Linux workers) and brought
 down at the end (also after a failure or an interrupt). Each pytest run is bounded by ``--timeout`` seconds (killed
@@ -96,6 +96,8 @@ def run_pytest(kubeconfig: str, args: argparse.Namespace, tag: str) -> Run:
         ]  # fmt: skip
         if args.marker:
             cmd += ["-m", args.marker]
+        if args.workers:
+            cmd += ["-n", str(args.workers)]  # as `wincon run` does (its default: 2)
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)  # fmt: skip
@@ -208,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-load", action="store_true", help="no second run beside the measured ones")
     parser.add_argument("--all", action="store_true", help="list the checks that never failed too")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one pytest run may take")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="pytest-xdist workers of each run, measured and load (0: one process)"
+    )
     args = parser.parse_args(argv)
     from wincon.errors import WinconError
     from wincon.localcluster import cluster
@@ -223,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cluster {args.name} up in {time.monotonic() - start:.1f} s", flush=True)
         print(
             f"{args.runs} run(s) of {' '.join(args.suites)} -m {args.marker!r}"
+            + (f" with {args.workers} xdist workers" if args.workers else "")
             + ("" if args.no_load else ", a second run of the same beside them as load"),
             flush=True,
         )

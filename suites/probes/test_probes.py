@@ -70,6 +70,15 @@ def restarts(pod, name: str) -> int:
     return next((s.restart_count for s in pod.status.container_statuses or [] if s.name == name), 0)
 
 
+def main_restarted_within(kube, pod_name: str) -> str | None:
+    """Watch container main of the pod for TOLERANT_WINDOW, as long as a failing TOLERANT liveness probe would take
+    to restart it: None when it was never restarted, else when and how often it was."""
+    return consistently(
+        lambda: f"container main restarted {n} time(s)" if (n := restarts(kube.read_pod(pod_name), "main")) else None,
+        seconds=TOLERANT_WINDOW,
+    )
+
+
 def startup_probe_gave_up(api_client, namespace: str):
     """A wait's failure for a pod whose startup probe must pass: once the kubelet has restarted its container
     (the startup probe failed failureThreshold times in a row), it says so with the kubelet's last word on the
@@ -122,10 +131,7 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
     )
     # Ready says the startup and readiness probes passed; the liveness probe is judged by watching the container
     # for as long as a failing one would take to restart it.
-    restarted = consistently(
-        lambda: f"restarted {n} time(s)" if (n := restarts(kube.read_pod(pod.metadata.name), "main")) else None,
-        seconds=TOLERANT_WINDOW,
-    )
+    restarted = main_restarted_within(kube, pod.metadata.name)
     status = kube.read_pod(pod.metadata.name).status.container_statuses[0]
     said = [e.message or "" for e in events_for(wincon.api_client, namespace, pod.metadata.name, "Unhealthy")]
     assert restarted is None and status.started and status.ready, (
@@ -182,14 +188,7 @@ def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     # Then main is watched for as long as a failing probe of its would take to restart it (3 misses 2 s apart,
     # the last one timed out) and a period more: a kubelet with a short crash back-off restarts container
     # failing again within seconds, so its restarts alone do not give main's probe the time to be judged.
-    main_restarted = consistently(
-        lambda: (
-            f"container main restarted {n} time(s)"
-            if (n := restarts(kube.read_pod(pod.metadata.name), "main"))
-            else None
-        ),
-        seconds=TOLERANT_WINDOW,
-    )
+    main_restarted = main_restarted_within(kube, pod.metadata.name)
     assert main_restarted is None, f"the container with a passing liveness probe was restarted: {main_restarted}"
     unhealthy = wait_for_event(wincon.api_client, namespace, pod.metadata.name, "Unhealthy", behaviour=True)
     assert any("Liveness probe failed" in e.message for e in unhealthy), [e.message for e in unhealthy]
