@@ -36,10 +36,10 @@ setup-node:
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The local cluster's real Linux nodes: Debian's containerd, runc, CNI plugins, iptables, conntrack, a static
+# The local cluster's real Linux nodes: Debian's containerd, runc, CNI plugins, iptables, nftables (a fault test's table), conntrack, a static
 # busybox for the Linux test images, iproute2 and nsenter (util-linux), ipset for kube-router, and systemd's
 # journalctl and journal writer for the nodes' journals (node log query).
-DATAPLANE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack busybox-static curl iproute2 util-linux ipset systemd systemd-journal-remote
+DATAPLANE_PACKAGES := containerd runc containernetworking-plugins iptables nftables conntrack busybox-static curl iproute2 util-linux ipset systemd systemd-journal-remote
 setup-dataplane:
 	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
