@@ -12,7 +12,7 @@ export PATH := $(abspath $(VENV))/bin:$(shell go env GOPATH 2>/dev/null)/bin:$(P
 WORKERS ?= 2
 CLUSTER ?= wincon
 
-.PHONY: setup setup-dataplane setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main main-ip-families test test-unit test-integration lint typecheck bench
+.PHONY: fresh-check setup setup-dataplane setup-python setup-node setup-browser setup-tools binaries cluster-up cluster-down main main-ip-families test test-unit test-integration lint typecheck bench
 
 setup: setup-python setup-node setup-browser setup-tools setup-dataplane
 
@@ -99,3 +99,8 @@ typecheck: setup-python
 
 bench: binaries
 	for b in bench/bench_*.py; do $(PYTHON) $$b; done
+
+# The README's two commands as a fresh machine runs them: a clean clone with empty Go, wincon, pip and npm caches and
+# a new .venv, under cluster names of its own; prints each phase's time (ci/fresh-check.sh --help).
+fresh-check:
+	bash ci/fresh-check.sh

@@ -17,6 +17,8 @@ from tests.integration.conftest import DEFAULT_TEST_CLUSTER
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_RUN = ROOT / ".ci" / "run"
+# What `make main` does first (its prerequisites), timed apart by .ci/run as a phase of its own.
+SETUP = "make setup binaries"
 
 RECORDER = """#!/usr/bin/env bash
 printf '%s %s\\n' "$(basename "$0")" "$*" >> "$CALLS"
@@ -65,7 +67,7 @@ def test_ci_runs_the_readmes_commands_in_its_order_and_then_brings_the_clusters_
     result, calls = run_ci(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     makes = [c for c in calls if c.startswith("make ")]
-    assert makes == readme_commands()
+    assert makes == [SETUP, *readme_commands()]
     downs = calls[len(makes) :]
     assert downs == [
         f"python -m wincon cluster down --name {name}" for name in ("wincon", "wincon-ipf", DEFAULT_TEST_CLUSTER)
@@ -75,20 +77,39 @@ def test_ci_runs_the_readmes_commands_in_its_order_and_then_brings_the_clusters_
 def test_a_failed_main_job_fails_ci_before_the_tests_and_the_clusters_still_come_down(tmp_path):
     result, calls = run_ci(tmp_path, rules="main|2\n")
     assert result.returncode == 2
-    assert calls[0] == "make main" and "make test" not in calls
-    assert calls[1:] and all(c.startswith("python -m wincon cluster down --name ") for c in calls[1:])
+    assert calls[:2] == [SETUP, "make main"] and "make test" not in calls
+    assert calls[2:] and all(c.startswith("python -m wincon cluster down --name ") for c in calls[2:])
+
+
+def test_ci_prints_the_time_of_each_phase(tmp_path):
+    """Issue 41: each phase's time, as it ends and again together at the end."""
+    result, _ = run_ci(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = result.stdout.split("== phase times\n", 1)[1].splitlines()
+    names = [line.strip().rsplit(": ", 1) for line in summary if line.startswith("   ")]
+    assert [name for name, _ in names] == [
+        "set-up and the local cluster's build (make setup binaries)",
+        "the main job (make main)",
+        "the project's tests (make test; the main job's cluster is still running)",
+    ]
+    assert all(re.fullmatch(r"\d+ s", took) for _, took in names), names
+    assert re.search(r"^== CI done in \d+ s$", result.stdout, re.M)
 
 
 def test_ci_does_nothing_the_readme_does_not():
     """No kernel setting, no package install, no other command: the README's commands do all of it."""
     text = CI_RUN.read_text()
     assert not re.search(r"inotify|sysctl|/proc/sys|pip |apt-get|python3 ", text), text
+    phases = re.findall(r'^phase "[^"]+" (.+)$', text, re.M)
+    assert phases == [SETUP, *readme_commands()]
+    main_prerequisites = re.search(r"^main: (.+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert main_prerequisites and SETUP == f"make {main_prerequisites[1].strip()}"  # what make main does first
     commands = [
         line.strip()
         for line in text.splitlines()
         if re.match(r"\s*make\b", line) or re.match(r"\s*(python|\.venv)", line)
     ]
-    assert [c for c in commands if c.startswith("make")] == readme_commands()
+    assert [c for c in commands if c.startswith("make")] == []
     assert [c for c in commands if not c.startswith("make")] == [
         '.venv/bin/python -m wincon cluster down --name "$name" >/dev/null 2>&1 || true'  # in the EXIT trap
     ]
@@ -198,3 +219,34 @@ def test_the_main_jobs_clusters_are_not_the_tests_and_make_test_starts_or_stops_
     assert "cluster down --name wincon-ipf" in main and "cluster down --name wincon " not in main + " "
     test = " ".join(make_n("test", venv=venv))
     assert "cluster up" not in test and "cluster down" not in test  # the tests' own fixtures start and stop theirs
+
+
+# ----------------------------------------------------------------------------- ci/fresh-check.sh
+
+FRESH_CHECK = ROOT / "ci" / "fresh-check.sh"
+
+
+def test_the_fresh_check_runs_ci_in_a_clean_clone_with_empty_caches_of_its_own_and_other_cluster_names(tmp_path):
+    work = tmp_path / "fresh"
+    result = subprocess.run(
+        ["bash", str(FRESH_CHECK), "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, FRESH_CHECK_DIR=str(work)),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    clone, run = result.stdout.splitlines()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert clone == f"git clone --quiet {ROOT} {work}/wincon && git -C {work}/wincon checkout --quiet {head}"
+    assert run.startswith(f"cd {work}/wincon && env ") and run.endswith(" bash .ci/run")
+    env = dict(word.split("=", 1) for word in run.split(" env ", 1)[1].removesuffix(" bash .ci/run").split())
+    for cache in ("GOPATH", "GOMODCACHE", "GOCACHE", "WINCON_CACHE", "PIP_CACHE_DIR", "npm_config_cache"):
+        assert env[cache].startswith(f"{work}/"), cache  # every cache empty, inside the check's own directory
+    assert env["CLUSTER"] not in ("wincon", "") and env["WINCON_CLUSTER_NAME"] != DEFAULT_TEST_CLUSTER
+    assert not work.exists(), "a dry run makes nothing"
+
+
+def test_the_fresh_check_refuses_an_unknown_option_with_the_usage_exit():
+    result = subprocess.run(["bash", str(FRESH_CHECK), "--bogus"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 4 and "unknown option --bogus" in result.stderr and "usage:" in result.stderr
