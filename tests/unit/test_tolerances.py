@@ -1,0 +1,195 @@
+"""Every tolerance keeps its check able to fail (issue 40, "Every tolerance has its counter-case"; the table is in
+docs/verdicts.md, "Tolerances and their counter-cases"). Each test here feeds a check's judging code the evidence of
+the failure its tolerance must still catch, with no cluster, and shows the check fails; each would pass (and so
+fail here) if the tolerance were widened to swallow that failure.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace as NS
+from typing import Any
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from tests.support import suites
+from wincon.checks import pods as PODS
+from wincon.cluster import client as CLIENT
+from wincon.cluster.exec import ExecResult
+from wincon.cluster.waits import BehaviourNotObserved
+from wincon.errors import InfrastructureError, linux_control
+
+TYPES = suites.load("suites/storage/test_volume_types.py")
+CPU = suites.load("suites/scheduling/test_cpu_limits.py")
+
+
+# --------------------------------------------------------------------------- the ConfigMap/Secret environment re-read
+# suites/storage/test_volume_types.py::test_config_map_and_secret_as_environment_and_volume asks the environment
+# once more when its echo printed nothing with exit 0 (73365e1: an exec's output lost on a loaded node). What it
+# must still catch: a variable that is empty (both reads print nothing) or holds another value.
+
+
+class SequenceKube:
+    """Answers each exec of a command line with the next answer given for it (the last one again after that)."""
+
+    def __init__(self, answers: dict[str, list[ExecResult]]) -> None:
+        self.answers = answers
+        self.ran: list[str] = []
+
+    def exec(self, pod: object, command: list[str], container: object = None, **kwargs: object) -> ExecResult:
+        key = " ".join(command)
+        self.ran.append(key)
+        queue = self.answers[key]
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+def environment_check(kind: str, env_reads: list[ExecResult]) -> SequenceKube:
+    """Run the check as its Linux control with the given environment reads and a volume file holding the value."""
+    _, key, value, _, _ = TYPES.SOURCES[kind]
+    file = TYPES.path("linux", kind.lower(), key)
+    kube = SequenceKube(
+        {
+            " ".join(TYPES.echo_env("linux", TYPES.ENV[kind])): env_reads,
+            " ".join(TYPES.read(file)): [ExecResult(0, f'content of file "{file}": {value}\n', "")],
+        }
+    )
+    pod = NS(metadata=NS(name="reader", namespace="ns"))
+    with linux_control():
+        TYPES.test_config_map_and_secret_as_environment_and_volume(lambda _: (pod, kube), "linux", kind)
+    return kube
+
+
+@pytest.mark.parametrize("kind", ["configMap", "secret"])
+def test_an_environment_read_empty_twice_still_fails_the_check(kind):
+    empty = ExecResult(0, "", "")
+    with pytest.raises(AssertionError, match="environment: ''"):
+        environment_check(kind, [empty, empty])
+
+
+@pytest.mark.parametrize("kind", ["configMap", "secret"])
+def test_a_lost_first_read_then_another_value_fails_the_check(kind):
+    with pytest.raises(AssertionError, match="environment: 'other"):
+        environment_check(kind, [ExecResult(0, "", ""), ExecResult(0, "other-value\n", "")])
+
+
+@pytest.mark.parametrize("kind", ["configMap", "secret"])
+def test_a_wrong_value_or_a_failed_exec_is_judged_on_its_first_read(kind):
+    """Only a lost output (exit 0, nothing printed) is asked again: a value is judged as read."""
+    _, _, value, _, _ = TYPES.SOURCES[kind]
+    for first in (ExecResult(0, "other-value\n", ""), ExecResult(1, "", "sh: error")):
+        with pytest.raises(AssertionError, match="environment"):
+            environment_check(kind, [first, ExecResult(0, f"{value}\n", "")])
+
+
+@pytest.mark.parametrize("kind", ["configMap", "secret"])
+def test_a_lost_first_read_then_the_value_passes(kind):
+    _, _, value, _, _ = TYPES.SOURCES[kind]
+    kube = environment_check(kind, [ExecResult(0, "", ""), ExecResult(0, f"{value}\n", "")])
+    assert sum("echo" in line for line in kube.ran) == 2
+
+
+# --------------------------------------------------------------------------- the API client's retries
+# wincon/cluster/client.py call(): transient errors (TRANSIENT_STATUSES, dropped connections) are retried, at most
+# RETRY_ATTEMPTS times within RETRY_SECONDS. What it must still catch: any other refusal at once, and a transient
+# error that does not pass, raised after the bound (an error of the cluster, never swallowed).
+
+
+class Failing:
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        raise ApiException(status=self.status, reason="from the test")
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    return slept
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 422])
+def test_a_refusal_that_is_not_transient_is_raised_at_its_first_answer(no_backoff, status):
+    refused = Failing(status)
+    with pytest.raises(ApiException) as err:
+        CLIENT.call(refused, "ns")
+    assert err.value.status == status and refused.calls == 1 and not no_backoff
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_a_transient_error_that_never_passes_is_raised_after_the_bound(no_backoff, status):
+    busy = Failing(status)
+    with pytest.raises(ApiException) as err:
+        CLIENT.call(busy, "ns")
+    assert err.value.status == status
+    assert busy.calls == CLIENT.RETRY_ATTEMPTS == 6
+    assert len(no_backoff) == CLIENT.RETRY_ATTEMPTS - 1 and all(s <= 8.0 for s in no_backoff)
+
+
+# --------------------------------------------------------------------------- the CPU-limit ceiling's margin
+# suites/scheduling/test_cpu_limits.py lets a 500m limit read up to MAX_CORES_UNDER_500M (0.54: the limit plus 8 %,
+# ec0bb10, as upstream cpu_limits.go:76 states). What it must still catch: a pod using more than that, which is
+# the deviation itself (a failure in the Linux control, the expected failure only on a Windows node).
+
+
+def cpu_check(monkeypatch, cores: dict[str, float | None]) -> None:
+    monkeypatch.setattr(CPU, "nodes_for", lambda *a: [NS(name="worker-0")])
+    monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
+    monkeypatch.setattr(CPU, "load_reading", lambda *a: {"pods": []})
+    monkeypatch.setattr(CPU, "pod_cpu_cores", lambda summary, namespace, name: cores[name])
+    running = NS(
+        status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at="2026-11-28T14:00:00Z")))])
+    )
+    kube = NS(namespace="ns", create=lambda body: None, wait_pod=lambda *a, **k: running, read_pod=lambda name: running)
+    request = NS(node=NS(user_properties=[]))
+    with linux_control():
+        CPU.test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(
+            request, kube, NS(profile=None, pod_start_timeout=5), None, lambda *a, **k: None, "linux"
+        )
+
+
+@pytest.mark.parametrize("over", [0.55, 0.84, 1.0])
+def test_a_pod_over_the_ceiling_fails_the_cpu_limit_control(monkeypatch, over):
+    """0.55: just past the margin; 0.84: what upstream's own bound lets pass; 1.0: a pod with no cap on a 2-core
+    node (the lifted-CPU-limit fault's reading)."""
+    with pytest.raises(AssertionError, match=f"over 0\\.5\\d* core: cpu-500m \\(limit 500m\\) uses {over:.3f} cores"):
+        cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": over})
+
+
+def test_pods_within_the_ceiling_pass_and_a_pod_that_did_no_work_fails(monkeypatch):
+    cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": 0.54})
+    with pytest.raises(AssertionError, match="the load did not run"):
+        cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": 0.0})
+    with pytest.raises(AssertionError, match="does not list cpu-0p5"):
+        cpu_check(monkeypatch, {"cpu-0p5": None, "cpu-500m": 0.5})
+
+
+# --------------------------------------------------------------------------- behaviour waits that poll
+# wincon/checks/pods.py eventually(): a check polled until it holds, within its timeout (the quota's figures, a
+# preempted pod gone, live stats). What it must still catch: a behaviour never observed is a failure that says what
+# was seen (BehaviourNotObserved), never a pass, and a setup wait that runs out is the cluster's error.
+
+
+def test_a_behaviour_never_observed_within_its_wait_is_a_failure_saying_what_was_seen(monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    asked: list[int] = []
+
+    def never() -> dict | None:
+        asked.append(1)
+        return None
+
+    with pytest.raises(BehaviourNotObserved, match=r"quota counting: not observed within 0s; observed: pods 0"):
+        PODS.eventually(never, 0.05, "quota counting", behaviour=True, seen=lambda: "pods 0")
+    assert len(asked) >= 2  # polled, not judged on one read
+    with pytest.raises(InfrastructureError, match="quota counting: not observed"):
+        PODS.eventually(never, 0.05, "quota counting")
+
+
+def test_a_behaviour_observed_late_within_its_wait_passes_with_what_it_saw(monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    answers = iter([None, None, {"pods": "1"}])
+    assert PODS.eventually(lambda: next(answers), 5, "quota counting", behaviour=True) == {"pods": "1"}
