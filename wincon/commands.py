@@ -72,6 +72,12 @@ def register(sub: Any) -> None:
     p.add_argument("--network-policy", help="override detection of the Windows nodes' NetworkPolicy engine")
     p.add_argument("--windows-build", type=int, help="restrict to Windows nodes of this build")
     p.add_argument("--profile-file", help="plan against this profile JSON instead of a live cluster")
+    p.add_argument(
+        "--allow-disruptive",
+        action="store_true",
+        help="plan the disruptive checks as run (as `wincon run --allow-disruptive` runs them); without it the plan "
+        "says they are skipped",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest selection (paths, -m, -k)")
     p.set_defaults(func=cmd_plan)
@@ -321,7 +327,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     extra = [a for a in args.pytest_args if a != "--"]
     has_path = any(not a.startswith("-") and (a.split("::")[0].endswith(".py") or Path(a).is_dir()) for a in extra)
     paths = [] if has_path else [str(SUITES)]
-    options = [*extra, "--wincon"]
+    options = [*extra, "--wincon"] + (["--allow-disruptive"] if args.allow_disruptive else [])
     for flag, value in (
         ("--kubeconfig", args.kubeconfig),
         ("--context", args.context),

@@ -205,6 +205,10 @@ def header_lines(config: pytest.Config) -> list[str]:
     lines = [f"wincon run {get_run_id(config)}"] + [f"  {line}" for line in profile.summary_lines()]
     if config.stash.get(IMAGES_NOTE_KEY, ""):
         lines.append(f"  {config.stash[IMAGES_NOTE_KEY]}")
+    if config.getoption("wincon_allow_disruptive", False):
+        lines.append("  disruptive checks: run (--allow-disruptive)")
+    else:
+        lines.append("  disruptive checks: skipped (pass --allow-disruptive to run them)")
     reaped = getattr(config, "_wincon_reaped", None)
     if reaped:
         lines.append(f"  reaped {len(reaped)} namespaces left by dead runs: {', '.join(reaped)}")

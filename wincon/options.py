@@ -41,6 +41,14 @@ MARKERS = {
     "documents(source, section)": "a documented statement the test checks: a source id of docs/sources.md, its section",
 }
 
+ALLOW_DISRUPTIVE = "--allow-disruptive"
+# The reason of every disruptive check's skip without the opt-in: the plan shows it, the run skips with it, and the
+# release gate (wincon.results.gate) recognises it to say the required check was not run and which option runs it.
+DISRUPTIVE_SKIP_REASON = (
+    f"disruptive: not run without {ALLOW_DISRUPTIVE} (it reboots, pages, taints or shuts down a node); "
+    f"pass {ALLOW_DISRUPTIVE} on a cluster you may disrupt"
+)
+
 DEFAULT_EXTERNAL_IP = "8.8.8.8"
 DEFAULT_EXTERNAL_HOST = "kubernetes.io"
 
@@ -66,6 +74,19 @@ def check_mark_expression(config: pytest.Config) -> None:
             f"wincon: error: -m {expression!r} names no registered marker {', '.join(map(repr, unknown))}\n"
             f"  fix: use one of the suite's markers: {', '.join(ours)} (all of them: `pytest --markers`)"
         )
+
+
+def skip_disruptive(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """Without ``--allow-disruptive``, every test marked ``disruptive`` is skipped with DISRUPTIVE_SKIP_REASON.
+
+    The skip goes first among the item's skips, so the plan (its first skip mark) and the run (pytest's first skip
+    mark) give this very reason whatever else would skip it. Returns the items it skipped."""
+    if config.getoption("wincon_allow_disruptive", False):
+        return []
+    skipped = [item for item in items if item.get_closest_marker("disruptive") is not None]
+    for item in skipped:
+        item.add_marker(pytest.mark.skip(reason=DISRUPTIVE_SKIP_REASON), append=False)
+    return skipped
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -108,6 +129,13 @@ def add_options(parser: pytest.Parser) -> None:
         dest="wincon_windows_build",
         type=int,
         help="restrict to Windows nodes of this build (e.g. 20348)",
+    )
+    group.addoption(
+        ALLOW_DISRUPTIVE,
+        dest="wincon_allow_disruptive",
+        action="store_true",
+        help="run the checks marked disruptive (they reboot, shut down, page or taint a Windows node); without it "
+        "they are skipped with that reason, and a release gate that requires one fails",
     )
     group.addoption("--run-id", dest="wincon_run_id", help="id of this run (default: time and random suffix)")
     group.addoption(

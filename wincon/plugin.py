@@ -71,6 +71,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if context.is_suite_run(config):  # first: what decides later (image refusals) sees the skip
+        options.skip_disruptive(config, items)
     collection.modify_items(config, items)
 
 

@@ -24,6 +24,9 @@
 #   --cluster-name NAME    cluster name (default: wincon-<run id>)
 #   --kubeconfig FILE      with --cloud kubeconfig: the cluster to test
 #   --workers N            pytest-xdist workers of the parallel phase (default: 4)
+#   --allow-disruptive     run the disruptive checks (they reboot, shut down, page or taint a Windows node):
+#                          always with --cloud aks or gke (the cluster is this job's own); with --cloud
+#                          kubeconfig only when given (the cluster is someone else's)
 #   --keep-cluster         do not delete the cluster at the end (it is still deleted on --cloud errors)
 #   --dry-run              print every command (cloud, wincon, pytest) and run nothing; no credentials needed
 # Cloud options (location, project...) come from the environment of ci/scripts/aks.sh and gke.sh.
@@ -47,6 +50,7 @@ cluster=""
 kubeconfig=""
 workers=4
 keep=false
+allow_disruptive=false
 extra=()
 
 while [[ $# -gt 0 ]]; do
@@ -62,6 +66,7 @@ while [[ $# -gt 0 ]]; do
     --kubeconfig) need_value "$@"; kubeconfig=$2; shift 2 ;;
     --workers) need_value "$@"; workers=$2; shift 2 ;;
     --keep-cluster) keep=true; shift ;;
+    --allow-disruptive) allow_disruptive=true; shift ;;
     --dry-run) DRY_RUN=true; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
@@ -87,6 +92,11 @@ if [[ "${k8s_version}" == *-* && "${cloud}" != kubeconfig ]]; then
   die "${EXIT_USAGE}" "--k8s-version ${k8s_version} is a pre-release, which ${cloud} does not offer" \
     "run it with --cloud kubeconfig --kubeconfig FILE on a cluster built from that release"
 fi
+
+# The disruptive checks are opt-in: a cluster this job creates (and deletes) is its own to disrupt.
+if [[ "${cloud}" != kubeconfig ]]; then allow_disruptive=true; fi
+disruptive=()
+if [[ "${allow_disruptive}" == true ]]; then disruptive=(--allow-disruptive); fi
 
 if [[ -z "${windows}" ]]; then
   if [[ "${cloud}" == aks ]]; then windows=ltsc2025; else windows=ltsc2022; fi
@@ -212,7 +222,7 @@ if [[ "${mode}" == nightly ]]; then
   # 4. The serial and disruptive tests, alone on the cluster.
   rc=0
   run "${pytest_common[@]}" suites --run-id "${run_id}-serial" --results-dir "${results}/serial" \
-    --results-context serial -n 0 -m "serial or disruptive" "${extra[@]}" || rc=$?
+    --results-context serial -n 0 -m "serial or disruptive" "${disruptive[@]}" "${extra[@]}" || rc=$?
   if [[ ${rc} -eq ${EXIT_NO_TESTS} ]]; then
     log "no serial or disruptive tests were selected"
     rc=0
@@ -239,7 +249,7 @@ else
   fi
   rc=0
   run "${pytest_common[@]}" --run-id "${run_id}-gate" --results-dir "${results}/gate" --results-context gate \
-    -n 0 "@${required}" "${extra[@]}" || rc=$?
+    -n 0 "@${required}" "${disruptive[@]}" "${extra[@]}" || rc=$?
   record "${rc}" "required tests"
   publish_to "${results}/gate" "${job}"
   prow_metadata "${results}/gate"

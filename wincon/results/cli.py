@@ -34,6 +34,12 @@ def register(subparsers: Any) -> None:
     run.add_argument("--results-dir", type=Path, help="where this run's results go (default: results/<run-id>)")
     run.add_argument("-n", "--workers", type=int, default=2, help="parallel pytest workers (default 2; 0: none)")
     run.add_argument("--no-report", action="store_true", help="skip the dashboard and the Allure report")
+    run.add_argument(
+        "--allow-disruptive",
+        action="store_true",
+        help="also run the checks marked disruptive (they reboot, shut down, page or taint a Windows node); "
+        "without it they are skipped with that reason. Only on a cluster you may disrupt",
+    )
     add_cluster_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest")
     run.set_defaults(func=cmd_run)
@@ -100,9 +106,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             "--kubernetes-version picks the local cluster's release and needs --local",
             "add --local, or leave --kubernetes-version out to run against the cluster your kubeconfig names",
         )
+    pytest_args = list(args.pytest_args or [])
+    if args.allow_disruptive:  # the plugin's own option, in both phases (only the serial one selects them)
+        pytest_args.append("--allow-disruptive")
     return run(
         args.results_dir,
-        list(args.pytest_args or []),
+        pytest_args,
         local=args.local,
         cluster_name=args.cluster_name,
         kubernetes_version=args.kubernetes_version,

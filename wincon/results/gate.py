@@ -6,7 +6,9 @@ results keyed by those ids. A required test must have run and behaved as documen
 * passed: required and holds;
 * xfailed: accepted only where the file says ``accept_expected_failures: true`` (a documented
   limitation that applies to this cluster is a known deviation, not a regression);
-* failed, error, skipped, or absent from the run: the gate says no (exit 11);
+* failed, error, skipped, or absent from the run: the gate says no (exit 11); a disruptive check skipped because
+  the run did not opt in (``--allow-disruptive``, wincon.options.DISRUPTIVE_SKIP_REASON) was not run, and its
+  blocking line says so and names the option;
 * xpassed (a limitation appears lifted): the behaviour holds, so it does not block, but it is listed
   as a limitation to review, for every test of the run, required or not.
 * and, whatever the required list says, a run in which no Windows check executed on a real Windows node
@@ -32,6 +34,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from wincon.errors import UsageError
+from wincon.options import ALLOW_DISRUPTIVE, DISRUPTIVE_SKIP_REASON
 from wincon.results import execution
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict, control_counts, pair
@@ -223,6 +226,12 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
                 result.accepted.append((test_id, name, case))
             elif verdict is Verdict.XPASSED:
                 result.passed.append((test_id, name, case))
+            elif verdict is Verdict.SKIPPED and DISRUPTIVE_SKIP_REASON in (case.message or ""):
+                why = (
+                    f"not run: a disruptive check, skipped because the run did not pass {ALLOW_DISRUPTIVE}; "
+                    f"run it again with `wincon run {ALLOW_DISRUPTIVE}` on a cluster you may disrupt"
+                )
+                result.blocking.append((test_id, case.name, why))
             else:
                 why = f"{verdict.value}: {case.message or 'no message'}"
                 if id(case) in cluster_wide:
