@@ -193,3 +193,17 @@ def test_a_behaviour_observed_late_within_its_wait_passes_with_what_it_saw(monke
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     answers = iter([None, None, {"pods": "1"}])
     assert PODS.eventually(lambda: next(answers), 5, "quota counting", behaviour=True) == {"pods": "1"}
+
+
+def test_an_event_never_recorded_within_a_behaviour_wait_is_a_failure_naming_the_events_seen(monkeypatch):
+    """wait_for_event polls for its event (event recording is asynchronous); behaviour=True: none is a failure."""
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(PODS, "events_for", lambda api_client, namespace, name, reason: [])
+    listed = NS(items=[NS(reason="Started"), NS(reason="Pulled")])
+    monkeypatch.setattr(PODS.client, "CoreV1Api", lambda api_client: NS(list_namespaced_event=lambda *a, **k: listed))
+    with pytest.raises(
+        BehaviourNotObserved, match=r"no Unhealthy event about ns/p within 0s; its events: \['Pulled', 'Started'\]"
+    ):
+        PODS.wait_for_event(None, "ns", "p", "Unhealthy", timeout=0.05, behaviour=True)
+    with pytest.raises(InfrastructureError, match="no Unhealthy event about ns/p"):
+        PODS.wait_for_event(None, "ns", "p", "Unhealthy", timeout=0.05)
