@@ -1,14 +1,16 @@
 """`wincon images verify`: will each Windows image of the catalog run on each Windows node of the cluster?
 
-For each image it reads the manifest list from the image's registry (the OCI distribution API: ``GET
+For each image it reads the manifest (list) from the image's registry (the OCI distribution API: ``GET
 /v2/<repository>/manifests/<tag>``, with the anonymous bearer-token flow registries answer a 401 with), the
-catalog's registries overridden by a repo list as everywhere else, and takes the Windows entries' ``os.version``
-builds. For each real Windows node (its build and the containerd version it reports) and each isolation its pods
-may request (process; Hyper-V where the cluster has a Hyper-V RuntimeClass) it decides which entry runs there
-(:func:`wincon.workloads.platforms.pick_entry`: the exact build under Hyper-V and on an unknown containerd,
-containerd's own matcher rule otherwise). A pairing that cannot run is an error naming the image, the node's
-build, the isolation and what would serve, before any pod is created.
-"""
+catalog's registries overridden by a repo list as everywhere else. A manifest list's entries say which platform each
+serves (``platform.os``, ``.architecture``, ``.os.version``); a single manifest names none, so its config blob
+(``GET /v2/<repository>/blobs/<digest>``) is read for its ``os``, ``architecture`` and ``os.version``. For each real
+Windows node (its build, its architecture and the containerd version it reports) and each isolation its pods may
+request (process; Hyper-V where the cluster has a Hyper-V RuntimeClass) only the Windows entries of the node's
+architecture that name a build count, and of those :func:`wincon.workloads.platforms.pick_entry` decides which runs
+there (the exact build under Hyper-V and on an unknown containerd, containerd's own matcher rule otherwise). A
+pairing that cannot run is an error naming the image, the node's build, the isolation and what would serve, before
+any pod is created."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wincon.errors import ExitCode, InfrastructureError, UsageError
-from wincon.profile import ClusterProfile, parse_build
+from wincon.profile import ClusterProfile, NodeProfile, parse_build
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
 
@@ -37,6 +39,7 @@ ACCEPT = ", ".join(
 )
 LOOPBACK = re.compile(r"^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$")
 Fetch = Callable[[str], dict[str, Any]]
+FetchBlob = Callable[[str, str], dict[str, Any]]
 
 
 def split_reference(reference: str) -> tuple[str, str, str]:
@@ -72,14 +75,39 @@ def _bearer_token(challenge: str, timeout: float) -> str:
 
 def fetch_manifest(reference: str, timeout: float = 30.0) -> dict[str, Any]:
     """The manifest (list) document of ``reference`` from its registry; plain HTTP for a loopback registry."""
-    host, repository, tag = split_reference(reference)
+    _, _, tag = split_reference(reference)
+    return _registry_json(reference, f"manifests/{tag}", ACCEPT, timeout)
+
+
+def fetch_config(reference: str, digest: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The config blob ``digest`` of ``reference``'s repository (``GET /v2/<repository>/blobs/<digest>``): where a
+    single manifest says which os, architecture and os.version it was built for."""
+    return _registry_json(reference, f"blobs/{digest}", "application/json, */*", timeout)
+
+
+class _NoAuthorizationElsewhere(urllib.request.HTTPRedirectHandler):
+    """A registry may answer a blob with a redirect to its storage: the bearer token goes to the registry only."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc:
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_NoAuthorizationElsewhere)
+
+
+def _registry_json(reference: str, tail: str, accept: str, timeout: float) -> dict[str, Any]:
+    """``GET /v2/<repository>/<tail>`` of ``reference``'s registry as JSON, through the anonymous token flow."""
+    host, repository, _ = split_reference(reference)
     scheme = "http" if LOOPBACK.match(host) else "https"
-    url = f"{scheme}://{host}/v2/{repository}/manifests/{tag}"
-    headers = {"Accept": ACCEPT}
+    url = f"{scheme}://{host}/v2/{repository}/{tail}"
+    headers = {"Accept": accept}
     for attempt in range(2):
         request = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (a registry URL)
+            with _OPENER.open(request, timeout=timeout) as response:
                 return dict(json.loads(response.read()))
         except urllib.error.HTTPError as exc:
             challenge = exc.headers.get("WWW-Authenticate", "")
@@ -107,19 +135,81 @@ class ImageMissing(InfrastructureError):
     """The registry has no such image (404): it runs nowhere."""
 
 
-def windows_builds(document: dict[str, Any]) -> list[int] | None:
-    """The builds of a manifest list's Windows entries (``platform.os.version``); None for a single manifest,
-    which names no platform (a runtime runs it on any build, unchecked)."""
+@dataclass(frozen=True)
+class Platform:
+    """What one image (a manifest list's entry, or a single manifest's config) was built for."""
+
+    os: str
+    architecture: str
+    build: int | None  # of ``os.version`` (10.0.<build>.<revision>); None where it names none
+
+    def __str__(self) -> str:
+        return f"{self.os or '?'}/{self.architecture or '?'}" + (f" {self.build}" if self.build else "")
+
+
+def _platform(fields: dict[str, Any]) -> Platform:
+    return Platform(
+        str(fields.get("os") or ""), str(fields.get("architecture") or ""), parse_build(fields.get("os.version"))
+    )
+
+
+def list_platforms(document: dict[str, Any]) -> list[Platform] | None:
+    """The platforms of a manifest list's entries (``platform.os``, ``.architecture``, ``.os.version``); None for a
+    single manifest, which names no platform: its config does (:func:`config_platform`)."""
     if "manifests" not in document:
         return None
-    builds = []
-    for entry in document.get("manifests") or []:
-        platform = entry.get("platform") or {}
-        if platform.get("os") == "windows":
-            build = parse_build(platform.get("os.version"))
-            if build:
-                builds.append(build)
-    return sorted(set(builds))
+    return [_platform(entry.get("platform") or {}) for entry in document.get("manifests") or []]
+
+
+def config_platform(config: dict[str, Any]) -> Platform:
+    """The platform a single manifest's config blob says its image was built for (``os``, ``architecture`` and
+    ``os.version``, OCI image-spec config.md)."""
+    return _platform(config)
+
+
+def windows_builds(document: dict[str, Any]) -> list[int] | None:
+    """The builds of a manifest list's Windows entries, any architecture; None for a single manifest."""
+    platforms = list_platforms(document)
+    if platforms is None:
+        return None
+    return sorted({p.build for p in platforms if p.os == "windows" and p.build})
+
+
+def judge(
+    platforms: list[Platform], single: bool, node: NodeProfile, isolation: str, containerd: str | None
+) -> Verdict:
+    """Whether an image of ``platforms`` runs on ``node`` under ``isolation``: an entry (or a single manifest's
+    config) counts only with os ``windows``, the node's architecture (status.nodeInfo.architecture, the
+    kubernetes.io/arch label) and a build; of those, :func:`wincon.workloads.platforms.pick_entry` decides (the exact
+    build under Hyper-V and on an unknown containerd, containerd's matcher rule otherwise)."""
+    offered = ", ".join(sorted({str(p) for p in platforms})) or "no platform"
+    what = f"a single manifest (no platform list) whose config says {offered}" if single else "the manifest list"
+    arch = node.arch
+    listed = "" if single else f" has {offered}"
+    if not arch:
+        return Verdict(
+            False,
+            None,
+            "the node reports no architecture (status.nodeInfo.architecture, label kubernetes.io/arch), so no "
+            f"entry can be shown to run there ({what}{listed})",
+        )
+    builds = sorted({p.build for p in platforms if p.os == "windows" and p.architecture == arch and p.build})
+    if not builds:
+        return Verdict(
+            False,
+            None,
+            f"{what}: not a windows/{arch} image with an os.version build"
+            if single
+            else f"{what} has no windows/{arch} entry with an os.version build (it has {offered})",
+        )
+    verdict = pick_entry(node.windows_build or 0, builds, isolation, containerd)
+    others = sorted({str(p) for p in platforms if p.os == "windows" and p.architecture != arch})
+    reason = verdict.reason
+    if single:
+        reason = f"{what}: {reason}"
+    elif others:
+        reason += f" (windows/{arch} entries only; not counted: {', '.join(others)})"
+    return Verdict(verdict.runs, verdict.entry, reason)
 
 
 @dataclass(frozen=True)
@@ -165,9 +255,9 @@ def verify(
     keys: list[str] | None = None,
     isolations: tuple[str, ...] | None = None,
     fetch: Fetch | None = None,
+    fetch_blob: FetchBlob | None = None,
 ) -> list[Finding]:
     """One finding per (Windows image, real Windows node, isolation)."""
-    fetch = fetch or fetch_manifest
     nodes = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
     wanted = keys or [k for k, spec in catalog.images.items() if "windows" in spec.os]
     unknown = [k for k in wanted if k not in catalog.images]
@@ -179,21 +269,36 @@ def verify(
         reference = catalog.images[key].reference(catalog.registries)
         if not nodes:
             continue
-        builds = windows_builds(fetch(reference))
+        platforms, single = read_platforms(reference, fetch, fetch_blob)
         for node in nodes:
             for isolation in isolations:
-                if builds is None:
-                    verdict = Verdict(True, None, "a single manifest without a platform list: any build pulls it")
-                else:
-                    verdict = pick_entry(node.windows_build or 0, builds, isolation, node.runtime_version or None)
-                    if not verdict.runs:
-                        verdict = Verdict(False, None, verdict.reason + _what_serves(catalog, key, node.windows_build))
+                verdict = judge(platforms, single, node, isolation, node.runtime_version or None)
+                if not verdict.runs:
+                    verdict = Verdict(False, None, verdict.reason + _what_serves(catalog, key, node.windows_build))
                 findings.append(
                     Finding(
                         key, reference, node.name, node.windows_build or 0, node.runtime_version, isolation, verdict
                     )
                 )
     return findings
+
+
+def read_platforms(
+    reference: str, fetch: Fetch | None = None, fetch_blob: FetchBlob | None = None
+) -> tuple[list[Platform], bool]:
+    """The platforms ``reference`` offers, and whether it is a single manifest (whose one platform its config blob
+    says: that blob is read too)."""
+    document = (fetch or fetch_manifest)(reference)
+    platforms = list_platforms(document)
+    if platforms is not None:
+        return platforms, False
+    digest = (document.get("config") or {}).get("digest")
+    if not digest:
+        raise InfrastructureError(
+            f"the registry's manifest of {reference} is neither a manifest list nor an image manifest with a config",
+            "check the image in its registry (or the registry --image-repo-list names)",
+        )
+    return [config_platform((fetch_blob or fetch_config)(reference, str(digest)))], True
 
 
 def _what_serves(catalog: Catalog, key: str, build: int | None) -> str:
@@ -257,7 +362,9 @@ def require_runnable(findings: list[Finding]) -> None:
         )
 
 
-def preflight(catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = None) -> tuple[list[Finding], str]:
+def preflight(
+    catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = None, fetch_blob: FetchBlob | None = None
+) -> tuple[list[Finding], str]:
     """What a run (and `wincon plan`) on a live cluster verifies before any pod: the refused pairings of every
     Windows image of the catalog on every real Windows node, and one line for the run's header. An image the
     registry does not hold (404) is refused on every node; an unreachable registry raises (the run stops)."""
@@ -271,7 +378,7 @@ def preflight(catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = N
     findings: list[Finding] = []
     for key in keys:
         try:
-            findings += verify(catalog, profile, [key], isolations, fetch)
+            findings += verify(catalog, profile, [key], isolations, fetch, fetch_blob)
         except ImageMissing as exc:
             reference = catalog.images[key].reference(catalog.registries)
             gone = Verdict(False, None, exc.message)

@@ -4,6 +4,7 @@ anonymous token, the manifest list for the Accept types sent)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -227,9 +228,81 @@ def test_prepull_verifies_before_it_deploys_anything_on_real_windows_nodes(monke
     with pytest.raises(InfrastructureError) as refused:
         run(real, NANOSERVER_LTSC2022)
     assert "on akswspool000000 (build 26100, hyperv)" in str(refused.value) and not deployed
-    every_build = {"manifests": [{"platform": {"os": "windows", "os.version": f"10.0.{b}.1"}} for b in (20348, 26100)]}
+    every_build = {
+        "manifests": [
+            {"platform": {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{b}.1"}}
+            for b in (20348, 26100)
+        ]
+    }
     run(real, every_build)
     assert len(deployed) == 1
     simulated = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
     run(simulated, {"manifests": []})  # never read: nothing is pulled on simulated nodes
     assert len(deployed) == 2
+
+
+def single_manifest(config: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """(an OCI image manifest, its config's digest, the config) as a registry serves an image pushed without a
+    manifest list: the manifest names no platform, its config blob does (OCI image-spec manifest.md, config.md)."""
+    digest = "sha256:" + hashlib.sha256(json.dumps(config).encode()).hexdigest()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest, "size": 2},
+        "layers": [],
+    }
+    return manifest, digest, config
+
+
+def test_a_single_manifest_is_judged_by_its_config_s_os_architecture_and_build(registry):
+    """Issue 40 item 3: a single manifest was accepted for every build and isolation. Now its config blob is read
+    (through the same token flow) and judged as an entry would be: an ltsc2022 image on the WS2025 node runs under
+    process isolation (containerd 2.0.4) but not under Hyper-V; a Linux image or an arm64 one runs on no node."""
+    catalog = catalog_on(registry)
+    ltsc2022, digest, config = single_manifest(
+        {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1487"}
+    )
+    Registry.documents = {"/v2/e2e/agnhost/manifests/2.66.1": ltsc2022, f"/v2/e2e/agnhost/blobs/{digest}": config}
+    profile = ClusterProfile("v1.33.12", nodes=[WS2025, WS2022])
+    verdicts = {(f.node, f.isolation): f.verdict for f in verify(catalog, profile, ["agnhost"], ("process", "hyperv"))}
+    assert f"/v2/e2e/agnhost/blobs/{digest}" in [s.get("path") for s in Registry.seen]  # the config was read
+    hyperv = verdicts["akswspool000000", "hyperv"]
+    assert not hyperv.runs and "HCS_E_IMAGE_MISMATCH" in hyperv.reason
+    assert "a single manifest (no platform list) whose config says windows/amd64 20348" in hyperv.reason
+    assert verdicts["akswspool000000", "process"].runs and verdicts["akswspool000000", "process"].entry == 20348
+    assert verdicts["akspoolws000000", "process"].runs and verdicts["akspoolws000000", "hyperv"].runs
+
+    for other in ({"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "windows", "os.version": "10.0.26100.1"}):  # fmt: skip
+        manifest, digest, config = single_manifest(other)
+        Registry.documents = {"/v2/e2e/agnhost/manifests/2.66.1": manifest, f"/v2/e2e/agnhost/blobs/{digest}": config}
+        found = verify(catalog, profile, ["agnhost"], ("process", "hyperv"))
+        assert len(found) == 4 and not any(f.verdict.runs for f in found), [f.line() for f in found]
+        assert "not a windows/amd64 image" in found[0].verdict.reason
+
+
+def test_only_the_entries_of_the_node_s_architecture_count(registry):
+    """Issue 40 item 3: the platform's architecture was never read, so a list whose only 26100 entry is arm64 was a
+    match for an amd64 WS2025 node. Now the amd64 node is judged on its amd64 entries (20348: process isolation on
+    containerd 2.0.4 only, never Hyper-V) and an arm64 node of the same build runs its own entry."""
+    catalog = catalog_on(registry)
+    mixed = {
+        "schemaVersion": 2,
+        "manifests": [
+            {"platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1487"}},
+            {"platform": {"architecture": "arm64", "os": "windows", "os.version": "10.0.26100.2314"}},
+            {"platform": {"architecture": "amd64", "os": "linux"}},
+        ],
+    }
+    Registry.documents = {"/v2/e2e/agnhost/manifests/2.66.1": mixed}
+    arm = NodeProfile(**{**WS2025.__dict__, "name": "arm2025", "arch": "arm64"})
+    profile = ClusterProfile("v1.33.12", nodes=[WS2025, arm])
+    verdicts = {(f.node, f.isolation): f.verdict for f in verify(catalog, profile, ["agnhost"], ("process", "hyperv"))}
+    hyperv = verdicts["akswspool000000", "hyperv"]
+    assert not hyperv.runs and "the list has 20348" in hyperv.reason
+    assert "not counted: windows/arm64 26100" in hyperv.reason
+    process = verdicts["akswspool000000", "process"]
+    assert process.runs and process.entry == 20348  # not the arm64 26100 entry
+    assert verdicts["arm2025", "hyperv"].runs and verdicts["arm2025", "hyperv"].entry == 26100
+    unknown = NodeProfile(**{**WS2025.__dict__, "name": "noarch", "arch": ""})
+    (finding,) = verify(catalog, ClusterProfile("v1.33.12", nodes=[unknown]), ["agnhost"], ("process",))
+    assert not finding.verdict.runs and "reports no architecture" in finding.verdict.reason
