@@ -10,7 +10,8 @@ request (process; Hyper-V where the cluster has a Hyper-V RuntimeClass) only the
 architecture that name a build count, and of those :func:`wincon.workloads.platforms.pick_entry` decides which runs
 there (the exact build under Hyper-V and on an unknown containerd, containerd's own matcher rule otherwise). A
 pairing that cannot run is an error naming the image, the node's build, the isolation and what would serve, before
-any pod is created."""
+any pod is created. Real nodes whose Windows build is unknown are not judged (nothing is refused there), and the
+preflight's line names them."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wincon.errors import ExitCode, InfrastructureError, UsageError
-from wincon.profile import ClusterProfile, NodeProfile, parse_build
+from wincon.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
 
@@ -341,8 +342,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     catalog = Catalog.load(repo_list=args.image_repo_list)
     isolations = tuple(args.isolation) if args.isolation else None
     findings = verify(catalog, profile, args.image, isolations)
+    unknown = unknown_build_nodes(profile)
+    if unknown:
+        print(f"images verify: {unknown_build_note(unknown)}")
     if not findings:
-        print("images verify: no real Windows node (simulated nodes pull nothing): nothing to verify")
+        if not unknown:
+            print("images verify: no real Windows node (simulated nodes pull nothing): nothing to verify")
         return ExitCode.OK
     for finding in findings:
         print(finding.line())
@@ -362,14 +367,34 @@ def require_runnable(findings: list[Finding]) -> None:
         )
 
 
+def unknown_build_nodes(profile: ClusterProfile) -> list[NodeProfile]:
+    """The real Windows nodes whose build nothing names (neither the node.kubernetes.io/windows-build label nor the
+    kernel version): no image can be judged there."""
+    return [n for n in profile.windows_nodes if not n.simulated and not n.windows_build]
+
+
+def unknown_build_note(unknown: list[NodeProfile]) -> str:
+    """What an unjudged real node means for the verdicts, naming each such node."""
+    return (
+        f"not verified on {len(unknown)} real Windows node(s) of unknown build ({', '.join(n.name for n in unknown)}: "
+        f"neither the {WINDOWS_BUILD_LABEL} label nor the kernel version names a build): no image is judged there and "
+        "no check is refused for them, so a check whose pods go there runs unverified, and an image that cannot run "
+        "there shows as that check's own container error (CreateContainerError), not as an error before any pod"
+    )
+
+
 def preflight(
     catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = None, fetch_blob: FetchBlob | None = None
 ) -> tuple[list[Finding], str]:
     """What a run (and `wincon plan`) on a live cluster verifies before any pod: the refused pairings of every
-    Windows image of the catalog on every real Windows node, and one line for the run's header. An image the
-    registry does not hold (404) is refused on every node; an unreachable registry raises (the run stops)."""
+    Windows image of the catalog on every real Windows node of a known build, and one line for the run's header
+    (which also names the real nodes of unknown build, left unjudged). An image the registry does not hold (404)
+    is refused on every judged node; an unreachable registry raises (the run stops)."""
+    unknown = unknown_build_nodes(profile)
     real = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
     if not real:
+        if unknown:
+            return [], f"images: {unknown_build_note(unknown)}; no registry is read"
         return [], (
             "images: not verified: the Windows nodes are simulated (no image is pulled there, no registry is read)"
         )
@@ -392,6 +417,7 @@ def preflight(
         f"images: {len(keys)} Windows images of the catalog verified against their registries for {len(real)} real "
         f"Windows node(s), {' and '.join(isolations)} isolation: "
         + (f"{len(refused)} pairing(s) refused (the checks whose pods go there are errors)" if refused else "all run")
+        + (f"; {unknown_build_note(unknown)}" if unknown else "")
     )
     return refused, summary
 

@@ -306,3 +306,22 @@ def test_only_the_entries_of_the_node_s_architecture_count(registry):
     unknown = NodeProfile(**{**WS2025.__dict__, "name": "noarch", "arch": ""})
     (finding,) = verify(catalog, ClusterProfile("v1.33.12", nodes=[unknown]), ["agnhost"], ("process",))
     assert not finding.verdict.runs and "reports no architecture" in finding.verdict.reason
+
+
+def test_the_preflight_names_real_nodes_of_unknown_build_instead_of_calling_them_simulated():
+    """Issue 40 item 8: real Windows nodes whose build nothing names were dropped and the header said the nodes
+    were simulated. Now the note names them and says what it means: nothing is refused there, a check whose pods go
+    there runs unverified."""
+    from wincon.imageverify import preflight
+
+    nobuild = NodeProfile(**{**WS2022.__dict__, "name": "win-nobuild", "windows_build": None})
+    catalog = Catalog.load()
+    refused, note = preflight(catalog, ClusterProfile("v1.37.2", nodes=[nobuild]), fetch=lambda r: pytest.fail(r))
+    assert refused == [] and "simulated" not in note
+    assert "1 real Windows node(s) of unknown build (win-nobuild" in note and "no check is refused" in note
+    every = {"manifests": [{"platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1"}}]}
+    refused, note = preflight(catalog, ClusterProfile("v1.37.2", nodes=[WS2022, nobuild]), fetch=lambda r: every)
+    assert refused == [] and "for 1 real Windows node(s), process isolation: all run" in note
+    assert "of unknown build (win-nobuild" in note
+    simulated = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
+    assert "the Windows nodes are simulated" in preflight(catalog, simulated, fetch=lambda r: pytest.fail(r))[1]
