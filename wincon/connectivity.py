@@ -781,82 +781,99 @@ _NSLOOKUP_ERRORS = re.compile(
 )
 
 
-# The lines every nslookup answer has (the server block, the answer's name), recorded outputs in
-# tests/data/windows-outputs/ and the unit tests' BIND and busybox forms.
-_NSLOOKUP_ANSWER_LINES = re.compile(r"^\s*(Server|Address|Name|Non-authoritative answer)\s*:?", re.MULTILINE)
+# The lines of nslookup's output that are neither its server block nor its answer, in the words the suite reads:
+# the errors above, nslookup's other diagnostics ("*** ...", "** ...": read below as words the suite does not
+# know), Windows' per-query timeout notes ("DNS request timed out." and "    timeout was 2 seconds.",
+# tests/data/windows-outputs/nslookup-windows-timeout.txt), and busybox's refused send ("nslookup: write to
+# '127.0.0.2': Connection refused" on stderr beside ";; connection timed out; no servers could be reached":
+# busybox 1.35.0, Debian's busybox-static as in the local cluster's Linux images, asking a port nothing listens on).
+_NSLOOKUP_NOTES = re.compile(
+    r"^(?:DNS request timed out\.|timeout was \d+ seconds\.|nslookup: write to '[^']*': Connection refused)$"
+)
 _NSLOOKUP_DIAGNOSTIC = re.compile(r"^\s*\*\*.*$", re.MULTILINE)
+_NSLOOKUP_ADDRESS_KEYS = ("address", "addresses", "address 1", "address 2")
+
+
+def _unread_line(line: str, output: str) -> UnreadableOutput:
+    return UnreadableOutput(
+        f"nslookup printed a line the suite does not read: {line!r} (an address counts only inside the answer, "
+        "under its Name: line; in an output of another structure, such as headers in another display language, "
+        "the server's own address would read as an answer)",
+        tool="nslookup",
+        output=output,
+    )
 
 
 def parse_nslookup(output: str) -> Lookup:
     """The answer section of nslookup output: Windows' nslookup, BIND's (agnhost, dnsutils) or busybox's.
 
-    The first block (``Server:``/``Address:``) names the DNS server and is skipped. A CNAME shows as
-    ``Aliases:`` (Windows) or ``canonical name =`` (BIND, busybox).
+    The output is read as blocks of lines (a blank line ends one). A block starting ``Server:`` names the DNS
+    server: its ``Address:`` lines are never an answer. An answer is a ``Name:`` line and, under it in the same
+    block, its ``Address:``/``Addresses:`` lines (an address per continuation line) and ``Aliases:`` (Windows),
+    after an optional ``Non-authoritative answer:``; a CNAME shows as ``<alias> canonical name = <name>`` (BIND,
+    busybox). The resolver's errors and notes are read as such. Any other line is a structure the suite does not
+    know (a header in another display language, another tool's output): :class:`UnreadableOutput`, never an
+    address, never "no address".
     """
-    lines = output.replace("\r\n", "\n").split("\n")
-    answer: list[str] = []
-    in_server_block = False
-    for line in lines:
-        if line.strip().lower().startswith("server:"):
-            in_server_block = True  # "Server:" and its "Address:" lines name the DNS server, not an answer
-        elif not line.strip():
-            in_server_block = False
-        if not in_server_block:
-            answer.append(line)
     name: str | None = None
     addresses: list[str] = []
     aliases: list[str] = []
-    in_addresses = in_aliases = False
-    for raw in answer:
+    block: str | None = None  # "server", "answer" (after "Non-authoritative answer:"), "record" (under a Name:)
+    field: str | None = None  # the field whose continuation lines may follow: "server", "addresses", "aliases"
+    known = False
+    for raw in output.replace("\r\n", "\n").split("\n"):
         line = raw.strip()
         if not line:
-            in_addresses = in_aliases = False
+            block = field = None
             continue
         key, sep, value = line.partition(":")
-        key_l = key.strip().lower()
-        if "canonical name =" in line:
+        key_l = key.strip().lower() if sep else ""
+        value = value.strip()
+        known = True
+        if key_l == "server":
+            block, field = "server", None
+        elif block == "server" and key_l in _NSLOOKUP_ADDRESS_KEYS and _ip(value):
+            field = "server"  # the DNS server's address: never an answer
+        elif block == "server" and field == "server" and _ip(line):
+            pass  # the server's next address
+        elif line.lower() == "non-authoritative answer:" and block is None:
+            block, field = "answer", None
+        elif "canonical name =" in line and block in (None, "answer", "record"):
             alias, _, canonical = line.partition("canonical name =")
             aliases.append(alias.strip().rstrip("."))
             name = canonical.strip().rstrip(".")
-            continue
-        if sep and key_l == "name":
-            name = value.strip().rstrip(".")
-            in_addresses = in_aliases = False
-            continue
-        if sep and key_l in ("address", "addresses", "address 1", "address 2"):
-            in_addresses, in_aliases = True, False
-            value = value.strip()
-            if value and _ip(value):
-                addresses.append(_ip(value))  # type: ignore[arg-type]
-            continue
-        if sep and key_l == "aliases":
-            in_aliases, in_addresses = True, False
-            if value.strip():
-                aliases.append(value.strip().rstrip("."))
-            continue
-        if in_addresses and _ip(line):
+            block, field = "answer", None
+        elif key_l == "name" and value and block in (None, "answer", "record"):
+            name = value.rstrip(".")
+            block, field = "record", None
+        elif block == "record" and key_l in _NSLOOKUP_ADDRESS_KEYS and _ip(value):
+            addresses.append(_ip(value))  # type: ignore[arg-type]
+            field = "addresses"
+        elif block == "record" and key_l == "aliases":
+            if value:
+                aliases.append(value.rstrip("."))
+            field = "aliases"
+        elif block == "record" and field == "addresses" and _ip(line):
             addresses.append(_ip(line))  # type: ignore[arg-type]
-            continue
-        if in_aliases and not sep:
+        elif block == "record" and field == "aliases" and not sep:
             aliases.append(line.rstrip("."))
-            continue
+        elif _NSLOOKUP_ERRORS.fullmatch(line) or _NSLOOKUP_NOTES.match(line):
+            block = field = None
+        elif _NSLOOKUP_DIAGNOSTIC.match(line):
+            # nslookup's own diagnostic ("*** ...", "** ...") in words the suite does not read (Windows in another
+            # display language translates them): unreadable, never "no address", which would read as the name
+            # failing to resolve.
+            raise UnreadableOutput(
+                f"nslookup printed a message the suite does not read: {line!r}", tool="nslookup", output=output
+            )
+        else:
+            raise _unread_line(line, output)
+    if not known:
+        # Nothing at all: not nslookup's answer (it always prints its server block or an error).
+        raise UnreadableOutput("nslookup printed no answer and no resolver error", tool="nslookup", output=output)
     error_match = _NSLOOKUP_ERRORS.search(output)
     error = error_match.group(1).strip() if error_match and not addresses else None
     if not addresses and error is None:
-        # Neither an address, nor a resolver's error, nor even nslookup's own header or answer lines: not
-        # nslookup's answer (a missing tool, a shell's error), which must never read as "no address".
-        if not _NSLOOKUP_ANSWER_LINES.search(output):
-            raise UnreadableOutput("nslookup printed no answer and no resolver error", tool="nslookup", output=output)
-        # nslookup's own diagnostic ("*** ...", "** ...") in words the suite does not read (Windows in another
-        # display language translates them, its "Address:" lines not): unreadable, never "no address", which
-        # would read as the name failing to resolve.
-        unread = _NSLOOKUP_DIAGNOSTIC.search(output)
-        if unread:
-            raise UnreadableOutput(
-                f"nslookup printed a message the suite does not read: {unread.group(0).strip()!r}",
-                tool="nslookup",
-                output=output,
-            )
         error = "no address in the answer"
     not_found = not addresses and nslookup_not_found(output)
     return Lookup(name, tuple(dict.fromkeys(addresses)), tuple(dict.fromkeys(aliases)), error, not_found)

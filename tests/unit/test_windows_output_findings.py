@@ -5,6 +5,7 @@ and ping.exe in another language."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,12 @@ CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 
 def recorded(name: str) -> str:
     return (CORPUS / name).read_text()
+
+
+def command_output(name: str) -> str:
+    """A recording without the terminal's prompt line and typed command (``PS C:\\> nslookup ...``) some start
+    with: the terminal's, not the tool's output, which an exec never holds."""
+    return re.sub(r"^(?:PS )?[A-Za-z]:\\[^>\n]*>.*\n", "", recorded(name), flags=re.MULTILINE)
 
 
 # ----------------------------------------------------------------------------- 1. nslookup.exe "Non-existent domain"
@@ -42,7 +49,7 @@ def test_windows_nslookup_non_existent_domain_clears_the_resolver_silent_record(
     # nslookup exits 1 on a failed look-up; the server answered (NXDOMAIN), so the record of a silent resolver goes.
     answered = ExecResult(1, recorded("nslookup-windows-container-non-existent-domain.txt"), "")
     assert flows.resolver_answered("nslookup", answered) and not flows.resolver_silent("nslookup", answered)
-    silent = ExecResult(1, recorded("nslookup-windows-timeout.txt"), "")
+    silent = ExecResult(1, command_output("nslookup-windows-timeout.txt"), "")
     assert flows.resolver_silent("nslookup", silent) and not flows.resolver_answered("nslookup", silent)
 
 

@@ -44,6 +44,9 @@ def resolver(tool: str, result: ExecResult) -> str:
 
 
 def read_nslookup(text: str, exit_code: int) -> str:
+    # A whole-file recording may start with the terminal's prompt and the typed command (``PS C:\\> nslookup ...``):
+    # the terminal's, not nslookup's output, which an exec never holds and the parser does not read.
+    text = PROMPT.sub("", text)
     try:
         lookup = conn.parse_nslookup(text)
     except UnreadableOutput:

@@ -6,6 +6,7 @@ fails. Synthetic strings appear only where a recorded layout is varied on purpos
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,12 @@ CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 
 def recorded(name: str) -> str:
     return (CORPUS / name).read_text()
+
+
+def command_output(name: str) -> str:
+    """A recording without the terminal's prompt line and typed command (``PS C:\\> nslookup ...``) some start
+    with: the terminal's, not the tool's output, which an exec never holds."""
+    return re.sub(r"^(?:PS )?[A-Za-z]:\\[^>\n]*>.*\n", "", recorded(name), flags=re.MULTILINE)
 
 
 def test_every_recorded_output_names_its_public_source():
@@ -94,7 +101,7 @@ def test_windows_nslookup_server_failure_is_not_nxdomain():
 
 
 def test_windows_nslookup_timeout_is_not_nxdomain():
-    lookup = conn.parse_nslookup(recorded("nslookup-windows-timeout.txt"))
+    lookup = conn.parse_nslookup(command_output("nslookup-windows-timeout.txt"))
     assert not lookup.ok and not lookup.not_found
     assert "timed" in (lookup.error or "")
 
@@ -200,7 +207,7 @@ def test_the_volume_suites_read_mounttest_output_of_a_windows_path():
 
 
 def test_windows_nslookup_answer_with_one_address():
-    lookup = conn.parse_nslookup(recorded("nslookup-windows-container-single-address.txt"))
+    lookup = conn.parse_nslookup(command_output("nslookup-windows-container-single-address.txt"))
     assert lookup.ok and lookup.name == "bss" and lookup.addresses == ("172.19.145.123",)
     assert "172.19.144.1" not in lookup.addresses  # the server block's address is not an answer
 
