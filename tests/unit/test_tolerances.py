@@ -14,11 +14,12 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from tests.support import suites
+from wincon.checks import node as NODE
 from wincon.checks import pods as PODS
 from wincon.cluster import client as CLIENT
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved
-from wincon.errors import InfrastructureError, linux_control
+from wincon.errors import InfrastructureError, SuiteError, linux_control
 
 TYPES = suites.load("suites/storage/test_volume_types.py")
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
@@ -207,3 +208,23 @@ def test_an_event_never_recorded_within_a_behaviour_wait_is_a_failure_naming_the
         PODS.wait_for_event(None, "ns", "p", "Unhealthy", timeout=0.05, behaviour=True)
     with pytest.raises(InfrastructureError, match="no Unhealthy event about ns/p"):
         PODS.wait_for_event(None, "ns", "p", "Unhealthy", timeout=0.05)
+
+
+# --------------------------------------------------------------------------- the sweep: two empty sides
+# wincon/checks/node.py summary_problems compared the pods /stats/summary lists with the pods expected: with none
+# expected and none listed, "" == "" passed on no evidence (as issue 40's item 2). resource_metrics_problems with no
+# pod named judged the node's series alone. Nothing to judge is the suite's gap (an error), never a pass.
+
+
+def test_stats_with_no_pod_expected_are_the_suites_error_not_a_pass():
+    with pytest.raises(SuiteError, match="nothing to judge"):
+        NODE.summary_problems({"pods": []}, "ns", set())
+    node_series = [NODE.Sample(name, {}, 1.0) for name in NODE.NODE_SERIES]
+    with pytest.raises(SuiteError, match="nothing to judge"):
+        NODE.resource_metrics_problems(node_series, "ns", [])
+
+
+def test_stats_of_the_expected_pods_are_still_judged():
+    assert NODE.summary_problems({"pods": []}, "ns", {"p"}) == ["lists pods [], expected ['p']"]
+    node_series = [NODE.Sample(name, {}, 1.0) for name in NODE.NODE_SERIES]
+    assert "no container_cpu_usage_seconds_total for pod p" in NODE.resource_metrics_problems(node_series, "ns", ["p"])

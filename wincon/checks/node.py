@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
-from wincon.errors import InfrastructureError
+from wincon.errors import InfrastructureError, SuiteError
 
 OS_NAMES = ("windows", "linux")
 
@@ -290,7 +290,9 @@ def pod_stats_problems(pod: dict[str, Any]) -> list[str]:
 
 def summary_problems(summary: dict[str, Any], namespace: str, expected: set[str]) -> list[str]:
     """What keeps a /stats/summary answer from listing exactly the pods ``expected`` of ``namespace``, each
-    with live stats (empty: nothing)."""
+    with live stats (empty: nothing). No pod expected is the suite's gap: an answer listing none would match it."""
+    if not expected:
+        raise SuiteError("no pod expected in /stats/summary: nothing to judge (the check started no pod)")
     pods = summary_pods(summary, namespace)
     listed = {(p.get("podRef") or {}).get("name") for p in pods}
     problems = [] if listed == expected else [f"lists pods {sorted(map(str, listed))}, expected {sorted(expected)}"]
@@ -360,7 +362,10 @@ def host_process_counts(samples: list[Sample]) -> dict[str, float]:
 
 def resource_metrics_problems(samples: list[Sample], namespace: str, pods: list[str]) -> list[str]:
     """What /metrics/resource lacks: the node's CPU and memory series, each pod's containers' CPU and memory
-    series (working set above zero), and each pod's working set above zero (empty: nothing)."""
+    series (working set above zero), and each pod's working set above zero (empty: nothing). No pod named is the
+    suite's gap: the node's series alone would pass."""
+    if not pods:
+        raise SuiteError("no pod named for /metrics/resource: nothing to judge (the check started no pod)")
     names = {s.name for s in samples}
     problems = [f"no {series}" for series in NODE_SERIES if series not in names]
     for pod in pods:
