@@ -154,15 +154,18 @@ def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: li
         return
     names, isolation = {n.name for n in candidate_nodes(item, profile)}, pod_isolation(item)
     mine = [f for f in refused if f.node in names and f.isolation == isolation]
-    if mine:
-        from wincon.imageuse import images_of
+    if not mine:
+        return
+    from wincon.imageuse import images_of, windows_catalog_keys
+    from wincon.imageverify import refusal_message
 
-        used = images_of(item, {f.image for f in mine}) or set()  # none named: no pod of a catalog image
+    # Asked with every Windows key of the catalog: a check naming only images that run there is not refused; one
+    # whose code names none could use any (wincon.imageuse's rule): every refusal of its nodes applies to it.
+    used = images_of(item, windows_catalog_keys())
+    if used is not None:
         mine = [f for f in mine if f.image in used]
     if mine:
-        from wincon.imageverify import refusal_message
-
-        item.stash[IMAGE_REFUSAL_KEY] = refusal_message(mine)
+        item.stash[IMAGE_REFUSAL_KEY] = refusal_message(mine, read=used is not None)
 
 
 def refuse_unrunnable_images(item: pytest.Item) -> None:

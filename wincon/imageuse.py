@@ -6,12 +6,16 @@ of the test function and of its fixtures, and from there every function, method 
 or of wincon it reaches by name (globals, module attributes, ``from wincon.x import y`` inside a function; a class
 reached counts with all its methods), and keeps the string constants that are keys of the catalog. It over-reaches
 (every branch counts) and can miss a key built at run time (``f"iis-v{n}"``) or reached through an object whose
-class the code never names; where it finds none the caller requires every image (``None``).
+class the code never names; where it finds none the caller requires every image (``None``). The caller asks about
+every Windows key of the catalog (:func:`windows_catalog_keys`), so "none" means none at all: a check that names
+only images that run where it goes is not refused, one naming none is refused by every refusal of its nodes
+(wincon.collection.apply_image_refusals says which case in its message).
 """
 
 from __future__ import annotations
 
 import dis
+import functools
 import importlib
 import inspect
 import types
@@ -107,6 +111,15 @@ def _import(name: str) -> types.ModuleType | None:
     except ImportError:
         return None
     return module if _ours(module) else None
+
+
+@functools.cache
+def windows_catalog_keys() -> frozenset[str]:
+    """The keys of the catalog's Windows images: what :func:`images_of` is asked about, so that "none found" means
+    the code names no catalog image at all (not merely none of the images refused somewhere)."""
+    from wincon.workloads.catalog import Catalog
+
+    return frozenset(k for k, spec in Catalog.load().images.items() if "windows" in spec.os)
 
 
 def images_of(item: pytest.Item, keys: Iterable[str]) -> set[str] | None:

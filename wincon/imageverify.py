@@ -422,15 +422,18 @@ def preflight(
     return refused, summary
 
 
-def refusal_message(refused: list[Finding]) -> str:
-    """Why a check is an error before any pod: each image, node, build, isolation and what would serve."""
-    return (
-        "no pod created: an image this check uses (named in its code or fixtures, wincon.imageuse) cannot run "
-        "where its pods go: "
-        + "; ".join(
-            f"{f.image} ({f.reference}) on {f.node} (build {f.build}, {f.isolation} isolation): {f.verdict.reason}"
-            for f in refused
-        )
+def refusal_message(refused: list[Finding], read: bool = True) -> str:
+    """Why a check is an error before any pod: each image, node, build, isolation and what would serve. ``read``
+    False: the check's code names no catalog image (wincon.imageuse found none), so any image may be its own."""
+    which = (
+        "an image this check uses (named in its code or fixtures, wincon.imageuse) cannot run"
+        if read
+        else "wincon.imageuse found no catalog image named in this check's code or fixtures, so it may use any, and "
+        "images cannot run"
+    )
+    return f"no pod created: {which} where its pods go: " + "; ".join(
+        f"{f.image} ({f.reference}) on {f.node} (build {f.build}, {f.isolation} isolation): {f.verdict.reason}"
+        for f in refused
     )
 
 

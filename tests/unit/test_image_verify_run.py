@@ -4,11 +4,12 @@ isolation it requests is an error at setup, before its fixtures, and the plan's 
 
 The cluster is a stand-in loaded by the suite's conftest: discovery answers the AKS Windows Server 2025 node of
 MicrosoftDocs/azure-aks-docs upgrade-windows-os.md (build 26100, containerd 2.0.4+azure) with a Hyper-V
-RuntimeClass, and the registry answers every Windows image with the manifest list of mcr.microsoft.com/windows/
+RuntimeClass, and the registry answers every Windows image but busybox with the manifest list of mcr.microsoft.com/windows/
 nanoserver:ltsc2022 recorded in docker-library/official-images#13874 (one entry, 10.0.20348.1487). containerd 2.0.4
 runs that entry on 26100 in process isolation (from-ltsc2022 rule); Hyper-V needs the exact build. A check is
 refused for the images its code names (wincon.imageuse): the Hyper-V check whose fixture creates an agnhost pod is,
-the one whose pod is of no catalog image is not.
+a check whose code names no catalog image may use any, so every refusal of its node applies (issue 40 item 6),
+and one naming only busybox (a list with a 26100 entry) is not refused.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def fetch(reference):  # the registry: every image has the recorded list, or the
     if STATE["registry"] == "down":
         real = imageverify.fetch_manifest.__wrapped__
         return real(reference.replace(reference.split("/")[0], "127.0.0.1:9", 1), timeout=2)
-    return STATE["document"]
+    name = reference.rsplit("/", 1)[1].split(":")[0]
+    return STATE.get("documents", {}).get(name) or STATE["document"]
 
 
 fetch.__wrapped__ = imageverify.fetch_manifest
@@ -79,6 +81,11 @@ def plain(request):  # a pod of no catalog image
     return create(request.node.name, "mcr.microsoft.com/windows/nanoserver:ltsc2025")
 
 
+@pytest.fixture
+def shell(request):  # a pod of busybox, whose list has an entry of every build
+    return create(request.node.name, "busybox")
+
+
 @pytest.mark.dataplane
 @pytest.mark.isolation("hyperv")
 @pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b01")
@@ -91,6 +98,13 @@ def test_hyperv(pod):
 @pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b03")
 def test_hyperv_without_catalog_image(plain):
     assert plain == "test_hyperv_without_catalog_image"
+
+
+@pytest.mark.dataplane
+@pytest.mark.isolation("hyperv")
+@pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b04")
+def test_hyperv_busybox(shell):
+    assert shell == "test_hyperv_busybox"
 
 
 @pytest.mark.dataplane
@@ -114,7 +128,7 @@ def cluster(pytester):
     def setup(nodes: list[dict], registry: str = "up") -> None:
         classes = [{"name": "runhcs-wcow-hypervisor", "handler": "runhcs-wcow-hypervisor"}]
         profile = {"server_version": "v1.33.12", "cni": "azure-cni", "nodes": nodes, "runtime_classes": classes}
-        state = {"profile": profile, "document": NANOSERVER_LTSC2022, "registry": registry}
+        state = {"profile": profile, "document": NANOSERVER_LTSC2022, "documents": DOCUMENTS, "registry": registry}
         (pytester.path / "state.json").write_text(json.dumps(state))
 
     def run(*args: str):
@@ -123,6 +137,16 @@ def cluster(pytester):
     return setup, run
 
 
+# busybox's list has an amd64 entry of each build (what test/images/busybox/BASEIMAGE builds for 1.37.0-2, the
+# catalog's windows_versions_source): it runs under Hyper-V on the WS2025 node; every other image has the ltsc2022 list.
+DOCUMENTS = {
+    "busybox": {
+        "manifests": [
+            {"platform": {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{build}.1"}}
+            for build in (17763, 20348, 26100)
+        ]
+    }
+}
 WS2025 = fakes.profile_windows_node("akswspool000000", 26100, runtime_version="2.0.4+azure", os_version="ltsc2025")
 
 
@@ -135,7 +159,14 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     dump = json.loads(plan_file.read_text())
     rows = {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
     assert rows["test_process"]["outcome"] == "run"
-    assert rows["test_hyperv_without_catalog_image"]["outcome"] == "run"  # names no catalog image: nothing refused
+    assert rows["test_hyperv_busybox"]["outcome"] == "run"  # names busybox only, which has a 26100 entry
+    # Issue 40 item 6: names no catalog image, so it may use any (wincon.imageuse's rule): every image refused on
+    # its node under Hyper-V applies, said as such (it read as "no catalog image" and failed at container creation).
+    unread = rows["test_hyperv_without_catalog_image"]
+    assert unread["outcome"] == "error"
+    assert "wincon.imageuse found no catalog image named in this check's code" in unread["reason"]
+    assert "agnhost (registry.k8s.io/e2e-test-images/agnhost:2.66.1) on akswspool000000" in unread["reason"]
+    assert "pause (" in unread["reason"] and "busybox (" not in unread["reason"]  # busybox runs there
     hyperv = rows["test_hyperv"]
     assert hyperv["outcome"] == "error"
     assert (
@@ -144,7 +175,7 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     )
     assert "HCS_E_IMAGE_MISMATCH" in hyperv["reason"] and "the list has 20348" in hyperv["reason"]
     assert "records a ltsc2025 entry for agnhost:2.66.1" in hyperv["reason"]  # the tag that would serve
-    assert "busybox" not in hyperv["reason"]  # refused on that node too, but this check's code names only agnhost
+    assert "pause (" not in hyperv["reason"]  # refused on that node too, but this check's code names only agnhost
     assert "1 real Windows node(s), process and hyperv isolation" in dump["images"]
     fetched = (pytester.path / "fetched.txt").read_text().split()
     assert "registry.k8s.io/e2e-test-images/agnhost:2.66.1" in fetched  # the registry was read for the plan
@@ -152,10 +183,15 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
 
     result = run()
     outcomes = dict(OUTCOME.findall(result.stdout.str()))
-    expected = {"test_hyperv": "ERROR", "test_process": "PASSED", "test_hyperv_without_catalog_image": "PASSED"}
+    expected = {
+        "test_hyperv": "ERROR",
+        "test_process": "PASSED",
+        "test_hyperv_without_catalog_image": "ERROR",
+        "test_hyperv_busybox": "PASSED",
+    }
     assert outcomes == expected, result.stdout.str()
     created = (pytester.path / "created.txt").read_text().splitlines()  # no pod for the refused one
-    assert sorted(line.split()[0] for line in created) == ["test_hyperv_without_catalog_image", "test_process"]
+    assert sorted(line.split()[0] for line in created) == ["test_hyperv_busybox", "test_process"]
     out = result.stdout.str()
     assert "infrastructure error (not a node failure)" in out and "on akswspool000000 (build 26100, hyperv" in out
     assert "pairing(s) refused" in out  # the run's header says what the preflight found
