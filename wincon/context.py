@@ -269,7 +269,7 @@ class WinconContext:
             self._catalog = Catalog.load(repo_list=repo_list, repo_map=repo_map)
             carried = hints.images(self.local_hints)
             if carried:
-                self._catalog.linux_available = set(carried.values())
+                self._catalog.carry(carried)  # their images, the local agnhost under its release's tag
         return self._catalog
 
     @property

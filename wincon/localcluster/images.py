@@ -12,7 +12,8 @@ nothing is ever pulled.
 
 The references follow the suite's image catalog (``images/catalog.yaml``) under a local repo list
 (upstream's ``KUBE_TEST_REPO_LIST`` format) that maps each registry key to a name under ``wincon.local``,
-which resolves nowhere.
+which resolves nowhere; agnhost, built from the release's own tree, takes the tag that release pins
+(versions.toml ``agnhost_version``), which the suite's catalog adopts on this cluster (``Catalog.carry``).
 """
 
 from __future__ import annotations
@@ -74,20 +75,27 @@ def sandbox_image() -> str:
     return references()["pause"]
 
 
-def _catalog_reference(key: str) -> str:
+def _catalog_reference(key: str, tag: str | None = None) -> str:
+    """The local reference of catalog image ``key``: its name under the local repo list, at the catalog's tag unless
+    ``tag`` says which the local image is."""
     from wincon.workloads.catalog import Catalog
 
     catalog = Catalog.load()
     spec = catalog.images[key]
-    return f"{REPO_LIST[spec.registry]}/{spec.name}:{spec.tag}"
+    return f"{REPO_LIST[spec.registry]}/{spec.name}:{tag or spec.tag}"
 
 
 def _images(versions: dict[str, Any] | None = None) -> list[Image]:
     v = versions or paths.load_versions()
     coredns = v["coredns"]["version"]
+    # agnhost is built from the release's own tree: tagged with the agnhost that release pins (versions.toml's
+    # agnhost_version, its test/utils/image/manifest.go), not the catalog's, so a run reports the agnhost it runs.
+    # The suite deploys that tag on this cluster: the cluster hands its references over (hints "images") and the
+    # catalog takes each carried tag (Catalog.carry).
+    agnhost = str(v["kubernetes"]["agnhost_version"])
     return [
         # upstream's agnhost image: /agnhost as the entrypoint, plus a shell and the usual tools (busybox).
-        Image("agnhost", _catalog_reference("agnhost"), ("busybox", "curl", "agnhost"), ("/agnhost",)),
+        Image("agnhost", _catalog_reference("agnhost", agnhost), ("busybox", "curl", "agnhost"), ("/agnhost",)),
         Image("busybox", _catalog_reference("busybox"), ("busybox", "curl"), (), ("sh",)),
         Image("pause", _catalog_reference("pause"), ("agnhost",), ("/agnhost", "pause")),
         Image("coredns", f"{LOCAL_REGISTRY}/k8s/coredns/coredns:{coredns}", ("coredns",), ("/coredns",)),
@@ -221,8 +229,8 @@ def archive_path(bindir: Path | None = None) -> Path:
     written before that was built is not reused after."""
     held = json.dumps(sorted(references().items())).encode()
     name = ARCHIVE.replace(".oci.tar", f"-{hashlib.sha256(held).hexdigest()[:12]}.oci.tar")
-    if consumer.binaries() is not None:
-        name = ARCHIVE.replace(".oci.tar", f"-rc{consumer.key()}.oci.tar")
+    if consumer.binaries() is not None:  # the references' hash kept: a moved tag is not reused either
+        name = name.replace(".oci.tar", f"-rc{consumer.key()}.oci.tar")
     return (bindir or paths.bin_dir()) / name
 
 

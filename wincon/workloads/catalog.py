@@ -11,7 +11,7 @@ everywhere. Registries are overridden with an upstream-format repo list file.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -117,6 +117,20 @@ class Catalog:
 
             pytest.skip(missing)
         return reference
+
+    def carry(self, references: dict[str, str]) -> None:
+        """A cluster whose Linux nodes pull nothing carries these images (key -> reference, the local cluster's
+        hint): they are the Linux images it can run (:meth:`linux_missing`), and where it carries a catalog image
+        under another tag of the same repository (the local agnhost, tagged with the agnhost of the Kubernetes
+        release the cluster runs), that tag is the one this catalog deploys and reports."""
+        self.linux_available = set(references.values())
+        for key, reference in references.items():
+            spec = self.images.get(key)
+            if spec is None:
+                continue
+            repository, _, tag = reference.rpartition(":")
+            if tag != spec.tag and repository == spec.reference(self.registries).rpartition(":")[0]:
+                self.images[key] = replace(spec, tag=tag)
 
     def linux_missing(self, key: str) -> str | None:
         """Why a Linux pod of image ``key`` cannot run here (the cluster's Linux nodes pull nothing and do not
