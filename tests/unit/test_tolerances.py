@@ -18,8 +18,8 @@ from wincon.checks import node as NODE
 from wincon.checks import pods as PODS
 from wincon.cluster import client as CLIENT
 from wincon.cluster.exec import ExecResult
-from wincon.cluster.waits import BehaviourNotObserved
-from wincon.errors import InfrastructureError, SuiteError, linux_control
+from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed
+from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, linux_control
 
 TYPES = suites.load("suites/storage/test_volume_types.py")
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
@@ -228,3 +228,59 @@ def test_stats_of_the_expected_pods_are_still_judged():
     assert NODE.summary_problems({"pods": []}, "ns", {"p"}) == ["lists pods [], expected ['p']"]
     node_series = [NODE.Sample(name, {}, 1.0) for name in NODE.NODE_SERIES]
     assert "no container_cpu_usage_seconds_total for pod p" in NODE.resource_metrics_problems(node_series, "ns", ["p"])
+
+
+# --------------------------------------------------------------------------- the sweep: a filter that matched itself
+# suites/scheduling/test_image_os_version.py start_and_wait took a start failure for the Hyper-V deviation where its
+# message held one of NO_HYPERV's phrases, "hyperv" among them. The message names the pod and its namespace (the
+# wait's "pod <ns>/<name>: ..."; the kubelet's CrashLoopBackOff "back-off %s restarting failed container=%s pod=%s"
+# with format.Pod's "<name>_<ns>(<uid>)", k8s.io/kubernetes v1.37.2 pkg/kubelet/kuberuntime/kuberuntime_manager.go:2102
+# and pkg/kubelet/util/format/pod.go:40), and both hold "hyperv": the pods are hyperv-two and hyperv-older, and the
+# namespace is named after the test. So any crash or image pull failure of these checks read as the expected failure.
+
+IMAGES = suites.load("suites/scheduling/test_image_os_version.py")
+HV_NAMESPACE = "wincon-test-hyperv-isolated-pod-a1b2c3d4-gw0-9f3e"
+
+
+def hyperv_start(monkeypatch, failure: Exception) -> None:
+    scheduled = NS(spec=NS(node_name="win-0"))
+
+    def wait_for_pod(api_client, namespace, name, done, timeout, failure=None):
+        if done is IMAGES.pod_scheduled:
+            return scheduled
+        raise failure_raised
+
+    failure_raised = failure
+    monkeypatch.setattr(IMAGES, "wait_for_pod", wait_for_pod)
+    monkeypatch.setattr(IMAGES, "assert_all_ran_on", lambda *a, **k: None)
+    kube = NS(create=lambda body: None, api_client=None, namespace=HV_NAMESPACE, pod_start_timeout=5)
+    body = {"metadata": {"name": "hyperv-two"}}
+    IMAGES.start_and_wait(
+        kube, None, lambda *a, **k: None, body, 20348, "two containers under Hyper-V", "hyperv-lim", IMAGES.NO_HYPERV
+    )
+
+
+def test_a_crash_of_a_pod_named_hyperv_is_not_the_hyperv_deviation(monkeypatch):
+    crash = (
+        f"pod {HV_NAMESPACE}/hyperv-two: CrashLoopBackOff in container second: back-off 10s restarting failed "
+        f"container=second pod=hyperv-two_{HV_NAMESPACE}(0b7c1e2a-5d1f-4c7e-9a55-3f1d2c9e8b70)"
+    )
+    with pytest.raises(WorkloadFailed, match="CrashLoopBackOff"):
+        hyperv_start(monkeypatch, WorkloadFailed(crash))
+
+
+def test_an_image_pull_failure_of_a_pod_named_hyperv_stays_the_clusters_error(monkeypatch):
+    pull = f"pod {HV_NAMESPACE}/hyperv-two: ErrImagePull in container main: failed to pull and unpack image"
+    with pytest.raises(InfrastructureError, match="ErrImagePull") as err:
+        hyperv_start(monkeypatch, InfrastructureError(pull))
+    assert not isinstance(err.value, DeviationObserved)
+
+
+def test_the_runtimes_own_words_for_no_hyperv_handler_are_still_the_deviation(monkeypatch):
+    """A message holding one of the check's own phrases, "no runtime for" (synthetic: the phrase the check lists)."""
+    refused = (
+        f"pod {HV_NAMESPACE}/hyperv-two: CreateContainerError in container main: failed to get sandbox runtime: "
+        'no runtime for "runhcs-wcow-hypervisor" is configured'
+    )
+    with pytest.raises(DeviationObserved, match="hyperv-lim: .*no runtime for"):
+        hyperv_start(monkeypatch, WorkloadFailed(refused))
