@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from wincon import __version__
 from wincon.errors import ExitCode, WinconError
@@ -27,8 +28,27 @@ COMMAND_MODULES = (
 EXIT_CODES_HELP = "\n".join(f"  {code.value:>2}  {code.name.lower()}" for code in ExitCode)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with the usage error of the README's exit table: exit 4 (argparse's own 2 is
+    "interrupted" there), after the usage of the command whose option was bad. Sub-commands' parsers are of this
+    class too (argparse makes them with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n  fix: see `{self.prog} --help`\n")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every sub-command's parser under ``parser``, nested ones (``cluster up``, ``images verify``) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # an alias maps to the same parser
+                yield sub
+                yield from _subparsers(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="wincon",
         description="Conformance suite for the Windows nodes of Kubernetes clusters.",
         epilog="exit codes:\n" + EXIT_CODES_HELP,
@@ -44,18 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(subparsers)
+    for sub in _subparsers(parser):  # the deepest command given is the one whose usage an unknown option shows
+        sub.set_defaults(wincon_parser=sub)
     return parser
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     """The options every command that talks to a cluster shares, with the same meaning as in pytest."""
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster config)")
+    parser.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)"
+    )
     parser.add_argument("--context", help="kubeconfig context (default: the current context)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would name them after the top-level usage, and exit 2
+        command = getattr(args, "wincon_parser", None) or parser
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE

@@ -95,7 +95,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--kubeconfig",
         dest="wincon_kubeconfig",
-        help="kubeconfig file (default: $KUBECONFIG, then in-cluster)",
+        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
     )
     group.addoption("--context", dest="wincon_context", help="kubeconfig context (default: current)")
     group.addoption(

@@ -176,12 +176,23 @@ def load_kubeconfig(path: str, context: str | None, configuration: client.Config
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+DEFAULT_KUBECONFIG = "~/.kube/config"  # kubectl's (clientcmd.RecommendedHomeFile), also Sonobuoy's and Hydrophone's
+
+
+def default_kubeconfig() -> str | None:
+    """``~/.kube/config`` when it is a file: the kubeconfig kubectl reads when neither a flag nor $KUBECONFIG
+    names one."""
+    path = Path(DEFAULT_KUBECONFIG).expanduser()
+    return str(path) if path.is_file() else None
+
+
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
-    """An ApiClient for the named kubeconfig and context, else $KUBECONFIG, else in-cluster config.
+    """An ApiClient for the named kubeconfig and context, else $KUBECONFIG, else ~/.kube/config when it exists,
+    else in-cluster config (kubectl's order).
 
     Raises KubeconfigError naming the file and the fix when the configuration is missing or malformed.
     """
-    path = kubeconfig or os.environ.get("KUBECONFIG")
+    path = kubeconfig or os.environ.get("KUBECONFIG") or default_kubeconfig()
     configuration = client.Configuration()
     if path:
         # KUBECONFIG may list several files; the client merges them. Check each exists first.
@@ -208,7 +219,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as exc:
             raise KubeconfigError(
-                "no kubeconfig given and not running inside a cluster",
+                f"no kubeconfig given, none at {DEFAULT_KUBECONFIG}, and not running inside a cluster",
                 "pass --kubeconfig PATH, set KUBECONFIG, or run `wincon cluster up` for the local cluster",
             ) from exc
     configuration.retries = 1  # tenacity owns retries; urllib3's own would multiply them

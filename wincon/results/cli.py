@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,11 @@ def register(subparsers: Any) -> None:
     rep.add_argument("results", type=Path, help="a run's results directory (or an allure-results directory)")
     rep.add_argument("-o", "--output", type=Path, help="report directory (default: RESULTS/allure-report)")
     rep.add_argument("--no-html", action="store_true", help="print the table only; no Allure report")
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print the checks as JSON instead of the table (the Allure report's path then goes to stderr)",
+    )
     rep.set_defaults(func=cmd_report)
 
     pub = subparsers.add_parser(
@@ -95,6 +101,7 @@ def register(subparsers: Any) -> None:
     gate.add_argument("--k8s-version", help="judge against this minor (X.Y) instead of the run's own version")
     gate.add_argument("--required", type=Path, help="the required list (default: gating/required.yaml)")
     gate.add_argument("--validate", action="store_true", help="check the required ids against the collected suites")
+    gate.add_argument("--json", action="store_true", help="print the verdict as JSON (the exit code is the same)")
     gate.set_defaults(func=cmd_gate)
 
 
@@ -126,11 +133,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     from wincon.results.artifacts import is_run_dir, load_run
     from wincon.results.report import generate, table
 
-    if is_run_dir(args.results) or args.no_html:
+    if args.json:
+        print(json.dumps(report_json(load_run(args.results).cases), indent=1))
+    elif is_run_dir(args.results) or args.no_html:
         print(table(load_run(args.results).cases, width=0))
     if not args.no_html:
-        print(f"allure report: {generate(args.results, args.output)}")
+        print(f"allure report: {generate(args.results, args.output)}", file=sys.stderr if args.json else sys.stdout)
     return ExitCode.OK
+
+
+def report_json(cases: list[Any]) -> dict[str, Any]:
+    """`wincon report --json`: one entry per check (the table's rows, with the Windows case's message and test
+    id), the controls' figures and the summary line."""
+    from wincon.results.model import control_counts, pair
+    from wincon.results.report import summary_line
+
+    checks = []
+    for check in pair(cases):
+        windows, case = check.windows, check.windows or check.control
+        checks.append(
+            {
+                "check": check.name,
+                "test_id": windows.test_id if windows is not None else None,
+                "area": case.area if case is not None else "",
+                "windows": windows.verdict.value if windows is not None else None,
+                "message": windows.message if windows is not None else "",
+                "linux_control": check.control_verdict,
+                "cluster_wide": check.cluster_wide,
+            }
+        )
+    return {"checks": checks, "controls": control_counts(cases), "summary": summary_line(cases)}
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -182,5 +214,5 @@ def cmd_gate(args: argparse.Namespace) -> int:
         if not minor:
             raise UsageError(f"--k8s-version {args.k8s_version!r} is not X.Y", "e.g. --k8s-version 1.34")
     result = judge(load_run(args.results), required, minor)
-    print(result.render())
+    print(json.dumps(result.to_dict(), indent=1) if args.json else result.render())
     return ExitCode.OK if result.ok else ExitCode.GATE

@@ -156,6 +156,27 @@ class GateResult:
     controls: dict[str, int] = field(default_factory=dict)  # control_counts() of the run
     execution: str = ""  # where the Windows checks executed (wincon.results.execution)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as `wincon gate --json` prints it: the same facts as :meth:`render`, one key each."""
+
+        def rows(entries: list[tuple[str, str, CaseResult]]) -> list[dict[str, str]]:
+            return [
+                {"id": i, "name": n, "test": c.name, "verdict": c.verdict.value, "message": c.message}
+                for i, n, c in entries
+            ]
+
+        return {
+            "kubernetes": self.minor,
+            "ok": self.ok,
+            "passed": rows(self.passed),
+            "accepted": rows(self.accepted),
+            "blocking": [{"id": i, "name": n, "why": why} for i, n, why in self.blocking],
+            "review": [{"limitations": ids, "test": name} for ids, name in self.review],
+            "cluster_wide": self.cluster_wide,
+            "controls": dict(self.controls),
+            "execution": self.execution,
+        }
+
     def render(self) -> str:
         lines = [
             f"release gate for Kubernetes {self.minor}: {'PASS' if self.ok else 'FAIL'} "
