@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from wincon.localcluster import paths
+
 REPO = Path(__file__).resolve().parent.parent
 PARITY_DATA = REPO / "docs" / "upstream-parity.yaml"
 VERSIONS_TOML = REPO / "wincon" / "localcluster" / "versions.toml"
@@ -124,35 +126,46 @@ class ModuleUnavailable(RuntimeError):
     """A version's module tree is neither in the Go module cache nor downloadable here."""
 
 
-def ensure_module(version: str, modcache: Path | None = None) -> Path:
-    """The module tree of k8s.io/kubernetes@``version``; where the cache lacks it, ``go mod download`` (a
-    download only, no build). Raises :class:`ModuleUnavailable` saying why where that cannot be done."""
+def download_module(module: str, version: str, modcache: Path | None = None, inside: str = "") -> Path:
+    """The extracted tree of ``module@version`` in the Go module cache (``modcache``, default :func:`go_modcache`);
+    where the cache lacks it (or its ``inside`` directory), ``go mod download`` of that module alone (its zip,
+    not its dependencies; no build), with the Go toolchain its release needs (``GOTOOLCHAIN`` from
+    versions.toml's go_toolchain, :func:`wincon.localcluster.paths.module_go_environment`: the same the build
+    takes). Raises :class:`ModuleUnavailable` saying why where that cannot be done."""
     modcache = modcache or go_modcache()
-    root = module_dir(version, modcache)
-    if (root / UPSTREAM_DIR).is_dir():
+    root = module_dir(version, modcache, module)
+    if (root / inside).is_dir():
         return root
     go = shutil.which("go")
     if not go:
         raise ModuleUnavailable(
-            f"{MODULE}@{version} is not in the Go module cache ({root}) and there is no `go` command to "
+            f"{module}@{version} is not in the Go module cache ({root}) and there is no `go` command to "
             "download it: install Go (the local cluster's build needs it too)"
         )
-    env = dict(os.environ, GOMODCACHE=str(modcache), GOFLAGS="-mod=mod")
+    toolchain = paths.module_go_environment(module, version, go)
+    env = dict(os.environ, GOMODCACHE=str(modcache), GOFLAGS="-mod=mod", **toolchain)
     answer = subprocess.run(
-        [go, "mod", "download", "-json", f"{MODULE}@{version}"],
+        [go, "mod", "download", "-json", f"{module}@{version}"],
         capture_output=True,
         text=True,
         timeout=900,
         env=env,
         cwd=modcache.parent if modcache.parent.is_dir() else None,
     )
-    if answer.returncode != 0 or not (root / UPSTREAM_DIR).is_dir():
+    if answer.returncode != 0 or not (root / inside).is_dir():
+        with_toolchain = f" with GOTOOLCHAIN={toolchain['GOTOOLCHAIN']}" if toolchain else ""
         raise ModuleUnavailable(
-            f"`go mod download {MODULE}@{version}` failed (exit {answer.returncode}): "
+            f"`go mod download {module}@{version}`{with_toolchain} failed (exit {answer.returncode}): "
             f"{(answer.stdout + answer.stderr).strip()[-600:]}; the Go module proxy (GOPROXY) must be reachable "
             "or the module already in the cache"
         )
     return root
+
+
+def ensure_module(version: str, modcache: Path | None = None) -> Path:
+    """The module tree of k8s.io/kubernetes@``version`` (:func:`download_module`, which fetches it where the
+    cache lacks it, with its release's toolchain)."""
+    return download_module(MODULE, version, modcache, UPSTREAM_DIR)
 
 
 # ----------------------------------------------------------------------------- the reader

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from wincon import upstream
+from wincon.localcluster import build, paths
 from wincon.upstream import E2E, UpstreamTest, module_dir, normalise, upstream_tests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -448,3 +449,60 @@ def test_a_key_given_twice_in_the_parity_data_is_an_error():
     with pytest.raises(yaml.constructor.ConstructorError, match="'ours_from' given twice"):
         upstream.load_yaml_unique(twice)
     assert upstream.load_yaml_unique("- file: a.go\n  ours: x\n") == [{"file": "a.go", "ours": "x"}]
+
+
+# ----------------------------------------------------------------------------- the download path's toolchain
+# The real download of each release's module into an empty module cache (69 s for the four on 2 cores, most of it
+# the toolchain and removing the extracted trees): tests/integration/test_module_download.py.
+
+
+def fake_go(tmp_path: Path, version: str) -> Path:
+    """A go command that is ``version`` (``go env GOVERSION``) and, for ``go mod download``, records the
+    GOTOOLCHAIN it was given and extracts the module as the real one does (a test/e2e/windows directory)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    go = tmp_path / "go"
+    go.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1 $2" = "env GOVERSION" ]; then echo {version}; exit 0; fi\n'
+        'echo "${GOTOOLCHAIN:-unset}" >> "$GOMODCACHE/../toolchains"\n'
+        'mkdir -p "$GOMODCACHE/k8s.io/kubernetes@${4#*@}/test/e2e/windows"\n'
+        'echo "{}"\n'
+    )
+    go.chmod(0o755)
+    return go
+
+
+def test_a_release_s_toolchain_is_set_only_where_the_machine_s_go_is_older(tmp_path):
+    """versions.toml's go_toolchain (1.38: go1.27.3) becomes GOTOOLCHAIN for a machine whose go is older; a
+    machine whose go is as new or newer runs its own; a release without one never sets it."""
+    versions = {release: paths.load_versions(release) for release in paths.releases()}
+    toolchains = {
+        r: v["kubernetes"]["go_toolchain"] for r, v in versions.items() if v["kubernetes"].get("go_toolchain")
+    }
+    assert toolchains == {"1.38": "go1.27.3"}
+    old, same, new = (fake_go(tmp_path / name, version) for name, version in [
+        ("old", "go1.26.8"), ("same", "go1.27.3"), ("new", "go1.28rc1")
+    ])  # fmt: skip
+    for release, release_versions in versions.items():
+        expected = {"GOTOOLCHAIN": toolchains[release]} if release in toolchains else {}
+        assert paths.go_environment(release_versions, str(old)) == expected, release
+        assert paths.go_environment(release_versions, str(same)) == {}, release
+        assert paths.go_environment(release_versions, str(new)) == {}, release
+        assert build.go_environment(release_versions, str(old)) == expected  # the build asks the same function
+    assert paths.go_version_key("go1.27.3") == (1, 27, 3) and paths.go_version_key("go1.28rc1") == (1, 28)
+
+
+def test_the_download_path_gives_a_release_s_module_its_toolchain(tmp_path, monkeypatch):
+    """ensure_module runs `go mod download` with GOTOOLCHAIN=go1.27.3 for 1.38's module on a Go 1.26 machine
+    (without it the download fails: "requires go >= 1.27.0"), and with the machine's go for every other version,
+    the parity baseline (no release of versions.toml) included."""
+    go = fake_go(tmp_path / "bin", "go1.26.8")
+    monkeypatch.setattr(upstream.shutil, "which", lambda name: str(go))
+    modcache = tmp_path / "cache" / "mod"
+    modcache.mkdir(parents=True)
+    wanted = [paths.load_versions(r)["kubernetes"]["version"] for r in paths.releases()] + [DATA.baseline]
+    for version in wanted:
+        assert upstream.ensure_module(version, modcache) == module_dir(version, modcache)
+    recorded = (tmp_path / "cache" / "toolchains").read_text().split()
+    expected = {"v1.38.0-beta.0": "go1.27.3"}
+    assert recorded == [expected.get(version, "unset") for version in wanted]

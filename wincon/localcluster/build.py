@@ -134,11 +134,10 @@ def require_binaries(release: str | None = None) -> Path:
     return bindir
 
 
-def go_environment(versions: dict[str, Any]) -> dict[str, str]:
-    """What the go command needs in its environment for a release: GOTOOLCHAIN where its go.mod asks a Go
-    newer than the machine's (versions.toml's go_toolchain), nothing otherwise."""
-    toolchain = versions["kubernetes"].get("go_toolchain")
-    return {"GOTOOLCHAIN": str(toolchain)} if toolchain else {}
+def go_environment(versions: dict[str, Any], go: str | None = None) -> dict[str, str]:
+    """What the go command needs in its environment for a release: :func:`paths.go_environment` (GOTOOLCHAIN
+    where versions.toml's go_toolchain is newer than the machine's go), the same a module download takes."""
+    return paths.go_environment(versions, go)
 
 
 def go_binary() -> str:
@@ -338,7 +337,7 @@ def build(out: TextIO | None = None, release: str | None = None) -> Path:
         log_path = bindir / "build.log"
         total_start = time.monotonic()
         with log_path.open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-build-") as tmp:
-            env = go_environment(versions)
+            env = go_environment(versions, go)
             builder = _Builder(go, bindir, log, out, env)
             toolchain = f", with GOTOOLCHAIN={env['GOTOOLCHAIN']}" if env else ""
             builder.say(

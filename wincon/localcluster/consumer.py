@@ -92,7 +92,7 @@ def build_binaries(out: TextIO | None = None) -> Path:
         k8s = _kubernetes(versions)
         (bindir / "recipe.json").write_text(json.dumps({"key": key(versions), **RECIPE}, indent=1) + "\n")
         with (bindir / "build.log").open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-consumer-") as tmp:
-            builder = build._Builder(go, bindir, log, out)
+            builder = build._Builder(go, bindir, log, out, build.go_environment(versions, go))
             start = time.monotonic()
             moddir = Path(tmp) / NAME
             moddir.mkdir()

@@ -11,10 +11,13 @@ kwokctl keeps its own state (pki, etcd data, component logs and pids) under
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,72 @@ def load_versions(release: str | None = None) -> dict[str, Any]:
         "kwok": dict(raw["kwok"]),
         "coredns": {**raw["coredns"], "version": rel["coredns"]},
     }
+
+
+def go_version_key(name: str) -> tuple[int, ...]:
+    """``go1.27.3`` (or ``1.27``) -> ``(1, 27, 3)``: go versions compared by their numbers (a pre-release such as
+    ``go1.27rc1`` counts as its minor, ``(1, 27)``)."""
+    match = re.match(r"^(?:go)?(\d+(?:\.\d+)*)", name.strip())
+    if not match:
+        raise ValueError(f"not a Go version: {name!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def machine_go() -> str | None:
+    """The machine's own ``go`` command: ``$WINCON_GO``, else ``go`` on PATH; None where there is none."""
+    return os.environ.get("WINCON_GO") or shutil.which("go")
+
+
+@functools.cache
+def machine_go_version(go: str) -> str:
+    """What ``go`` itself is (``go1.26.8``), asked with GOTOOLCHAIN=local so that it never answers for a toolchain
+    it would switch to; '' where it cannot say."""
+    try:
+        answer = subprocess.run(
+            [go, "env", "GOVERSION"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "GOTOOLCHAIN": "local"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    version = answer.stdout.strip()
+    return version if answer.returncode == 0 and re.match(r"^go\d", version) else ""
+
+
+def go_environment(versions: dict[str, Any], go: str | None = None) -> dict[str, str]:
+    """The environment a go command needs for one release (``load_versions``'s answer): ``GOTOOLCHAIN`` set to
+    versions.toml's ``go_toolchain`` where the release names one and the machine's go (``go``, default
+    :func:`machine_go`) is older than it, nothing otherwise. The one place every go command of a release (the
+    build's, a module download's) takes its toolchain from."""
+    toolchain = versions["kubernetes"].get("go_toolchain")
+    if not toolchain:
+        return {}
+    go = go or machine_go()
+    have = machine_go_version(go) if go else ""
+    if have and go_version_key(have) >= go_version_key(str(toolchain)):
+        return {}
+    return {"GOTOOLCHAIN": str(toolchain)}
+
+
+def release_of(module: str, version: str) -> str | None:
+    """The minor whose Kubernetes module and version ``module@version`` is, or None (another module, or a
+    version versions.toml does not name, such as the parity data's baseline)."""
+    raw = _raw_versions()
+    if module != raw["kubernetes"]["module"]:
+        return None
+    for minor, release in raw["releases"].items():
+        if str(release["version"]) == version:
+            return str(minor)
+    return None
+
+
+def module_go_environment(module: str, version: str, go: str | None = None) -> dict[str, str]:
+    """The environment of a go command that downloads ``module@version``: that of its release
+    (:func:`go_environment`) where it is a release's Kubernetes module, nothing otherwise."""
+    release = release_of(module, version)
+    return go_environment(load_versions(release), go) if release else {}
 
 
 def versions_key(release: str | None = None) -> str:
