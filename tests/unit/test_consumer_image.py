@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from wincon import upstream
 from wincon.localcluster import build, consumer, images, paths
 from wincon.workloads.catalog import Catalog
-
-UPSTREAM = Path(os.environ.get("GOMODCACHE") or Path.home() / "go/pkg/mod") / "k8s.io/kubernetes@v1.34.4"
 
 
 def fake_build(root: Path) -> dict[str, Path]:
@@ -53,11 +52,11 @@ def test_components_are_upstreams_two_static_packages():
     assert all(c.static and c.ldflags == ("-w",) for c in comps.values())
 
 
-@pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"{UPSTREAM} is not in the Go module cache")
 def test_the_image_layout_is_upstreams():
     """Where upstream's image puts the binaries: ``/consumer`` the entrypoint, and ``consume-cpu/consume-cpu``
-    run relative to the working directory ``/`` (utils.go's consumeCPUBinary)."""
-    source = UPSTREAM / consumer.SOURCE
+    run relative to the working directory ``/`` (utils.go's consumeCPUBinary), in the k8s.io/kubernetes module
+    tree the binaries are built from (fetched by the project's download path where the module cache lacks it)."""
+    source = upstream.ensure_module(paths.load_versions()["kubernetes"]["version"]) / consumer.SOURCE
     dockerfile = (source / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["/consumer"]' in dockerfile and "ADD consume-cpu /consume-cpu" in dockerfile
     assert 'consumeCPUBinary = "./consume-cpu/consume-cpu"' in (source / "utils.go").read_text()
