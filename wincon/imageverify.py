@@ -117,7 +117,9 @@ def _registry_json(reference: str, tail: str, accept: str, timeout: float) -> di
                 continue
             if exc.code == 404:
                 raise ImageMissing(
-                    f"image {reference} does not exist in its registry (404 for {url})",
+                    f"image {reference} does not exist in its registry (404 for {url})"
+                    if tail.startswith("manifests/")
+                    else f"image {reference}'s config blob does not exist in its registry (404 for {url})",
                     "push it (images/build.sh for wincon's own images) or point --image-repo-list at a registry "
                     "that holds it",
                 ) from exc

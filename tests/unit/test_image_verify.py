@@ -90,6 +90,9 @@ class Registry(BaseHTTPRequestHandler):
         if self.path.startswith("/token?"):
             self.seen.append({"token_query": self.path})
             return self._send(200, {"token": "anonymous-token"})
+        if self.path.startswith("/storage/"):  # where a registry redirects a blob: no token of its own
+            self.seen.append({"storage": self.path, "authorization": self.headers.get("Authorization", "")})
+            return self._send(200, self.documents[self.path])
         if self.headers.get("Authorization") != "Bearer anonymous-token":
             self.send_response(401)
             challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="stand-in",scope="repository:x:pull"'
@@ -98,6 +101,11 @@ class Registry(BaseHTTPRequestHandler):
             return None
         self.seen.append({"path": self.path, "accept": self.headers.get("Accept", "")})
         document = self.documents.get(self.path)
+        if document and "redirect" in document:
+            self.send_response(307)
+            self.send_header("Location", document["redirect"].replace("PORT", str(port)))
+            self.end_headers()
+            return None
         return self._send(200, document) if document else self._send(404, {"errors": [{"code": "MANIFEST_UNKNOWN"}]})
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
@@ -325,3 +333,23 @@ def test_the_preflight_names_real_nodes_of_unknown_build_instead_of_calling_them
     assert "of unknown build (win-nobuild" in note
     simulated = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
     assert "the Windows nodes are simulated" in preflight(catalog, simulated, fetch=lambda r: pytest.fail(r))[1]
+
+
+def test_a_config_blob_redirected_to_storage_is_read_without_the_registry_s_token(registry):
+    """Registries answer a blob with a redirect to their storage; the bearer token is the registry's and is not sent
+    to another host (here localhost instead of 127.0.0.1, both this machine)."""
+    catalog = catalog_on(registry)
+    manifest, digest, config = single_manifest({"architecture": "amd64", "os": "windows", "os.version": "10.0.26100.1"})
+    Registry.documents = {
+        "/v2/e2e/agnhost/manifests/2.66.1": manifest,
+        f"/v2/e2e/agnhost/blobs/{digest}": {"redirect": f"http://localhost:PORT/storage/{digest}"},
+        f"/storage/{digest}": config,
+    }
+    (finding,) = verify(catalog, ClusterProfile("v1.33.12", nodes=[WS2025]), ["agnhost"], ("hyperv",))
+    assert finding.verdict.runs and finding.verdict.entry == 26100
+    (stored,) = [s for s in Registry.seen if "storage" in s]
+    assert stored["authorization"] == ""
+    missing = {"/v2/e2e/agnhost/manifests/2.66.1": manifest}  # the config blob is gone: 404
+    Registry.documents = missing
+    with pytest.raises(InfrastructureError, match="config blob does not exist"):
+        verify(catalog, ClusterProfile("v1.33.12", nodes=[WS2025]), ["agnhost"], ("hyperv",))
