@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import forms
+from wincon import forms, upstream
 
 pytest_plugins = ["pytester"]
 
@@ -154,9 +154,7 @@ def test_every_evidence_constant_resolves_against_the_pinned_module():
     """Each evidence constant the suites cite names a file and line of k8s.io/kubernetes at the pinned version that
     carries its word (or a recorded output with its source): the new busybox-w32 applets (Dockerfile_windows), the
     conformance preStop hook's sh/curl and the HostProcess hostname comparison included."""
-    root = (forms.module_cache() or Path("/nonexistent")) / f"k8s.io/kubernetes@{forms.pinned_version()}"
-    if not root.is_dir():
-        pytest.skip(f"k8s.io/kubernetes@{forms.pinned_version()} is not in the Go module cache here")
+    upstream.ensure_module(forms.pinned_version(), forms.module_cache())  # downloaded where the cache lacks it
     constants = _evidence_constants()
     for name in ("BUSYBOX_W32_APPLETS", "BUSYBOX_W32_DD", "PRESTOP_SH_CURL", "HOSTPROCESS_HOSTNAME"):
         assert name in constants
@@ -165,9 +163,7 @@ def test_every_evidence_constant_resolves_against_the_pinned_module():
 
 
 def test_a_constant_whose_word_moved_off_its_line_is_a_problem():
-    root = (forms.module_cache() or Path("/nonexistent")) / f"k8s.io/kubernetes@{forms.pinned_version()}"
-    if not root.is_dir():
-        pytest.skip(f"k8s.io/kubernetes@{forms.pinned_version()} is not in the Go module cache here")
+    upstream.ensure_module(forms.pinned_version(), forms.module_cache())  # downloaded where the cache lacks it
     ref = forms.BUSYBOX_W32_DD.split(" ")[0]
     assert forms.evidence_problems(f"{ref} fsutil")  # the applet list carries no fsutil
     assert forms.evidence_problems(forms.PRESTOP_SH_CURL.replace(":184", ":183"))

@@ -15,7 +15,7 @@ from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.network.flows import FlowChecks
-from wincon.upstream import go_modcache
+from wincon.upstream import ensure_module
 
 GARBLED = "<html><body>404 page not found</body></html>"
 
@@ -163,10 +163,9 @@ def test_netexec_pods_are_asked_for_readiness_from_their_start():
 def test_the_readiness_period_is_upstreams_for_its_netexec_service_backends():
     """k8s.io/kubernetes@v1.34.4 test/e2e/framework/service/jig.go:685-686: netexec backends with a readiness probe
     of period 3 s and no initial delay (the netserver pods of framework/network/utils.go:588-593 use 10 s and 10 s)."""
-    jig = go_modcache() / "k8s.io/kubernetes@v1.34.4/test/e2e/framework/service/jig.go"
-    utils = go_modcache() / "k8s.io/kubernetes@v1.34.4/test/e2e/framework/network/utils.go"
-    if not jig.exists() or not utils.exists():
-        pytest.skip(f"k8s.io/kubernetes@v1.34.4 is not in the Go module cache ({jig.parent})")
+    root = ensure_module("v1.34.4")  # downloaded where the module cache lacks it
+    jig = root / "test/e2e/framework/service/jig.go"
+    utils = root / "test/e2e/framework/network/utils.go"
     lines = Path(jig).read_text().splitlines()
     assert "ReadinessProbe: &v1.Probe{" in lines[684] and "PeriodSeconds: 3," in lines[685]
     assert '"netexec"' in lines[683]
