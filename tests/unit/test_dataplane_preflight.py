@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from wincon.errors import ExitCode, LocalClusterError
-from wincon.localcluster import dataplane, images, netns
+from wincon.localcluster import dataplane, images, netns, paths
 from wincon.localcluster.topology import Topology
 from wincon.workloads.catalog import Catalog
 
@@ -52,9 +52,9 @@ def test_topology_defaults_to_two_real_nodes_and_none_keeps_the_simulated_cluste
 
 def test_image_references_follow_the_catalog_under_the_local_repo_list():
     refs = images.references()
-    tag = Catalog.load().images["agnhost"].tag
+    tag = paths.load_versions()["kubernetes"]["agnhost_version"]  # the release's agnhost, built from its tree
     assert refs["agnhost"] == f"wincon.local/e2e-test-images/agnhost:{tag}"
-    assert refs["pause"].startswith("wincon.local/k8s/pause:")
+    assert refs["pause"] == f"wincon.local/k8s/pause:{Catalog.load().images['pause'].tag}"
     assert images.sandbox_image() == refs["pause"]
     assert "promoterE2eRegistry: wincon.local/e2e-test-images" in images.repo_list_text()
 
