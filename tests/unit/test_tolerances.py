@@ -19,7 +19,7 @@ from wincon.checks import pods as PODS
 from wincon.cluster import client as CLIENT
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed
-from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, linux_control
+from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, UnreadableOutput, linux_control
 
 TYPES = suites.load("suites/storage/test_volume_types.py")
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
@@ -284,3 +284,42 @@ def test_the_runtimes_own_words_for_no_hyperv_handler_are_still_the_deviation(mo
     )
     with pytest.raises(DeviationObserved, match="hyperv-lim: .*no runtime for"):
         hyperv_start(monkeypatch, WorkloadFailed(refused))
+
+
+# --------------------------------------------------------------------------- the sweep: an unreadable answer as silence
+# suites/networking/test_udp_and_hybrid_egress.py node_reaches_pod_over_udp (the Linux node's netexec /dial) caught
+# the parser's ValueError and counted an exit-0 answer that is not netexec's JSON as a try nothing answered, so the
+# check failed "the node did not reach the pod". conn.collect_dial's rule: such an answer is UnreadableOutput, the
+# suite's own gap (an error), at once.
+
+UDP = suites.load("suites/networking/test_udp_and_hybrid_egress.py")
+
+
+class OneTry:
+    """FlowChecks.until's contract, one try: (whether ``ok`` held, the result)."""
+
+    kube = NS(namespace="ns")
+
+    def __init__(self, result: ExecResult) -> None:
+        self.result = result
+
+    def until(self, pod, command, ok, tries=5, container=None):
+        return ok(self.result), self.result
+
+
+LINUX_HOST = NS(os="linux", name="host-lin-worker-0", ip="172.30.0.3", tool_container=None, node="lin-worker-0")
+TARGET = NS(name="netserver-0", ip="10.244.1.5")
+
+
+def test_an_unreadable_netexec_answer_over_udp_is_the_suites_error_not_silence():
+    with pytest.raises(UnreadableOutput, match="did not answer JSON"):
+        UDP.node_reaches_pod_over_udp(OneTry(ExecResult(0, "<html>502 Bad Gateway</html>", "")), LINUX_HOST, TARGET)
+
+
+def test_the_targets_name_in_netexecs_answer_over_udp_passes_and_silence_fails():
+    answered = ExecResult(0, '{"responses": ["netserver-0"]}', "")
+    assert UDP.node_reaches_pod_over_udp(OneTry(answered), LINUX_HOST, TARGET)[0]
+    # netexec's own error for a UDP read that timed out (agnhost netexec.go:509 at k8s.io/kubernetes v1.37.2)
+    silent = ExecResult(0, '{"errors": ["reading from udp connection failed. err:\'i/o timeout\'"]}', "")
+    assert not UDP.node_reaches_pod_over_udp(OneTry(silent), LINUX_HOST, TARGET)[0]
+    assert not UDP.node_reaches_pod_over_udp(OneTry(ExecResult(7, "", "connection refused")), LINUX_HOST, TARGET)[0]
