@@ -401,7 +401,10 @@ def preflight(
             "images: not verified: the Windows nodes are simulated (no image is pulled there, no registry is read)"
         )
     keys = [k for k, spec in catalog.images.items() if "windows" in spec.os]
-    isolations = ("process", "hyperv") if hyperv_requested(profile) else ("process",)
+    # RuntimeClasses that could not be listed (None): the Hyper-V checks read them live and may run, so the Hyper-V
+    # pairings are judged too (only checks whose pods request Hyper-V are refused by them).
+    hyperv = profile.runtime_classes is None or hyperv_requested(profile)
+    isolations = ("process", "hyperv") if hyperv else ("process",)
     findings: list[Finding] = []
     for key in keys:
         try:
@@ -417,7 +420,13 @@ def preflight(
     refused = [f for f in findings if not f.verdict.runs]
     summary = (
         f"images: {len(keys)} Windows images of the catalog verified against their registries for {len(real)} real "
-        f"Windows node(s), {' and '.join(isolations)} isolation: "
+        f"Windows node(s), {' and '.join(isolations)} isolation"
+        + (
+            " (Hyper-V too: the cluster's RuntimeClasses could not be listed)"
+            if profile.runtime_classes is None
+            else ""
+        )
+        + ": "
         + (f"{len(refused)} pairing(s) refused (the checks whose pods go there are errors)" if refused else "all run")
         + (f"; {unknown_build_note(unknown)}" if unknown else "")
     )

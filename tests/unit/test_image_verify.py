@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -328,7 +329,9 @@ def test_the_preflight_names_real_nodes_of_unknown_build_instead_of_calling_them
     assert refused == [] and "simulated" not in note
     assert "1 real Windows node(s) of unknown build (win-nobuild" in note and "no check is refused" in note
     every = {"manifests": [{"platform": {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1"}}]}
-    refused, note = preflight(catalog, ClusterProfile("v1.37.2", nodes=[WS2022, nobuild]), fetch=lambda r: every)
+    refused, note = preflight(
+        catalog, ClusterProfile("v1.37.2", nodes=[WS2022, nobuild], runtime_classes=[]), fetch=lambda r: every
+    )
     assert refused == [] and "for 1 real Windows node(s), process isolation: all run" in note
     assert "of unknown build (win-nobuild" in note
     simulated = ClusterProfile("v1.37.2", nodes=[node("win2025-0", 26100, "2.0.4+azure", True)])
@@ -353,3 +356,18 @@ def test_a_config_blob_redirected_to_storage_is_read_without_the_registry_s_toke
     Registry.documents = missing
     with pytest.raises(InfrastructureError, match="config blob does not exist"):
         verify(catalog, ClusterProfile("v1.33.12", nodes=[WS2025]), ["agnhost"], ("hyperv",))
+
+
+def test_the_preflight_judges_hyperv_too_where_the_runtime_classes_are_unknown():
+    """RuntimeClasses that could not be listed (None) are unknown, not absent: the Hyper-V checks read them live and
+    may run, so the preflight judges their pairings too (an ltsc2022-only list cannot run under Hyper-V on the WS2025
+    node); a cluster that listed none judges process isolation only."""
+    from wincon.imageverify import preflight
+
+    catalog = Catalog.load()
+    unknown = ClusterProfile("v1.33.12", nodes=[WS2025], runtime_classes=None)
+    refused, note = preflight(catalog, unknown, fetch=lambda r: NANOSERVER_LTSC2022)
+    assert {f.isolation for f in refused} == {"hyperv"} and "HCS_E_IMAGE_MISMATCH" in refused[0].verdict.reason
+    assert "process and hyperv isolation (Hyper-V too: the cluster's RuntimeClasses could not be listed)" in note
+    refused, note = preflight(catalog, replace(unknown, runtime_classes=[]), fetch=lambda r: NANOSERVER_LTSC2022)
+    assert refused == [] and "process isolation: all run" in note
