@@ -178,3 +178,39 @@ def test_verify_refuses_and_accepts_as_the_rules_say_on_a_real_registry(registry
     # the exact entry runs everywhere
     exact = [verdict for (image, _, _), verdict in found.items() if image == "busybox"]
     assert len(exact) == 4 and all(v.runs and v.entry == 26100 for v in exact)
+
+
+def push_single_windows_image(address: str, repository: str, tag: str, config: dict[str, str]) -> None:
+    """An image pushed without a manifest list: ``repository:tag`` is one image manifest, and only its config blob
+    says the platform (``os``, ``architecture``, ``os.version``)."""
+    layer = push_blob(address, repository, f"layer of {repository}:{tag}".encode())
+    config_blob = push_blob(address, repository, json.dumps({**config, "rootfs": {}}).encode())
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config_blob},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
+    }
+    push_manifest(address, repository, tag, manifest, OCI_MANIFEST)
+
+
+def test_a_single_manifest_is_judged_by_the_config_blob_the_registry_serves(registry):
+    """Issue 40 item 3 on a real registry: the config blob is read back from distribution's blob endpoint and its
+    ltsc2022 build decides (process isolation on containerd 2.0.4 runs it on 26100, Hyper-V does not); an arm64
+    config runs on no amd64 node."""
+    catalog = Catalog.load(repo_map={"promoterE2eRegistry": f"{registry}/e2e", "gcRegistry": f"{registry}/k8s"})
+    agnhost, busybox = catalog.images["agnhost"], catalog.images["busybox"]
+    ltsc2022 = {"architecture": "amd64", "os": "windows", "os.version": "10.0.20348.1487"}
+    push_single_windows_image(registry, f"e2e/{agnhost.name}", agnhost.tag, ltsc2022)
+    arm = {"architecture": "arm64", "os": "windows", "os.version": "10.0.26100.1"}
+    push_single_windows_image(registry, f"e2e/{busybox.name}", busybox.tag, arm)
+    profile = ClusterProfile("v1.37.2", nodes=[windows_node("akswspool000000", 26100, "2.0.4+azure")])
+    found = {
+        (f.image, f.isolation): f.verdict
+        for f in verify(catalog, profile, ["agnhost", "busybox"], ("process", "hyperv"))
+    }
+    assert found["agnhost", "process"].runs and found["agnhost", "process"].entry == 20348
+    assert not found["agnhost", "hyperv"].runs and "HCS_E_IMAGE_MISMATCH" in found["agnhost", "hyperv"].reason
+    assert "config says windows/amd64 20348" in found["agnhost", "hyperv"].reason
+    assert not found["busybox", "process"].runs and not found["busybox", "hyperv"].runs
+    assert "not a windows/amd64 image" in found["busybox", "process"].reason
