@@ -4,10 +4,12 @@ leftovers, pre-pulling) and its end (sweeping this run's namespaces)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import secrets
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +71,54 @@ def is_suite_run(config: pytest.Config) -> bool:
 def collect_only(config: pytest.Config) -> bool:
     """``--collect-only``, `wincon plan` and `wincon lint`: nothing touches the cluster."""
     return bool(config.getoption("collectonly") or config.getoption("wincon_plan_out"))
+
+
+# ----------------------------------------------------------------------------- dying with the parent
+
+# `wincon run` names itself to its pytest here; the pytest reads it once and removes it from its environment, so no
+# process it starts (an xdist worker, a nested pytest) inherits a pid that is not its parent.
+PARENT_PID_ENV = "WINCON_PARENT_PID"
+CONTROLLER_PID_KEY = "wincon_controller_pid"  # workerinput: the xdist controller a worker dies with
+DIES_WITH_PARENT_KEY = pytest.StashKey[bool]()
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with(parent_pid: int) -> bool:
+    """Have Linux SIGKILL this process when ``parent_pid``, its parent, dies (prctl PR_SET_PDEATHSIG): a SIGKILL of
+    `wincon run` (a CI cancel) then stops its pytest, and pytest's death its xdist workers, instead of leaving them
+    creating namespaces with nobody to report to. A parent already gone (this process's parent is no longer
+    ``parent_pid``: it died before the request) kills this process at once, as the signal would have. False where
+    the request cannot be made (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+        return False
+    if os.getppid() != parent_pid:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
+def die_with_parent(config: pytest.Config) -> None:
+    """A pytest started by `wincon run` dies with it; an xdist worker of such a pytest (or of a suite run) dies with
+    its controller. Plain pytest runs of the project's own tests are left as they are."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        controller = workerinput.get(CONTROLLER_PID_KEY)
+        if controller:
+            die_with(int(controller))
+        return
+    parent = os.environ.pop(PARENT_PID_ENV, "")
+    if parent.isdigit():
+        config.stash[DIES_WITH_PARENT_KEY] = die_with(int(parent))
+
+
+def controller_input(config: pytest.Config) -> dict[str, str]:
+    """What a worker needs to die with this controller: given when this controller dies with its own parent
+    (`wincon run`) or checks a cluster (a suite run)."""
+    if config.stash.get(DIES_WITH_PARENT_KEY, False) or is_suite_run(config):
+        return {CONTROLLER_PID_KEY: str(os.getpid())}
+    return {}
 
 
 # ----------------------------------------------------------------------------- the start of a run

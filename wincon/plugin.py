@@ -38,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     options.register_markers(config)
+    context.die_with_parent(config)  # first: a run whose `wincon run` (or xdist controller) is gone stops here
     if not context.is_suite_run(config):
         return
     controls.configure_distribution(config)
@@ -57,7 +58,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_configure_node(node: Any) -> None:
-    """xdist: hand the controller's profile and run id to each worker, so discovery happens once."""
+    """xdist: hand the controller's profile and run id to each worker, so discovery happens once; and its pid, so
+    the worker dies with it."""
+    node.workerinput.update(context.controller_input(node.config))
     if context.get_context(node.config) is not None:
         node.workerinput.update(context.worker_input(node.config))
 
