@@ -56,8 +56,19 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("cleanup", help="delete namespaces left behind by dead wincon runs")
     add_cluster_options(p)
-    p.add_argument("--ttl", type=int, default=3600, help="reap namespaces older than this many seconds (default 3600)")
-    p.add_argument("--all", action="store_true", help="delete every wincon namespace not owned by a live local run")
+    p.add_argument(
+        "--ttl",
+        type=int,
+        default=3600,
+        help="reap namespaces older than this many seconds whose run holds no Lease (default 3600); a run's Lease "
+        "decides for its own namespaces: reaped once it expired, never while it is renewed",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="delete every wincon namespace not owned by a live run of this host, live Leases of other hosts' runs "
+        "or not",
+    )
     p.set_defaults(func=cmd_cleanup)
 
     p = sub.add_parser("prepull", help="pull the catalog's Windows images on every Windows node")
@@ -286,18 +297,28 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
+    import time
+
     from wincon.cluster.client import connect
+    from wincon.cluster.leases import delete_expired, read_runs
     from wincon.cluster.namespaces import reap, reap_cluster_objects
 
     api_client = connect(args.kubeconfig, args.context)
-    ttl = 0 if args.all else args.ttl
-    names = reap(api_client, ttl_seconds=ttl)
+    runs = read_runs(api_client)  # a run whose Lease is live keeps its namespaces, whatever their age
+    names = reap(api_client, ttl_seconds=args.ttl, runs=runs, force=args.all)
     for name in names:
         print(f"deleted namespace {name}")
-    objects = reap_cluster_objects(api_client, ttl_seconds=ttl)
+    objects = reap_cluster_objects(api_client, ttl_seconds=args.ttl, runs=runs, force=args.all)
     for name in objects:
         print(f"deleted {name}")
-    print(f"cleanup: {len(names)} namespaces and {len(objects)} cluster-scoped objects deleted")
+    leases = delete_expired(api_client, runs, time.time())
+    for name in leases:
+        print(f"deleted expired Lease {name}")
+    live = sum(1 for run in runs.values() if not run.expired(time.time()))
+    print(
+        f"cleanup: {len(names)} namespaces and {len(objects)} cluster-scoped objects deleted; "
+        f"{live} live runs (their Leases renewed) left alone"
+    )
     return ExitCode.OK
 
 

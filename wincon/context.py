@@ -30,6 +30,7 @@ LIMITATIONS_KEY = pytest.StashKey[dict]()
 NAMESPACES_KEY = pytest.StashKey[list[str]]()  # per item (and module): namespaces its fixtures created
 IMAGE_REFUSALS_KEY = pytest.StashKey[list]()  # imageverify Findings that cannot run (image, node, isolation)
 IMAGES_NOTE_KEY = pytest.StashKey[str]()  # what the image preflight did, for the run's header
+LEASE_NOTE_KEY = pytest.StashKey[str]()  # the run's Lease (or why it has none), for the run's header
 
 
 # ----------------------------------------------------------------------------- accessors
@@ -259,6 +260,8 @@ def header_lines(config: pytest.Config) -> list[str]:
         lines.append("  disruptive checks: run (--allow-disruptive)")
     else:
         lines.append("  disruptive checks: skipped (pass --allow-disruptive to run them)")
+    if config.stash.get(LEASE_NOTE_KEY, ""):
+        lines.append(f"  {config.stash[LEASE_NOTE_KEY]}")
     reaped = getattr(config, "_wincon_reaped", None)
     if reaped:
         lines.append(f"  reaped {len(reaped)} namespaces left by dead runs: {', '.join(reaped)}")
@@ -277,6 +280,7 @@ class WinconContext:
     _catalog: Any = None
     _registry: Any = None
     _hints: dict[str, str] | None = None
+    _lease: Any = None  # wincon.cluster.leases.LeaseHolder of the controller's run
     worker: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -374,18 +378,60 @@ class WinconContext:
         return data
 
     def reap(self) -> list[str]:
+        """The start of a run (the controller): take this run's Lease first (so that a start beside it leaves it
+        alone), then reap what runs whose Lease expired, or dead runs without one, left; and their Leases."""
+        from wincon.cluster import leases
         from wincon.cluster.namespaces import reap
 
         if self.config.getoption("wincon_profile_file"):
             return []
-        return reap(self.api_client, int(self.config.getoption("wincon_ns_ttl")), self.run_id)
+        from kubernetes.client.exceptions import ApiException
+
+        self.hold_lease()
+        try:
+            runs = {run: lease for run, lease in leases.read_runs(self.api_client).items() if run != self.run_id}
+        except ApiException as exc:  # the others' Leases unreadable: only their age and owners tell, as before
+            self.config.stash[LEASE_NOTE_KEY] = (
+                self.config.stash.get(LEASE_NOTE_KEY, "") + f"; other runs' Leases unreadable ({exc.status} "
+                f"{exc.reason}): their namespaces are reaped past --namespace-ttl"
+            )
+            runs = {}
+        names = reap(self.api_client, int(self.config.getoption("wincon_ns_ttl")), self.run_id, runs=runs)
+        leases.delete_expired(self.api_client, runs, time.time())
+        return names
+
+    def hold_lease(self) -> None:
+        """This run's Lease, renewed until :meth:`finish`; a cluster that refuses it (RBAC without leases) leaves
+        the run without one, and the header says what that means."""
+        from kubernetes.client.exceptions import ApiException
+
+        from wincon.cluster.leases import LEASE_NAMESPACE, LeaseHolder
+
+        holder = LeaseHolder(self.api_client, self.run_id)
+        try:
+            holder.acquire()
+        except ApiException as exc:
+            self.config.stash[LEASE_NOTE_KEY] = (
+                f"no Lease for this run ({exc.status} {exc.reason} in {LEASE_NAMESPACE}): another run's start may reap "
+                "its namespaces once they are older than --namespace-ttl; grant leases as manifests/rbac/runner.yaml does"
+            )
+            return
+        self._lease = holder
+        self.config.stash[LEASE_NOTE_KEY] = f"Lease {LEASE_NAMESPACE}/{holder.name} held while the run lives"
 
     def finish(self) -> None:
-        """The end of this process's run: delete its namespaces; the controller also sweeps the run's."""
+        """The end of this process's run: delete its namespaces; the controller also sweeps the run's, then lets
+        its Lease go."""
         if self._registry is not None:
             self._registry.delete_all()
         if not hasattr(self.config, "workerinput") and not collect_only(self.config):
             self.sweep_run()
+        if self._lease is not None:
+            try:
+                self._lease.release()
+            except Exception:  # it expires by itself; the next start deletes it
+                pass
+            self._lease = None
 
     def sweep_run(self) -> None:
         """Delete every namespace of this run, whichever worker made it (workers may die on interrupt)."""

@@ -2,7 +2,8 @@
 
 Each namespace is labelled with the run id and worker and annotated with its creation time and owner
 (host and pid), so leftovers of a dead run are found and reaped: at the start of the next run, and by
-`wincon cleanup`.
+`wincon cleanup`. A run that holds a Lease (wincon.cluster.leases) is reaped only once its Lease expired (or its
+holder died on this host), never by age.
 """
 
 from __future__ import annotations
@@ -124,10 +125,24 @@ def _pid_alive(pid: int, start: str = "") -> bool:
     return not start or _start_time(pid) in ("", start)
 
 
-def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: str = "") -> list[str]:
-    """Names of wincon namespaces (or cluster-scoped objects) left by dead runs: past the TTL, or owned by a dead
-    process on this host."""
+def stale(
+    namespaces: Iterable[Any],
+    ttl_seconds: int,
+    now: float,
+    current_run: str = "",
+    runs: dict[str, Any] | None = None,
+    force: bool = False,
+) -> list[str]:
+    """Names of wincon namespaces (or cluster-scoped objects) left by dead runs.
+
+    ``runs`` ({run id: wincon.cluster.leases.RunLease}) decides for every run that holds a Lease: its namespaces are
+    stale once the Lease expired or its holder is a process of this host that is gone, never by age (a live run on
+    another host keeps them however long it runs). A namespace whose run holds no Lease (a run of an older wincon, or
+    one whose Lease could not be created) is stale when its owner is a dead process of this host, or past
+    ``ttl_seconds``. ``force`` (`wincon cleanup --all`): every one except those of a live process or Lease holder of
+    this host."""
     host = socket.gethostname()
+    runs = runs or {}
     result = []
     for ns in namespaces:
         meta = ns.metadata
@@ -142,21 +157,36 @@ def stale(namespaces: Iterable[Any], ttl_seconds: int, now: float, current_run: 
             annotations.get(CREATED_AT) or (meta.creation_timestamp.timestamp() if meta.creation_timestamp else now)
         )
         owner_pid = annotations.get(OWNER_PID, "")
-        dead_owner = (
-            annotations.get(OWNER_HOST) == host
-            and owner_pid.isdigit()
-            and not _pid_alive(int(owner_pid), annotations.get(OWNER_START, ""))
-        )
-        if dead_owner or now - created > ttl_seconds:
+        local_owner = annotations.get(OWNER_HOST) == host and owner_pid.isdigit()
+        dead_owner = local_owner and not _pid_alive(int(owner_pid), annotations.get(OWNER_START, ""))
+        lease = runs.get(labels.get(RUN_ID, ""))
+        if force:
+            live_here = (local_owner and not dead_owner) or (
+                lease is not None and lease.host == host and not lease.holder_dead_here() and not lease.expired(now)
+            )
+            if not live_here:
+                result.append(meta.name)
+        elif lease is not None:
+            if lease.expired(now) or lease.holder_dead_here():
+                result.append(meta.name)
+        elif dead_owner or now - created > ttl_seconds:
             result.append(meta.name)
     return result
 
 
-def reap(api_client: client.ApiClient, ttl_seconds: int = DEFAULT_TTL_SECONDS, current_run: str = "") -> list[str]:
-    """Delete the namespaces dead runs left behind; returns their names."""
+def reap(
+    api_client: client.ApiClient,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    current_run: str = "",
+    *,
+    runs: dict[str, Any],
+    force: bool = False,
+) -> list[str]:
+    """Delete the namespaces dead runs left behind (:func:`stale`; ``runs``: wincon.cluster.leases.read_runs);
+    returns their names."""
     core = client.CoreV1Api(api_client)
     items = call(core.list_namespace, label_selector=SELECTOR).items
-    names = stale(items, ttl_seconds, time.time(), current_run)
+    names = stale(items, ttl_seconds, time.time(), current_run, runs, force)
     for name in names:
         delete_namespace(core, name)
     return names
@@ -175,10 +205,16 @@ def _cluster_kinds(api_client: client.ApiClient) -> list[tuple[str, Any, Any]]:
 
 
 def reap_cluster_objects(
-    api_client: client.ApiClient, ttl_seconds: int = DEFAULT_TTL_SECONDS, current_run: str = ""
+    api_client: client.ApiClient,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    current_run: str = "",
+    *,
+    runs: dict[str, Any],
+    force: bool = False,
 ) -> list[str]:
-    """Delete the cluster-scoped objects dead runs left behind (wincon's label, past the TTL or of a dead owner,
-    as for namespaces); returns them as ``Kind/name``. A kind the API server does not serve is passed over."""
+    """Delete the cluster-scoped objects dead runs left behind (wincon's label; stale as namespaces are, by their
+    run's Lease, else past the TTL or of a dead owner); returns them as ``Kind/name``. A kind the API server does
+    not serve is passed over."""
     deleted = []
     for kind, list_fn, delete_fn in _cluster_kinds(api_client):
         try:
@@ -187,7 +223,7 @@ def reap_cluster_objects(
             if exc.status == 404:
                 continue
             raise
-        for name in stale(items, ttl_seconds, time.time(), current_run):
+        for name in stale(items, ttl_seconds, time.time(), current_run, runs, force):
             try:
                 call(delete_fn, name, _request_timeout=15)
             except ApiException as exc:
