@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import suites
 from wincon.checks.node import KubeletAnswer
+from wincon.errors import InfrastructureError, UnreadableOutput
 
 SUITE = suites.load("suites/node/test_node_log_query.py")
 
@@ -151,7 +152,9 @@ def run_options(monkeypatch, case: str, body: str, kube: HostKube, configz: dict
     monkeypatch.setattr(SUITE, "kubelet_json", lambda api_client, node, path, timeout=60.0: (configz or QUERY_ON, 0.1))
     monkeypatch.setattr(SUITE, "submit_pod", submit)
     wincon = NS(api_client=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost"))
-    SUITE.test_node_log_query_options_match_get_winevent_on_the_node(kube, wincon, NS(name="win-0"), 20348, case)
+    SUITE.test_node_log_query_options_match_get_winevent_on_the_node(
+        kube, wincon, NS(name="win-0"), 20348, case, "windows"
+    )
     return asked
 
 
@@ -218,3 +221,149 @@ def test_kubelet_query_sends_the_query_as_parameters_not_in_the_path(monkeypatch
         "/proxy/logs/?query=Microsoft-Windows-Security-SPP&tailLines=3"
     ), seen[0]
     assert "%3F" not in seen[0]
+
+
+# --------------------------------------------------------------------------- nothing to compare (issue 40, item 2)
+
+
+@pytest.mark.parametrize("case", ["tail-lines-3", "pattern-health"])
+def test_no_event_on_either_side_is_nothing_to_compare_never_a_pass(monkeypatch, case):
+    """Get-WinEvent on the node printed nothing (no event of the provider, or none matching Health) and so did the
+    kubelet (its Get-WinEvent prints nothing either; kubelet_server_journal.go:327-345 at v1.37.2 adds nothing).
+    Passed at c48de23 ("" == ""); now an infrastructure error saying there is nothing to compare."""
+    with pytest.raises(InfrastructureError, match="nothing to compare: Get-WinEvent .* printed no event on win-0"):
+        run_options(monkeypatch, case, "", HostKube(""))
+    with pytest.raises(InfrastructureError, match="nothing to compare"):
+        run_options(monkeypatch, case, "\r\n\r\n", HostKube("\r\n"))  # blank lines only: the same
+
+
+def test_an_output_without_the_event_table_is_the_suites_gap_never_a_pass(monkeypatch):
+    """Both sides print the same text that is not the provider's event table: compared equal before; now unread."""
+    with pytest.raises(UnreadableOutput, match="no Microsoft-Windows-Security-SPP event table"):
+        run_options(monkeypatch, "pattern-health", "something else\r\n", HostKube("something else\r\n"))
+
+
+def test_events_on_the_node_and_none_from_the_kubelet_fails(monkeypatch):
+    with pytest.raises(AssertionError, match="differs from Get-WinEvent on the node"):
+        run_options(monkeypatch, "pattern-health", "", HostKube(EVENTS))
+
+
+# Linux control: journal lines in the local cluster's form (JOURNAL_LINE above, recorded), the entry the check
+# writes constructed in the same form.
+def kubelet_line(message: str, micros: int = 0) -> str:
+    return f"Nov 28 15:00:00.{micros:06d} worker-1 kubelet[20602]: {message}\n"
+
+
+class LinuxKube:
+    """Creates the check's pod; records it."""
+
+    def __init__(self) -> None:
+        self.api_client, self.namespace, self.bodies, self.gated = None, "ns", [], []
+
+    def gate(self, command, where="", pod_node=None):
+        self.gated.append((command, pod_node))
+
+    def create_pod(self, body):
+        self.bodies.append(body)
+        return body
+
+
+def run_linux(monkeypatch, case: str, answer) -> tuple[LinuxKube, list[str]]:
+    """``answer(query: dict, token: str | None) -> str``: the kubelet's body for each query."""
+    asked: list[str] = []
+    kube = LinuxKube()
+
+    def kubelet_query(api_client, node, path, query, timeout=60.0):
+        asked.append(SUITE.shown(query))
+        token = kube.bodies[0]["metadata"]["name"] if kube.bodies else None
+        return KubeletAnswer(path, 200, answer(dict(query), token), 0.1)
+
+    monkeypatch.setattr(SUITE, "kubelet_query", kubelet_query)
+    monkeypatch.setattr(SUITE, "kubelet_json", lambda api_client, node, path, timeout=60.0: (QUERY_ON, 0.1))
+    monkeypatch.setattr(SUITE, "ENTRY_SECONDS", 1.0)
+    wincon = NS(api_client=None, pod_start_timeout=4, catalog=NS(image=lambda key, os_name, build: "agnhost"))
+    SUITE.test_node_log_query_options_match_get_winevent_on_the_node(
+        kube, wincon, NS(name="worker-1"), None, case, "linux"
+    )
+    return kube, asked
+
+
+def synced(token: str, micros: int) -> str:
+    return kubelet_line(
+        f'E1128 15:00:00.000000 20602 pod_workers.go:1338] "Error syncing pod, skipping" pod="ns/{token}"', micros
+    )
+
+
+OTHER = kubelet_line('I1128 15:00:00.000000 20602 kubelet.go:2500] "SyncLoop (probe)"', 1)
+
+
+def pattern_answer(filtered):
+    def answer(query, token):
+        if "pattern" in query:
+            return filtered(token)
+        return OTHER + synced(token, 2)
+
+    return answer
+
+
+def test_linux_the_entry_written_is_found_by_the_pattern(monkeypatch):
+    kube, asked = run_linux(monkeypatch, "pattern-health", pattern_answer(lambda t: synced(t, 2) + synced(t, 3)))
+    token = kube.bodies[0]["metadata"]["name"]
+    assert (
+        token.startswith("log-entry-")
+        and kube.bodies[0]["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "worker-1"
+    )
+    assert kube.bodies[0]["spec"]["containers"][0]["command"] == [SUITE.NO_SUCH_COMMAND]
+    assert asked[0].startswith("logs/?query=kubelet&sinceTime=") and asked[-1] == f"logs/?query=kubelet&pattern={token}"
+
+
+@pytest.mark.parametrize(
+    "filtered",
+    [lambda t: "", lambda t: OTHER + synced(t, 2), lambda t: synced(t, 3)],
+    ids=["nothing", "unfiltered", "the-entry-seen-missing"],
+)
+def test_linux_a_pattern_answer_without_the_entry_alone_fails(monkeypatch, filtered):
+    with pytest.raises(AssertionError, match="did not return the entries with log-entry-"):
+        run_linux(monkeypatch, "pattern-health", pattern_answer(filtered))
+
+
+@pytest.mark.parametrize("unfiltered", [OTHER, "-- No entries --\n"], ids=["other-lines", "no-entries"])
+def test_linux_an_entry_never_logged_is_nothing_to_compare(monkeypatch, unfiltered):
+    """Nothing names the check's pod in the kubelet's journal: both sides of a pattern query would hold no entry
+    (journalctl prints "-- No entries --" for a --grep that matches none)."""
+    with pytest.raises(InfrastructureError, match="nothing to compare: .* showed no entry naming the check's pod"):
+        run_linux(
+            monkeypatch,
+            "pattern-health",
+            lambda query, token: "-- No entries --\n" if "pattern" in query else unfiltered,
+        )
+
+
+@pytest.mark.parametrize("case", ["pattern-health", "tail-lines-3"])
+def test_linux_an_answer_that_is_not_the_journal_fails_never_nothing_to_compare(monkeypatch, case):
+    """The node's journal gone (tests/faults): the kubelet's answer is not the log; the query failed."""
+    with pytest.raises(AssertionError, match="did not return the kubelet log"):
+        run_linux(monkeypatch, case, lambda query, token: NO_JOURNAL_ANSWER)
+
+
+LAST = [kubelet_line(f'I1128 15:00:00.000000 20602 x.go:1] "line {i}"', i) for i in range(6)]
+
+
+def tail_answer(three):
+    return lambda query, token: "".join(three if query["tailLines"] == "3" else LAST)
+
+
+def test_linux_the_last_three_lines_are_three_consecutive_lines_of_a_longer_tail(monkeypatch):
+    _, asked = run_linux(monkeypatch, "tail-lines-3", tail_answer(LAST[2:5]))
+    assert asked == ["logs/?query=kubelet&tailLines=3", f"logs/?query=kubelet&tailLines={SUITE.TAIL_WINDOW}"]
+
+
+@pytest.mark.parametrize("three", [LAST[2:4], LAST[1:3] + LAST[4:5], []], ids=["two", "not-consecutive", "none"])
+def test_linux_other_than_three_consecutive_lines_fails(monkeypatch, three):
+    with pytest.raises(AssertionError, match="did not return 3 consecutive lines"):
+        run_linux(monkeypatch, "tail-lines-3", tail_answer(three))
+
+
+def test_linux_a_journal_of_fewer_than_three_lines_is_nothing_to_compare(monkeypatch):
+    with pytest.raises(InfrastructureError, match="nothing to compare: .* fewer than 3"):
+        run_linux(monkeypatch, "tail-lines-3", lambda query, token: "".join(LAST[:2]))
