@@ -5,9 +5,9 @@ alone (not its dependencies; no build) from the Go module proxy into a Go module
 toolchain the release's go.mod needs (GOTOOLCHAIN from versions.toml's go_toolchain, wincon.localcluster.paths):
 on a Go 1.26 machine 1.38's module cannot be extracted without it ("requires go >= 1.27.0"). The environment's
 construction is unit-tested in tests/unit/test_coverage_parity.py; this is the one real download, an integration
-test because it takes about a minute (measured 2026-11-28 on 2 cores during a build: 4.6 s, 5.7 s, 8.1 s and
-24.2 s for 1.35-1.38, the last with the go1.27.3 toolchain, and some 25 s to remove the extracted trees). No
-cluster is needed.
+test because it takes tens of seconds (measured 2026-11-28 on 2 cores under other load, the four into one empty
+cache in /dev/shm: 22 s and 40 s in two runs, 1 s of it removing the trees; one at a time on disk: 4.6 s, 5.7 s,
+8.1 s and 24.2 s for 1.35-1.38, the last fetching go1.27.3, and 3-11 s each to remove). No cluster is needed.
 """
 
 from __future__ import annotations
