@@ -83,8 +83,11 @@ def test_each_release_is_cached_apart_and_another_release_s_edit_rebuilds_nothin
     assert {m: paths.versions_key(m) for m in SUPPORTED[1:]} == {m: keys[m] for m in SUPPORTED[1:]}
 
 
-def test_only_a_release_that_needs_a_newer_go_sets_the_toolchain():
-    env = {m: build.go_environment(paths.load_versions(m)) for m in SUPPORTED}
+def test_only_a_release_that_needs_a_newer_go_sets_the_toolchain(tmp_path):
+    go = tmp_path / "go"  # the machine's go as the README has it, whatever this machine's is
+    go.write_text("#!/bin/sh\necho go1.26.8\n")
+    go.chmod(0o755)
+    env = {m: build.go_environment(paths.load_versions(m), str(go)) for m in SUPPORTED}
     assert env == {"1.35": {}, "1.36": {}, "1.37": {}, "1.38": {"GOTOOLCHAIN": "go1.27.3"}}
 
 
