@@ -20,6 +20,7 @@ from wincon.cluster import client as CLIENT
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, UnreadableOutput, linux_control
+from wincon.workloads.pinning import WrongNode
 
 TYPES = suites.load("suites/storage/test_volume_types.py")
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
@@ -323,3 +324,13 @@ def test_the_targets_name_in_netexecs_answer_over_udp_passes_and_silence_fails()
     silent = ExecResult(0, '{"errors": ["reading from udp connection failed. err:\'i/o timeout\'"]}', "")
     assert not UDP.node_reaches_pod_over_udp(OneTry(silent), LINUX_HOST, TARGET)[0]
     assert not UDP.node_reaches_pod_over_udp(OneTry(ExecResult(7, "", "connection refused")), LINUX_HOST, TARGET)[0]
+
+
+# --------------------------------------------------------------------------- the sweep: "ran on Windows" over no pod
+# wincon/checks/pods.py assert_all_ran_on checked each pod of a list: given none (a label that matched nothing), it
+# passed, and the check went on to trust a result no Windows pod gave. No pod is WrongNode (a failure), never a pass.
+
+
+def test_no_pod_is_not_shown_to_have_run_on_a_windows_node():
+    with pytest.raises(WrongNode, match="no pod to check"):
+        PODS.assert_all_ran_on([], NS(nodes=[]), "windows", 20348)

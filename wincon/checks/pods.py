@@ -21,7 +21,7 @@ from wincon.cluster.client import call
 from wincon.errors import FrameworkFailure, InfrastructureError
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.deploy import await_pod, container, pod_manifest
-from wincon.workloads.pinning import WINDOWS_TOLERATIONS, assert_ran_on, pin_linux, pin_windows
+from wincon.workloads.pinning import WINDOWS_TOLERATIONS, WrongNode, assert_ran_on, pin_linux, pin_windows
 
 # A label every workload of the suites carries, so a controller's pods are found by selector.
 APP_LABEL = "app"
@@ -114,8 +114,12 @@ def pods_with(api_client: client.ApiClient, namespace: str, labels: dict[str, st
 def assert_all_ran_on(
     pods: Iterable[Any], profile: ClusterProfile, os_name: str = "windows", build: int | None = None
 ) -> list[NodeProfile]:
-    """The nodes of ``pods``, after checking each pod ran on the intended OS (and build)."""
-    return [assert_ran_on(p, profile, os_name=os_name, build=build) for p in pods]
+    """The nodes of ``pods``, after checking each pod ran on the intended OS (and build). No pod at all is WrongNode:
+    nothing shows the check's pods ran on a node of that OS (an empty list would pass every pod's check)."""
+    placed = [assert_ran_on(p, profile, os_name=os_name, build=build) for p in pods]
+    if not placed:
+        raise WrongNode(f"no pod to check: nothing shows the check's pods ran on a {os_name} node")
+    return placed
 
 
 def schedulable_windows_nodes(
