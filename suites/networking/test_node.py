@@ -13,11 +13,12 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.errors import expect_deviation
+from wincon.cluster.exec import ExecResult
+from wincon.errors import InfrastructureError, expect_deviation
 from wincon.network.evidence import dial_unanswered
-from wincon.network.flows import no_answer
+from wincon.network.flows import FlowChecks, no_answer
 from wincon.network.modulepods import start_own
-from wincon.network.pods import pod_names
+from wincon.network.pods import PodRef, pod_names, pod_ref
 
 NO_ANSWER = "curl could not connect, timed out or got no reply"
 
@@ -25,6 +26,8 @@ pytestmark = [pytest.mark.networking]
 
 HOST_NETWORK_PORT = 8090  # the first of HOST_NETWORK_PORTS
 HOST_NETWORK_PORTS = 100  # the hostNetwork check's port is one of 8090-8189, picked by its namespace
+LISTENING_MESSAGE = "wincon-hostnet-listening"  # what the hostNetwork pod's netexec echoes back to itself
+LISTENING_TRIES = 3  # a Running pod's netexec may take a moment to listen: its own echo is asked this often
 
 
 def host_network_port(namespace: str) -> int:
@@ -34,6 +37,32 @@ def host_network_port(namespace: str) -> int:
     fixed port the second pod stayed Pending, "didn't have free ports for the requested pod ports" (bench_flakes,
     docs/local-cluster.md)."""
     return HOST_NETWORK_PORT + zlib.crc32(namespace.encode()) % HOST_NETWORK_PORTS
+
+
+def listening_command(os_name: str, port: int) -> list[str]:
+    """A GET of netexec's /echo on the pod's own loopback, run inside the pod: the body is the message itself
+    (netexec's echoHandler writes it back alone: k8s.io/kubernetes@v1.37.2 test/images/agnhost/netexec/netexec.go:221,
+    260-272), the same curl command as the Linux control's (curl.exe in a Windows pod's agnhost container)."""
+    return conn.http_get_command(os_name, f"http://127.0.0.1:{port}/echo?msg={LISTENING_MESSAGE}")
+
+
+def listens(result: ExecResult) -> bool:
+    return result.ok and result.stdout.strip() == LISTENING_MESSAGE
+
+
+def shown_listening(checks: FlowChecks, server: PodRef, port: int, when: str) -> None:
+    """The hostNetwork pod's netexec answers its own /echo from inside the pod (``when``: just before or after the
+    dial); else an error naming that. netexec exits at once when its port is taken (the clashes b3128ff and ffae51d
+    found), and a dial of a dead server goes as unanswered as one of a server off the node's network: silence is
+    the deviation only while the server is shown listening."""
+    ok, result = checks.until(server, listening_command(server.os, port), listens, tries=LISTENING_TRIES)
+    if not ok:
+        raise InfrastructureError(
+            f"the hostNetwork pod {server.name}'s netexec was not shown listening on its port {port} {when} "
+            f"(GET /echo on 127.0.0.1 from inside the pod, {LISTENING_TRIES} tries: {failed(result)}): an unanswered "
+            "dial of it tells nothing",
+            f"see the logs of pod {server.name} (netexec exits when its port is taken)",
+        )
 
 
 def hostname_url(pod):
@@ -180,10 +209,16 @@ def test_ordinary_windows_pod_with_host_network_shares_the_node_network(checks, 
     assert pod.status.pod_ip == pod.status.host_ip, (
         f"hostNetwork pod got IP {pod.status.pod_ip}, not its node's {pod.status.host_ip}: it does not share the host network"
     )
+    # The server is shown listening, from inside its pod, just before the dial and (where nothing answered it)
+    # just after: an unanswered dial is the deviation only while the server was listening all along.
+    server = pod_ref(pod, client.os, "netexec")
+    shown_listening(checks, server, port, "just before the dial")
     outcome = checks.dial(client, pod.status.host_ip, port, "http", {node.name}, max_tries=5)
+    if not outcome.responses:
+        shown_listening(checks, server, port, "just after the dial")
     with expect_deviation(
         "hostnetwork-unsupported",
         accepts=lambda: dial_unanswered(outcome),
-        deviation="the client's netexec answered and nothing answered on the node's IP",
+        deviation="the client's netexec answered, its own server listened, and nothing answered on the node's IP",
     ):
         assert outcome.responses, f"nothing answered on the node's {pod.status.host_ip}:{port}: {outcome.describe()}"

@@ -92,6 +92,12 @@ class DialChecks:
     def dial(self, client, target, port, protocol, expected, max_tries=None, min_tries=1):
         return self.outcome
 
+    def until(self, pod, command, ok, tries=5, container=None, resolver=None):
+        """The hostNetwork check's server, asked from inside its pod: it listens (tests/unit/test_hostnet_evidence.py
+        has the cases where it does not)."""
+        answer = ExecResult(0, NODE.LISTENING_MESSAGE, "")
+        return ok(answer), answer
+
 
 CLIENT = NS(name="client", os="windows", ip="10.244.1.5", host_ip="10.0.0.5", node="win-0")
 
@@ -111,8 +117,9 @@ def ipv6_checks(outcome: conn.DialOutcome) -> None:
 
 def host_network_check(outcome: conn.DialOutcome, phase: str = "Running", pod_ip: str = "10.0.0.6") -> None:
     pod = NS(
-        metadata=NS(namespace="wincon-ns"),
-        status=NS(phase=phase, reason=None, message=None, pod_ip=pod_ip, host_ip="10.0.0.6"),
+        metadata=NS(name="win-hostnet", namespace="wincon-ns"),
+        spec=NS(node_name="win-1"),
+        status=NS(phase=phase, reason=None, message=None, pod_ip=pod_ip, pod_ips=None, host_ip="10.0.0.6"),
     )
     NODE.test_ordinary_windows_pod_with_host_network_shares_the_node_network(
         DialChecks(outcome), (pod, CLIENT, NS(name="win-1"))
