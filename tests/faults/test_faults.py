@@ -55,7 +55,7 @@ VOLUMES = (
     " or empty_dir_on_disk or shared_by_two_containers",
 )
 EXEC_HOOK = ("suites/lifecycle/test_lifecycle.py", "post_start_exec_hook")
-NODE_LOG_QUERY = ("suites/node/test_node_log_query.py", "node_log_query_returns")
+NODE_LOG_QUERY = ("suites/node/test_node_log_query.py", "node_log_query")  # the query and its tailLines/pattern
 KUBELET_TO_POD = (
     "suites/probes/test_probes.py suites/lifecycle/test_lifecycle.py",
     "startup_probe_delays_readiness or post_start_http_hook",
@@ -286,7 +286,7 @@ def test_post_start_hook_exiting_non_zero_fails_the_exec_hook_check(fault_cluste
 
 def test_gone_node_journals_fail_the_node_log_query_check(fault_cluster, tmp_path):
     """Every node's journal gone: the kubelet answers ?query=kubelet without its unit's lines, and the node log
-    query's Linux control fails."""
+    query's Linux controls fail (the plain query, tailLines=3 and the pattern)."""
     name, kubeconfig = fault_cluster
     before = run_checks(kubeconfig, NODE_LOG_QUERY, tmp_path)
     with journals_gone(name):
