@@ -62,19 +62,18 @@ def test_memory_committed_past_the_limit_is_the_deviation_and_an_end_by_itself_i
 # --------------------------------------------------------------------------- cpu-limits-not-hard (compute suite)
 
 
-def busy(readings: list[float], monkeypatch) -> None:
-    """The check, its /stats/summary reading the pod's cores as ``readings`` one after the other (the last one
-    repeated)."""
+def busy(readings: list[tuple[float, float]], monkeypatch) -> None:
+    """The check, its /stats/summary windows reading the cores of the limited pod and of its unlimited twin as
+    ``readings`` (limited, twin) one after the other (the last one repeated)."""
     started = datetime.now(UTC) - timedelta(minutes=5)
     pod = NS(status=NS(container_statuses=[NS(state=NS(running=NS(started_at=started)))]))
     left = list(readings)
     monkeypatch.setattr(COMPUTE, "target_node", lambda profile, build, target_os: "win-0")
     monkeypatch.setattr(COMPUTE, "windows_pod", lambda *a, **k: {})
-    monkeypatch.setattr(COMPUTE, "run_os_pod", lambda wincon, namespace, body: pod)
+    monkeypatch.setattr(COMPUTE, "run_os_pods", lambda wincon, namespace, bodies: [pod for _ in bodies])
     monkeypatch.setattr(COMPUTE, "kubelet_json", lambda api, node, path: ({}, ""))
-    monkeypatch.setattr(
-        COMPUTE, "pod_cpu_cores", lambda summary, namespace, name: left.pop(0) if len(left) > 1 else left[0]
-    )
+    monkeypatch.setattr(COMPUTE, "cpu_seconds", lambda summary, namespace, name: (started, 0.0))
+    monkeypatch.setattr(COMPUTE, "windowed", lambda history: left.pop(0) if len(left) > 1 else left[0])
     monkeypatch.setattr(COMPUTE, "LOAD_WAIT_SECONDS", 0.5)
     monkeypatch.setattr(COMPUTE, "LOAD_POLL_SECONDS", 0.01)
     COMPUTE.test_cpu_limit_caps_a_busy_container(
@@ -83,15 +82,15 @@ def busy(readings: list[float], monkeypatch) -> None:
 
 
 def test_usage_over_the_ceiling_is_the_deviation_and_a_load_that_never_ran_is_not(monkeypatch):
-    busy([0.5], monkeypatch)
-    busy([0.0, 0.12, 0.5], monkeypatch)  # a node busy with other work at first: read again until the load shows
+    busy([(0.5, 1.4)], monkeypatch)
+    busy([(0.0, 0.0), (0.12, 0.3), (0.5, 1.4)], monkeypatch)  # a node busy with other work at first: read again
     with pytest.raises(DeviationObserved, match="cpu-limits-not-hard"):
-        busy([1.9], monkeypatch)
+        busy([(1.9, 1.9)], monkeypatch)
     with pytest.raises(DeviationObserved, match="cpu-limits-not-hard"):
-        busy([0.1, 1.9], monkeypatch)
+        busy([(0.1, 0.2), (1.9, 1.9)], monkeypatch)
     # A load that never got the CPU: an error naming the readings, neither a failure of the limit nor the deviation.
-    with pytest.raises(InfrastructureError, match=r"never used 0.25 cores .*cores read: 0.01, 0.12") as errored:
-        busy([0.01, 0.12], monkeypatch)
+    with pytest.raises(InfrastructureError, match=r"could not show the limit matters.*0.01/0.02, 0.12/0.15") as errored:
+        busy([(0.01, 0.02), (0.12, 0.15)], monkeypatch)
     assert not isinstance(errored.value, AssertionError)
 
 
