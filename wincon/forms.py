@@ -222,7 +222,14 @@ def evidence_problems(evidence: str, modcache: Path | None = None, repo: Path = 
         return [f"evidence {ref} cites {match['version']}; versions.toml pins {pinned_version()}"]
     root = (modcache or module_cache() or Path("/nonexistent")) / f"k8s.io/kubernetes@{match['version']}"
     if not root.is_dir():
-        return []  # the module is not downloaded here: the form is checked, the file cannot be
+        # Not downloaded here: fetched through the project's download path (the release's Go toolchain), never
+        # passed unread; where it cannot be had, that is the problem.
+        from wincon.upstream import ModuleUnavailable, ensure_module
+
+        try:
+            root = ensure_module(match["version"], modcache or module_cache())
+        except ModuleUnavailable as exc:
+            return [f"evidence {ref} cannot be checked: {exc}"]
     path = root / match["path"]
     if not path.is_file():
         return [f"evidence {ref}: {match['path']} is not in k8s.io/kubernetes@{match['version']}"]
