@@ -349,13 +349,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     has_path = any(not a.startswith("-") and (a.split("::")[0].endswith(".py") or Path(a).is_dir()) for a in extra)
     paths = [] if has_path else [str(SUITES)]
     options = [*extra, "--wincon"] + (["--allow-disruptive"] if args.allow_disruptive else [])
+    # The collection runs in the checkout (collect): a file named relative to the user's directory is made absolute.
     for flag, value in (
-        ("--kubeconfig", args.kubeconfig),
+        ("--kubeconfig", str(Path(args.kubeconfig).expanduser().resolve()) if args.kubeconfig else None),
         ("--context", args.context),
         ("--cni", args.cni),
         ("--network-policy", args.network_policy),
         ("--windows-build", args.windows_build),
-        ("--wincon-profile", args.profile_file),
+        ("--wincon-profile", str(Path(args.profile_file).expanduser().resolve()) if args.profile_file else None),
     ):
         if value:
             options += [flag, str(value)]

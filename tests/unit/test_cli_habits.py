@@ -168,3 +168,22 @@ def test_report_json_lists_each_check_with_its_verdicts(tmp_path, capsys):
     assert by_check["suites/t.py::test_b"]["windows"] == "failed"
     assert by_check["suites/t.py::test_b"]["message"] == "AssertionError: no reply"
     assert report["summary"].startswith("windows: 2 checks")
+
+
+def test_plan_hands_pytest_the_kubeconfig_and_profile_it_was_given_relative_to_the_users_directory(
+    tmp_path, monkeypatch
+):
+    """`wincon plan` collects in the checkout: `--kubeconfig runner.kubeconfig` (docs/your-cluster.md) named a file
+    of the user's directory and exited 6 'does not exist' there."""
+    seen: dict[str, list[str]] = {}
+
+    def fake_collect(paths: list[str], options: list[str], out_option: str) -> tuple[dict[str, object], str]:
+        seen["options"] = options
+        return {"tests": []}, ""
+
+    monkeypatch.setattr("wincon.commands.collect", fake_collect)
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--kubeconfig", "runner.kubeconfig", "--profile-file", "p.json"]) == ExitCode.NO_TESTS
+    options = seen["options"]
+    assert options[options.index("--kubeconfig") + 1] == str(tmp_path / "runner.kubeconfig")
+    assert options[options.index("--wincon-profile") + 1] == str(tmp_path / "p.json")
