@@ -314,7 +314,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     leases = delete_expired(api_client, runs, time.time())
     for name in leases:
         print(f"deleted expired Lease {name}")
-    live = sum(1 for run in runs.values() if not run.expired(time.time()))
+    live = sum(1 for run in runs.values() if not run.expired(time.time()) and not run.holder_dead_here())
     print(
         f"cleanup: {len(names)} namespaces and {len(objects)} cluster-scoped objects deleted; "
         f"{live} live runs (their Leases renewed) left alone"

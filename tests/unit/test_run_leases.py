@@ -203,3 +203,23 @@ def test_a_cluster_that_refuses_the_lease_is_said_in_the_header(monkeypatch, sta
     ctx.hold_lease()
     assert ctx._lease is None
     assert "no Lease for this run (403 Forbidden in wincon-system)" in Config.stash[context.LEASE_NOTE_KEY]
+
+
+def test_cleanup_counts_as_live_only_the_runs_it_left_alone(monkeypatch, capsys):
+    """A killed run of this host (its holder gone, its Lease not yet expired) is reaped, not counted live."""
+    from wincon.cli import main
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = lease("killed", time.time())
+    killed.metadata.annotations[leases.HOLDER_HOST] = socket.gethostname()
+    killed.metadata.annotations[leases.HOLDER_PID] = str(dead.pid)
+    killed.metadata.annotations[leases.HOLDER_START] = "1"
+    held = runs(killed, lease("nightly", time.time()))
+    monkeypatch.setattr("wincon.cluster.client.connect", lambda *a: None)
+    monkeypatch.setattr(leases, "read_runs", lambda api: held)
+    monkeypatch.setattr(ns, "reap", lambda *a, **k: [])
+    monkeypatch.setattr(ns, "reap_cluster_objects", lambda *a, **k: [])
+    monkeypatch.setattr(leases, "delete_expired", lambda api, r, now: [leases.lease_name("killed")])
+    assert main(["cleanup"]) == 0
+    assert "1 live runs (their Leases renewed) left alone" in capsys.readouterr().out
