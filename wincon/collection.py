@@ -150,6 +150,8 @@ def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: li
     the start): an error at setup, before any pod (:func:`refuse_unrunnable_images`); the plan says the same."""
     if not refused or not item.get_closest_marker("dataplane") or item.get_closest_marker("skip") is not None:
         return
+    if item.get_closest_marker("no_pod") is not None:
+        return  # it runs no image (declared; `wincon lint` holds the declaration to its code: no_pod_problem)
     if nodes.data_plane_where(item, profile) != nodes.REAL:
         return
     names, isolation = {n.name for n in candidate_nodes(item, profile)}, pod_isolation(item)
@@ -277,4 +279,21 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
         "unknown_facts": unknown,
         **controls.plan_fields(item),
         **forms.plan_fields(item),
+        "no_pod_problem": no_pod_problem(item),
     }
+
+
+def no_pod_problem(item: pytest.Item) -> str | None:
+    """Where a check declares ``no_pod`` but its code names a catalog image (wincon.imageuse), what `wincon lint`
+    says: the declaration would exempt a check that runs that image from the image preflight's refusals."""
+    if item.get_closest_marker("no_pod") is None:
+        return None
+    from wincon.imageuse import images_of, windows_catalog_keys
+
+    named = images_of(item, windows_catalog_keys())
+    if not named:
+        return None
+    return (
+        f"no_pod declared, but its code names the catalog image(s) {', '.join(sorted(named))}: drop the marker "
+        "(the image preflight then judges its pods), or the image from its code"
+    )

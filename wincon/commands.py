@@ -212,6 +212,8 @@ def lint_problems(
                 problems.append(f"{test['nodeid']}: documents source {source!r} is not in docs/sources.md")
             if not section.strip():
                 problems.append(f"{test['nodeid']}: documents({source!r}) names no section")
+        if test.get("no_pod_problem"):
+            problems.append(f"{test['nodeid']}: {test['no_pod_problem']}")
         for lim in test["referenced_limitations"]:
             referenced.add(lim)
             if lim not in entries:

@@ -35,6 +35,8 @@ MARKERS = {
     "hyperv-cpu-count, cri-stats); skipped at collection where the profile shows every node of its build is one",
     "decided_at_run_time(what)": "a skip only the run can decide (a node's free CPU, the API server's answer to "
     "the check's own pod, the behaviour itself); `wincon plan` says 'decided at run time: <what>'",
+    "no_pod(reason)": "the check creates no pod (it reads the API server or the kubelet only): the image "
+    "preflight's refusals do not apply to it; `wincon lint` reports one whose code names a catalog image",
     "limitation(id)": "a documented Windows limitation (limitations.yaml) this behaviour may deviate by",
     "isolation(kind)": "the isolation the test's pods request (hyperv); limitations match it (default: process)",
     "test_id(uuid)": "the stable id of the test",

@@ -175,6 +175,7 @@ def test_stats_summary_answers_within_10_seconds_with_3_pods(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(no_command="reads the node's status and the kubelet's stats/summary through the API server")
+@pytest.mark.no_pod("reads the node and the kubelet through the API server")
 def test_node_reports_its_boot_id(kube, wincon, target_node, data_plane, target_os):
     """ "Pod status fields" and node status work on Windows (002_8a7e76f95009f44f.txt, Pods): the kubelet reports the node's bootID in nodeInfo, and /stats/summary answers for that node within 10 s (upstream kubelet_stats.go, "when windows is booted")."""
     data_plane(proxy_command(target_node.name, "stats/summary"), where="node status and the node proxy")
@@ -220,6 +221,7 @@ def node_figures(kube, node_name: str, resource: str):
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 @pytest.mark.windows_form(no_command="reads the kubelet's configz and the node through the API server")
+@pytest.mark.no_pod("reads the node and the kubelet through the API server")
 def test_allocatable_memory_is_capacity_minus_reservations_from_configz(
     kube, wincon, target_node, data_plane, target_os
 ):
@@ -233,6 +235,7 @@ def test_allocatable_memory_is_capacity_minus_reservations_from_configz(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 @pytest.mark.windows_form(no_command="reads the kubelet's configz and the node through the API server")
+@pytest.mark.no_pod("reads the node and the kubelet through the API server")
 def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, target_node, data_plane, target_os):
     """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
     data_plane(proxy_command(target_node.name, "configz"), where="the API server's node proxy")

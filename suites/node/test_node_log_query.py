@@ -83,6 +83,7 @@ def shown(query: list[tuple[str, str]]) -> str:
 @pytest.mark.decided_at_run_time("the run skips where the node's kubelet does not enable enableSystemLogQuery")
 @pytest.mark.documents("k8s-windows-guide", "Troubleshooting")
 @pytest.mark.windows_form(no_command="GETs the kubelet's /logs/ endpoint through the API server's node proxy")
+@pytest.mark.no_pod("GETs the kubelet's /logs/ endpoint through the API server")
 def test_node_log_query_returns_the_nodes_service_log(wincon, target_node, data_plane, target_os):
     """Logs "are an important element of troubleshooting" (002_8a7e76f95009f44f.txt, Troubleshooting): GET /api/v1/nodes/<node>/proxy/logs/?query=Microsoft-Windows-Security-SPP returns that provider's Application events, "ProviderName: Microsoft-Windows-Security-SPP" (upstream v1.37.2 test/e2e/node/kubelet.go:580-591); its Linux control asks a Linux worker for query=kubelet and gets the kubelet unit's journal lines (kubelet.go:493-501)."""
     node = target_node.name

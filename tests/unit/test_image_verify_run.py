@@ -108,6 +108,22 @@ def test_hyperv_busybox(shell):
 
 
 @pytest.mark.dataplane
+@pytest.mark.isolation("hyperv")
+@pytest.mark.no_pod("reads the node through the API server")
+@pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b05")
+def test_hyperv_no_pod():
+    assert True  # stands for a check that reads the API server only
+
+
+@pytest.mark.dataplane
+@pytest.mark.isolation("hyperv")
+@pytest.mark.no_pod("declared, but its fixture creates an agnhost pod")
+@pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b06")
+def test_hyperv_no_pod_declared_wrongly(pod):
+    assert pod == "test_hyperv_no_pod_declared_wrongly"
+
+
+@pytest.mark.dataplane
 @pytest.mark.test_id("0b4f3c1e-7a8d-4e2b-9c61-3f1d2a7e5b02")
 def test_process(pod):
     assert pod == "test_process"
@@ -167,6 +183,18 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     assert "wincon.imageuse found no catalog image named in this check's code" in unread["reason"]
     assert "agnhost (registry.k8s.io/e2e-test-images/agnhost:2.66.1) on akswspool000000" in unread["reason"]
     assert "pause (" in unread["reason"] and "busybox (" not in unread["reason"]  # busybox runs there
+    # A check declared no_pod runs no image: no refusal applies (the boot-id, allocatable and service-log checks,
+    # which read the API server only, erred on any node with a refusal once "found nothing" meant "any image").
+    assert rows["test_hyperv_no_pod"]["outcome"] == "run" and rows["test_hyperv_no_pod"]["no_pod_problem"] is None
+    # ... and `wincon lint` holds the declaration to the code: one whose fixture creates an agnhost pod is reported.
+    wrong = rows["test_hyperv_no_pod_declared_wrongly"]["no_pod_problem"]
+    assert wrong and "names the catalog image(s) agnhost" in wrong
+    from wincon.commands import lint_problems
+
+    problems = lint_problems(dump["tests"], {}, sources={})
+    assert [p for p in problems if "no_pod declared" in p] == [
+        f"suites/test_s.py::test_hyperv_no_pod_declared_wrongly: {wrong}"
+    ]
     hyperv = rows["test_hyperv"]
     assert hyperv["outcome"] == "error"
     assert (
@@ -188,10 +216,16 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
         "test_process": "PASSED",
         "test_hyperv_without_catalog_image": "ERROR",
         "test_hyperv_busybox": "PASSED",
+        "test_hyperv_no_pod": "PASSED",
+        "test_hyperv_no_pod_declared_wrongly": "PASSED",
     }
     assert outcomes == expected, result.stdout.str()
     created = (pytester.path / "created.txt").read_text().splitlines()  # no pod for the refused one
-    assert sorted(line.split()[0] for line in created) == ["test_hyperv_busybox", "test_process"]
+    assert sorted(line.split()[0] for line in created) == [
+        "test_hyperv_busybox",
+        "test_hyperv_no_pod_declared_wrongly",
+        "test_process",
+    ]
     out = result.stdout.str()
     assert "infrastructure error (not a node failure)" in out and "on akswspool000000 (build 26100, hyperv" in out
     assert "pairing(s) refused" in out  # the run's header says what the preflight found
