@@ -1,9 +1,10 @@
 """Memory limits count against a Windows node's allocatable memory: once every Windows node is filled, a pod
 asking for 1 GiB more is not scheduled, for want of memory (upstream test/e2e/windows/memory_limits.go:61 at
 v1.34.4, "should fail deployments of pods once there isn't enough memory"). Each node's filler pod is sized as
-upstream does from v1.37 (memory_limits.go:109-126 at v1.37.2): allocatable less the node's existing reservation
-(requests and overhead of its non-terminal pods), the filler's own Pod Overhead (a DryRun create of it) and
-256 MiB.
+upstream sizes it at the release of the cluster's API server (see filler_margin): allocatable less the node's
+existing reservation (requests and overhead of its non-terminal pods), the filler's own Pod Overhead (a DryRun
+create of it) and a margin, 256 MiB from v1.37 (memory_limits.go:109-126 at v1.37.2) and 100 MiB before
+(memory_limits.go:112 at v1.35.4 and v1.36.3).
 
 The API server and the scheduler decide all of it: the check runs for real on simulated nodes too.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.overhead import MIB, SAFETY_BUFFER, detect_overhead, filler_limit, node_memory_reservation
+from wincon.checks.overhead import MIB, SAFETY_BUFFER, detect_overhead, node_memory_reservation
 from wincon.checks.pods import schedulable_windows_nodes, windows_pod
 from wincon.cluster.waits import pod_failure, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
@@ -20,6 +21,35 @@ from wincon.workloads.pinning import assert_ran_on
 pytestmark = [pytest.mark.scheduling]
 
 FAILURE_LIMIT = 1024 * MIB  # upstream: the pod that must not fit asks for 1 GiB
+
+# Upstream leaves the filler's node 256 MiB (windowsTestMemorySafetyBuffer) past its existing reservation and the
+# filler's own Pod Overhead from v1.37 (memory_limits.go:109-126 at v1.37.2, the same at v1.38.0-beta.0); at v1.35.4
+# and v1.36.3 it takes allocatable less 100 MiB (memory_limits.go:112 at both). The check follows the release of the
+# cluster's API server, read as the stats checks read it (suites/node/test_kubelet.py, sized_by_overhead); an
+# unparseable version is unknown and gets the newest release's margin, said in the check's properties. Only the
+# margin follows the release: the node's existing reservation and the filler's own overhead come off on every release
+# (the reservation did before 1.37's sizing came here too, 9964efe). The filler is bound by name, and a filler larger
+# than what the node's pods leave unreserved, its overhead included, is refused by the node's kubelet: it then takes
+# nothing, and the 1 GiB pod could be scheduled beside it, a failure the Windows node did not cause.
+BUFFER_SINCE = (1, 37)
+HEADROOM_BEFORE = 100 * MIB  # memory_limits.go:112 at v1.35.4 and v1.36.3
+
+
+def filler_margin(request, wincon) -> int:
+    """The memory (bytes) the filler leaves its node past the existing reservation and its own overhead, as
+    upstream at the cluster's release (BUFFER_SINCE); recorded as the ``filler_sizing`` property with the version
+    it was decided by."""
+    minor = wincon.profile.k8s_minor
+    buffered = not minor or tuple(int(x) for x in minor.split(".")) >= BUFFER_SINCE
+    since = ".".join(map(str, BUFFER_SINCE))
+    if not minor:
+        why = f"256 MiB margin: the API server's version {wincon.profile.server_version!r} is unknown"
+    elif buffered:
+        why = f"256 MiB margin, as upstream from {since} (the API server runs {wincon.profile.server_version})"
+    else:
+        why = f"100 MiB margin, as upstream before {since} (the API server runs {wincon.profile.server_version})"
+    request.node.user_properties.append(("filler_sizing", why))
+    return SAFETY_BUFFER if buffered else HEADROOM_BEFORE
 
 
 def with_memory_limit(body: dict, limit: int) -> dict:
@@ -34,11 +64,12 @@ def with_memory_limit(body: dict, limit: int) -> dict:
 # (upstream memory_limits.go:44, [Serial]).
 @pytest.mark.serial
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.ResourceRequirements.requests")
-def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(kube, wincon, namespace):
-    """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): with every Windows node's allocatable memory taken but 256 MiB (its existing reservation and the filler's Pod Overhead counted, as upstream from v1.37), a Windows pod with a 1 GiB memory limit gets FailedScheduling naming "Insufficient memory" (upstream memory_limits.go:61, which accepts any FailedScheduling); freeing one node lets it schedule there (a control upstream lacks)."""
+def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(request, kube, wincon, namespace):
+    """ "Requests are subtracted from node available resources, so they can be used to avoid overprovisioning a node" (000_4130a90def37a825.txt, V1.Container.ResourceRequirements.requests): with every Windows node's allocatable memory taken but 256 MiB from Kubernetes 1.37, 100 MiB before (its existing reservation and the filler's Pod Overhead counted on every release, as upstream counts them from v1.37), a Windows pod with a 1 GiB memory limit gets FailedScheduling naming "Insufficient memory" (upstream memory_limits.go:61, which accepts any FailedScheduling); freeing one node lets it schedule there (a control upstream lacks)."""
     nodes = schedulable_windows_nodes(wincon.profile)
     if not nodes:
         pytest.skip("no Ready Windows node that Windows pods may be scheduled on")
+    margin = filler_margin(request, wincon)
     fillers = {}
     for index, node in enumerate(nodes):
         name = f"mem-test-{index}"
@@ -49,11 +80,11 @@ def test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory(ku
         # Read once the pods being deleted there have gone (as the CPU checks do): they count until then, and their
         # going mid-check would free memory the filler did not take, so the 1 GiB pod could fit after all.
         memory, existing = node_memory_reservation(wincon.api_client, node, wincon.pod_start_timeout)
-        limit = filler_limit(memory, existing, overhead)
+        limit = memory - existing - overhead - margin
         if limit <= 0:
             pytest.skip(
                 f"node {node} has {(memory - existing) // MIB} MiB memory unreserved, not more than its filler's "
-                f"overhead ({overhead // MIB} MiB) and {SAFETY_BUFFER // MIB} MiB: not enough to fill as upstream"
+                f"overhead ({overhead // MIB} MiB) and {margin // MIB} MiB: not enough to fill as upstream"
             )
         kube.create(with_memory_limit(body, limit))
         fillers[node] = name

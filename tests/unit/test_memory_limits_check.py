@@ -3,10 +3,13 @@ being deleted there that request memory have gone (wincon.checks.scheduling.unre
 checks read it since 83e0e98). Read at once, a pod still being deleted counts: the filler takes too little, and
 once that pod has gone the 1 GiB pod that must not fit could be scheduled after all. The filler is sized as
 upstream v1.37.2 sizes it (memory_limits.go:119-123): allocatable less the existing reservation (requests and
-overhead of the node's pods), its own Pod Overhead as a DryRun create answers it, and 256 MiB."""
+overhead of the node's pods), its own Pod Overhead as a DryRun create answers it, and 256 MiB; on a 1.35 or 1.36
+cluster with 100 MiB instead of 256 MiB (memory_limits.go:112 at v1.35.4 and v1.36.3: allocatable less 100 MiB),
+as the stats checks follow the cluster's release since 1d6eec7 (issue 40, item 9's twin)."""
 
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace as NS
 
 import pytest
@@ -14,6 +17,7 @@ import pytest
 from tests.support import suites
 from tests.unit import fakes
 from wincon.errors import InfrastructureError
+from wincon.profile import ClusterProfile
 
 MEMORY = suites.load("suites/scheduling/test_memory_limits.py")
 CHECK = MEMORY.test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory
@@ -35,6 +39,7 @@ class Kube:
 
     def __init__(self, api: fakes.NodePodsApi) -> None:
         self.api, self.created, self.steps = api, {}, []
+        self.properties: dict[str, str] = {}
 
     def create(self, body: dict) -> None:
         name = body["metadata"]["name"]
@@ -55,7 +60,9 @@ class Kube:
         self.steps.append(f"delete {name}")
 
 
-def run(monkeypatch, *answers: list, overhead: dict | None = None) -> Kube:
+def run(monkeypatch, *answers: list, overhead: dict | None = None, server_version: str = "v1.37.2") -> Kube:
+    """The check on win-0 under a cluster whose API server reports ``server_version``; its fixtures are handed by
+    name, as pytest hands them; the properties it records end in ``kube.properties``."""
     kube = Kube(node_api(monkeypatch, *answers, overhead=overhead))
     monkeypatch.setattr(MEMORY, "schedulable_windows_nodes", lambda profile: ["win-0"])
     monkeypatch.setattr(
@@ -64,7 +71,11 @@ def run(monkeypatch, *answers: list, overhead: dict | None = None) -> Kube:
         lambda wincon, name, build, node=None: {"metadata": {"name": name}, "spec": {"containers": [{}]}},
     )
     monkeypatch.setattr(MEMORY, "assert_ran_on", lambda pod, profile, os_name: None)
-    CHECK(kube, NS(profile=None, api_client=None, pod_start_timeout=300), "ns")
+    request = NS(node=NS(user_properties=[]))
+    wincon = NS(profile=ClusterProfile(server_version=server_version), api_client=None, pod_start_timeout=300)
+    fixtures = {"request": request, "kube": kube, "wincon": wincon, "namespace": "ns"}
+    CHECK(**{name: fixtures[name] for name in inspect.signature(CHECK).parameters})
+    kube.properties = dict(request.node.user_properties)
     return kube
 
 
@@ -111,3 +122,42 @@ def test_the_overhead_of_the_nodes_pods_counts_as_reserved(monkeypatch):
 def test_a_node_with_no_room_past_the_overhead_and_buffer_is_skipped_with_the_figures(monkeypatch):
     with pytest.raises(pytest.skip.Exception, match="win-0 has 256 MiB memory unreserved.*overhead \\(0 MiB\\)"):
         run(monkeypatch, [pod("big", "3840Mi")])
+
+
+@pytest.mark.parametrize("version", ["v1.35.4", "v1.36.3"])
+def test_before_1_37_the_filler_leaves_100_mib_as_upstream(monkeypatch, version):
+    """Failed at c48de23: 1.37's 256 MiB came off on every release (limit 2816 MiB here for upstream's 2972 MiB)."""
+    kube = run(monkeypatch, [pod("kept", "1Gi")], server_version=version)
+    assert filler_limit(kube) == (4096 - 1024 - 100) * MI
+    assert (
+        kube.properties["filler_sizing"] == f"100 MiB margin, as upstream before 1.37 (the API server runs {version})"
+    )
+
+
+def test_before_1_37_the_reservation_and_the_fillers_overhead_still_come_off(monkeypatch):
+    """The filler is bound by name: one past what the node's pods leave, its own overhead included, would be refused
+    by the kubelet, so both come off on every release; only the margin is the release's."""
+    kube = run(
+        monkeypatch, [pod("daemon", "1Gi", overhead="200Mi")], overhead={"memory": "300Mi"}, server_version="v1.36.3"
+    )
+    assert filler_limit(kube) == (4096 - 1024 - 200 - 300 - 100) * MI
+
+
+def test_before_1_37_a_node_with_no_room_past_100_mib_is_skipped_with_that_margin(monkeypatch):
+    with pytest.raises(
+        pytest.skip.Exception, match="win-0 has 100 MiB memory unreserved.*overhead \\(0 MiB\\) and 100 MiB"
+    ):
+        run(monkeypatch, [pod("big", "3996Mi")], server_version="v1.35.4")
+
+
+@pytest.mark.parametrize("version", ["v1.37.2", "v1.38.0-beta.0", "v1.37.2-gke.100"])
+def test_from_1_37_the_filler_leaves_256_mib(monkeypatch, version):
+    kube = run(monkeypatch, [pod("kept", "1Gi")], server_version=version)
+    assert filler_limit(kube) == (4096 - 1024 - 256) * MI
+    assert kube.properties["filler_sizing"] == f"256 MiB margin, as upstream from 1.37 (the API server runs {version})"
+
+
+def test_an_unknown_version_gets_the_newest_releases_margin_and_says_so(monkeypatch):
+    kube = run(monkeypatch, [pod("kept", "1Gi")], server_version="unknown")
+    assert filler_limit(kube) == (4096 - 1024 - 256) * MI
+    assert kube.properties["filler_sizing"] == "256 MiB margin: the API server's version 'unknown' is unknown"
