@@ -183,8 +183,20 @@ def dnat_to_loopback(name: str, gateway: str, port: int) -> None:
     run(["iptables", "-w", "-t", "nat", "-A", "PREROUTING", *rule])
 
 
+# The CPU weight of a real node's cgroupRoot, eight times the default (cgroup v1 cpu.shares 1024, v2 cpu.weight
+# 100). A real node's pods have its CPU to themselves; here the nodes share the host with everything a test run
+# starts (control planes, pytest, other clusters), whose processes sit in the root cgroup and weigh 1024 each: under
+# that load a node's pods got a tenth of a core, and the CPU-limit cap check, whose unlimited twin must be given
+# more than the limit to show the limit matters, erred "the node could not show the limit matters" in the fault
+# test's clean run of a clean-clone `make test` (both pods 0.15-0.30 core). Pods without a limit can then take most
+# of the host's CPU while they spin; the suite's only such pod is that twin, for at most its 150 s wait.
+NODE_CPU_SHARES = 8192
+NODE_CPU_WEIGHT = 800
+
+
 def make_cgroup(name: str, node: str) -> str:
-    """Create the kubelet's cgroupRoot in every hierarchy (cpuset values copied from the root). Returns it."""
+    """Create the kubelet's cgroupRoot in every hierarchy (cpuset values copied from the root), with the node's
+    CPU weight (NODE_CPU_SHARES, NODE_CPU_WEIGHT). Returns it."""
     group = cgroup_name(name, node)
     for hierarchy in hierarchies():
         path = hierarchy / group
@@ -193,6 +205,10 @@ def make_cgroup(name: str, node: str) -> str:
             for key in ("cpuset.cpus", "cpuset.mems"):
                 with contextlib.suppress(OSError):
                     (path / key).write_text((hierarchy / key).read_text())
+        if (path / "cpu.shares").exists():  # v1: the cpu (cpu,cpuacct) hierarchy
+            (path / "cpu.shares").write_text(str(NODE_CPU_SHARES))
+        elif (path / "cpu.weight").exists():  # v2: the unified root, once cpu is enabled for its children
+            (path / "cpu.weight").write_text(str(NODE_CPU_WEIGHT))
     return "/" + group
 
 
