@@ -296,7 +296,16 @@ def test_every_counter_case_fault_is_gone_afterwards(fault_cluster):
     assert not any(a.startswith("--controllers") for a in args), f"{KCM} still runs a controller selection: {args}"
     apps, _, api = _apps(kubeconfig)
     try:
+        # The fault's own leftover is a Deployment scaled to 0: asserted at once. Its pods being available is the
+        # cluster recovering from whichever fault ran last on it (in a clean-clone make test the closed-probe-target
+        # fault had just refused the kubelet's probes of every pod, CoreDNS's readiness probes too, and both replicas
+        # were still unready when this ran): given the readiness probes' time to pass again, at most 90 s.
         dep = apps.read_namespaced_deployment("coredns", "kube-system")
-        assert dep.spec.replicas and (dep.status.available_replicas or 0) >= dep.spec.replicas, dep.status
+        assert dep.spec.replicas, f"the cluster DNS was left scaled to {dep.spec.replicas}"
+        deadline = time.monotonic() + 90
+        while (dep.status.available_replicas or 0) < dep.spec.replicas and time.monotonic() < deadline:
+            time.sleep(2)
+            dep = apps.read_namespaced_deployment("coredns", "kube-system")
+        assert (dep.status.available_replicas or 0) >= dep.spec.replicas, dep.status
     finally:
         api.close()  # type: ignore[attr-defined]
