@@ -48,7 +48,7 @@ def _runtime_class(p: ClusterProfile, name: str | None = None) -> bool | None:
     return hyperv_runtime_class(p.runtime_classes) is not None
 
 
-def _minor_at_least(p: ClusterProfile, minor: str) -> bool | None:
+def minor_at_least(p: ClusterProfile, minor: str) -> bool | None:
     """Whether the API server's Kubernetes minor is ``minor`` or later; None where its version is unparseable."""
     if not p.k8s_minor:
         return None
@@ -108,26 +108,26 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
     # Behaviour a Kubernetes release introduced, by the API server's minor (k8s.io/kubernetes pkg/features/
     # kube_features.go and the validation each check cites).
     "in-place-resize": (
-        lambda p: _minor_at_least(p, "1.35"),
+        lambda p: minor_at_least(p, "1.35"),
         lambda p: _since(p, "1.35", "in-place pod resize went GA (InPlacePodVerticalScaling locked on)"),
     ),
     "pod-level-resources": (
-        lambda p: _minor_at_least(p, "1.34"),
+        lambda p: minor_at_least(p, "1.34"),
         lambda p: _since(p, "1.34", "the API server began to refuse pod-level resources for Windows pods"),
     ),
     "node-log-query": (
-        lambda p: _minor_at_least(p, "1.36"),
+        lambda p: minor_at_least(p, "1.36"),
         lambda p: _since(p, "1.36", "node log query went GA (NodeLogQuery locked on)"),
     ),
     # Projected certificate volumes: GA in 1.37 with their certificates.k8s.io/v1 APIs (ClusterTrustBundle,
     # ClusterTrustBundleProjection and PodCertificateRequest GA and on by default, kube_features.go:1417, :1423,
     # :1945); whether this API server serves them (a gate turned off) the check reads (wincon.checks.certificates).
     "cluster-trust-bundles": (
-        lambda p: _minor_at_least(p, "1.37"),
+        lambda p: minor_at_least(p, "1.37"),
         lambda p: _since(p, "1.37", "clusterTrustBundle projected volumes went GA (certificates.k8s.io/v1)"),
     ),
     "pod-certificates": (
-        lambda p: _minor_at_least(p, "1.37"),
+        lambda p: minor_at_least(p, "1.37"),
         lambda p: _since(p, "1.37", "podCertificate projected volumes went GA (certificates.k8s.io/v1)"),
     ),
 }

@@ -37,6 +37,7 @@ from wincon.checks.overhead import (
     node_memory_reservation,
     overhead_spec,
     require_room,
+    sized_as_upstream_since,
     stats_pod_count,
 )
 from wincon.checks.pods import eventually, os_pod
@@ -102,17 +103,9 @@ OVERHEAD_SIZING_SINCE = (1, 37)
 def sized_by_overhead(request, wincon) -> bool:
     """Whether the cluster's release sizes the stats checks by Pod Overhead (OVERHEAD_SIZING_SINCE); recorded as the
     ``stats_sizing`` property with the version it was decided by."""
-    minor = wincon.profile.k8s_minor
-    by_overhead = not minor or tuple(int(x) for x in minor.split(".")) >= OVERHEAD_SIZING_SINCE
-    since = ".".join(map(str, OVERHEAD_SIZING_SINCE))
-    if not minor:
-        why = f"by Pod Overhead: the API server's version {wincon.profile.server_version!r} is unknown"
-    elif by_overhead:
-        why = f"by Pod Overhead, as upstream from {since} (the API server runs {wincon.profile.server_version})"
-    else:
-        why = f"fixed, as upstream before {since} (the API server runs {wincon.profile.server_version})"
-    request.node.user_properties.append(("stats_sizing", why))
-    return by_overhead
+    return sized_as_upstream_since(
+        request, wincon.profile, OVERHEAD_SIZING_SINCE, "stats_sizing", "by Pod Overhead", "fixed"
+    )
 
 
 def sized_pods(wincon, namespace: str, node: str, prefix: str, target_os: str, build: int | None) -> dict:

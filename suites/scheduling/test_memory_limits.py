@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.overhead import MIB, SAFETY_BUFFER, detect_overhead, node_memory_reservation
+from wincon.checks.overhead import (
+    MIB,
+    SAFETY_BUFFER,
+    detect_overhead,
+    node_memory_reservation,
+    sized_as_upstream_since,
+)
 from wincon.checks.pods import schedulable_windows_nodes, windows_pod
 from wincon.cluster.waits import pod_failure, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
@@ -39,16 +45,9 @@ def filler_margin(request, wincon) -> int:
     """The memory (bytes) the filler leaves its node past the existing reservation and its own overhead, as
     upstream at the cluster's release (BUFFER_SINCE); recorded as the ``filler_sizing`` property with the version
     it was decided by."""
-    minor = wincon.profile.k8s_minor
-    buffered = not minor or tuple(int(x) for x in minor.split(".")) >= BUFFER_SINCE
-    since = ".".join(map(str, BUFFER_SINCE))
-    if not minor:
-        why = f"256 MiB margin: the API server's version {wincon.profile.server_version!r} is unknown"
-    elif buffered:
-        why = f"256 MiB margin, as upstream from {since} (the API server runs {wincon.profile.server_version})"
-    else:
-        why = f"100 MiB margin, as upstream before {since} (the API server runs {wincon.profile.server_version})"
-    request.node.user_properties.append(("filler_sizing", why))
+    buffered = sized_as_upstream_since(
+        request, wincon.profile, BUFFER_SINCE, "filler_sizing", "256 MiB margin", "100 MiB margin"
+    )
     return SAFETY_BUFFER if buffered else HEADROOM_BEFORE
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
+from wincon.capabilities import minor_at_least
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, requested, unrequested_once_settled
 from wincon.errors import InfrastructureError
@@ -122,3 +123,22 @@ def filler_limit(allocatable_bytes: int, existing: int, overhead: int) -> int:
 
 def _mib(value: int | Decimal) -> str:
     return f"{int(value) / MIB:.0f} MiB ({int(value)} bytes)"
+
+
+def sized_as_upstream_since(
+    request: Any, profile: ClusterProfile, since: tuple[int, int], prop: str, newer: str, older: str
+) -> bool:
+    """Whether the cluster's API server runs ``since`` or a later release, where upstream's e2e sizes a check's pods
+    the newer way (the e2e suite of the cluster's release is the one run against it); an unparseable version is
+    unknown and gets the newest release's sizing. The decision is recorded as the test's ``prop`` property, the
+    sizing (``newer`` or ``older``) with the version it was decided by."""
+    version, minor = profile.server_version, ".".join(map(str, since))
+    reached = minor_at_least(profile, minor)
+    if reached is None:
+        why = f"{newer}: the API server's version {version!r} is unknown"
+    elif reached:
+        why = f"{newer}, as upstream from {minor} (the API server runs {version})"
+    else:
+        why = f"{older}, as upstream before {minor} (the API server runs {version})"
+    request.node.user_properties.append((prop, why))
+    return reached is not False
