@@ -12,7 +12,16 @@ import pytest
 from kubernetes.utils import parse_quantity
 
 from wincon import forms
-from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_config, kubelet_json, summary_pods
+from wincon.checks.cpu import (
+    LOAD_SHOWN_CORES,
+    RATE_WINDOW_SECONDS,
+    TWIN_SHOWN_CORES,
+    Sample,
+    cpu_seconds,
+    judges_the_cap,
+    window_cores,
+)
+from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_config, kubelet_json
 from wincon.checks.pods import (
     eventually,
     nodes_for,
@@ -41,18 +50,9 @@ CPU_BURN = (
 
 COMMIT_MIB = "wincon.io/commit-mib"  # the MiB a memory pod commits: its outcome reads it back from the pod
 HOLD_SECONDS = 300
-LOAD_SHOWN_CORES = 0.25  # two busy threads under a 500m limit use at least this much once they get the CPU
-# The CPU-limit check's unlimited twin (the same load and request, no limit) must use at least this much over the
-# very window that judges the limited pod: 1.5 times the limit, so that the node is shown to give that load more than
-# the limit allows (against MAX_CORES_UNDER_500M, a ratio of 1.39 between two pods of equal weight).
-TWIN_SHOWN_CORES = 0.75
 LOAD_WAIT_SECONDS = 150.0  # how long the CPU-limit check reads /stats/summary for a window that can judge the limit
 LOAD_POLL_SECONDS = 5.0
 LOAD_SETTLE_SECONDS = 30.0  # readings count once both containers ran this long
-# Each judged rate is a pod's CPU time over at least this long (its cumulative usageCoreNanoSeconds at two sample
-# times), the same window for both pods: on a busy node one stats period's usageNanoCores of two pods of equal weight
-# read as far apart as 0.14 and 0.47 core (the shared local cluster under a load of 19 on 2 CPUs, 2026-11-28).
-RATE_WINDOW_SECONDS = 20.0
 CPU_LIMITED, CPU_TWIN = "busy", "busy-twin"  # the CPU-limit check's pods: limited to 500m, and its unlimited twin
 
 
@@ -171,43 +171,11 @@ def test_container_cannot_commit_more_than_its_memory_limit(kube, wincon, namesp
     assert result.startswith("terminated:") and "(exit 0)" not in result, f"the allocation ended as {result!r}"
 
 
-def cpu_seconds(summary: dict, namespace: str, name: str) -> tuple[datetime, float] | None:
-    """When the kubelet last sampled pod ``name``'s containers (the latest of their ``cpu.time``) and the CPU seconds
-    they used so far (their ``usageCoreNanoSeconds`` summed); None while the summary lists no sample of it."""
-    pod = next((p for p in summary_pods(summary, namespace) if (p.get("podRef") or {}).get("name") == name), {})
-    cpus = [c.get("cpu") or {} for c in pod.get("containers") or []]
-    if not cpus or not all(c.get("time") and c.get("usageCoreNanoSeconds") is not None for c in cpus):
-        return None
-    taken = max(datetime.fromisoformat(str(c["time"]).replace("Z", "+00:00")) for c in cpus)
-    return taken, sum(c["usageCoreNanoSeconds"] for c in cpus) / 1e9
-
-
-def windowed(history: list[dict[str, tuple[datetime, float]]]) -> tuple[float, float] | None:
-    """(the limited pod's cores, its twin's), each its CPU time over the same stretch: from the latest reading of
-    ``history`` at least RATE_WINDOW_SECONDS before its last one, for both pods, to that last one; None while there is
-    none such."""
-    last = history[-1]
-
-    def spans(first: dict[str, tuple[datetime, float]]) -> bool:
-        return all((last[n][0] - first[n][0]).total_seconds() >= RATE_WINDOW_SECONDS for n in (CPU_LIMITED, CPU_TWIN))
-
-    first = next((h for h in reversed(history[:-1]) if spans(h)), None)
-    if first is None:
-        return None
-    limited, twin = (
-        (last[n][1] - first[n][1]) / (last[n][0] - first[n][0]).total_seconds() for n in (CPU_LIMITED, CPU_TWIN)
-    )
-    return limited, twin
-
-
-def judges_the_cap(reading: tuple[float, float]) -> bool:
-    """Whether one reading (limited, twin) can judge the 500m limit: the limited pod over the ceiling (the limit did
-    not hold: nothing else is needed), or its load shown (at least LOAD_SHOWN_CORES) while its unlimited twin, the same
-    load with the same request beside it, used at least TWIN_SHOWN_CORES (the node gave that load more than the limit
-    allows at that very moment). A reading where neither holds shows nothing about the limit: an uncapped container
-    that its node starves reads as low as a capped one, and so does its twin."""
-    limited, twin = reading
-    return limited > MAX_CORES_UNDER_500M or (limited >= LOAD_SHOWN_CORES and twin >= TWIN_SHOWN_CORES)
+def windowed(history: list[dict[str, Sample]]) -> tuple[float, float] | None:
+    """(the limited pod's cores, its twin's) over the same window of at least RATE_WINDOW_SECONDS
+    (wincon.checks.cpu.window_cores); None while there is none such."""
+    cores = window_cores(history, (CPU_LIMITED, CPU_TWIN))
+    return None if cores is None else (cores[CPU_LIMITED], cores[CPU_TWIN])
 
 
 @pytest.mark.test_id("8427af37-a459-4c09-b48e-f45b0cb569fb")
@@ -253,7 +221,7 @@ def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_pl
     data_plane(f"read nodes/{node}/proxy/stats/summary for pods {CPU_LIMITED} and {CPU_TWIN} under load", where=node)
     started = max(pod.status.container_statuses[0].state.running.started_at for pod in pods)
 
-    history: list[dict[str, tuple[datetime, float]]] = []  # each summary's (sample time, CPU seconds) of both pods
+    history: list[dict[str, Sample]] = []  # each summary's (sample time, CPU seconds) of both pods
     readings: list[tuple[float, float]] = []  # each window's (limited, twin) cores
 
     def judging_reading():

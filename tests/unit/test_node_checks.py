@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
-from wincon.checks import node
+from wincon.checks import cpu, node
 
 METRICS = """# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node
 # TYPE node_cpu_usage_seconds_total counter
@@ -204,3 +205,55 @@ def test_udp_command_names_the_target_and_quotes_it_for_powershell():
 def test_api_query_reads_the_token_under_the_sandbox_mount_point_only_when_asked():
     assert "CONTAINER_SANDBOX_MOUNT_POINT" in node.api_query_command("windows", "/version", sandbox=True)[-1]
     assert "CONTAINER_SANDBOX_MOUNT_POINT" not in node.api_query_command("windows", "/version")[-1]
+
+
+# --------------------------------------------------------------------------- wincon/checks/cpu.py
+
+
+def cpu_entry(namespace: str, name: str, *samples: tuple[str, int]) -> dict:
+    containers = [{"name": f"c{i}", "cpu": {"time": t, "usageCoreNanoSeconds": n}} for i, (t, n) in enumerate(samples)]
+    return {"podRef": {"namespace": namespace, "name": name}, "containers": containers}
+
+
+def test_cpu_seconds_sums_the_containers_at_their_latest_sample_in_its_namespace_only():
+    summary = {
+        "pods": [
+            cpu_entry("other", "busy", ("2026-11-28T15:00:09Z", 9_000_000_000)),
+            cpu_entry("ns", "busy", ("2026-11-28T15:00:00Z", 1_500_000_000), ("2026-11-28T15:00:02Z", 500_000_000)),
+            {"podRef": {"namespace": "ns", "name": "new"}, "containers": [{"name": "c", "cpu": {}}]},
+        ]
+    }
+    assert cpu.cpu_seconds(summary, "ns", "busy") == (datetime(2026, 11, 28, 15, 0, 2, tzinfo=UTC), 2.0)
+    assert cpu.cpu_seconds(summary, "ns", "new") is None  # listed, never sampled
+    assert cpu.cpu_seconds(summary, "ns", "idle") is None
+
+
+def test_window_cores_reads_every_named_pod_over_the_same_readings_at_least_the_window_apart():
+    at = datetime(2026, 11, 28, 15, 0, tzinfo=UTC)
+
+    def reading(seconds: float, used: dict[str, float], lag: dict[str, float] | None = None) -> dict:
+        lag = lag or {}
+        return {n: (at + timedelta(seconds=seconds - lag.get(n, 0.0)), u) for n, u in used.items()}
+
+    history = [reading(0, {"a": 0.0, "b": 0.0}), reading(10, {"a": 5.0, "b": 10.0})]
+    assert cpu.window_cores(history, ("a", "b")) is None  # 10 s apart: not yet a window
+    history.append(reading(20, {"a": 10.0, "b": 20.0}, lag={"b": 1.0}))  # b sampled 1 s earlier: its span is 19 s
+    assert cpu.window_cores(history, ("a", "b")) is None
+    history.append(reading(25, {"a": 12.5, "b": 25.0}))
+    # From the latest reading at least 20 s before the last (the first: the one at 10 s is 15 s before), for both pods.
+    assert cpu.window_cores(history, ("a", "b")) == {"a": 0.5, "b": 1.0}
+    assert cpu.window_cores(history, ("a",)) == {"a": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("limited", "twin", "judges"),
+    [
+        (0.55, 0.10, True),  # over the ceiling: the limit did not hold, whatever the twin read
+        (0.50, 0.75, True),  # the load shown, the twin given 1.5 times the limit beside it
+        (0.50, 0.74, False),  # the twin not shown to get more than the limit allows
+        (0.24, 1.50, False),  # the limited load never ran
+        (0.30, 0.30, False),  # both starved: nothing about the limit
+    ],
+)
+def test_judges_the_cap_needs_the_limit_exceeded_or_the_twin_shown_over_it(limited, twin, judges):
+    assert cpu.judges_the_cap((limited, twin)) is judges
