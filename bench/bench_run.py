@@ -10,7 +10,18 @@ Printed per mode:
 * from the suite's own pod-wait ledger (artifacts/pod-waits.jsonl, wincon.results.podwaits): the pods waited for,
   the time during which some pod was awaited and its share of the wall time, and the critical path: the
   longest chain of waits one after another (per xdist worker, the union of its waits; the largest);
-* the outcome counts, so that a ratio of runs that did not run the same checks is seen as such.
+* the outcome counts, so that a ratio of runs that did not run the same checks is seen as such;
+* the run's floor under the model and the ratio wall / floor (issue 44). The floor is
+  ``S + W`` (wincon.results.podwaits.floor): ``S``, the serial phase's own unavoidable waits, is the sum over the
+  serial phase's tests (the waits no xdist worker ran) of each test's longest single pod wait, since those tests
+  run one at a time and each, had it created all its pods at once, still waits for its slowest; ``W``, one wave of
+  pod starts for the parallel phase, is that phase's longest single pod wait, since had every pod of the phase been
+  created at its start the phase would still wait for its slowest. Only pod waits count (the checks' own work and
+  pod deletions are not in the ledger), each as long as this run drew it: no run of the same checks with the same
+  draws is shorter, and the ratio says how far the run is from overlapping all its waits;
+* the ten longest chains of waits (wincon.results.podwaits.chains): per xdist worker and test module, the union of
+  the waits that worker made for the module's tests one after another, with the tests on it and each test's own
+  waited seconds: the waits a module's wave of pod starts could overlap.
 
 Then the ratios on/off in the same invocation. On the local cluster the Windows nodes are simulated: with the
 model their pods take as long as the model draws to become Ready (and to be deleted), then the Windows checks
@@ -186,6 +197,7 @@ def run_mode(name: str, latency: str | None, workers: int, pytest_args: list[str
         cluster.down(name)
     ledger = podwaits.load(results / "artifacts" / podwaits.LEDGER_NAME)
     figures = podwaits.summary(ledger, wall)
+    floor = podwaits.floor(ledger)
     per_area: dict[str, Counter[str]] = defaultdict(Counter)
     for namespace, node in counter.pods.values():
         per_area[_area_of_namespace(namespace, ledger)][counter.node_os.get(node, "unscheduled")] += 1
@@ -203,6 +215,8 @@ def run_mode(name: str, latency: str | None, workers: int, pytest_args: list[str
         "created_per_area": {k: dict(v) for k, v in sorted(per_area.items())},
         "created_caveat": counter.caveat(),
         "figures": figures,
+        "floor": floor,
+        "chains": podwaits.chains(ledger, top=10),
         "verdicts": (finished.get("metadata") or {}).get("verdicts", {}),
         "summary": next((line for line in proc.stdout.splitlines() if line.startswith("wincon run:")), ""),
         "stderr_tail": proc.stderr.strip().splitlines()[-3:],
@@ -229,6 +243,28 @@ def show(result: dict[str, Any]) -> None:
         f"  some pod awaited during {f['wait_seconds']:.1f} s = {f.get('share', 0):.0%} of the wall time; "
         f"critical path (longest chain of waits one after another) {f['critical_path_seconds']:.1f} s"
     )
+    for line in floor_lines(result["wall"], result["floor"], result["chains"]):
+        print(line)
+
+
+def floor_lines(wall: float, floor: podwaits.Floor, chains: list[podwaits.Chain]) -> list[str]:
+    """The floor, wall / floor and the longest chains of waits, as printed (see the module's docstring)."""
+    ratio = f"{wall / floor.seconds:.2f}" if floor.seconds else "n/a (no pod waited for)"
+    wave = floor.wave_wait
+    lines = [
+        f"  floor under the model: {floor.seconds:.1f} s = serial phase {floor.serial_seconds:.1f} s (the longest "
+        f"wait of each of its {floor.serial_tests} tests that waited, summed) + one wave of the parallel phase "
+        f"{floor.wave_seconds:.1f} s" + (f" ({podwaits.check_of(wave)}: pod {wave.pod})" if wave else ""),
+        f"  wall / floor: {ratio}",
+        f"  the {len(chains)} longest chains of waits (per worker and module, waits one after another):",
+    ]
+    for chain in chains:
+        lines.append(
+            f"    {chain.seconds:7.1f} s  {chain.worker:<5} {chain.module}: {chain.waits} waits, {len(chain.tests)} tests"
+        )
+        for test, seconds in chain.tests:
+            lines.append(f"             {seconds:6.1f} s  {test.split('::', 1)[-1]}")
+    return lines
 
 
 def main() -> int:
@@ -262,6 +298,7 @@ def main() -> int:
             a, b = on["figures"][key], off["figures"][key]
             print(f"  {label}: {a:.1f} / {b:.1f} s = {a / b:.2f}x" if b else f"  {label}: {a:.1f} / {b:.1f} s")
         print(f"  pods created: {on['created_total']} / {off['created_total']}")
+        print(f"  floor: {on['floor'].seconds:.1f} / {off['floor'].seconds:.1f} s")
     return 0
 
 

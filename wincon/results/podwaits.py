@@ -137,3 +137,110 @@ def metadata(figures: dict[str, Any]) -> dict[str, str]:
         result["wall-time-seconds"] = f"{figures['wall_seconds']:.1f}"
         result["pod-wait-share"] = f"{figures['share']:.2f}"
     return result
+
+
+# ----------------------------------------------------------------------------- the floor and the chains (issue 44)
+
+SERIAL_WORKER = "main"  # the worker name of a pytest without xdist workers: `wincon run`'s serial phase (-n 0)
+
+
+def check_of(wait: Wait) -> str:
+    """The test a wait belongs to: its node id without the phase pytest appends (`` (setup)``, `` (call)``)."""
+    test = wait.test
+    if test.endswith(")") and " (" in test:
+        test = test.rsplit(" (", 1)[0]
+    return test or "(no test)"
+
+
+def module_of(wait: Wait) -> str:
+    """The test module a wait belongs to (``suites/networking/test_dns.py``)."""
+    return check_of(wait).split("::", 1)[0]
+
+
+def is_serial(wait: Wait) -> bool:
+    """Whether the wait happened in a phase whose tests run one at a time (no xdist worker: `wincon run`'s serial
+    phase, or any run with ``-n 0``)."""
+    return wait.worker == SERIAL_WORKER
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The floor of a run under the pod-latency model (see ``floor``) and what sets it."""
+
+    seconds: float
+    serial_seconds: float  # the serial phase's part: its tests' longest waits, summed
+    serial_tests: int  # serial tests that waited for a pod
+    wave_seconds: float  # the parallel phase's part: its longest single wait
+    wave_wait: Wait | None  # that wait (None: the parallel phase waited for no pod)
+
+
+def floor(waits: list[Wait]) -> Floor:
+    """The shortest wall time that the run's pod waits allow, however its pods were started and its tests spread.
+
+    Precisely: ``floor = S + W`` where
+
+    * ``S``, the serial phase's own unavoidable waits: its tests run one at a time, so their waits cannot overlap
+      each other; each test, had it created every pod it needs at once, waits at least as long as its longest
+      single pod wait. ``S`` is the sum, over the serial phase's tests, of each test's longest single wait;
+    * ``W``, one wave of pod starts for the parallel phase: had every pod of the phase been created at its start,
+      all of them at once, the phase still lasts as long as its slowest pod start. ``W`` is the longest single
+      wait of the parallel phase.
+
+    A wait is in the serial phase when no xdist worker ran it (``worker == "main"``), in the parallel phase
+    otherwise. The floor counts pod waits only (the checks' own work and pod deletions are not in the ledger), each
+    pod start as long as the run drew it; so no run of the same checks, with the same draws, can be shorter, and
+    ``wall / floor`` says how much of the run is waits one after another that a wave could overlap, or work.
+    """
+    longest: dict[str, float] = defaultdict(float)
+    wave: Wait | None = None
+    for wait in waits:
+        seconds = wait.end - wait.start
+        if is_serial(wait):
+            longest[check_of(wait)] = max(longest[check_of(wait)], seconds)
+        elif wave is None or seconds > wave.end - wave.start:
+            wave = wait
+    serial = sum(longest.values())
+    wave_seconds = (wave.end - wave.start) if wave is not None else 0.0
+    return Floor(serial + wave_seconds, serial, len(longest), wave_seconds, wave)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The waits one worker made for one test module, one after another (its tests run one at a time there)."""
+
+    worker: str
+    module: str
+    seconds: float  # the union of those waits: the time that worker spent waiting for the module's pods
+    waits: int
+    tests: tuple[tuple[str, float], ...]  # (test, the union of its own waits), in the order they first waited
+
+    @property
+    def serial(self) -> bool:
+        return self.worker == SERIAL_WORKER
+
+
+def chains(waits: list[Wait], top: int = 10) -> list[Chain]:
+    """The ``top`` longest chains of waits: per (worker, test module), the union of that worker's waits for the
+    module's tests, longest first (ties: worker, module). A module whose pods a wave started together would have
+    one chain no longer than its longest wait; a chain of many waits is the waits a wave could overlap."""
+    grouped: dict[tuple[str, str], list[Wait]] = defaultdict(list)
+    for wait in waits:
+        grouped[(wait.worker, module_of(wait))].append(wait)
+    result = []
+    for (worker, module), group in grouped.items():
+        per_test: dict[str, list[tuple[float, float]]] = {}
+        for wait in sorted(group, key=lambda w: w.start):
+            per_test.setdefault(check_of(wait), []).append((wait.start, wait.end))
+        tests = tuple((test, union_seconds(spans)) for test, spans in per_test.items())
+        result.append(Chain(worker, module, union_seconds([(w.start, w.end) for w in group]), len(group), tests))
+    result.sort(key=lambda c: (-c.seconds, c.worker, c.module))
+    return result[:top]
+
+
+def module_costs(waits: list[Wait]) -> dict[str, float]:
+    """Per test module, the seconds its tests spent waiting for pods (per worker, the union of its waits for the
+    module; summed over workers): the weight by which xdist starts the costliest modules first."""
+    costs: dict[str, float] = defaultdict(float)
+    for chain in chains(waits, top=len(waits) or 1):
+        costs[chain.module] += chain.seconds
+    return dict(costs)
