@@ -1,35 +1,48 @@
-"""suites/scheduling/test_cpu_limits.py: when the CPU-limit check reads /stats/summary. The reading's window must lie
-inside the load (a first sample one stats period after the start, the reading one period after that sample), on a
-fake kubelet whose samples are taken on a fake clock: no cluster, no real sleep."""
+"""suites/scheduling/test_cpu_limits.py: how and when the CPU-limit check reads /stats/summary. Each pod is judged by
+the CPU seconds it used over the same window of at least 20 s, which must lie inside the load (it opens at a sample
+one stats period after the start, or later so that it closes after the whole load), on a fake kubelet whose samples
+are taken on a fake clock: no cluster, no real sleep."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
+from types import SimpleNamespace as NS
 
 import pytest
 
 from tests.support import suites
-from wincon.errors import InfrastructureError
+from wincon.checks.cpu import RATE_WINDOW_SECONDS, cpu_seconds
+from wincon.errors import InfrastructureError, linux_control
 
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
 START = datetime(2026, 11, 24, 14, 0, 0, tzinfo=UTC)
+LIMITED = ("cpu-0p5", "cpu-500m")
 
 
-def summary(at: datetime | None, pods: tuple[str, ...] = ("cpu-0p5", "cpu-500m"), namespace: str = "ns") -> dict:
-    cpu = {"usageNanoCores": 400_000_000} | ({"time": at.strftime("%Y-%m-%dT%H:%M:%SZ")} if at else {})
-    return {"pods": [{"podRef": {"name": n, "namespace": namespace}, "containers": [{"cpu": cpu}]} for n in pods]}
+def stamp(seconds: float) -> str:
+    return (START + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
 
 
 class Kubelet:
     """A kubelet whose CPU samples are taken when asked (containerd's path), ``lag`` seconds late, or never
-    refreshed after ``frozen_after`` seconds, on a clock that only sleeps advance."""
+    refreshed after ``frozen_after`` seconds, on a clock that only sleeps advance. Pod ``n`` runs from START at
+    ``cores[n]``; ``drift(n, t)`` is how many seconds after its stamp ``t`` the counter of pod ``n`` was read."""
 
-    def __init__(self, monkeypatch, lag: float = 0.0, frozen_after: float | None = None) -> None:
+    def __init__(
+        self,
+        monkeypatch,
+        cores: dict[str, float] | None = None,
+        lag: float = 0.0,
+        frozen_after: float | None = None,
+        drift: Callable[[str, float], float] = lambda name, at: 0.0,
+    ) -> None:
         self.now = 0.0  # seconds since START
+        self.cores = cores or dict.fromkeys(LIMITED, 0.5)
         self.lag = lag
         self.frozen_after = frozen_after
+        self.drift = drift
         self.reads: list[float] = []  # the sample time of each answer, seconds since START
         monkeypatch.setattr(time, "sleep", self.sleep)
         monkeypatch.setattr(time, "monotonic", lambda: 1000.0 + self.now)
@@ -45,46 +58,109 @@ class Kubelet:
         if self.frozen_after is not None:
             sampled = min(sampled, self.frozen_after)
         self.reads.append(sampled)
-        return summary(START + timedelta(seconds=sampled)), 0.05
+        pods = []
+        for name, cores in self.cores.items():
+            used = cores * (sampled + self.drift(name, sampled))
+            cpu = {"time": stamp(sampled), "usageCoreNanoSeconds": int(used * 1e9)}
+            pods.append({"podRef": {"name": name, "namespace": "ns"}, "containers": [{"cpu": cpu}]})
+        return {"pods": pods}, 0.05
 
 
-def kube() -> SimpleNamespace:
-    return SimpleNamespace(api_client=None, namespace="ns")
+def kube() -> NS:
+    return NS(api_client=None, namespace="ns")
 
 
-def test_sample_times_reads_the_pods_cpu_time_in_its_namespace_only():
-    assert CPU.sample_times(summary(START), "ns", "cpu-0p5") == START
-    assert CPU.sample_times(summary(START, namespace="other"), "ns", "cpu-0p5") is None
-    assert CPU.sample_times(summary(START), "ns", "cpu-absent") is None
-    assert CPU.sample_times(summary(None), "ns", "cpu-0p5") is None  # listed, never sampled
+def read(load: float, started: dict[str, datetime] | None = None) -> NS:
+    return CPU.load_window(
+        kube(), "worker-0", started or dict.fromkeys(LIMITED, START), load, lambda cores: True, CPU.WAIT_SECONDS
+    )
 
 
 @pytest.mark.parametrize("os_name", ["linux", "windows"])
 @pytest.mark.parametrize("lag", [0.0, 7.0])  # sampled when asked, or on a housekeeping round up to 7 s old
-def test_the_reading_comes_one_stats_period_after_a_sample_taken_a_period_into_the_load(monkeypatch, os_name, lag):
+def test_the_window_opens_a_stats_period_into_the_load_and_closes_after_the_whole_load(monkeypatch, os_name, lag):
     kubelet = Kubelet(monkeypatch, lag=lag)
     load = CPU.LOAD_SECONDS[os_name]
     started = {"cpu-0p5": START, "cpu-500m": START + timedelta(seconds=1)}
-    reading = CPU.load_reading(kube(), "worker-0", started, load)
+    window = read(load, started)
     period = CPU.STATS_PERIOD_SECONDS
+    last = window.history[-1]
+    first = next(h for h in reversed(window.history[:-1]) if (last["cpu-0p5"][0] - h["cpu-0p5"][0]).seconds >= 20)
     for name, at in started.items():
-        taken = (CPU.sample_times(reading, "ns", name) - at).total_seconds()
-        assert taken >= load  # the reading's sample: after the whole load
-    read = kubelet.reads[-1]
-    # An earlier answer was sampled at least one period into the load and at least one period before the reading:
-    # whatever the kubelet's rate window, it starts after that earlier sample, inside the load.
-    assert any(1 + period <= earlier <= read - period for earlier in kubelet.reads[:-1])
-    assert read < load + 1 + 3 * period  # and no longer than needed: at most a few polls past it
+        opened, closed = (first[name][0] - at).total_seconds(), (last[name][0] - at).total_seconds()
+        assert opened >= period  # whatever the kubelet's stats path, the window opens inside the load
+        assert closed - opened >= RATE_WINDOW_SECONDS
+        assert closed >= load  # and closes after the whole load
+    assert window.windows[-1] == {"cpu-0p5": pytest.approx(0.5), "cpu-500m": pytest.approx(0.5)}
+    assert kubelet.reads[-1] < load + 1 + 3 * period  # and no longer than needed: at most a few polls past it
 
 
-def test_the_linux_control_reads_after_20_s_of_load_and_windows_after_upstreams_2_minutes(monkeypatch):
-    assert CPU.LOAD_SECONDS == {"windows": 120.0, "linux": 20.0}
+def test_the_linux_control_reads_after_30_s_of_load_and_windows_after_upstreams_2_minutes(monkeypatch):
+    assert CPU.LOAD_SECONDS == {"windows": 120.0, "linux": 30.0}
     kubelet = Kubelet(monkeypatch)
-    CPU.load_reading(kube(), "worker-0", {"cpu-0p5": START}, CPU.LOAD_SECONDS["linux"])
-    assert 20.0 <= kubelet.now < 30.0  # it was 122 s: a fixed 120 s sleep after both pods ran
+    read(CPU.LOAD_SECONDS["linux"])
+    assert 30.0 <= kubelet.now < 40.0
 
 
 def test_a_kubelet_that_stops_sampling_is_the_clusters_error_not_a_reading(monkeypatch):
-    Kubelet(monkeypatch, frozen_after=15.0)  # the first sample (>= 10 s) comes, the reading's (>= 20 s) never
-    with pytest.raises(InfrastructureError, match="CPU samples of"):
-        CPU.load_reading(kube(), "worker-0", {"cpu-0p5": START}, CPU.LOAD_SECONDS["linux"])
+    Kubelet(monkeypatch, frozen_after=25.0)  # samples inside the load come, but never 20 s of them
+    with pytest.raises(InfrastructureError, match=r"none \(\d+ summaries with samples of every pod"):
+        read(CPU.LOAD_SECONDS["linux"])
+
+
+def ci_drift(name: str, at: float) -> float:
+    """CI's case (make main, test_cpu_limits[linux]): one sample of cpu-0p5, the one that closes the first window,
+    has its counter read 0.96 s after its stamp; a rate over one stats period ending there read 0.548 core."""
+    return 0.96 if name == "cpu-0p5" and 30.0 <= at < 32.0 else 0.0
+
+
+def check(monkeypatch) -> list[tuple[str, str]]:
+    """The whole Linux control on the fake kubelet; the properties it recorded."""
+    monkeypatch.setattr(CPU, "nodes_for", lambda *a: [NS(name="worker-0")])
+    monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
+    running = NS(status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at=START)))]))
+    cluster = NS(namespace="ns", api_client=None, create=lambda body: None)
+    cluster.wait_pod = lambda *a, **k: running
+    cluster.read_pod = lambda name: running
+    request = NS(node=NS(user_properties=[]))
+    with linux_control():
+        CPU.test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(
+            request, cluster, NS(profile=None, pod_start_timeout=5), None, lambda *a, **k: None, "linux"
+        )
+    return request.node.user_properties
+
+
+def test_the_drift_that_failed_ci_reads_under_the_ceiling_over_the_window(monkeypatch):
+    kubelet = Kubelet(monkeypatch, drift=ci_drift)
+    properties = check(monkeypatch)
+    # The same samples, read over one stats period ending at the drifted one: CI's 0.548.
+    ends = [r for r in kubelet.reads if 30.0 <= r < 32.0]
+    assert ends, kubelet.reads
+    one_period = (0.5 * (ends[0] + 0.96) - 0.5 * (ends[0] - CPU.STATS_PERIOD_SECONDS)) / CPU.STATS_PERIOD_SECONDS
+    assert one_period == pytest.approx(0.548) and one_period > CPU.MAX_CORES
+    readings = dict(properties)
+    assert float(readings["cpu_cores_limit_0.5"]) <= 0.525 and float(readings["cpu_cores_limit_500m"]) == 0.5
+
+
+@pytest.mark.parametrize("over", [0.56, 0.84, 1.0])
+def test_a_pod_truly_over_the_ceiling_still_fails_even_with_the_drift_in_its_favour(monkeypatch, over):
+    """0.56: just past the margin, its closing sample's counter read 0.5 s before its stamp (about 0.546 over the
+    window); 0.84: what upstream's own bound lets pass; 1.0: a pod with no cap on a 2-core node."""
+    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": over}, drift=lambda name, at: -0.5 if at >= 30 else 0.0)
+    with pytest.raises(AssertionError, match=r"over 0.54 core over a 20 s window: cpu-500m \(limit 500m\)") as failed:
+        check(monkeypatch)
+    used = float(str(failed.value).split(" uses ")[1].split()[0])
+    assert CPU.MAX_CORES < used < over
+    assert "cpu-0p5" not in str(failed.value).split("\n")[0]
+
+
+def test_cpu_seconds_is_the_reading_the_window_is_made_of():
+    summary = {
+        "pods": [
+            {
+                "podRef": {"name": "cpu-0p5", "namespace": "ns"},
+                "containers": [{"cpu": {"time": stamp(10), "usageCoreNanoSeconds": 5_000_000_000}}],
+            }
+        ]
+    }
+    assert cpu_seconds(summary, "ns", "cpu-0p5") == (START + timedelta(seconds=10), 5.0)

@@ -112,25 +112,6 @@ def test_summary_pods_keeps_the_namespace_only():
     assert [p["podRef"]["name"] for p in node.summary_pods(summary, "a")] == ["x"]
 
 
-def test_pod_cpu_cores_sums_the_pods_containers_in_its_namespace_only():
-    """The one reading of the CPU-limit checks (test_cpu_limits.py and test_compute_limitations.py)."""
-
-    def entry(namespace, name, *nanos):
-        containers = [{"name": f"c{i}", "cpu": {"usageNanoCores": n}} for i, n in enumerate(nanos)]
-        return {
-            "podRef": {"namespace": namespace, "name": name},
-            "cpu": {"usageNanoCores": 1},
-            "containers": containers,
-        }
-
-    summary = {"pods": [entry("other", "busy", 900_000_000), entry("ns", "busy", 300_000_000, 150_000_000)]}
-    assert node.pod_cpu_cores(summary, "ns", "busy") == pytest.approx(0.45)
-    assert node.pod_cpu_cores(summary, "ns", "idle") is None  # not listed: the caller says so
-    unsampled = {"pods": [{"podRef": {"namespace": "ns", "name": "new"}, "containers": [{"name": "c", "cpu": {}}]}]}
-    assert node.pod_cpu_cores(unsampled, "ns", "new") == 0
-    assert node.pod_cpu_cores({}, "ns", "busy") is None
-
-
 def test_summary_problems_name_a_missing_or_extra_pod_and_a_pod_without_live_stats():
     def pod(name: str, cpu: int) -> dict:
         return {

@@ -258,16 +258,6 @@ def summary_pods(summary: dict[str, Any], namespace: str) -> list[dict[str, Any]
 MAX_CORES_UNDER_500M = 0.54
 
 
-def pod_cpu_cores(summary: dict[str, Any], namespace: str, pod: str) -> float | None:
-    """The cores pod ``namespace/pod`` uses now by the kubelet's /stats/summary: the sum of its containers'
-    ``cpu.usageNanoCores`` (what each container's CPU limit caps; a container not yet sampled counts 0), or None
-    where the summary does not list the pod. The one reading of the CPU-limit checks and their Linux controls."""
-    entry = next((p for p in summary_pods(summary, namespace) if (p.get("podRef") or {}).get("name") == pod), None)
-    if entry is None:
-        return None
-    return sum((c.get("cpu") or {}).get("usageNanoCores") or 0 for c in entry.get("containers") or []) / 1e9
-
-
 def pod_stats_problems(pod: dict[str, Any]) -> list[str]:
     """What a pod's stats lack that upstream's check demands: CPU and working set above zero, log stats."""
     name = (pod.get("podRef") or {}).get("name", "?")
