@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from wincon import collection, context, controls, nodes, options, reports
+from wincon import collection, context, controls, nodes, options, reports, scheduling
 from wincon.errors import WinconError, linux_control
 from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,
@@ -63,6 +63,13 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput.update(context.controller_input(node.config))
     if context.get_context(node.config) is not None:
         node.workerinput.update(context.worker_input(node.config))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist: a suite run with ``--dist worksteal`` (`wincon run`'s) starts its costliest modules first, whole, each
+    on the worker with the least cost so far (wincon.scheduling); any other run keeps xdist's scheduler."""
+    return scheduling.make_scheduler(config, log) if context.is_suite_run(config) else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
