@@ -74,6 +74,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("prepull", help="pull the catalog's Windows images on every Windows node")
     add_cluster_options(p)
     p.add_argument("--image-repo-list", help="registry override file (KUBE_TEST_REPO_LIST format)")
+    p.add_argument(
+        "--image-pull-secret",
+        metavar="[NAMESPACE/]NAME",
+        help="pull with this kubernetes.io/dockerconfigjson secret (namespace default unless named; copied into "
+        "the prepull namespace); the images are verified with it too",
+    )
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the pulls (default 1800)")
     p.set_defaults(func=cmd_prepull)
 
@@ -339,10 +345,12 @@ def cmd_prepull(args: argparse.Namespace) -> int:
     if not profile.data_plane:
         print("prepull: the Windows nodes are simulated: nothing is really pulled, the DaemonSet is still deployed")
     else:  # each image's manifest list must have an entry each real Windows node runs, before any pod is created
-        from wincon.imageverify import require_runnable, verify
+        from wincon.imageverify import credentials_for, require_runnable, verify
 
-        require_runnable(verify(catalog, profile))
-    prepull(api_client, profile, catalog, run_id, timeout=args.timeout)
+        credentials = credentials_for(api_client, args.image_pull_secret, None)
+        require_runnable(verify(catalog, profile, credentials=credentials))
+    secret = args.image_pull_secret
+    prepull(api_client, profile, catalog, run_id, timeout=args.timeout, pull_secret=secret)
     return ExitCode.OK
 
 

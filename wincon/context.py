@@ -175,7 +175,14 @@ def verify_images(config: pytest.Config, context: WinconContext) -> None:
             "--profile-file` reads them)"
         )
         return
-    refused, note = preflight(context.catalog, context.profile)
+    from wincon.imageverify import credentials_for
+
+    credentials = credentials_for(
+        context.api_client,
+        config.getoption("wincon_image_pull_secret", None),
+        config.getoption("wincon_docker_config", None),
+    )
+    refused, note = preflight(context.catalog, context.profile, credentials=credentials)
     config.stash[IMAGE_REFUSALS_KEY] = refused
     config.stash[IMAGES_NOTE_KEY] = note
 
@@ -306,9 +313,15 @@ class WinconContext:
         if self._api_client is None:
             from wincon.cluster.client import load_api_client
 
-            self._api_client = load_api_client(
+            api_client = load_api_client(
                 self.config.getoption("wincon_kubeconfig"), self.config.getoption("wincon_context")
             )
+            pull_secret = self.config.getoption("wincon_image_pull_secret", None)
+            if pull_secret:  # every pod it creates names the secret; each namespace it creates gets a copy
+                from wincon.pullsecret import install
+
+                install(api_client, pull_secret)
+            self._api_client = api_client
         return self._api_client
 
     @property

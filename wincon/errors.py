@@ -27,6 +27,7 @@ class ExitCode(enum.IntEnum):
     PUBLISH = 9  # an upload failed; re-running the same publish finishes it
     LOCAL_CLUSTER = 10  # the local simulated cluster could not be built, started or stopped
     GATE = 11  # the release gate said no: a required test failed, errored or is missing
+    REGISTRY_AUTH = 12  # a registry wants credentials none were given for, or refused those given
 
 
 class WinconError(Exception):

@@ -1,8 +1,9 @@
 """`wincon images verify`: will each Windows image of the catalog run on each Windows node of the cluster?
 
 For each image it reads the manifest (list) from the image's registry (the OCI distribution API: ``GET
-/v2/<repository>/manifests/<tag>``, with the anonymous bearer-token flow registries answer a 401 with), the
-catalog's registries overridden by a repo list as everywhere else. A manifest list's entries say which platform each
+/v2/<repository>/manifests/<tag>``, answering a 401 as docker does: HTTP basic, or the bearer-token flow, with the
+registry's credentials from the docker config file or a pull secret of the cluster (wincon.registryauth), and
+anonymously where there are none), the catalog's registries overridden by a repo list as everywhere else. A manifest list's entries say which platform each
 serves (``platform.os``, ``.architecture``, ``.os.version``); a single manifest names none, so its config blob
 (``GET /v2/<repository>/blobs/<digest>``) is read for its ``os``, ``architecture`` and ``os.version``. For each real
 Windows node (its build, its architecture and the containerd version it reports) and each isolation its pods may
@@ -27,6 +28,7 @@ from typing import Any
 
 from wincon.errors import ExitCode, InfrastructureError, UsageError
 from wincon.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
+from wincon.registryauth import CREDENTIALS_FIX, Credential, Credentials, RegistryAuthError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
 
@@ -56,8 +58,10 @@ def split_reference(reference: str) -> tuple[str, str, str]:
     return host, repository, tag
 
 
-def _bearer_token(challenge: str, timeout: float) -> str:
-    """An anonymous token from a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge."""
+def _bearer_token(challenge: str, timeout: float, host: str, credential: Credential | None) -> str:
+    """A token from a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge: anonymous without a
+    credential, else with the user and password (HTTP basic on the token request) or, for an identity token, the
+    OAuth2 refresh-token grant (a POST of ``grant_type=refresh_token``), as docker asks its token services."""
     params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
     realm = params.pop("realm", "")
     if not challenge.lower().startswith("bearer") or not realm:
@@ -65,25 +69,53 @@ def _bearer_token(challenge: str, timeout: float) -> str:
             f"the registry asks for authentication this command cannot give ({challenge!r})",
             "mirror the image to a registry that serves it anonymously and pass --image-repo-list",
         )
-    url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(params)
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (the registry's own realm)
-        answer = json.loads(response.read())
+    if credential is not None and credential.identity_token:
+        form = {**params, "grant_type": "refresh_token", "refresh_token": credential.identity_token}
+        form.setdefault("client_id", "wincon")
+        request = urllib.request.Request(realm, data=urllib.parse.urlencode(form).encode(), method="POST")
+    else:
+        url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(params)
+        request = urllib.request.Request(url)
+        if credential is not None:
+            request.add_header("Authorization", credential.basic())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the registry's own realm)
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise _auth_error(host, f"its token service {realm}", exc.code, credential) from exc
+        raise
     token = answer.get("token") or answer.get("access_token")
     if not token:
         raise InfrastructureError(f"the token service {realm} gave no token", "check the registry")
     return str(token)
 
 
-def fetch_manifest(reference: str, timeout: float = 30.0) -> dict[str, Any]:
+def _auth_error(host: str, what: str, code: int, credential: Credential | None) -> RegistryAuthError:
+    """The registry (or its token service) refused: the credentials given, or the absence of any."""
+    if credential is not None:
+        return RegistryAuthError(
+            f"registry {host}: {what} refused the credentials of {credential.source} (HTTP {code})",
+            f"check the user and password for {host} (`docker login {host}` again, or recreate the pull secret "
+            "with the right ones), and that they may pull this repository",
+        )
+    return RegistryAuthError(
+        f"registry {host}: {what} wants credentials (HTTP {code}) and none were given for {host}", CREDENTIALS_FIX
+    )
+
+
+def fetch_manifest(reference: str, timeout: float = 30.0, credentials: Credentials | None = None) -> dict[str, Any]:
     """The manifest (list) document of ``reference`` from its registry; plain HTTP for a loopback registry."""
     _, _, tag = split_reference(reference)
-    return _registry_json(reference, f"manifests/{tag}", ACCEPT, timeout)
+    return _registry_json(reference, f"manifests/{tag}", ACCEPT, timeout, credentials)
 
 
-def fetch_config(reference: str, digest: str, timeout: float = 30.0) -> dict[str, Any]:
+def fetch_config(
+    reference: str, digest: str, timeout: float = 30.0, credentials: Credentials | None = None
+) -> dict[str, Any]:
     """The config blob ``digest`` of ``reference``'s repository (``GET /v2/<repository>/blobs/<digest>``): where a
     single manifest says which os, architecture and os.version it was built for."""
-    return _registry_json(reference, f"blobs/{digest}", "application/json, */*", timeout)
+    return _registry_json(reference, f"blobs/{digest}", "application/json, */*", timeout, credentials)
 
 
 class _NoAuthorizationElsewhere(urllib.request.HTTPRedirectHandler):
@@ -99,12 +131,17 @@ class _NoAuthorizationElsewhere(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoAuthorizationElsewhere)
 
 
-def _registry_json(reference: str, tail: str, accept: str, timeout: float) -> dict[str, Any]:
-    """``GET /v2/<repository>/<tail>`` of ``reference``'s registry as JSON, through the anonymous token flow."""
+def _registry_json(
+    reference: str, tail: str, accept: str, timeout: float, credentials: Credentials | None = None
+) -> dict[str, Any]:
+    """``GET /v2/<repository>/<tail>`` of ``reference``'s registry as JSON. A 401's challenge is answered with the
+    host's credential of ``credentials`` (HTTP basic, or a bearer token got with it), anonymously without one; a
+    401 or 403 after that is a RegistryAuthError (exit 12)."""
     host, repository, _ = split_reference(reference)
     scheme = "http" if LOOPBACK.match(host) else "https"
     url = f"{scheme}://{host}/v2/{repository}/{tail}"
     headers = {"Accept": accept}
+    credential: Credential | None = None
     for attempt in range(2):
         request = urllib.request.Request(url, headers=headers)
         try:
@@ -113,8 +150,16 @@ def _registry_json(reference: str, tail: str, accept: str, timeout: float) -> di
         except urllib.error.HTTPError as exc:
             challenge = exc.headers.get("WWW-Authenticate", "")
             if exc.code == 401 and attempt == 0 and challenge:
-                headers["Authorization"] = f"Bearer {_bearer_token(challenge, timeout)}"
+                credential = credentials.for_host(host) if credentials is not None else None
+                if challenge.lower().startswith("basic"):
+                    if credential is None:
+                        raise _auth_error(host, "it", 401, None) from exc
+                    headers["Authorization"] = credential.basic()
+                else:
+                    headers["Authorization"] = f"Bearer {_bearer_token(challenge, timeout, host, credential)}"
                 continue
+            if exc.code == 401 or (exc.code == 403 and "Authorization" in headers):
+                raise _auth_error(host, f"it (for {repository})", exc.code, credential) from exc
             if exc.code == 404:
                 raise ImageMissing(
                     f"image {reference} does not exist in its registry (404 for {url})"
@@ -259,8 +304,10 @@ def verify(
     isolations: tuple[str, ...] | None = None,
     fetch: Fetch | None = None,
     fetch_blob: FetchBlob | None = None,
+    credentials: Credentials | None = None,
 ) -> list[Finding]:
-    """One finding per (Windows image, real Windows node, isolation)."""
+    """One finding per (Windows image, real Windows node, isolation); the registries read with ``credentials``
+    (wincon.registryauth) where they ask for some."""
     nodes = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
     wanted = keys or [k for k, spec in catalog.images.items() if "windows" in spec.os]
     unknown = [k for k in wanted if k not in catalog.images]
@@ -272,7 +319,7 @@ def verify(
         reference = catalog.images[key].reference(catalog.registries)
         if not nodes:
             continue
-        platforms, single = read_platforms(reference, fetch, fetch_blob)
+        platforms, single = read_platforms(reference, fetch, fetch_blob, credentials)
         for node in nodes:
             for isolation in isolations:
                 verdict = judge(platforms, single, node, isolation, node.runtime_version or None)
@@ -287,11 +334,14 @@ def verify(
 
 
 def read_platforms(
-    reference: str, fetch: Fetch | None = None, fetch_blob: FetchBlob | None = None
+    reference: str,
+    fetch: Fetch | None = None,
+    fetch_blob: FetchBlob | None = None,
+    credentials: Credentials | None = None,
 ) -> tuple[list[Platform], bool]:
     """The platforms ``reference`` offers, and whether it is a single manifest (whose one platform its config blob
     says: that blob is read too)."""
-    document = (fetch or fetch_manifest)(reference)
+    document = fetch(reference) if fetch else fetch_manifest(reference, credentials=credentials)
     platforms = list_platforms(document)
     if platforms is not None:
         return platforms, False
@@ -301,7 +351,12 @@ def read_platforms(
             f"the registry's manifest of {reference} is neither a manifest list nor an image manifest with a config",
             "check the image in its registry (or the registry --image-repo-list names)",
         )
-    return [config_platform((fetch_blob or fetch_config)(reference, str(digest)))], True
+    blob = (
+        fetch_blob(reference, str(digest))
+        if fetch_blob
+        else fetch_config(reference, str(digest), credentials=credentials)
+    )
+    return [config_platform(blob)], True
 
 
 def _what_serves(catalog: Catalog, key: str, build: int | None) -> str:
@@ -328,23 +383,55 @@ def register(sub: Any) -> None:
     p.add_argument("--image", action="append", help="only this catalog image (repeatable)")
     p.add_argument("--image-repo-list", help="upstream-format repo list overriding the catalog's registries")
     p.add_argument("--isolation", choices=("process", "hyperv"), action="append", help="isolations to check")
+    p.add_argument(
+        "--docker-config",
+        metavar="PATH",
+        help="registry credentials: a docker config.json (or its directory); default $DOCKER_CONFIG/config.json, "
+        "then ~/.docker/config.json",
+    )
+    p.add_argument(
+        "--image-pull-secret",
+        metavar="[NAMESPACE/]NAME",
+        help="registry credentials from this kubernetes.io/dockerconfigjson secret of the cluster (namespace "
+        "default unless named) instead of the docker config",
+    )
+    p.add_argument("--json", action="store_true", help="print the per-image verdicts as JSON (same exit code)")
     p.set_defaults(func=cmd_verify)
 
 
+def credentials_for(api_client: Any, pull_secret: str | None, docker_config: str | None) -> Credentials:
+    """The registry credentials of a command: the pull secret's when one is named (read from the cluster),
+    else the docker config file's (wincon.registryauth)."""
+    from wincon.registryauth import load_docker_config, read_secret, secret_credentials
+
+    if pull_secret:
+        return secret_credentials(read_secret(api_client, pull_secret), pull_secret)
+    return load_docker_config(docker_config)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    api_client = None
+    if args.image_pull_secret or not args.profile_file:
+        from wincon.cluster.client import connect
+
+        api_client = connect(args.kubeconfig, args.context)
     if args.profile_file:
         from wincon.profile import load_profile_file
 
         profile = load_profile_file(args.profile_file)
     else:
-        from wincon.cluster.client import connect
         from wincon.profile import discover
 
-        profile = discover(connect(args.kubeconfig, args.context))
+        profile = discover(api_client)
+    credentials = credentials_for(api_client, args.image_pull_secret, args.docker_config)
     catalog = Catalog.load(repo_list=args.image_repo_list)
     isolations = tuple(args.isolation) if args.isolation else None
-    findings = verify(catalog, profile, args.image, isolations)
+    findings = verify(catalog, profile, args.image, isolations, credentials=credentials)
     unknown = unknown_build_nodes(profile)
+    if args.json:
+        print(json.dumps(verdicts_json(findings, unknown), indent=2))
+        require_runnable(findings)
+        return ExitCode.OK
     if unknown:
         print(f"images verify: {unknown_build_note(unknown)}")
     if not findings:
@@ -355,6 +442,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(finding.line())
     require_runnable(findings)
     return ExitCode.OK
+
+
+def verdicts_json(findings: list[Finding], unknown: list[NodeProfile]) -> dict[str, Any]:
+    """`images verify --json`: the text output's data, one verdict per (image, node, isolation), the real nodes of
+    unknown build (not judged), and the count refused (the exit code says the same: 3 when any is)."""
+    return {
+        "verdicts": [{**f.to_dict(), "state": "runs" if f.verdict.runs else "refused"} for f in findings],
+        "unjudged_nodes": [n.name for n in unknown],
+        "unjudged_note": unknown_build_note(unknown) if unknown else "",
+        "refused": sum(1 for f in findings if not f.verdict.runs),
+    }
 
 
 def require_runnable(findings: list[Finding]) -> None:
@@ -386,7 +484,11 @@ def unknown_build_note(unknown: list[NodeProfile]) -> str:
 
 
 def preflight(
-    catalog: Catalog, profile: ClusterProfile, fetch: Fetch | None = None, fetch_blob: FetchBlob | None = None
+    catalog: Catalog,
+    profile: ClusterProfile,
+    fetch: Fetch | None = None,
+    fetch_blob: FetchBlob | None = None,
+    credentials: Credentials | None = None,
 ) -> tuple[list[Finding], str]:
     """What a run (and `wincon plan`) on a live cluster verifies before any pod: the refused pairings of every
     Windows image of the catalog on every real Windows node of a known build, and one line for the run's header
@@ -408,7 +510,7 @@ def preflight(
     findings: list[Finding] = []
     for key in keys:
         try:
-            findings += verify(catalog, profile, [key], isolations, fetch, fetch_blob)
+            findings += verify(catalog, profile, [key], isolations, fetch, fetch_blob, credentials)
         except ImageMissing as exc:
             reference = catalog.images[key].reference(catalog.registries)
             gone = Verdict(False, None, exc.message)

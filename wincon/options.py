@@ -107,6 +107,20 @@ def add_options(parser: pytest.Parser) -> None:
         help="registry override file in the upstream KUBE_TEST_REPO_LIST format",
     )
     group.addoption(
+        "--image-pull-secret",
+        dest="wincon_image_pull_secret",
+        metavar="[NAMESPACE/]NAME",
+        help="a kubernetes.io/dockerconfigjson secret (namespace default unless named): every pod the suite creates "
+        "names it, each test namespace gets a copy, and the image preflight reads the registries with it",
+    )
+    group.addoption(
+        "--docker-config",
+        dest="wincon_docker_config",
+        metavar="PATH",
+        help="registry credentials of the image preflight without --image-pull-secret: a docker config.json (or its "
+        "directory); default $DOCKER_CONFIG/config.json, then ~/.docker/config.json",
+    )
+    group.addoption(
         "--no-image-verify",
         dest="wincon_no_image_verify",
         action="store_true",

@@ -73,8 +73,15 @@ def prepull(
     run_id: str,
     timeout: float = 1800.0,
     echo: Callable[[str], None] = print,
+    pull_secret: str | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """Pull every catalog image on every Windows node; returns the final progress per node."""
+    """Pull every catalog image on every Windows node; returns the final progress per node. ``pull_secret``
+    (``[NAMESPACE/]NAME``): the DaemonSet's pods pull with it, copied into the prepull namespace
+    (wincon.pullsecret; a run's client has it installed already)."""
+    if pull_secret:
+        from wincon.pullsecret import install
+
+        install(api_client, pull_secret)
     registry = NamespaceRegistry(api_client, run_id, "prepull")
     namespace = registry.create("prepull")
     apps = client.AppsV1Api(api_client)

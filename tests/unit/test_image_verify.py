@@ -224,14 +224,16 @@ def test_prepull_verifies_before_it_deploys_anything_on_real_windows_nodes(monke
     from wincon import commands, imageverify, prepull
 
     deployed: list[str] = []
-    monkeypatch.setattr(prepull, "prepull", lambda api, profile, catalog, run_id, timeout: deployed.append(run_id))
+    monkeypatch.setattr(prepull, "prepull", lambda api, profile, catalog, run_id, **kw: deployed.append(run_id))
     hyperv = [("runhcs-wcow-hypervisor", "runhcs-wcow-hypervisor")]
     real = ClusterProfile("v1.33.12", nodes=[WS2025], runtime_classes=hyperv)
-    args = SimpleNamespace(image_repo_list=None, timeout=10, kubeconfig=None, context=None)
+    args = SimpleNamespace(
+        image_repo_list=None, timeout=10, pod_start_timeout=10, kubeconfig=None, context=None, image_pull_secret=None
+    )
 
     def run(profile: ClusterProfile, document: dict[str, Any]) -> None:
         monkeypatch.setattr(commands, "_profile", lambda a: (None, profile))
-        monkeypatch.setattr(imageverify, "fetch_manifest", lambda reference: document)
+        monkeypatch.setattr(imageverify, "fetch_manifest", lambda reference, **kw: document)
         commands.cmd_prepull(args)
 
     with pytest.raises(InfrastructureError) as refused:

@@ -41,6 +41,12 @@ def register(subparsers: Any) -> None:
         help="also run the checks marked disruptive (they reboot, shut down, page or taint a Windows node); "
         "without it they are skipped with that reason. Only on a cluster you may disrupt",
     )
+    run.add_argument(
+        "--image-pull-secret",
+        metavar="[NAMESPACE/]NAME",
+        help="a kubernetes.io/dockerconfigjson secret (namespace default unless named): every pod of the run names "
+        "it, each test namespace gets a copy, and the image preflight reads the registries with it",
+    )
     add_cluster_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest")
     run.set_defaults(func=cmd_run)
@@ -116,6 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_args = list(args.pytest_args or [])
     if args.allow_disruptive:  # the plugin's own option, in both phases (only the serial one selects them)
         pytest_args.append("--allow-disruptive")
+    if args.image_pull_secret:  # the plugin's own option, in both phases
+        pytest_args += ["--image-pull-secret", args.image_pull_secret]
     return run(
         args.results_dir,
         pytest_args,
