@@ -11,6 +11,7 @@ verify reads them back as it reads any registry.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -57,17 +58,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory) -> Iterator[str]:
+@contextlib.contextmanager
+def serve_registry(root: Path, extra_config: str = "") -> Iterator[str]:
+    """Distribution's registry on a free loopback port, its storage under ``root`` and ``extra_config`` (YAML
+    lines: an ``auth:`` section, say) appended to its configuration; stopped by its own pid on exit. Yields its
+    host:port once ``/v2/`` answers (200, or 401 where it asks for credentials)."""
     binary = registry_binary()
-    root = tmp_path_factory.mktemp("registry")
     port = free_port()
     config = root / "config.yml"
     config.write_text(
         "version: 0.1\n"
         "log: {level: error}\n"
         f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}, delete: {{enabled: true}}}}\n"
-        f"http: {{addr: 127.0.0.1:{port}}}\n"
+        f"http: {{addr: 127.0.0.1:{port}}}\n" + extra_config
     )
     log = (root / "registry.log").open("w")
     process = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
@@ -79,10 +82,14 @@ def registry(tmp_path_factory) -> Iterator[str]:
                 with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as answer:
                     if answer.status == 200:
                         break
+            except urllib.error.HTTPError as exc:
+                if exc.code == 401:
+                    break
             except (urllib.error.URLError, OSError):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the registry did not serve: {(root / 'registry.log').read_text()[-800:]}")
-                time.sleep(0.2)
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the registry did not serve: {(root / 'registry.log').read_text()[-800:]}")
+            time.sleep(0.2)
         yield address
     finally:
         process.terminate()
@@ -94,53 +101,65 @@ def registry(tmp_path_factory) -> Iterator[str]:
         log.close()
 
 
-def _request(method: str, url: str, data: bytes = b"", content_type: str = "") -> urllib.request.addinfourl:
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory) -> Iterator[str]:
+    with serve_registry(tmp_path_factory.mktemp("registry")) as address:
+        yield address
+
+
+def _request(
+    method: str, url: str, data: bytes = b"", content_type: str = "", auth: str = ""
+) -> urllib.request.addinfourl:
     request = urllib.request.Request(url, data=data if method in ("PUT", "POST") else None, method=method)
+    if auth:  # an Authorization header value, for a registry that asks for credentials
+        request.add_header("Authorization", auth)
     if content_type:
         request.add_header("Content-Type", content_type)
     return urllib.request.urlopen(request, timeout=30)  # noqa: S310 (the test's own registry)
 
 
-def push_blob(address: str, repository: str, data: bytes) -> dict[str, object]:
+def push_blob(address: str, repository: str, data: bytes, auth: str = "") -> dict[str, object]:
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    with _request("POST", f"http://{address}/v2/{repository}/blobs/uploads/") as started:
+    with _request("POST", f"http://{address}/v2/{repository}/blobs/uploads/", auth=auth) as started:
         location = started.headers["Location"]
     if location.startswith("/"):
         location = f"http://{address}{location}"
     separator = "&" if "?" in location else "?"
-    with _request("PUT", f"{location}{separator}digest={digest}", data, "application/octet-stream") as done:
+    with _request("PUT", f"{location}{separator}digest={digest}", data, "application/octet-stream", auth) as done:
         assert done.status == 201
     return {"digest": digest, "size": len(data)}
 
 
-def push_manifest(address: str, repository: str, reference: str, body: dict, media_type: str) -> dict[str, object]:
+def push_manifest(
+    address: str, repository: str, reference: str, body: dict, media_type: str, auth: str = ""
+) -> dict[str, object]:
     data = json.dumps(body).encode()
-    with _request("PUT", f"http://{address}/v2/{repository}/manifests/{reference}", data, media_type) as done:
+    url = f"http://{address}/v2/{repository}/manifests/{reference}"
+    with _request("PUT", url, data, media_type, auth) as done:
         assert done.status == 201
     return {"mediaType": media_type, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
-def push_windows_list(address: str, repository: str, tag: str, builds: list[int]) -> None:
+def push_windows_list(address: str, repository: str, tag: str, builds: list[int], auth: str = "") -> None:
     """A manifest list under ``repository:tag`` with one Windows image per build, each annotated
     ``os.version: 10.0.<build>.1``, as images/build.sh and upstream's image builds annotate theirs."""
     entries = []
     for build in builds:
-        layer = push_blob(address, repository, f"layer of {repository} for {build}".encode())
+        layer = push_blob(address, repository, f"layer of {repository} for {build}".encode(), auth)
         config = {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{build}.1", "rootfs": {}}
-        config_blob = push_blob(address, repository, json.dumps(config).encode())
+        config_blob = push_blob(address, repository, json.dumps(config).encode(), auth)
         manifest = {
             "schemaVersion": 2,
             "mediaType": OCI_MANIFEST,
             "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config_blob},
             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
         }
-        descriptor = push_manifest(address, repository, f"{tag}-{build}", manifest, OCI_MANIFEST)
+        descriptor = push_manifest(address, repository, f"{tag}-{build}", manifest, OCI_MANIFEST, auth)
         entries.append(
             {**descriptor, "platform": {"architecture": "amd64", "os": "windows", "os.version": f"10.0.{build}.1"}}
         )
-    push_manifest(
-        address, repository, tag, {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}, OCI_INDEX
-    )
+    index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}
+    push_manifest(address, repository, tag, index, OCI_INDEX, auth)
 
 
 def windows_node(name: str, build: int, containerd: str) -> NodeProfile:
