@@ -39,7 +39,9 @@ class Kubelet:
         drift: Callable[[str, float], float] = lambda name, at: 0.0,
     ) -> None:
         self.now = 0.0  # seconds since START
-        self.cores = cores or dict.fromkeys(LIMITED, 0.5)
+        self.cores = cores or {**dict.fromkeys(LIMITED, 0.5), CPU.TWIN: 0.9}
+        self.later: dict[str, float] = {}  # cores from ``then`` seconds on (a node that gives the twin more later)
+        self.then = float("inf")
         self.lag = lag
         self.frozen_after = frozen_after
         self.drift = drift
@@ -60,7 +62,9 @@ class Kubelet:
         self.reads.append(sampled)
         pods = []
         for name, cores in self.cores.items():
-            used = cores * (sampled + self.drift(name, sampled))
+            at = sampled + self.drift(name, sampled)
+            later = self.later.get(name, cores)
+            used = cores * min(at, self.then) + later * max(0.0, at - self.then)
             cpu = {"time": stamp(sampled), "usageCoreNanoSeconds": int(used * 1e9)}
             pods.append({"podRef": {"name": name, "namespace": "ns"}, "containers": [{"cpu": cpu}]})
         return {"pods": pods}, 0.05
@@ -114,18 +118,22 @@ def ci_drift(name: str, at: float) -> float:
     return 0.96 if name == "cpu-0p5" and 30.0 <= at < 32.0 else 0.0
 
 
-def check(monkeypatch) -> list[tuple[str, str]]:
-    """The whole Linux control on the fake kubelet; the properties it recorded."""
+def check(monkeypatch, bodies: list[dict] | None = None, target_os: str = "linux") -> list[tuple[str, str]]:
+    """The whole control on the fake kubelet (``bodies``: where the pods it creates go); the properties it recorded."""
     monkeypatch.setattr(CPU, "nodes_for", lambda *a: [NS(name="worker-0")])
-    monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
+    if bodies is None:
+        monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
     running = NS(status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at=START)))]))
-    cluster = NS(namespace="ns", api_client=None, create=lambda body: None)
+    cluster = NS(namespace="ns", api_client=None, create=(bodies if bodies is not None else []).append)
     cluster.wait_pod = lambda *a, **k: running
     cluster.read_pod = lambda name: running
     request = NS(node=NS(user_properties=[]))
+    wincon = NS(
+        profile=None, pod_start_timeout=5, catalog=NS(image=lambda key, os_name, build=None: f"{key}-{os_name}")
+    )
     with linux_control():
         CPU.test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(
-            request, cluster, NS(profile=None, pod_start_timeout=5), None, lambda *a, **k: None, "linux"
+            request, cluster, wincon, 17763, lambda *a, **k: None, target_os
         )
     return request.node.user_properties
 
@@ -146,7 +154,8 @@ def test_the_drift_that_failed_ci_reads_under_the_ceiling_over_the_window(monkey
 def test_a_pod_truly_over_the_ceiling_still_fails_even_with_the_drift_in_its_favour(monkeypatch, over):
     """0.56: just past the margin, its closing sample's counter read 0.5 s before its stamp (about 0.546 over the
     window); 0.84: what upstream's own bound lets pass; 1.0: a pod with no cap on a 2-core node."""
-    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": over}, drift=lambda name, at: -0.5 if at >= 30 else 0.0)
+    cores = {"cpu-0p5": 0.5, "cpu-500m": over, CPU.TWIN: 0.9}
+    Kubelet(monkeypatch, cores=cores, drift=lambda name, at: -0.5 if at >= 30 else 0.0)
     with pytest.raises(AssertionError, match=r"over 0.54 core over a 20 s window: cpu-500m \(limit 500m\)") as failed:
         check(monkeypatch)
     used = float(str(failed.value).split(" uses ")[1].split()[0])
@@ -164,3 +173,65 @@ def test_cpu_seconds_is_the_reading_the_window_is_made_of():
         ]
     }
     assert cpu_seconds(summary, "ns", "cpu-0p5") == (START + timedelta(seconds=10), 5.0)
+
+
+# --------------------------------------------------------------------------- the unlimited twin
+
+
+def test_a_starved_twin_shows_nothing_about_the_limit_an_error_not_a_pass(monkeypatch):
+    """The weak evidence before: both limited pods read above zero (0.30) and under the ceiling, and that passed; a
+    node that gave the same load no more than that (the twin at 0.45) shows no cap."""
+    Kubelet(monkeypatch, cores={"cpu-0p5": 0.30, "cpu-500m": 0.30, CPU.TWIN: 0.45})
+    with pytest.raises(InfrastructureError, match="could not show the limit matters") as errored:
+        check(monkeypatch)
+    assert "cpu-twin 0.450" in str(errored.value)  # every window's readings, in the message
+    assert not isinstance(errored.value, AssertionError)
+
+
+@pytest.mark.parametrize("twin", [0.55, 0.74])
+def test_a_twin_short_of_one_and_a_half_times_the_limit_is_not_enough(monkeypatch, twin):
+    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.5, CPU.TWIN: twin})
+    with pytest.raises(InfrastructureError, match="could not show the limit matters"):
+        check(monkeypatch)
+
+
+def test_a_twin_given_the_cpu_later_is_waited_for_and_judges(monkeypatch):
+    kubelet = Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.5, CPU.TWIN: 0.3})
+    kubelet.later, kubelet.then = {CPU.TWIN: 1.0}, 60.0  # the node's other work ends after 60 s
+    properties = dict(check(monkeypatch))
+    assert kubelet.now > 70.0  # a window mostly after it (at 0.3 then 1.0: 0.755 over 20 s), not the first at 30 s
+    assert float(properties["cpu_cores_twin"]) >= CPU.TWIN_SHOWN_CORES
+    assert float(properties["cpu_cores_limit_0.5"]) == pytest.approx(0.5, abs=0.001)
+
+
+def test_a_limited_pod_over_the_ceiling_fails_whatever_its_twin_read(monkeypatch):
+    Kubelet(monkeypatch, cores={"cpu-0p5": 0.70, "cpu-500m": 0.5, CPU.TWIN: 0.6})
+    with pytest.raises(AssertionError, match=r"cpu-0p5 \(limit 0.5\) uses 0.700 cores \(the unlimited twin cpu-twin"):
+        check(monkeypatch)
+
+
+def test_a_limited_load_that_did_not_run_beside_a_busy_twin_is_an_error(monkeypatch):
+    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.04, CPU.TWIN: 1.5})
+    with pytest.raises(InfrastructureError, match="could not show the limit matters"):
+        check(monkeypatch)
+
+
+@pytest.mark.parametrize("os_name", ["windows", "linux"])
+def test_the_twin_runs_the_same_command_and_request_on_the_same_node_without_a_limit(monkeypatch, os_name):
+    Kubelet(monkeypatch)
+    bodies: list[dict] = []
+    check(monkeypatch, bodies, os_name)
+    assert [b["metadata"]["name"] for b in bodies] == [*LIMITED, CPU.TWIN]
+    containers = [b["spec"]["containers"][0] for b in bodies]
+    assert [c["resources"] for c in containers] == [
+        {"limits": {"cpu": "0.5", "memory": "1Gi"}},
+        {"limits": {"cpu": "500m", "memory": "1Gi"}},
+        {"requests": {"cpu": "500m", "memory": "1Gi"}},  # the limited pods' requests, which their limits give them
+    ]
+    assert len({(str(c.get("command")), str(c.get("args")), c["image"]) for c in containers}) == 1
+    if os_name == "windows":
+        assert containers[0]["command"] == CPU.CPU_BURN  # upstream's powershell burn, on the twin too
+    else:
+        assert containers[0]["args"] == ["stress", "--cpus=8"]
+    assert len({str(b["spec"]["nodeSelector"]) for b in bodies}) == 1
+    assert bodies[0]["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "worker-0"

@@ -139,10 +139,18 @@ def test_a_transient_error_that_never_passes_is_raised_after_the_bound(no_backof
 
 
 def cpu_check(monkeypatch, cores: dict[str, float]) -> None:
-    """The Linux control, its window reading ``cores`` for each pod."""
+    """The Linux control, its one window reading ``cores`` for each limited pod and 0.9 for the unlimited twin (an
+    error where that window cannot judge, as the check's own load_window)."""
     monkeypatch.setattr(CPU, "nodes_for", lambda *a: [NS(name="worker-0")])
     monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
-    monkeypatch.setattr(CPU, "load_window", lambda *a: CPU.Window(windows=[cores]))
+    window = cores | {CPU.TWIN: 0.9}
+
+    def load_window(kube, node, started, load, judges, wait, what):
+        if not judges(window):
+            raise InfrastructureError(f"the node could not show the limit matters: {window}", "run it elsewhere")
+        return CPU.Window(windows=[window])
+
+    monkeypatch.setattr(CPU, "load_window", load_window)
     running = NS(
         status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at="2026-11-28T14:00:00Z")))])
     )
@@ -166,8 +174,8 @@ def test_a_pod_over_the_ceiling_fails_the_cpu_limit_control(monkeypatch, over):
 
 def test_pods_within_the_ceiling_pass_and_a_pod_that_did_no_work_fails(monkeypatch):
     cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": 0.54})
-    with pytest.raises(AssertionError, match="the load did not run"):
-        cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": 0.0})
+    with pytest.raises(InfrastructureError, match="could not show the limit matters"):
+        cpu_check(monkeypatch, {"cpu-0p5": 0.5, "cpu-500m": 0.0})  # a load that did not run judges nothing
 
 
 # --------------------------------------------------------------------------- behaviour waits that poll
