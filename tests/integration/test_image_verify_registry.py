@@ -52,29 +52,29 @@ def registry_binary() -> Path:
     return unpacked
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
-def serve_registry(root: Path, extra_config: str = "") -> Iterator[str]:
-    """Distribution's registry on a free loopback port, its storage under ``root`` and ``extra_config`` (YAML
-    lines: an ``auth:`` section, say) appended to its configuration; stopped by its own pid on exit. Yields its
-    host:port once ``/v2/`` answers (200, or 401 where it asks for credentials)."""
+def serve_registry(root: Path, extra_config: str = "", host: str = "127.0.0.1") -> Iterator[str]:
+    """Distribution's registry on a free port of ``host`` (loopback unless named), its storage under ``root`` and
+    ``extra_config`` (YAML lines: an ``auth:`` section, say) appended to its configuration; stopped by its own pid
+    on exit. Yields its host:port once ``/v2/`` answers (200, or 401 where it asks for credentials)."""
     binary = registry_binary()
-    port = free_port()
+    port = free_port(host)
     config = root / "config.yml"
     config.write_text(
         "version: 0.1\n"
         "log: {level: error}\n"
         f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}, delete: {{enabled: true}}}}\n"
-        f"http: {{addr: 127.0.0.1:{port}}}\n" + extra_config
+        f"http: {{addr: {host}:{port}}}\n" + extra_config
     )
     log = (root / "registry.log").open("w")
     process = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
-    address = f"127.0.0.1:{port}"
+    address = f"{host}:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
