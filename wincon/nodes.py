@@ -162,6 +162,53 @@ def recorded_nodes(item: pytest.Item) -> list[str]:
 # ----------------------------------------------------------------------------- where an item's pods may land
 
 
+def tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
+    """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement."""
+    key_value, _, effect = taint.rpartition(":")
+    if effect == "PreferNoSchedule":
+        return True
+    key, _, value = key_value.partition("=")
+    for tol in tolerations:
+        if tol.get("effect") not in (None, "", effect):
+            continue
+        if tol.get("operator") == "Exists" and tol.get("key") in (None, "", key):
+            return True
+        if tol.get("key") == key and tol.get("value", "") == value:
+            return True
+    return False
+
+
+def schedulable_windows_nodes(profile: ClusterProfile, tolerations: Iterable[dict[str, str]]) -> list[str]:
+    """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` all tolerate, by name."""
+    return sorted(
+        node.name for node in profile.ready_windows_nodes if all(tolerated(t, tolerations) for t in node.taints)
+    )
+
+
+def windows_nodes_of_build(profile: ClusterProfile, build: int | None) -> list[NodeProfile]:
+    return [n for n in profile.ready_windows_nodes if build is None or n.windows_build == build]
+
+
+def nodes_for(profile: ClusterProfile, os_name: str, build: int | None) -> list[NodeProfile]:
+    """The Ready nodes a check's pods may use: Windows nodes of ``build``, or Linux nodes with a data plane."""
+    if os_name == WINDOWS:
+        return windows_nodes_of_build(profile, build)
+    return [n for n in profile.linux_nodes if n.ready and n.data_plane]
+
+
+def pick_node(
+    profile: ClusterProfile, os_name: str, build: int | None, tolerations: Iterable[dict[str, str]]
+) -> NodeProfile | None:
+    """The one node a check of ``os_name`` asks (the node suite's ``target_node``): the first Ready Windows node of
+    ``build`` by name whose taints ``tolerations`` tolerate, or the first Ready Linux worker with a data plane."""
+    if os_name == WINDOWS:
+        allowed = set(schedulable_windows_nodes(profile, tolerations))
+        nodes = [n for n in windows_nodes_of_build(profile, build) if n.name in allowed]
+    else:
+        nodes = nodes_for(profile, os_name, build)
+    return sorted(nodes, key=lambda n: n.name)[0] if nodes else None
+
+
 def build_for(nodeid: str, builds: list[int]) -> int | None:
     """The Windows build a test pins to: one of ``builds``, fixed per test id, spread over all of them."""
     if not builds:

@@ -129,6 +129,7 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, 
 @pytest.mark.limitation("hpa-unsupported-pre-1-14")
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(same_as_control=True)
+@pytest.mark.requires("resource-consumer-image", "metrics-api")
 def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane, target_os):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     require_metrics_api(kube)

@@ -104,6 +104,7 @@ def naming_spec(wincon, name: str, build, spec: str) -> dict:
 
 @pytest.mark.test_id("1338dfc6-6fdc-461d-ac00-1ccd76e52976")
 @pytest.mark.documents("k8s-windows-guide", "Configure an Active Directory Identity")
+@pytest.mark.requires("gmsa")
 def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, build, gmsa_version):
     """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt, Configure an Active Directory Identity): a pod naming a GMSACredentialSpec its service account may use is admitted and the webhook fills in the spec's JSON (the path upstream gmsa_full.go sets up with its webhook)."""
     spec, content = make_spec(kube, gmsa_version, "WebApplication1")
@@ -120,6 +121,7 @@ def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, bui
 
 @pytest.mark.test_id("631806d5-f68a-4d6d-98de-f502df3a880a")
 @pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
+@pytest.mark.requires("gmsa")
 def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, build, gmsa_version):
     """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt): only service accounts granted `use` of a spec may carry it; a pod naming a spec its account may not use is refused, while the same pod naming an allowed one is admitted."""
     allowed, _ = make_spec(kube, gmsa_version, "WebApplication2")
@@ -140,6 +142,7 @@ def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, bu
 @pytest.mark.slow
 @pytest.mark.documents("k8s-windows-guide", "GMSA")
 @pytest.mark.windows_form(forms.NLTEST_QUERY, forms.NLTEST_SC_RESET)
+@pytest.mark.requires("gmsa")
 def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube, build, gmsa_version):
     """ "Containers configured with a GMSA can access external Active Directory Domain resources while carrying the identity configured with the GMSA" (002_8a7e76f95009f44f.txt, GMSA): the container reaches its domain controller (`nltest /QUERY` succeeds without ERROR_NO_LOGON_SERVERS or RPC_S_SERVER_UNAVAILABLE within 1 min, `nltest /sc_reset` between tries) and writes and reads back a file on an SMB share (upstream gmsa_full.go:99 works end to end, :163 can read and write file to remote SMB folder)."""
     spec, share = os.environ.get(SPEC_ENV), os.environ.get(SHARE_ENV)

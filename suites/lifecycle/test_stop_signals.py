@@ -3,7 +3,7 @@ SIGTERM or SIGKILL, the two a Windows container can be stopped with; any other s
 validation at ``spec.containers[0].lifecycle.stopSignal``. The Linux control: the same signals on a Linux pod
 are accepted. Upstream: test/e2e/windows/container_stop_signals.go. Everything here runs against the real API
 server (server-side dry runs); where the feature gate is off the server drops the field, and the checks skip
-with that reason (the ``stop_signals`` fixture, decided at collection where a cluster is reachable)."""
+with that reason (the "stop-signals" capability, decided at collection where a cluster is reachable)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from wincon.checks.pods import windows_pod
 from wincon.workloads.deploy import container, pod_manifest
 
-pytestmark = [pytest.mark.lifecycle]
+pytestmark = [pytest.mark.lifecycle, pytest.mark.requires("stop-signals")]
 
 FIELD = "spec.containers[0].lifecycle.stopSignal"
 CASES = [("SIGTERM", True), ("SIGKILL", True), ("SIGQUIT", False), ("SIGUSR1", False)]

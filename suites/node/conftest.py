@@ -13,74 +13,32 @@ from typing import Any
 
 import pytest
 
-from wincon import controls
-from wincon.checks.node import kubelet_config, kubelet_json, nothing_reserved
-from wincon.checks.pods import nodes_for, os_pod, schedulable_windows_nodes, windows_nodes_of_build
+from wincon.checks.pods import os_pod
 from wincon.cluster.waits import pod_running_ready, pod_scheduled
-from wincon.context import get_context
-from wincon.fixtures import build_for
-from wincon.profile import ClusterProfile, NodeProfile
+from wincon.nodes import pick_node
+from wincon.profile import NodeProfile
+from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 
 
 @pytest.fixture
 def windows_node(wincon: Any, build: int | None) -> NodeProfile:
-    """One Ready Windows node of the test's build that ordinary Windows pods may be scheduled on."""
-    node = pick_node(wincon.profile, "windows", build)
+    """One Ready Windows node of the test's build that ordinary Windows pods may be scheduled on (the first by
+    name: wincon.nodes.pick_node)."""
+    node = pick_node(wincon.profile, "windows", build, WINDOWS_TOLERATIONS)
     if node is None:
         pytest.skip(f"no Ready, schedulable Windows node of build {build}")
     return node
-
-
-def pick_node(profile: ClusterProfile, os_name: str, build: int | None) -> NodeProfile | None:
-    """The node ``target_node`` gives a check of ``os_name``: the first Ready, schedulable Windows node of
-    ``build`` by name, or the first Ready Linux worker with a data plane."""
-    if os_name == "windows":
-        allowed = set(schedulable_windows_nodes(profile))
-        nodes = [n for n in windows_nodes_of_build(profile, build) if n.name in allowed]
-    else:
-        nodes = nodes_for(profile, os_name, build)
-    return sorted(nodes, key=lambda n: n.name)[0] if nodes else None
 
 
 @pytest.fixture
 def target_node(wincon: Any, build: int | None, target_os: str) -> NodeProfile:
     """The node a check with a Linux control asks: ``windows_node`` for the check, and for its control a Ready
     Linux worker with a data plane (the first by name)."""
-    node = pick_node(wincon.profile, target_os, build)
+    node = pick_node(wincon.profile, target_os, build, WINDOWS_TOLERATIONS)
     if node is None:
         what = f"Windows node of build {build}" if target_os == "windows" else "Linux worker with a data plane"
         pytest.skip(f"no Ready, schedulable {what}")
     return node
-
-
-# Checks that skip where the kubelet they ask reserves nothing: decided at collection too, against a live cluster
-# (the node's /configz through the node proxy, read once per node), so wincon plan agrees with the run.
-NEEDS_RESERVATIONS = {"test_kube_and_system_reserved_shrink_allocatable_cpu"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A failed look-up (a simulated node's kubelet, no nodes/proxy right) leaves the decision to the test."""
-    context = get_context(config)
-    if context is None or config.getoption("wincon_profile_file", None):
-        return
-    needing = [item for item in items if getattr(item, "originalname", item.name) in NEEDS_RESERVATIONS]
-    if not needing:
-        return
-    profile = context.profile
-    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
-    reasons: dict[str, str | None] = {}
-    for item in needing:
-        node = pick_node(profile, controls.target_os(item), build_for(item.nodeid, builds))
-        if node is None or not node.data_plane:  # a simulated kubelet: the data-plane gate skips it
-            continue
-        if node.name not in reasons:
-            try:
-                configz, _ = kubelet_json(context.api_client, node.name, "configz", timeout=10)
-                reasons[node.name] = nothing_reserved(kubelet_config(configz), node.name)
-            except Exception:
-                reasons[node.name] = None
-        if reasons[node.name]:
-            item.add_marker(pytest.mark.skip(reason=reasons[node.name]))
 
 
 @pytest.fixture

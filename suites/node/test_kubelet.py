@@ -229,13 +229,14 @@ def test_allocatable_memory_is_capacity_minus_reservations_from_configz(
 @pytest.mark.documents("k8s-windows-guide", "Memory Reservations")
 @pytest.mark.windows_form(no_command="reads the kubelet's configz and the node through the API server")
 @pytest.mark.no_pod("reads the node and the kubelet through the API server")
+@pytest.mark.requires("kubelet-reservations")
 def test_kube_and_system_reserved_shrink_allocatable_cpu(kube, wincon, target_node, data_plane, target_os):
     """ "use the kubelet parameters --kubelet-reserve and/or --system-reserve to account for memory usage on the node (outside of containers). This will reduce NodeAllocatable" (002_8a7e76f95009f44f.txt, Memory Reservations): reserved CPU comes off allocatable CPU."""
     data_plane(proxy_command(target_node.name, "configz"), where="the API server's node proxy")
     configz, _ = kubelet_json(kube.api_client, target_node.name, "configz")
     unreserved = nothing_reserved(kubelet_config(configz), target_node.name)
     if unreserved:
-        pytest.skip(unreserved)  # the node conftest decides this at collection too, so the plan says skip
+        pytest.skip(unreserved)  # requires("kubelet-reservations") decides this at collection too: the plan says skip
     res, allocatable = node_figures(kube, target_node.name, "cpu")
     assert allocatable == res.expected_allocatable, f"allocatable CPU is {allocatable}; {res.describe()}"
     if res.reserved:

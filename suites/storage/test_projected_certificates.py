@@ -43,7 +43,7 @@ def read_back(kube: Any, pod: Any, file: str) -> tuple[str | None, str]:
 
 def require_served(kube: Any, capability: str) -> None:
     """Skip with the cluster's reason where the API server does not serve the certificates.k8s.io/v1 resources of
-    ``capability`` (suites/storage/conftest.py marks the same skip at collection, so the plan says it)."""
+    ``capability`` (its capability's live read marks the same skip at collection, so the plan says it)."""
     reason = certs.skip_reason(certs.served_resources(kube.api_client), capability)
     if reason:
         pytest.skip(reason)

@@ -447,6 +447,7 @@ def storage_class_where(kube, predicate):
 @pytest.mark.limitation("block-device-mapping")
 @pytest.mark.documents("k8s-windows-intro", "V1.Pod.volumeDevices")
 @pytest.mark.windows_form(unavailable=RAW_BLOCK_UNAVAILABLE)
+@pytest.mark.requires("block-storage-class")
 def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube, target_os, block_capable_class):
     """ "V1.Pod.volumeDevices - ... Windows cannot attach raw block devices to pods" (000_4130a90def37a825.txt)."""
     storage_class = storage_class_where(kube, block_capable_class)
@@ -556,6 +557,7 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
     "volume expansion suite reads them on Windows nodes (WaitForFSResize, volume_expand.go:258-262; its "
     "'Dynamic PV (ntfs)(allowExpansion)' pattern is tagged Windows); the Linux control also reads df in the pod"
 )
+@pytest.mark.requires("expandable-storage-class")
 def test_expanded_claim_grows_the_filesystem_the_pod_sees(wincon, namespace, build, kube, target_os):
     """ "Expanding the mounted volume (resizefs)" is not supported on Windows nodes (000_4130a90def37a825.txt, Storage)."""
     storage_class = storage_class_where(kube, lambda c: bool(c.allow_volume_expansion))

@@ -473,6 +473,7 @@ def default_storage_class(kube):
 @pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
 @pytest.mark.windows_form(same_as_control=True)
+@pytest.mark.requires("default-storage-class")
 def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube, target_os):
     """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
     storage_class = default_storage_class(kube)

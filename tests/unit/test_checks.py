@@ -7,8 +7,9 @@ from kubernetes import client
 
 from wincon.checks import controllers
 from wincon.checks.controllers import REVISION, Invariant, RolloutError, undo
-from wincon.checks.pods import _tolerated, slug
+from wincon.checks.pods import slug
 from wincon.fixtures import build_for
+from wincon.nodes import tolerated as _tolerated
 
 
 def template(image: str, hash_label: str | None = None) -> client.V1PodTemplateSpec:

@@ -21,11 +21,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.support import suites
 from tests.unit import fakes
+from wincon import capabilities
 from wincon.checks import certificates as certs
 from wincon.profile import ClusterProfile
 
 SUITE = suites.load("suites/storage/test_projected_certificates.py")
-CONFTEST = suites.load("suites/storage/conftest.py")
+CHECKS = {
+    "test_cluster_trust_bundles_are_projected_into_the_pod": "cluster-trust-bundles",
+    "test_pod_certificate_is_issued_and_projected_into_the_pod": "pod-certificates",
+}
 ALL_SERVED = {"clustertrustbundles", "podcertificaterequests", "podcertificaterequests/status"}
 
 
@@ -351,19 +355,26 @@ def test_an_unserved_api_skips_at_run_and_at_collection_alike(monkeypatch, serve
     assert reason is not None and f"certificates.k8s.io/v1 {missing}" in reason
     with pytest.raises(pytest.skip.Exception, match="does not serve"):
         SUITE.require_served(FakeKube(), capability)
-    marks: list[Any] = []
-    [name] = [n for n, c in CONFTEST.CERTIFICATE_CHECKS.items() if c == capability]
-    item = NS(originalname=name, name=f"{name}[linux]", add_marker=marks.append)
-    config = NS(stash={})
-    CONFTEST.skip_unserved_certificate_apis(config, NS(api_client=None), [item])
-    assert [m.kwargs["reason"] for m in marks] == [reason]
+    # collection: the capability's live read (the same discovery read), as wincon plan applies it
+    item = NS(
+        config=NS(stash=pytest.Stash(), getoption=lambda name, default=None: default),
+        stash=pytest.Stash(),
+        markers=[],
+    )
+    item.add_marker = lambda mark: item.markers.append(mark.mark)
+    monkeypatch.setattr("wincon.context.get_context", lambda config: NS(api_client=None))
+    assert capabilities.LIVE[capability].read(NS(api_client=None)) == set(served)
+    assert capabilities._skip_live(item, capability)
+    assert [m.kwargs["reason"] for m in item.markers] == [reason]
 
 
-def test_the_conftest_names_each_checks_own_capability():
-    """CERTIFICATE_CHECKS says what each check's requires marker says."""
-    for name, capability in CONFTEST.CERTIFICATE_CHECKS.items():
+def test_each_checks_requires_marker_names_a_capability_with_its_live_read():
+    """Each projected certificate check requires its capability, which the profile (the release) and the live
+    discovery read (wincon.capabilities.LIVE) both decide."""
+    for name, capability in CHECKS.items():
         marks = [m.args for m in getattr(SUITE, name).pytestmark if m.name == "requires"]
         assert marks == [(capability,)], name
+        assert capability in capabilities.CAPABILITIES and capability in capabilities.LIVE
 
 
 def test_a_served_api_marks_nothing():

@@ -1,4 +1,4 @@
-"""The storage suite's block-capable StorageClass rule (suites/storage/conftest.py, block_capable) over the
+"""The storage suite's block-capable StorageClass rule (wincon/checks/storage.py, block_capable) over the
 StorageClasses AKS, GKE and EKS clusters show: a file-only CSI driver does not count, so the raw-block check and
 its control skip there instead of failing on a claim that cannot be a device."""
 
@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 
 from tests.support import suites
+from wincon.checks import storage
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK_CHECK = "test_raw_block_volume_is_attached_as_a_device"
 
 
 def load_conftest() -> Any:
-    return suites.load("suites/storage/conftest.py")
+    """The rule's home (the storage conftest's fixture hands the check the same function)."""
+    return storage
 
 
 def sc(name: str, provisioner: str, default: bool = False, expansion: bool = True) -> Any:
@@ -65,8 +67,7 @@ def test_disk_classes_are_block_capable_and_file_share_classes_are_not(classes):
 )
 def test_a_cluster_with_only_file_share_classes_skips_the_block_check(provisioner):
     """Before this rule, each of these counted as block-capable ("csi" in the name) and the check ran."""
-    conftest = load_conftest()
-    wanted, reason = conftest.NEEDS[BLOCK_CHECK]
+    wanted, reason = storage.CLASS_NEEDS["block-storage-class"]
     only = [sc("files", provisioner, default=True)]
     assert "csi" in provisioner  # what the old name rule went by
     assert not any(wanted(c) for c in only)
@@ -83,7 +84,9 @@ def test_the_local_clusters_local_path_class_is_not_block_capable_and_in_tree_di
 
 def test_the_check_and_collection_use_the_same_rule():
     """The check's own look-up takes the rule from the conftest's fixture, so plan and run decide alike."""
-    conftest = load_conftest()
-    assert conftest.NEEDS[BLOCK_CHECK][0] is conftest.block_capable
+    assert storage.CLASS_NEEDS["block-storage-class"][0] is storage.block_capable
+    assert suites.load("suites/storage/conftest.py").block_capable is storage.block_capable
+    check = getattr(suites.load("suites/storage/test_volume_limitations.py"), BLOCK_CHECK)
+    assert [m.args for m in check.pytestmark if m.name == "requires"] == [("block-storage-class",)]
     source = (ROOT / "suites" / "storage" / "test_volume_limitations.py").read_text()
     assert "storage_class_where(kube, block_capable_class)" in source

@@ -71,7 +71,8 @@ def test_an_image_without_a_variant_for_the_host_build_is_refused_before_deployi
 
 def test_a_linux_image_the_nodes_do_not_carry_is_named_at_collection_and_skipped_at_use(catalog):
     """Where the Linux nodes pull nothing (the local cluster), linux_missing names the missing image, so the
-    controllers conftest marks the HPA control skipped at collection with the reason image() skips with."""
+    capability resource-consumer-image marks the HPA control skipped at collection with the reason image() skips
+    with."""
     cat = Catalog.load(catalog)
     assert cat.linux_missing("agnhost") is None  # any reference can be pulled
     cat.linux_available = {"upstream.example/e2e-test-images/agnhost:2.52"}

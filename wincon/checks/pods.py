@@ -17,18 +17,16 @@ from typing import Any, NoReturn
 from kubernetes import client
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
+from wincon import nodes
 from wincon.cluster.client import call
 from wincon.errors import FrameworkFailure, InfrastructureError
+from wincon.nodes import nodes_for, windows_nodes_of_build  # noqa: F401 - the picks' one home, named here too
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.deploy import await_pod, container, pod_manifest
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS, WrongNode, assert_ran_on, pin_linux, pin_windows
 
 # A label every workload of the suites carries, so a controller's pods are found by selector.
 APP_LABEL = "app"
-
-
-def windows_nodes_of_build(profile: ClusterProfile, build: int | None) -> list[NodeProfile]:
-    return [n for n in profile.ready_windows_nodes if build is None or n.windows_build == build]
 
 
 def windows_pod(
@@ -69,13 +67,6 @@ def os_pod(
     extra = {"imagePullPolicy": "IfNotPresent"} if target_os == "linux" else {}
     main = container("main", image, command=command, args=args, **{**extra, **(container_extra or {})})
     return pod_manifest(name, [main], os_name=target_os, build=build, node=node, labels=labels, **spec_extra)
-
-
-def nodes_for(profile: ClusterProfile, target_os: str, build: int | None) -> list[NodeProfile]:
-    """The Ready nodes a check's pods may use: Windows nodes of ``build``, or Linux nodes with a data plane."""
-    if target_os == "windows":
-        return windows_nodes_of_build(profile, build)
-    return [n for n in profile.linux_nodes if n.ready and n.data_plane]
 
 
 def pin_template(manifest: dict[str, Any], build: int | None) -> dict[str, Any]:
@@ -125,28 +116,9 @@ def assert_all_ran_on(
 def schedulable_windows_nodes(
     profile: ClusterProfile, tolerations: Iterable[dict[str, str]] = WINDOWS_TOLERATIONS
 ) -> list[str]:
-    """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` all tolerate."""
-    names = []
-    for node in profile.ready_windows_nodes:
-        if all(_tolerated(taint, tolerations) for taint in node.taints):
-            names.append(node.name)
-    return sorted(names)
-
-
-def _tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
-    """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement."""
-    key_value, _, effect = taint.rpartition(":")
-    if effect == "PreferNoSchedule":
-        return True
-    key, _, value = key_value.partition("=")
-    for tol in tolerations:
-        if tol.get("effect") not in (None, "", effect):
-            continue
-        if tol.get("operator") == "Exists" and tol.get("key") in (None, "", key):
-            return True
-        if tol.get("key") == key and tol.get("value", "") == value:
-            return True
-    return False
+    """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` (by default the suite's Windows
+    tolerations) all tolerate: ``wincon.nodes.schedulable_windows_nodes``."""
+    return nodes.schedulable_windows_nodes(profile, tolerations)
 
 
 def events_for(api_client: client.ApiClient, namespace: str, name: str, reason: str) -> list[Any]:
