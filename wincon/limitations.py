@@ -8,7 +8,6 @@ strict expected failure exactly where its entry applies to the cluster at hand.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,6 +20,7 @@ from jsonschema import Draft202012Validator
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from wincon import releases
 from wincon.errors import LimitationsError
 from wincon.profile import ClusterProfile, NodeProfile
 
@@ -135,19 +135,13 @@ def _locate(document: Any, path: list[Any]) -> str:
     return f"field '{'.'.join(str(p) for p in path) or '(top level)'}'"
 
 
-VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
 def parse_version(text: str | None) -> Version | None:
     """'1.34.4' from 'v1.34.4', 'v1.34.4-gke.100' or '1.34'; None when there is no version to read.
 
     An unparseable version is unknown, never 0.0 (which would satisfy every '<' condition).
     """
-    found = VERSION.match((text or "").strip())
-    if not found:
-        return None
-    major, minor, patch = found.groups()
-    return Version(f"{major}.{minor}.{patch or 0}")
+    found = releases.numbers(text)
+    return Version(".".join(map(str, found))) if found else None
 
 
 def match(

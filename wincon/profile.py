@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wincon import aks
+from wincon import aks, releases
 from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
@@ -32,18 +32,10 @@ WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
 # runs a no-op manager that projects no clusterTrustBundle / podCertificate volume source (k8s.io/kubernetes@v1.37.2
 # pkg/kubelet/kubelet.go:1008-1040), so such a pod never starts there.
 # Each gate's stages by kubelet minor, as pkg/features/kube_features.go of the releases states them: (major, minor,
-# default, stage). A stage "removed" (or "locked": LockToDefault) gives the value the behaviour is fixed at: the
-# kubelet then refuses the gate by name (or any other value), so what /configz lists no longer decides.
-# PodAndContainerStatsFromCRI: alpha from 1.23, beta from 1.37, off by default in both (k8s.io/kubernetes@v1.37.2 and
-# @v1.38.0-beta.0 kube_features.go). ClusterTrustBundleProjection: alpha 1.29 and beta 1.33 (off), GA 1.37 (on);
-# PodCertificateRequest: alpha 1.34 and beta 1.35 (off), GA 1.37 (on) (@v1.37.2 kube_features.go:1423-1426 and
-# :1945-1948); neither is locked at 1.37 nor at 1.38.0-beta.0 (:1307-1310, :1789-1792 there: "LockToDefault in 1.38"
-# is still a comment), so a kubelet may turn either off.
-KUBELET_GATE_STAGES: dict[str, tuple[tuple[int, int, bool, str], ...]] = {
-    "PodAndContainerStatsFromCRI": ((1, 23, False, "alpha"), (1, 37, False, "beta")),
-    "ClusterTrustBundleProjection": ((1, 29, False, "alpha"), (1, 33, False, "beta"), (1, 37, True, "GA")),
-    "PodCertificateRequest": ((1, 34, False, "alpha"), (1, 35, False, "beta"), (1, 37, True, "GA")),
-}
+# default, stage), from the per-minor facts table wincon.releases.MINORS (the sources are cited there). A stage
+# "removed" (or "locked": LockToDefault) gives the value the behaviour is fixed at: the kubelet then refuses the gate
+# by name (or any other value), so what /configz lists no longer decides.
+KUBELET_GATE_STAGES: dict[str, tuple[tuple[int, int, bool, str], ...]] = releases.kubelet_gate_stages()
 FIXED_STAGES = ("removed", "locked")  # stages at which /configz's value no longer decides
 KUBELET_GATES = tuple(KUBELET_GATE_STAGES)
 KUBELET_CONFIGZ_TIMEOUT = 10.0  # seconds a node's /configz read may take in discovery; slower is "unknown"
@@ -219,7 +211,8 @@ class ClusterProfile:
 
     @property
     def k8s_minor(self) -> str:
-        return ".".join(self.k8s_version.split(".")[:2])
+        """'1.34' of the API server's version; '' when unparseable (:func:`wincon.releases.minor_name`)."""
+        return releases.minor_name(self.k8s_version)
 
     @property
     def runtime(self) -> str:
@@ -407,10 +400,9 @@ def node_profile(node: dict[str, Any]) -> NodeProfile:
 def gate_stage(gate: str, kubelet_version: str) -> tuple[bool, str] | None:
     """(default, stage) of a KUBELET_GATES gate at a kubelet version ('v1.37.2', '1.38.0-beta.0'); None where the
     version is unknown or older than the gate."""
-    found = re.match(r"v?(\d+)\.(\d+)", kubelet_version or "")
-    if not found:
+    minor = releases.minor_of(kubelet_version)
+    if minor is None:
         return None
-    minor = (int(found.group(1)), int(found.group(2)))
     stage = None
     for major, since, default, name in KUBELET_GATE_STAGES[gate]:
         if minor >= (major, since):

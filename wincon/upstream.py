@@ -23,18 +23,17 @@ import os
 import re
 import shutil
 import subprocess
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from wincon import releases
 from wincon.localcluster import paths
 
 REPO = Path(__file__).resolve().parent.parent
 PARITY_DATA = REPO / "docs" / "upstream-parity.yaml"
-VERSIONS_TOML = REPO / "wincon" / "localcluster" / "versions.toml"
 MODULE = "k8s.io/kubernetes"
 E2E = "test/e2e"
 UPSTREAM_DIR = "test/e2e/windows"
@@ -510,15 +509,10 @@ class ParityData:
         return None
 
 
-def release_versions(path: Path = VERSIONS_TOML) -> list[str]:
+def release_versions(path: Path | None = None) -> list[str]:
     """The Kubernetes releases the local cluster builds (versions.toml's [releases."X.Y"] version), oldest
-    minor first: the versions the tables are generated for."""
-    table = tomllib.loads(path.read_text())
-    releases = table.get("releases") or {}
-    if not releases:
-        return [str(table["kubernetes"]["version"])]
-    minors = sorted(releases, key=lambda minor: tuple(int(part) for part in minor.split(".")))
-    return [str(releases[minor]["version"]) for minor in minors]
+    minor first: the versions the tables are generated for (:func:`wincon.releases.release_versions`)."""
+    return releases.release_versions(path)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -542,7 +536,7 @@ def load_yaml_unique(text: str) -> Any:
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
-def load_data(path: Path = PARITY_DATA, versions: Path = VERSIONS_TOML) -> ParityData:
+def load_data(path: Path = PARITY_DATA, versions: Path | None = None) -> ParityData:
     raw = load_yaml_unique(path.read_text())
     entries = []
     for item in raw["tests"] + raw.get("groups", []):

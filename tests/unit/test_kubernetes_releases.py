@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from wincon import releases as kube_releases
 from wincon.errors import LocalClusterError, UsageError
 from wincon.localcluster import build, cluster, paths
 
@@ -78,7 +79,7 @@ def test_each_release_is_cached_apart_and_another_release_s_edit_rebuilds_nothin
     text = text.replace('etcd = "v3.6.6"', 'etcd = "v3.6.7"')  # 1.35's etcd only
     text = text.replace("# kwok is not tied", "# a comment changed\n# kwok is not tied")
     edited.write_text(text)
-    monkeypatch.setattr(paths, "VERSIONS_FILE", edited)
+    monkeypatch.setattr(kube_releases, "VERSIONS_FILE", edited)
     assert paths.versions_key("1.35") != keys["1.35"]
     assert {m: paths.versions_key(m) for m in SUPPORTED[1:]} == {m: keys[m] for m in SUPPORTED[1:]}
 

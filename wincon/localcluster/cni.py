@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from wincon import releases
+
 Obj = dict[str, Any]
 
 FLANNEL_NETWORK = "10.244.0.0/16"
@@ -343,12 +345,7 @@ def antrea() -> list[Obj]:
     ]
 
 
-WIN_OVERLAY_REMOVED = (1, 38)
-
-
-def _minor(kube_version: str) -> tuple[int, int]:
-    major, minor = kube_version.lstrip("v").split(".")[:2]
-    return int(major), int(minor)
+WIN_OVERLAY_REMOVED = releases.since("win-overlay-removed")  # wincon.releases.MINORS
 
 
 def kube_proxy(kube_version: str, cni: str) -> list[Obj]:
@@ -375,7 +372,7 @@ def kube_proxy(kube_version: str, cni: str) -> list[Obj]:
     ]
     if windows_network:
         windows_args.append(f"--network-name={windows_network}")
-    if cni == "flannel-vxlan" and _minor(kube_version) < WIN_OVERLAY_REMOVED:
+    if cni == "flannel-vxlan" and not releases.at_least(kube_version, WIN_OVERLAY_REMOVED):
         # sig-windows-tools' overlay kube-proxy turns the gate on; 1.38 removed it (pkg/features/kube_features.go
         # at v1.38.0-beta.0 no longer names it), and a kube-proxy given a removed gate refuses to start.
         windows_args.append("--feature-gates=WinOverlay=true")

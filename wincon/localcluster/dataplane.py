@@ -45,6 +45,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from wincon import releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import egress, images, ipfamily, journal, netns, paths, procs
 
@@ -330,7 +331,7 @@ def kubelet_feature_gates(minor: str) -> dict[str, bool]:
     pkg/features/kube_features.go), which a kubelet needs for ``enableSystemLogQuery``
     (v1.35.4 pkg/kubelet/apis/config/validation/validation.go:355)."""
     gates = {FEATURE_GATE: True}
-    if tuple(int(part) for part in minor.split(".")[:2]) < (1, 36):
+    if not releases.at_least(minor, releases.since("node-log-query")):
         gates["NodeLogQuery"] = True
     return gates
 

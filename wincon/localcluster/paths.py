@@ -21,14 +21,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
+from wincon import releases as kube_releases
 from wincon.errors import UsageError
 
-VERSIONS_FILE = Path(__file__).with_name("versions.toml")
 DEFAULT_CLUSTER_NAME = "wincon"
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
@@ -38,68 +33,30 @@ def cache_root() -> Path:
     return Path(os.path.abspath(Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()))
 
 
-VERSION_ENV = "WINCON_KUBERNETES_VERSION"
-
-
-def _raw_versions() -> dict[str, Any]:
-    with VERSIONS_FILE.open("rb") as fh:
-        return tomllib.load(fh)
-
-
-def _minor_key(minor: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in minor.split("."))
+VERSION_ENV = kube_releases.VERSION_ENV
+VERSIONS_FILE = kube_releases.VERSIONS_FILE  # read by wincon.releases alone
 
 
 def releases() -> list[str]:
     """The Kubernetes minors the local cluster can be built at (``1.35``, ...), oldest first."""
-    return sorted(_raw_versions()["releases"], key=_minor_key)
+    return kube_releases.releases()
 
 
 def default_release() -> str:
-    """The minor used when none is asked for (versions.toml's ``default``)."""
-    return str(_raw_versions()["default"])
+    """The minor used when none is asked for (versions.toml's ``default``, :func:`wincon.releases.default_release`)."""
+    return kube_releases.default_release()
 
 
 def resolve_release(spec: str | None = None) -> str:
-    """The minor that ``spec`` names: a minor (``1.36``), a release's version (``v1.36.3`` or ``1.36.3``),
-    or nothing for ``$WINCON_KUBERNETES_VERSION`` and then versions.toml's default. Raises a UsageError
-    naming the supported releases for anything else."""
-    raw = _raw_versions()
-    wanted = (spec or os.environ.get(VERSION_ENV) or str(raw["default"])).strip()
-    bare = wanted[1:] if wanted.startswith("v") else wanted
-    for minor, release in raw["releases"].items():
-        if bare == minor or bare == str(release["version"]).lstrip("v"):
-            return str(minor)
-    supported = ", ".join(f"{m} ({raw['releases'][m]['version']})" for m in sorted(raw["releases"], key=_minor_key))
-    source = "" if spec else f" (from ${VERSION_ENV})" if os.environ.get(VERSION_ENV) else " (versions.toml default)"
-    raise UsageError(
-        f"Kubernetes version {wanted!r}{source} is not one the local cluster is built at",
-        f"pass --kubernetes-version with one of: {supported} (a minor picks the patch versions.toml names)",
-    )
+    """The minor that ``spec`` names (:func:`wincon.releases.resolve`), or nothing for ``$WINCON_KUBERNETES_VERSION``
+    and then versions.toml's default."""
+    from_env = os.environ.get(VERSION_ENV) if not spec else None
+    return kube_releases.resolve(spec or from_env, f"${VERSION_ENV}" if from_env else "")
 
 
 def load_versions(release: str | None = None) -> dict[str, Any]:
-    """The versions of one release (``resolve_release(release)``), resolved from ``versions.toml`` into one
-    table per component: ``kubernetes`` (module, version, staging_version, minor, commands, images,
-    agnhost_version, go_toolchain where needed), ``etcd``, ``kwok``, ``coredns`` (module, version)."""
-    raw = _raw_versions()
-    minor = resolve_release(release)
-    rel = raw["releases"][minor]
-    kubernetes = {
-        **raw["kubernetes"],
-        "version": rel["version"],
-        "staging_version": rel["staging_version"],
-        "minor": minor,
-        "agnhost_version": rel["agnhost_version"],
-    }
-    if rel.get("go_toolchain"):
-        kubernetes["go_toolchain"] = rel["go_toolchain"]
-    return {
-        "kubernetes": kubernetes,
-        "etcd": {**raw["etcd"], "version": rel["etcd"]},
-        "kwok": dict(raw["kwok"]),
-        "coredns": {**raw["coredns"], "version": rel["coredns"]},
-    }
+    """The versions of one release (``resolve_release(release)``): :meth:`wincon.releases.Release.versions`."""
+    return kube_releases.get(resolve_release(release)).versions()
 
 
 def go_version_key(name: str) -> tuple[int, ...]:
@@ -150,15 +107,8 @@ def go_environment(versions: dict[str, Any], go: str | None = None) -> dict[str,
 
 
 def release_of(module: str, version: str) -> str | None:
-    """The minor whose Kubernetes module and version ``module@version`` is, or None (another module, or a
-    version versions.toml does not name, such as the parity data's baseline)."""
-    raw = _raw_versions()
-    if module != raw["kubernetes"]["module"]:
-        return None
-    for minor, release in raw["releases"].items():
-        if str(release["version"]) == version:
-            return str(minor)
-    return None
+    """The minor whose Kubernetes module and version ``module@version`` is (:func:`wincon.releases.release_of`)."""
+    return kube_releases.release_of(module, version)
 
 
 def module_go_environment(module: str, version: str, go: str | None = None) -> dict[str, str]:

@@ -25,7 +25,6 @@ blocking line says what it hit, and the Windows verdict stands.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from wincon import releases
 from wincon.errors import UsageError
 from wincon.options import ALLOW_DISRUPTIVE, DISRUPTIVE_SKIP_REASON
 from wincon.results import execution
@@ -140,8 +140,8 @@ def load_required(path: Path | None = None) -> Required:
 
 
 def minor_of(version: str) -> str:
-    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
-    return f"{match.group(1)}.{match.group(2)}" if match else ""
+    """'1.34' from a version or a minor; '' where unparseable (:func:`wincon.releases.minor_name`)."""
+    return releases.minor_name(version)
 
 
 @dataclass
