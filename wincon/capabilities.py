@@ -1,14 +1,15 @@
-"""What a check needs of the cluster beyond Windows nodes, decided at collection from the profile.
+"""What a check needs of the cluster beyond Windows nodes, decided at collection from the profile or (LIVE) from
+one read of the live cluster per run.
 
-A test declares ``@pytest.mark.requires("<capability>")``; where the profile shows the cluster lacks it, the
-item is skipped at collection with the reason, so ``wincon plan`` and the run agree. Where the profile cannot
-tell, the item runs and its verdict decides: an unknown capability never skips.
+A test declares ``@pytest.mark.requires("<capability>")``; where the profile (or the live read) shows the cluster
+lacks it, the item is skipped at collection with the reason, so ``wincon plan`` and the run agree. Where neither
+can tell, the item runs and decides at run time (``require``, ``require_live``): an unknown capability never skips.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -146,14 +147,17 @@ def skip_missing(item: pytest.Item, profile: ClusterProfile) -> None:
     """Skip ``item`` at collection where the profile shows the cluster lacks a capability it requires."""
     for marker in item.iter_markers("requires"):
         for capability in marker.args:
-            if capability not in CAPABILITIES:
+            if capability not in CAPABILITIES and capability not in LIVE:
                 raise pytest.UsageError(
                     f"wincon: error: {item.nodeid} requires unknown capability {capability!r}\n"
-                    f"  fix: use one of {', '.join(sorted(CAPABILITIES))}"
+                    f"  fix: use one of {', '.join(sorted({*CAPABILITIES, *LIVE}))}"
                 )
-            has, reason = CAPABILITIES[capability]
-            if has(profile) is False:
-                item.add_marker(pytest.mark.skip(reason=reason(profile)))
+            if capability in CAPABILITIES:
+                has, reason = CAPABILITIES[capability]
+                if has(profile) is False:
+                    item.add_marker(pytest.mark.skip(reason=reason(profile)))
+                    return
+            if capability in LIVE and _skip_live(item, capability):
                 return
 
 
@@ -165,12 +169,18 @@ def plan_note(item: pytest.Item, profile: ClusterProfile) -> str:
         for capability in marker.args
         if capability in RUN_TIME_FACTS and has(profile, capability) is None
     ]
-    if not facts:
-        return ""
-    return (
-        f"decided at run time: the profile lacks {', '.join(dict.fromkeys(facts))} (a profile file without it, or "
-        "unreadable in discovery); the check reads it and skips where the cluster lacks what it requires"
-    )
+    notes = []
+    if facts:
+        notes.append(
+            f"decided at run time: the profile lacks {', '.join(dict.fromkeys(facts))} (a profile file without it, "
+            "or unreadable in discovery); the check reads it and skips where the cluster lacks what it requires"
+        )
+    for capability, error in item.stash.get(_UNKNOWN, {}).items():
+        notes.append(
+            f"decided at run time: {LIVE[capability].fact} could not be read ({error}); the check reads it and "
+            "skips where the cluster lacks it"
+        )
+    return "; ".join(notes)
 
 
 def require(
@@ -190,3 +200,211 @@ def require_read(capability: str, **facts: Any) -> None:
     """``require`` for a check whose fixture reads the fact anyway (the cluster DNS): the rule on that read, as
     collection applies it to the profile's; skips with the same reason where the cluster lacks ``capability``."""
     require(ClusterProfile(server_version=""), capability, lambda p: replace(p, **facts))
+
+
+# ----------------------------------------------------------------------------- read from the live cluster
+
+
+@dataclass(frozen=True)
+class Live:
+    """A capability the profile does not hold: ``read(context)`` asks the live cluster once per run, and its
+    answer serves every check requiring it, at collection and at run time; ``lacks(context, answer, item)`` says
+    why the cluster lacks it for that check, or None. A read that fails (at collection: not even once) leaves the
+    check to decide at run time, where the failure is the check's error with the cluster's reason."""
+
+    fact: str  # what is read, for the plan's note where the read failed
+    read: Callable[[Any], Any]
+    lacks: Callable[[Any, Any, pytest.Item], str | None]
+
+
+def _metrics_api(context: Any) -> str | None:
+    """Why the cluster lacks the resource metrics API (metrics-server), or None. Registered but not Available is
+    the cluster failing, not a capability it lacks: the check runs and ends in an error with the APIService's
+    own condition."""
+    from wincon.checks.controllers import metrics_api_available, metrics_api_installed
+    from wincon.kube import Kube
+
+    kube = Kube(context, "default")  # a cluster-scoped read; no gate, no exec
+    missing = metrics_api_available(kube)
+    if missing and metrics_api_installed(kube):
+        return None
+    return missing
+
+
+def _linux_image(key: str) -> Live:
+    """A Linux control's image the cluster's Linux nodes must carry (they pull nothing on the local cluster): the
+    control skips with the catalog's reason, the one ``image()`` skips with at run time; its twin runs."""
+    from wincon.nodes import is_control
+
+    return Live(
+        f"whether the Linux nodes carry the {key} image",
+        lambda context: context.catalog.linux_missing(key),
+        lambda context, missing, item: missing if is_control(item) else None,
+    )
+
+
+def _storage_classes(context: Any) -> list[Any]:
+    from wincon.cluster.client import call
+    from wincon.kube import Kube
+
+    return list(call(Kube(context, "default").storage.list_storage_class).items)
+
+
+def _storage_class(capability: str) -> Live:
+    from wincon.checks.storage import lacking_class
+
+    return Live(
+        "the cluster's StorageClasses",
+        _storage_classes,
+        lambda context, classes, item: lacking_class(classes, capability),
+    )
+
+
+def _reservations(context: Any, configs: dict[str, str | None], item: pytest.Item) -> str | None:
+    """Why the kubelet the check asks (its ``target_node``) reserves nothing; that node's /configz through the node
+    proxy, read once per node. A simulated node's kubelet is not asked: the data-plane gate skips the check."""
+    from wincon.checks.node import kubelet_config, kubelet_json, nothing_reserved
+    from wincon.nodes import build_for, pick_node, target_os
+    from wincon.workloads.pinning import WINDOWS_TOLERATIONS
+
+    profile = context.profile
+    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+    node = pick_node(profile, target_os(item), build_for(item.nodeid, builds), WINDOWS_TOLERATIONS)
+    if node is None or not node.data_plane:
+        return None
+    if node.name not in configs:
+        configz, _ = kubelet_json(context.api_client, node.name, "configz", timeout=10)
+        configs[node.name] = nothing_reserved(kubelet_config(configz), node.name)
+    return configs[node.name]
+
+
+def _certificates(capability: str) -> Live:
+    """The projected certificate checks where the API server does not serve their certificates.k8s.io/v1
+    resources (a gate off): the reason the check gives on the same discovery read."""
+    from wincon.checks import certificates
+
+    return Live(
+        "the API server's certificates.k8s.io/v1 resources",
+        _served_certificate_resources,
+        lambda context, served, item: certificates.skip_reason(served, capability),
+    )
+
+
+def _served_certificate_resources(context: Any) -> set[str]:
+    from wincon.checks import certificates
+
+    return certificates.served_resources(context.api_client)
+
+
+def _gmsa(context: Any) -> Any:
+    from wincon.checks.gmsa import detect_gmsa
+    from wincon.kube import Kube
+
+    return detect_gmsa(Kube(context, "default"))  # cluster-scoped reads only; no gate, no exec
+
+
+def _stop_signals(context: Any) -> bool:
+    from wincon.checks.lifecycle import stop_signal_kept
+
+    return stop_signal_kept(context, "default")  # a server-side dry run
+
+
+def _stop_signals_lacking(context: Any, kept: bool, item: pytest.Item) -> str | None:
+    from wincon.checks.lifecycle import GATE_OFF
+
+    return None if kept else GATE_OFF
+
+
+# capability -> how the live cluster tells it. A name also in CAPABILITIES is decided by the profile first.
+LIVE: dict[str, Live] = {
+    "metrics-api": Live(
+        "the resource metrics API (APIService v1beta1.metrics.k8s.io)",
+        _metrics_api,
+        lambda context, missing, item: f"HPA scaling needs the resource metrics API: {missing}" if missing else None,
+    ),
+    "resource-consumer-image": _linux_image("resource-consumer"),
+    "default-storage-class": _storage_class("default-storage-class"),
+    "block-storage-class": _storage_class("block-storage-class"),
+    "expandable-storage-class": _storage_class("expandable-storage-class"),
+    "kubelet-reservations": Live(
+        "the kubelet's configuration (/configz through the node proxy)", lambda context: {}, _reservations
+    ),  # its answer: the nodes' reservations, read node by node as the checks ask
+    "cluster-trust-bundles": _certificates("cluster-trust-bundles"),
+    "pod-certificates": _certificates("pod-certificates"),
+    "gmsa": Live(
+        "the GMSACredentialSpec CRD and the GMSA webhook",
+        _gmsa,
+        lambda context, support, item: None if support.version else support.reason,
+    ),
+    "stop-signals": Live(
+        "whether the API server keeps lifecycle.stopSignal (a dry-run pod)", _stop_signals, _stop_signals_lacking
+    ),
+}
+
+# each read -> its answer, or the exception it raised: capabilities sharing a read (the StorageClasses) share it
+_ANSWERS = pytest.StashKey[dict[Callable[[Any], Any], Any]]()
+_UNKNOWN = pytest.StashKey[dict[str, str]]()  # per item: capability -> why collection could not tell
+
+
+def live_context(config: pytest.Config) -> Any:
+    """The run's context where a live cluster is asked (not a profile file, not lint), else None."""
+    from wincon.context import get_context
+
+    if config.getoption("wincon_profile_file", None):
+        return None
+    return get_context(config)
+
+
+def _answer(config: pytest.Config, context: Any, capability: str) -> Any:
+    """The cluster's answer for ``capability``, read once per run; the exception its read raised, kept."""
+    answers, read = config.stash.setdefault(_ANSWERS, {}), LIVE[capability].read
+    if read not in answers:
+        try:
+            answers[read] = read(context)
+        except Exception as exc:  # noqa: BLE001 - collection cannot tell; the check decides at run time
+            answers[read] = exc
+    return answers[read]
+
+
+def live_lacks(item: pytest.Item, capability: str, context: Any) -> str | None:
+    """Why the live cluster lacks ``capability`` for ``item``, or None where it has it. Raises where the cluster
+    cannot be asked (the read's own error)."""
+    answer = _answer(item.config, context, capability)
+    if isinstance(answer, Exception):
+        raise answer
+    return LIVE[capability].lacks(context, answer, item)
+
+
+def _skip_live(item: pytest.Item, capability: str) -> bool:
+    """At collection: skip ``item`` where the live cluster lacks ``capability``; where it cannot tell, record why
+    for the plan (the check decides at run time)."""
+    context = live_context(item.config)
+    if context is None:
+        return False
+    try:
+        why = live_lacks(item, capability, context)
+    except Exception as exc:  # noqa: BLE001 - unknown: the check runs and decides
+        item.stash.setdefault(_UNKNOWN, {})[capability] = f"{type(exc).__name__}: {exc}".strip()[:200]
+        return False
+    if why:
+        item.add_marker(pytest.mark.skip(reason=why))
+        return True
+    return False
+
+
+def require_live(item: pytest.Item, capability: str) -> Any:
+    """At run time, the rule collection applied to ``item``: the answer read once per run (read now where
+    collection could not tell, its failure the check's error with the cluster's reason); skips with the same
+    reason where the cluster lacks ``capability``. Returns the answer (e.g. GMSA's served version)."""
+    from wincon.context import get_context
+
+    context = get_context(item.config)
+    answers, read = item.config.stash.setdefault(_ANSWERS, {}), LIVE[capability].read
+    if isinstance(answers.get(read), Exception):
+        del answers[read]  # collection could not tell: ask again, and let the failure be the check's
+    if read not in answers:
+        answers[read] = read(context)
+    why = LIVE[capability].lacks(context, answers[read], item)
+    if why:
+        pytest.skip(why)
+    return answers[read]
