@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from wincon import __version__
 from wincon.errors import ExitCode, WinconError
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"wincon {__version__}")
+    add_verbosity(parser, default=0)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -66,7 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(subparsers)
     for sub in _subparsers(parser):  # the deepest command given is the one whose usage an unknown option shows
         sub.set_defaults(wincon_parser=sub)
+        add_verbosity(sub, default=argparse.SUPPRESS)  # `wincon run -v` as well as `wincon -v run`
     return parser
+
+
+def add_verbosity(parser: argparse.ArgumentParser, default: Any) -> None:
+    """-v/--verbose and -q/--quiet, on `wincon` and on each command (a command's own keeps the top one's value
+    unless given: its default is SUPPRESS)."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="show the commands wincon runs and the API requests it makes, on stderr; `run` passes -v to pytest "
+        "(-vv: twice)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default == 0 else default,
+        help="print only errors and the command's summary line (`run` passes -qq to pytest); --json output is "
+        "printed whole",
+    )
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -79,21 +103,51 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    stderr, held = sys.stderr, io.StringIO()  # an old spelling's warning, which -q (given after it, maybe) drops
+    sys.stderr = held
+    try:
+        args, unknown = parser.parse_known_args(argv)
+    except SystemExit:  # a usage error or --help: say all
+        sys.stderr = stderr
+        stderr.write(held.getvalue())
+        raise
+    sys.stderr = stderr
+    if not args.quiet:
+        stderr.write(held.getvalue())
+    command = getattr(args, "wincon_parser", None) or parser
     if unknown:  # argparse would name them after the top-level usage, and exit 2
-        command = getattr(args, "wincon_parser", None) or parser
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.verbose and args.quiet:
+        command.error("-v and -q ask for more and for less output: give one")
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE
+    from wincon import verbosity
+
+    stdout, stderr = sys.stdout, sys.stderr
     try:
-        return int(args.func(args))
+        if args.quiet and not getattr(args, "json", False):
+            verbosity.quiet(summary_prefixes(command.prog))
+        elif args.verbose:
+            verbosity.verbose(args.verbose)
+        try:
+            return int(args.func(args))
+        finally:
+            verbosity.restore(stdout, stderr)
     except WinconError as exc:
         print(exc.render(), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("wincon: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+
+
+def summary_prefixes(prog: str) -> tuple[str, ...]:
+    """How a command's summary line starts (`plan: `, `wincon run: `, `lint: `), for -q."""
+    words = prog.split()[1:]  # "wincon cluster up" -> cluster up
+    return (
+        tuple(dict.fromkeys([f"{' '.join(words)}: ", f"{words[-1]}: ", f"wincon {' '.join(words)}: "])) if words else ()
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,6 +16,7 @@ from wincon import forms
 from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
 from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
+from wincon.optionnames import add_option
 from wincon.profile import ClusterProfile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("limitations", help="list the documented limitations and which apply to this cluster")
     add_cluster_options(p)
-    p.add_argument("--file", help="limitations file (default: limitations.yaml)")
+    add_option(p, "--limitations", deprecated=["--file"], help="limitations file (default: limitations.yaml)")
     p.add_argument("--cni", help="override CNI detection")
     p.add_argument("--profile-file", help="judge against this profile JSON instead of a live cluster")
     p.add_argument("--offline", action="store_true", help="list only; do not ask a cluster which apply")
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("lint", help="check test ids, markers and limitations.yaml against the suites")
     p.add_argument("paths", nargs="*", default=[str(SUITES)], help="suite paths (default: suites/)")
-    p.add_argument("--file", help="limitations file (default: limitations.yaml)")
+    add_option(p, "--limitations", deprecated=["--file"], help="limitations file (default: limitations.yaml)")
     p.add_argument("--fix", action="store_true", help="add a new test_id to every test function that has none")
     p.set_defaults(func=cmd_lint)
 
@@ -56,8 +57,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("cleanup", help="delete namespaces left behind by dead wincon runs")
     add_cluster_options(p)
-    p.add_argument(
-        "--ttl",
+    add_option(
+        p,
+        "--namespace-ttl",
+        deprecated=["--ttl"],
         type=int,
         default=3600,
         help="reap namespaces older than this many seconds whose run holds no Lease (default 3600); a run's Lease "
@@ -80,7 +83,14 @@ def register(sub: Any) -> None:
         help="pull with this kubernetes.io/dockerconfigjson secret (namespace default unless named; copied into "
         "the prepull namespace); the images are verified with it too",
     )
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the pulls (default 1800)")
+    add_option(
+        p,
+        "--pod-start-timeout",
+        deprecated=["--timeout"],
+        type=float,
+        default=1800.0,
+        help="seconds the pre-pull pods may take to become Ready, every image pulled (default 1800)",
+    )
     p.set_defaults(func=cmd_prepull)
 
     p = sub.add_parser("plan", help="show what each test will do on this cluster: run, skip or expected failure")
@@ -89,6 +99,11 @@ def register(sub: Any) -> None:
     p.add_argument("--network-policy", help="override detection of the Windows nodes' NetworkPolicy engine")
     p.add_argument("--windows-build", type=int, help="restrict to Windows nodes of this build")
     p.add_argument("--profile-file", help="plan against this profile JSON instead of a live cluster")
+    p.add_argument(
+        "--image-repo-list",
+        help="registry override file (KUBE_TEST_REPO_LIST format), as `wincon run -- --image-repo-list` takes it: the "
+        "plan reads the registries it names",
+    )
     p.add_argument(
         "--allow-disruptive",
         action="store_true",
@@ -118,7 +133,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_limitations(args: argparse.Namespace) -> int:
-    entries = limitations_mod.load(args.file)
+    entries = limitations_mod.load(args.limitations)
     profile = None
     unknown = "--offline: no cluster asked" if args.offline else ""
     if args.profile_file:
@@ -238,7 +253,7 @@ def lint_problems(
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    entries = limitations_mod.load(args.file)  # raises LimitationsError (exit 7) when invalid
+    entries = limitations_mod.load(args.limitations)  # raises LimitationsError (exit 7) when invalid
     dump, output = collect(args.paths, [], "--wincon-lint-out")
     if not dump:
         unknown = "not found in `markers` configuration option" in output
@@ -313,10 +328,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
     api_client = connect(args.kubeconfig, args.context)
     runs = read_runs(api_client)  # a run whose Lease is live keeps its namespaces, whatever their age
-    names = reap(api_client, ttl_seconds=args.ttl, runs=runs, force=args.all)
+    names = reap(api_client, ttl_seconds=args.namespace_ttl, runs=runs, force=args.all)
     for name in names:
         print(f"deleted namespace {name}")
-    objects = reap_cluster_objects(api_client, ttl_seconds=args.ttl, runs=runs, force=args.all)
+    objects = reap_cluster_objects(api_client, ttl_seconds=args.namespace_ttl, runs=runs, force=args.all)
     for name in objects:
         print(f"deleted {name}")
     leases = delete_expired(api_client, runs, time.time())
@@ -350,7 +365,7 @@ def cmd_prepull(args: argparse.Namespace) -> int:
         credentials = credentials_for(api_client, args.image_pull_secret, None)
         require_runnable(verify(catalog, profile, credentials=credentials))
     secret = args.image_pull_secret
-    prepull(api_client, profile, catalog, run_id, timeout=args.timeout, pull_secret=secret)
+    prepull(api_client, profile, catalog, run_id, timeout=args.pod_start_timeout, pull_secret=secret)
     return ExitCode.OK
 
 
@@ -366,7 +381,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ("--cni", args.cni),
         ("--network-policy", args.network_policy),
         ("--windows-build", args.windows_build),
-        ("--wincon-profile", str(Path(args.profile_file).expanduser().resolve()) if args.profile_file else None),
+        ("--profile-file", str(Path(args.profile_file).expanduser().resolve()) if args.profile_file else None),
+        ("--image-repo-list", str(Path(args.image_repo_list).expanduser().resolve()) if args.image_repo_list else None),
     ):
         if value:
             options += [flag, str(value)]

@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from wincon.optionnames import add_option
+
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 MARKERS = {
     "networking": "network flows between pods, Services, nodes and the outside",
@@ -205,8 +207,10 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         help="treat this run as a suite run whatever its paths",
     )
-    group.addoption(
-        "--wincon-profile",
+    add_option(
+        group,
+        "--profile-file",
+        deprecated=["--wincon-profile"],
         dest="wincon_profile_file",
         help="read the cluster profile from this JSON file instead of the cluster",
     )

@@ -183,7 +183,9 @@ def test_plan_hands_pytest_the_kubeconfig_and_profile_it_was_given_relative_to_t
 
     monkeypatch.setattr("wincon.commands.collect", fake_collect)
     monkeypatch.chdir(tmp_path)
-    assert main(["plan", "--kubeconfig", "runner.kubeconfig", "--profile-file", "p.json"]) == ExitCode.NO_TESTS
+    argv = ["plan", "--kubeconfig", "runner.kubeconfig", "--profile-file", "p.json", "--image-repo-list", "r.yaml"]
+    assert main(argv) == ExitCode.NO_TESTS
     options = seen["options"]
     assert options[options.index("--kubeconfig") + 1] == str(tmp_path / "runner.kubeconfig")
-    assert options[options.index("--wincon-profile") + 1] == str(tmp_path / "p.json")
+    assert options[options.index("--profile-file") + 1] == str(tmp_path / "p.json")
+    assert options[options.index("--image-repo-list") + 1] == str(tmp_path / "r.yaml")

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from wincon import releases as kube_releases
 from wincon.errors import ExitCode
 from wincon.localcluster import build, cluster, ipfamily, latency, paths
 from wincon.localcluster.topology import (
@@ -32,8 +33,14 @@ No packet leaves this machine.
 
 
 def _add_name(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--name",
+    from wincon.optionnames import add_option
+
+    add_option(  # `wincon run --cluster-name` names the same cluster; `--name` is the old spelling
+        parser,
+        "--cluster-name",
+        deprecated=["--name"],
+        dest="name",
+        metavar="NAME",
         default=None,
         help=f"cluster name (default: $WINCON_CLUSTER_NAME, else {paths.DEFAULT_CLUSTER_NAME})",
     )
@@ -47,7 +54,7 @@ def add_kubernetes_version(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="MINOR",
         help=f"the Kubernetes release of the local cluster: {supported}; a minor picks the patch versions.toml "
-        f"names (default: ${paths.VERSION_ENV}, else the release a running cluster has, else "
+        f"names (default: ${kube_releases.VERSION_ENV}, else the release a running cluster has, else "
         f"{paths.default_release()}). Each release is built and cached apart",
     )
 
@@ -120,15 +127,15 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    release = paths.resolve_release(args.kubernetes_version)
-    os.environ[paths.VERSION_ENV] = release  # the add-ons below that build against Kubernetes use the same one
+    # The one place `wincon cluster build` reads $WINCON_KUBERNETES_VERSION; the release is passed down from here.
+    release = kube_releases.requested(args.kubernetes_version, os.environ) or kube_releases.default_release()
     build.build(release=release)
     from wincon.localcluster import addons  # optional components, cached under their own key (addons.toml)
 
     addons.build_all()
     from wincon.localcluster import consumer  # upstream's resource-consumer image, cached under its own key
 
-    consumer.build_binaries()
+    consumer.build_binaries(versions=kube_releases.get(release).versions())
     return ExitCode.OK
 
 
@@ -169,7 +176,8 @@ def _up(args: argparse.Namespace) -> int:
         port=args.port,
         extra_args=args.extra_args,
         timeout=args.timeout,
-        kubernetes_version=args.kubernetes_version,
+        # the one place `wincon cluster up` reads $WINCON_KUBERNETES_VERSION (None: a running cluster's, else the default)
+        kubernetes_version=kube_releases.requested(args.kubernetes_version, os.environ),
     )
     elapsed = time.monotonic() - start
     name = args.name or paths.default_cluster_name()

@@ -13,6 +13,7 @@ from wincon.errors import ExitCode, UsageError
 
 def register(subparsers: Any) -> None:
     from wincon.cli import add_cluster_options
+    from wincon.optionnames import add_option
 
     run = subparsers.add_parser(
         "run",
@@ -104,7 +105,13 @@ def register(subparsers: Any) -> None:
         "that every required id is a suite test.",
     )
     gate.add_argument("results", type=Path, nargs="?", help="a run's results directory")
-    gate.add_argument("--k8s-version", help="judge against this minor (X.Y) instead of the run's own version")
+    add_option(
+        gate,
+        "--kubernetes-version",
+        deprecated=["--k8s-version"],
+        metavar="X.Y",
+        help="judge against this minor instead of the run's own version",
+    )
     gate.add_argument("--required", type=Path, help="the required list (default: gating/required.yaml)")
     gate.add_argument("--validate", action="store_true", help="check the required ids against the collected suites")
     gate.add_argument("--json", action="store_true", help="print the verdict as JSON (the exit code is the same)")
@@ -124,6 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         pytest_args.append("--allow-disruptive")
     if args.image_pull_secret:  # the plugin's own option, in both phases
         pytest_args += ["--image-pull-secret", args.image_pull_secret]
+    if getattr(args, "quiet", False):  # pytest's quietest: no per-test lines, failures still shown
+        pytest_args.append("-qq")
+    elif getattr(args, "verbose", 0):  # pytest's own -v: one line per test with its outcome
+        pytest_args.append("-" + "v" * args.verbose)
     return run(
         args.results_dir,
         pytest_args,
@@ -217,10 +228,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.results is None:
         raise UsageError("wincon gate needs a results directory (or --validate)", "wincon gate results/<run-id>")
     minor = None
-    if args.k8s_version:
-        minor = minor_of(args.k8s_version)
+    if args.kubernetes_version:
+        minor = minor_of(args.kubernetes_version)
         if not minor:
-            raise UsageError(f"--k8s-version {args.k8s_version!r} is not X.Y", "e.g. --k8s-version 1.34")
+            raise UsageError(
+                f"--kubernetes-version {args.kubernetes_version!r} is not X.Y", "e.g. --kubernetes-version 1.34"
+            )
     result = judge(load_run(args.results), required, minor)
     print(json.dumps(result.to_dict(), indent=1) if args.json else result.render())
     return ExitCode.OK if result.ok else ExitCode.GATE
