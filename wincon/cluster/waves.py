@@ -1,0 +1,168 @@
+"""A module's pod wave: the pods its checks will need, created together when the module starts (issue 44, item 2).
+
+Under the Windows pod-latency model (and on real Windows nodes) a pod takes tens of seconds to start; a module whose
+checks each create their own pod when they run pays one start per check, one after another on its worker. A wave
+creates every pod the module's checks declared at once, when the module starts (its Linux controls run while the
+Windows pods start), and each check then takes its own pods when it runs: it waits only for what is still starting.
+
+Isolation is kept: a declared pod is one check's alone (``Wave.take`` refuses a second taker), nothing is shared,
+and a check that changes its pod changes only its own. What a check observes is unchanged: its pod has the same
+manifest (the declaration's spec must equal the one the check asks for, or the suite errs), it is awaited and
+placement-checked when the check takes it, and an error creating or starting it is that check's error, not the
+module's. A pod declared for a check that does not then take it (skipped before, or run on another worker after a
+steal) is created for nothing and deleted with the module's namespace.
+
+How a module uses it:
+
+* each check declares its pods on its function: ``@waves.pod("client", "dns-default", dnsPolicy="Default")``
+  (a kind the module's wave knows how to build, the pod's name without the control's prefix, its spec);
+* the suite's module-scoped fixture builds a ``Wave`` from ``declared(items)`` over ``module_items(request)``
+  (the module's checks collected to run from the asking one on), adds each pod's manifest, and ``start``s it;
+* the factory a check calls (``make_client(name, **spec)``) asks ``wave.holds(name, spec)`` and ``take``s it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pytest
+
+from wincon.errors import SuiteError
+
+WAVE_ATTR = "wincon_wave_pods"  # on a test function: the PodDecl it declared
+F = TypeVar("F", bound=Callable[..., Any])
+# What creating a pod may raise that is the outcome of the check that takes it (an error, a skip: a HostProcess pod
+# the cluster's policy refuses), never an interrupt.
+OUTCOMES: tuple[type[BaseException], ...] = (Exception, pytest.skip.Exception, pytest.fail.Exception)
+
+
+@dataclass(frozen=True)
+class PodDecl:
+    """A pod a check declares: the kind of pod (the module's wave builds it), its name (without the control's
+    prefix), and the spec it is created with."""
+
+    kind: str
+    name: str
+    spec: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def spec_dict(self) -> dict[str, Any]:
+        return dict(self.spec)
+
+
+def pod(kind: str, name: str, **spec: Any) -> Callable[[F], F]:
+    """Declare on a test function a pod of its own that its module's wave starts: ``@pod("client", "x", k=v)``."""
+
+    def mark(function: F) -> F:
+        setattr(function, WAVE_ATTR, (*getattr(function, WAVE_ATTR, ()), PodDecl(kind, name, tuple(spec.items()))))
+        return function
+
+    return mark
+
+
+def declared(item: pytest.Item) -> tuple[PodDecl, ...]:
+    """The pods ``item``'s test function declared (none for an item that is not a function)."""
+    return tuple(getattr(getattr(item, "function", None), WAVE_ATTR, ()))
+
+
+def items_from(item: pytest.Item) -> list[pytest.Item]:
+    """The items of ``item``'s module that this process collected to run, from ``item`` on (those before it have
+    run), without those marked to skip (they would take no pod)."""
+    module = getattr(item, "module", None)
+    items = [i for i in item.session.items if getattr(i, "module", None) is module]
+    if item in items:
+        items = items[items.index(item) :]
+    return [i for i in items if i.get_closest_marker("skip") is None]
+
+
+def module_items(request: pytest.FixtureRequest) -> list[pytest.Item]:
+    """``items_from`` the item whose setup asks (a module-scoped fixture's request knows it); without one, every
+    item of the requesting module."""
+    asking = getattr(request, "_pyfuncitem", None)
+    if asking is not None:
+        return items_from(asking)
+    return [i for i in request.session.items if getattr(i, "module", None) is request.module]
+
+
+@dataclass
+class _Entry:
+    decl: PodDecl
+    manifest: dict[str, Any]
+    finish: Callable[[Any], Any]  # the started pod -> what the check is handed (a PodRef)
+    create: Callable[[dict[str, Any]], Any] | None = None  # this pod's own create, else the wave's
+    created: bool = False
+    error: BaseException | None = None
+    taken_by: str = ""
+
+
+@dataclass
+class Wave:
+    """Declared pods by name: ``add`` them, ``start`` creates every one not yet created (none waited for), ``take``
+    waits for one and hands it to one check."""
+
+    create: Callable[[dict[str, Any]], Any]  # creates a pod, returns at once
+    wait: Callable[[dict[str, Any]], Any]  # waits for a created pod and checks where it ran; raises its error
+    entries: dict[str, _Entry] = field(default_factory=dict)
+
+    def add(
+        self,
+        name: str,
+        decl: PodDecl,
+        manifest: dict[str, Any],
+        finish: Callable[[Any], Any],
+        create: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        """Add pod ``name`` (``manifest``); ``finish`` turns the started pod into what its check gets; ``create``
+        replaces the wave's own create for this pod (a HostProcess pod's, which skips where policy refuses it)."""
+        if name in self.entries:
+            raise SuiteError(f"pod {name} is declared twice in one module's wave", "give each check's pod its own name")
+        self.entries[name] = _Entry(decl, manifest, finish, create)
+
+    def start(self) -> int:
+        """Create every pod added and not yet created, all before any is waited for; a creation's error is kept for
+        the check that takes the pod. Returns the number created (or refused)."""
+        started = 0
+        for entry in self.entries.values():
+            if entry.created:
+                continue
+            entry.created = True
+            started += 1
+            try:
+                (entry.create or self.create)(entry.manifest)
+            except OUTCOMES as exc:  # the check that takes this pod raises it, no other
+                entry.error = exc
+        return started
+
+    def holds(self, name: str, spec: Mapping[str, Any]) -> bool:
+        """Whether the wave has pod ``name``; asked with another spec than declared, the suite errs."""
+        entry = self.entries.get(name)
+        if entry is None:
+            return False
+        if dict(spec) != entry.decl.spec_dict:
+            raise SuiteError(
+                f"pod {name} is asked for with {dict(spec)} but declared with {entry.decl.spec_dict}",
+                "make the check's waves.pod declaration match what it asks for",
+            )
+        return True
+
+    def take(self, name: str, taker: str) -> Any:
+        """Pod ``name`` for the check ``taker`` alone: created if it was not yet, waited for, placement-checked."""
+        entry = self.entries[name]
+        if entry.taken_by:
+            raise SuiteError(f"pod {name} is {entry.taken_by}'s: a declared pod is one check's alone", "")
+        entry.taken_by = taker
+        if not entry.created:
+            self.start()
+        if entry.error is not None:
+            raise entry.error
+        return entry.finish(self.wait(entry.manifest))
+
+    def names(self) -> list[str]:
+        return list(self.entries)
+
+
+def decls_by_item(items: Iterable[pytest.Item]) -> list[tuple[pytest.Item, PodDecl]]:
+    """Every (item, declared pod) of ``items``, in their order."""
+    return [(item, decl) for item in items for decl in declared(item)]
