@@ -1,4 +1,4 @@
-"""Fault injection (issue 40): a CPU limit lifted from the container's cgroup turns the CPU-limit check failed.
+"""Fault injection (issue 40): a CPU limit lifted from the container's cgroup turns the CPU-limit checks failed.
 
 Against a local cluster with real Linux nodes, the CPU-limit cap check's Linux control
 (``suites/scheduling/test_compute_limitations.py::test_cpu_limit_caps_a_busy_container``: pod ``busy`` limited to
@@ -9,6 +9,11 @@ v2's ``cpu.max`` set to ``max``, or cgroup v1's ``cpu.cfs_quota_us`` to ``-1`` (
 hierarchies). The API still says the limit is set; the container is no longer held to it, and the check must fail
 (never pass, xfail, skip or error). Each lifted cgroup still present afterwards gets its quota back; the check's own
 teardown deletes the pods, and their cgroups with them.
+
+The same fault runs on test_cpu_limits.py's Linux control
+(``suites/scheduling/test_cpu_limits.py::test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it``: pods
+``cpu-0p5`` and ``cpu-500m``, eight busy jobs each, beside their unlimited twin ``cpu-twin``): the quotas of both
+limited pods are lifted, and the check must fail the same way.
 
 It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh ``faults-<hex>``, or the one
 ``WINCON_FAULT_CLUSTER=<name>`` names).
@@ -32,6 +37,8 @@ pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one f
 
 CPU_CAP = ("suites/scheduling/test_compute_limitations.py", "cpu_limit_caps_a_busy_container")
 LIMITED_POD = "busy"  # the check's pod under the 500m limit (CPU_LIMITED there); its twin has no limit to lift
+CPU_LIMITS = ("suites/scheduling/test_cpu_limits.py", "cpu_limit_in_either_spelling_holds_a_busy_pod_under_it")
+LIMITED_PODS = ("cpu-0p5", "cpu-500m")  # test_cpu_limits.py's pods limited to "0.5" and "500m"; cpu-twin has none
 KEEPER_SECONDS = 0.2  # how often the keeper looks for new cgroups of the pod
 V2_QUOTA, V1_QUOTA = "cpu.max", "cpu.cfs_quota_us"
 
@@ -79,8 +86,8 @@ def lift(quota: Path) -> str | None:
 
 
 @contextmanager
-def cpu_limit_lifted(name: str, kubeconfig: Path, pod: str = LIMITED_POD) -> Iterator[Lifted]:
-    """While the block runs, the CPU quota of every cgroup of each pod named ``pod`` (in any namespace) is lifted as
+def cpu_limit_lifted(name: str, kubeconfig: Path, pods: tuple[str, ...] = (LIMITED_POD,)) -> Iterator[Lifted]:
+    """While the block runs, the CPU quota of every cgroup of each pod named in ``pods`` (any namespace) is lifted as
     soon as the keeper sees it (every KEEPER_SECONDS), and lifted again should anything set it back. Yields what was
     lifted (filled as it goes); afterwards each lifted quota still present gets its value back, parents first."""
     api = cluster._api_client(kubeconfig)
@@ -89,8 +96,10 @@ def cpu_limit_lifted(name: str, kubeconfig: Path, pod: str = LIMITED_POD) -> Ite
 
     def keep() -> None:
         while not stop.wait(KEEPER_SECONDS):
-            pods = core.list_pod_for_all_namespaces(field_selector=f"metadata.name={pod}").items
-            for uid in sorted(p.metadata.uid for p in pods):
+            found = [
+                p for pod in pods for p in core.list_pod_for_all_namespaces(field_selector=f"metadata.name={pod}").items
+            ]
+            for uid in sorted(p.metadata.uid for p in found):
                 for quota in quota_files(name, uid):
                     held = lift(quota)
                     if held is not None:
@@ -137,5 +146,26 @@ def test_lifted_cpu_limit_fails_the_cpu_limit_check(fault_cluster, tmp_path):
     unsaid = {k: m for k, m in after.messages.items() if "under a 500m limit" not in m}
     assert not unsaid, f"these failures are not the limit found lifted: {unsaid}"
     # Nothing left behind: each lifted cgroup is gone with its pod, or holds its own quota again.
+    kept = {q: held for q, held in lifted.quotas.items() if q.exists() and q.read_text().strip() != held}
+    assert not kept, f"lifted CPU quotas were left: {kept}"
+
+
+def test_lifted_cpu_limits_fail_test_cpu_limits(fault_cluster, tmp_path):
+    name, kubeconfig = fault_cluster
+    before = run_checks(kubeconfig, CPU_LIMITS, tmp_path)
+    with cpu_limit_lifted(name, kubeconfig, LIMITED_PODS) as lifted:
+        after = run_checks(kubeconfig, CPU_LIMITS, tmp_path)
+    for quota, held in lifted.quotas.items():
+        print(f"[CPU limits lifted] {quota} held {held}")
+    for nodeid, message in after.messages.items():
+        print(f"[CPU limits lifted] {nodeid}: {message[:600]}")
+    assert_broken("CPU limits lifted", before, after)
+    # Both limited pods' running containers were hit (a container's own cgroup below each pod's), not the pods' alone.
+    hit = {q.parent.parent.name for q in lifted.quotas if not q.parent.name.startswith("pod")}
+    assert len(hit) == len(LIMITED_PODS), (
+        f"the fault lifted the container quotas of {hit}: {sorted(map(str, lifted.quotas))}"
+    )
+    unsaid = {k: m for k, m in after.messages.items() if "core over a 20 s window: cpu-" not in m}
+    assert not unsaid, f"these failures are not the limits found lifted: {unsaid}"
     kept = {q: held for q, held in lifted.quotas.items() if q.exists() and q.read_text().strip() != held}
     assert not kept, f"lifted CPU quotas were left: {kept}"

@@ -134,8 +134,9 @@ def test_a_transient_error_that_never_passes_is_raised_after_the_bound(no_backof
 
 # --------------------------------------------------------------------------- the CPU-limit ceiling's margin
 # suites/scheduling/test_cpu_limits.py lets a 500m limit read up to MAX_CORES_UNDER_500M (0.54: the limit plus 8 %,
-# ec0bb10, as upstream cpu_limits.go:76 states). What it must still catch: a pod using more than that, which is
-# the deviation itself (a failure in the Linux control, the expected failure only on a Windows node).
+# ec0bb10, as upstream cpu_limits.go:76 states) over a window of at least 20 s. What it must still catch: a pod using
+# more than that, which is the deviation itself (a failure in the Linux control, the expected failure only on a
+# Windows node). Its cluster counter-case: tests/faults/test_fault_cpu.py::test_lifted_cpu_limits_fail_test_cpu_limits.
 
 
 def cpu_check(monkeypatch, cores: dict[str, float]) -> None:
