@@ -19,6 +19,7 @@ parity table (``make parity``); tests/unit/test_releases.py fails naming whichev
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,14 @@ def release_versions(path: Path | None = None) -> list[str]:
     table = read(path)
     rels = table.get("releases") or {}
     return [str(rels[minor]["version"]) for minor in sorted(rels, key=_minor_key)]
+
+
+def requested(option: str | None, environ: Mapping[str, str]) -> str | None:
+    """The minor a command line asks for: its ``--kubernetes-version`` (``option``), else ``$WINCON_KUBERNETES_VERSION``
+    of ``environ`` (the command line passes its process environment: the one place it is read); None where neither
+    names one (a running cluster's release, else the default, then decides). A UsageError names a bad one and
+    where it came from."""
+    if option and option.strip():
+        return resolve(option)
+    from_env = (environ.get(VERSION_ENV) or "").strip()
+    return resolve(from_env, f"${VERSION_ENV}") if from_env else None

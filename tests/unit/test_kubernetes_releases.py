@@ -22,8 +22,8 @@ SUPPORTED = ["1.35", "1.36", "1.37", "1.38"]
 
 @pytest.fixture(autouse=True)
 def _no_selected_release(monkeypatch):
-    monkeypatch.setenv(paths.VERSION_ENV, "")  # recorded, so that what a test selects is undone after it
-    monkeypatch.delenv(paths.VERSION_ENV)
+    monkeypatch.setenv(kube_releases.VERSION_ENV, "")  # recorded, so that what a test sets is undone after it
+    monkeypatch.delenv(kube_releases.VERSION_ENV)
 
 
 def test_every_supported_minor_and_the_next_pre_release_has_a_table():
@@ -50,11 +50,19 @@ def test_a_minor_or_a_release_version_names_the_release(spec, minor):
     assert paths.resolve_release(spec) == minor
 
 
-def test_the_environment_selects_a_release_and_an_explicit_one_wins(monkeypatch):
-    monkeypatch.setenv(paths.VERSION_ENV, "1.35")
-    assert paths.resolve_release() == "1.35"
-    assert paths.load_versions()["kubernetes"]["version"] == "v1.35.4"
-    assert paths.resolve_release("1.36") == "1.36"
+def test_the_command_line_s_environment_selects_a_release_and_an_explicit_one_wins(monkeypatch):
+    environ = {kube_releases.VERSION_ENV: "1.35"}
+    assert kube_releases.requested(None, environ) == "1.35"
+    assert kube_releases.requested("1.36", environ) == "1.36"
+    assert kube_releases.requested(None, {}) is None  # a running cluster's release, else the default, decides
+    assert kube_releases.requested("", {kube_releases.VERSION_ENV: " "}) is None
+
+
+def test_below_the_command_line_the_environment_selects_nothing(monkeypatch):
+    monkeypatch.setenv(kube_releases.VERSION_ENV, "1.35")
+    assert paths.resolve_release() == "1.37"  # the default: only wincon.releases.requested reads the variable
+    assert paths.load_versions()["kubernetes"]["version"] == "v1.37.2"
+    assert kube_releases.get().minor == "1.37"
 
 
 @pytest.mark.parametrize("spec", ["1.34", "v1.37.1", "1.39", "latest", "1"])
@@ -65,10 +73,9 @@ def test_an_unknown_version_is_a_usage_error_naming_the_supported_ones(spec):
     assert "1.35 (v1.35.4)" in err.value.fix and "1.38 (v1.38.0-beta.0)" in err.value.fix
 
 
-def test_an_unknown_version_from_the_environment_says_where_it_came_from(monkeypatch):
-    monkeypatch.setenv(paths.VERSION_ENV, "1.30")
+def test_an_unknown_version_from_the_environment_says_where_it_came_from():
     with pytest.raises(UsageError, match=r"\$WINCON_KUBERNETES_VERSION"):
-        paths.resolve_release()
+        kube_releases.requested(None, {kube_releases.VERSION_ENV: "1.30"})
 
 
 def test_each_release_is_cached_apart_and_another_release_s_edit_rebuilds_nothing(tmp_path, monkeypatch):
@@ -119,8 +126,7 @@ def _record(monkeypatch, record):
 def test_a_new_cluster_takes_the_asked_release_else_the_default(monkeypatch):
     _record(monkeypatch, None)
     assert cluster._select_release("c", "1.36", running=False) == "1.36"
-    assert paths.resolve_release() == "1.36"  # the process now reads that release's versions
-    monkeypatch.delenv(paths.VERSION_ENV)
+    assert kube_releases.VERSION_ENV not in os.environ  # passed down, never written back to the environment
     assert cluster._select_release("c", None, running=False) == "1.37"
 
 
@@ -133,7 +139,6 @@ def test_a_running_cluster_keeps_its_release_and_refuses_another(monkeypatch):
     assert "already runs Kubernetes v1.35.4" in str(err.value)
     assert "wincon cluster down --name c" in err.value.fix
     _record(monkeypatch, {"kubernetes_release": "1.35"})
-    monkeypatch.delenv(paths.VERSION_ENV)
     assert cluster._select_release("c", None, running=False) == "1.37"  # stale state: a new cluster
 
 

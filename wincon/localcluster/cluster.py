@@ -31,6 +31,7 @@ from typing import Any, TextIO, TypeVar
 
 import yaml
 
+from wincon import releases as kube_releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
 from wincon.localcluster.kernel import ensure_kernel_settings
@@ -331,7 +332,7 @@ def _create(api: Any, obj: dict[str, Any]) -> None:
             raise
 
 
-def _hints(plan: dataplane.Plan | None) -> dict[str, Any]:
+def _hints(plan: dataplane.Plan | None, release: kube_releases.Release) -> dict[str, Any]:
     data = {"dataplane": "linux" if plan else "none"}
     if plan:
         data.update(
@@ -339,7 +340,7 @@ def _hints(plan: dataplane.Plan | None) -> dict[str, Any]:
                 "external-ip": plan.external_ip,
                 "external-host": plan.external_name,
                 "image-repo-list": images.repo_list_text(),
-                "images": json.dumps(images.references()),
+                "images": json.dumps(images.references(release.versions())),
             }
         )
     return hints.configmap(data)
@@ -351,13 +352,13 @@ def _api_port(kubeconfig: Path) -> int:
 
 
 def _provision(
-    name: str, topology: Topology, deadline: float, started: set[str], plan: dataplane.Plan | None = None,
-    start_dataplane: bool = False, out: TextIO | None = None,
+    name: str, topology: Topology, deadline: float, started: set[str], release: kube_releases.Release,
+    plan: dataplane.Plan | None = None, start_dataplane: bool = False, out: TextIO | None = None,
 ) -> Path:  # fmt: skip
     """Make the API server usable, create nodes and CNI objects, start the real nodes, wait for all to be Ready."""
     from kubernetes import client
 
-    kube_version = paths.load_versions()["kubernetes"]["version"]
+    kube_version = release.version
     kubeconfig = _write_kubeconfig(name)
     with _api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
@@ -367,17 +368,17 @@ def _provision(
         for node in nodes:
             _create(api, node)
             core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-        dns = cni.RealDns(images.references()["coredns"], dataplane.corefile(plan)) if plan else None
+        dns = cni.RealDns(images.references(release.versions())["coredns"], dataplane.corefile(plan)) if plan else None
         objects = ipfamily.adjust_objects(cni.objects(topology.cni, kube_version, dns), topology.ip_family)
-        for obj in [*objects, _hints(plan)]:
+        for obj in [*objects, _hints(plan, release)]:
             _create(api, obj)
         wanted = {node["metadata"]["name"] for node in nodes}
         real = {node.name for node in plan.nodes} if plan else set()
         serving: list[Any] = []
         if plan and start_dataplane:
             dataplane.start(
-                plan, paths.bin_dir(), _api_port(kubeconfig), paths.kwok_cluster_dir(name) / "pki", deadline,
-                out or sys.stderr,
+                plan, paths.bin_dir(release.minor), _api_port(kubeconfig), paths.kwok_cluster_dir(name) / "pki",
+                deadline, out or sys.stderr, release,
             )  # fmt: skip
             serving = extras.start(plan, out or sys.stderr)
             for obj in extras.objects(plan, serving):
@@ -489,7 +490,7 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
     }
     docs: list[dict[str, Any]] = [doc]
     if topology is not None and topology.windows_pod_latency:
-        kwok = paths.load_versions()["kwok"]
+        kwok = kube_releases.kwok()
         stage_dir = latency.kwok_stage_dir(kwok["module"], kwok["version"], build.go_binary())
         model = latency.LatencyModel.parse(topology.windows_pod_latency)
         docs += latency.stages(model, topology.windows_node_names(), stage_dir)
@@ -500,12 +501,12 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
 
 def _start(
     name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO,
-    plan: dataplane.Plan | None = None, topology: Topology | None = None,
+    kube_version: str, plan: dataplane.Plan | None = None, topology: Topology | None = None,
 ) -> set[str]:  # fmt: skip
-    """Run ``kwokctl create cluster`` and watch its components; return the components seen started."""
+    """Run ``kwokctl create cluster`` (its nodes report ``kube_version``) and watch its components; return the
+    components seen started."""
     sdir = paths.state_dir(name)
     sdir.mkdir(parents=True, exist_ok=True)
-    kube_version = paths.load_versions()["kubernetes"]["version"]
     config = _kwokctl_config(sdir, plan, topology)
     args = [
         str(bindir / "kwokctl"),
@@ -581,10 +582,10 @@ def up(
 ) -> Path:
     """Start cluster ``name`` (default ``$WINCON_CLUSTER_NAME`` or ``wincon``), or reuse it if it runs.
 
-    ``kubernetes_version`` (a minor such as ``1.36`` or a release's version) picks the release it is built at;
-    without it, ``$WINCON_KUBERNETES_VERSION``, else the release a running cluster was started at, else
-    versions.toml's default. The release is then this process's selected release (``$WINCON_KUBERNETES_VERSION``),
-    so the suite run against the cluster reads the same versions.
+    ``kubernetes_version`` (a minor such as ``1.36`` or a release's version, as the command line resolved it:
+    wincon.releases.requested) picks the release it is built at; without it, the release a running cluster was
+    started at, else versions.toml's default. The release is passed down to the start, the data plane and the
+    images; nothing reads it back from the environment.
 
     Blocks until every node is Ready and returns the kubeconfig path. ``port`` fixes the API server's
     port (default: a free one); ``extra_args`` are kwokctl ``component=flag=value`` extras. On failure no
@@ -596,8 +597,9 @@ def up(
     with _cluster_lock(name, out):
         comps = components(name)
         alive = [c for c in comps if c.running]
-        release = _select_release(name, kubernetes_version, running=bool(alive) and len(alive) == len(comps))
-        bindir = build.require_binaries(release)
+        minor = _select_release(name, kubernetes_version, running=bool(alive) and len(alive) == len(comps))
+        release = kube_releases.get(minor)
+        bindir = build.require_binaries(minor)
         if alive and len(alive) == len(comps):
             record = _read_record(name) or {}
             recorded = Topology.from_dict(record["topology"]) if record.get("topology") else None
@@ -616,7 +618,7 @@ def up(
                     f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
                 )
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)
-            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), plan)
+            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), release, plan)
             _write_record(name, {**record, "topology": topology.to_dict(), "ready": True})
             return kubeconfig
         if alive:
@@ -646,9 +648,9 @@ def up(
             record = {
                 "name": name,
                 "topology": topology.to_dict(),
-                "kubernetes_version": paths.load_versions(release)["kubernetes"]["version"],
-                "kubernetes_release": release,
-                "versions_key": paths.versions_key(release),
+                "kubernetes_version": release.version,
+                "kubernetes_release": minor,
+                "versions_key": paths.versions_key(minor),
                 "binaries": str(bindir),
                 "kwok_dir": str(paths.kwok_cluster_dir(name)),
                 "created": time.time(),
@@ -661,9 +663,9 @@ def up(
                 _write_record(name, record)  # before anything is created: `down` must find it all
                 (paths.state_dir(name) / REPO_LIST_FILE).write_text(images.repo_list_text())
                 dataplane.prepare_network(plan)
-            started = _start(name, bindir, port, list(extra_args or []), deadline, out, plan, topology)
+            started = _start(name, bindir, port, list(extra_args or []), deadline, out, release.version, plan, topology)
             _write_record(name, record)
-            kubeconfig = _provision(name, topology, deadline, started, plan, start_dataplane=True, out=out)
+            kubeconfig = _provision(name, topology, deadline, started, release, plan, start_dataplane=True, out=out)
         except BaseException:
             _stop_everything(name)  # no orphans; the logs stay for the error message and `status`
             raise
@@ -672,17 +674,15 @@ def up(
 
 
 def _select_release(name: str, asked: str | None, running: bool) -> str:
-    """The release cluster ``name`` is (to be) started at; it becomes this process's selected release."""
+    """The minor cluster ``name`` is (to be) started at: ``asked``, else a running cluster's, else the default."""
     recorded = (_read_record(name) or {}).get("kubernetes_release") if running else None
-    asked = asked or os.environ.get(paths.VERSION_ENV)
-    release = paths.resolve_release(asked or recorded)
+    release = kube_releases.resolve(asked or recorded)
     if running and recorded and release != recorded:
         version = (_read_record(name) or {}).get("kubernetes_version", recorded)
         raise LocalClusterError(
             f"cluster {name} already runs Kubernetes {version}, not the {release} asked for",
             f"run `wincon cluster down --name {name}` first, or pick another --name",
         )
-    os.environ[paths.VERSION_ENV] = release
     return release
 
 
@@ -733,7 +733,7 @@ def status(name: str | None = None) -> dict[str, Any]:
         result["addons"] = extras.status(plan, result["dataplane"])
         result["metrics_server"] = result["addons"][metrics.NAME]  # the key earlier releases printed
         result["external_host"] = {"ip": plan.external_ip, "name": plan.external_name}
-        result["images"] = images.references()
+        result["images"] = images.references(kube_releases.get(record.get("kubernetes_release")).versions())
         result["image_repo_list"] = str(paths.state_dir(name) / REPO_LIST_FILE)
         if state == "running" and not all(p["running"] for p in result["dataplane"]):
             state = result["state"] = "degraded"

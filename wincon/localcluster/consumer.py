@@ -76,10 +76,11 @@ def binaries(versions: dict[str, Any] | None = None) -> dict[str, Path] | None:
     return found
 
 
-def build_binaries(out: TextIO | None = None) -> Path:
-    """Build both binaries if they are not built yet; return their directory."""
+def build_binaries(out: TextIO | None = None, versions: dict[str, Any] | None = None) -> Path:
+    """Build both binaries of a release (``versions``: its wincon.releases.Release.versions(); None: the default
+    release's) if they are not built yet; return their directory."""
     out = out or sys.stderr
-    versions = paths.load_versions()
+    versions = versions or paths.load_versions()
     bindir = bin_dir(versions)
     if binaries(versions) is not None:
         print(f"{NAME} present in {bindir}: nothing to build", file=out, flush=True)

@@ -336,7 +336,8 @@ def kubelet_feature_gates(minor: str) -> dict[str, bool]:
     return gates
 
 
-def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) -> str:
+def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str, minor: str = "") -> str:
+    """The node's KubeletConfiguration at Kubernetes ``minor`` (the cluster's release; '': the default)."""
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -378,7 +379,7 @@ def _kubelet_config(plan: Plan, node: RealNode, ndir: Path, cgroup_root: str) ->
         # Node log query (/logs/?query=<service>): the kubelet reads the node's journal (journal.py).
         "enableSystemLogHandler": True,
         "enableSystemLogQuery": True,
-        "featureGates": kubelet_feature_gates(paths.load_versions()["kubernetes"]["minor"]),
+        "featureGates": kubelet_feature_gates(minor or releases.default_release()),
     }
     if node.index == RESERVING_NODE:
         # As a cloud node's kubelet does, this one keeps CPU and memory back for itself and the system: its
@@ -660,7 +661,9 @@ def _external_host(plan: Plan, bdir: Path, watch: _Watch) -> None:
     watch.add("the external host's DNS server (CoreDNS)", pid, xdir / "dns.log")
 
 
-def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path, archive: Path, watch: _Watch) -> None:
+def _start_node(
+    plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path, archive: Path, watch: _Watch, minor: str
+) -> None:
     cluster = plan.cluster
     ndir = node_dir(cluster, node.name)
     for sub in ("cni/net.d", "cni/ipam", "containerd/certs.d", "pod-logs", "volume-plugins", "kubelet"):
@@ -671,7 +674,7 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
     (ndir / "cni/net.d/10-wincon.conflist").write_text(_cni_config(plan, node, ndir))
     (ndir / "kubeconfig").write_text(_kubeconfig(plan, api_port, pki))
     (ndir / "kubeconfig").chmod(0o600)
-    (ndir / "kubelet.yaml").write_text(_kubelet_config(plan, node, ndir, cgroup_root))
+    (ndir / "kubelet.yaml").write_text(_kubelet_config(plan, node, ndir, cgroup_root, minor))
     (ndir / "kube-proxy.yaml").write_text(_proxy_config(node, ndir, plan))
     # dnsPolicy Default (and CoreDNS's upstream): the simulated external host's resolver, nothing beyond.
     (ndir / "resolv.conf").write_text(f"nameserver {plan.external_ip}\nsearch {EXTERNAL_ZONE}\n")
@@ -717,12 +720,14 @@ def _start_node(plan: Plan, node: RealNode, bdir: Path, api_port: int, pki: Path
     watch.add(f"kube-proxy of {node.name}", _spawn(cluster, ns, f"{node.name}-kube-proxy", args, log, ready), log)
 
 
-def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, out: TextIO) -> None:
+def start(
+    plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, out: TextIO, release: releases.Release
+) -> None:
     """Start the external host and every real node; return once each node's kube-proxy is healthy.
 
     The nodes' readiness (registration, CNI) and CoreDNS are waited for by the caller through the API.
     """
-    archive = images.build_archive(bindir)
+    archive = images.build_archive(bindir, release.versions())
     bdir = _link_binaries(plan.cluster, bindir)
     netns.dnat_to_loopback(plan.cluster, plan.gateway, api_port)
     watch = _Watch(plan.cluster)
@@ -734,7 +739,7 @@ def start(plan: Plan, bindir: Path, api_port: int, pki: Path, deadline: float, o
     _external_host(plan, bdir, watch)
     for node in plan.nodes:
         print(f"starting real Linux node {node.name} ({node.address}, pods {node.pod_cidr})", file=out, flush=True)
-        _start_node(plan, node, bdir, api_port, pki, archive, watch)
+        _start_node(plan, node, bdir, api_port, pki, archive, watch, release.minor)
     if plan.nodes:
         _start_egress(plan, watch, out)
     for node in plan.nodes:

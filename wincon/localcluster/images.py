@@ -66,13 +66,25 @@ class Image:
 
 
 def references(versions: dict[str, Any] | None = None) -> dict[str, str]:
-    """Image key -> reference of every image the real nodes carry (the ``images`` of ``cluster status``)."""
+    """Image key -> reference of every image the real nodes of a release carry (``versions``: its
+    wincon.releases.Release.versions(); None: the default release's), the ``images`` of ``cluster status``."""
     return {image.key: image.reference for image in _images(versions)}
+
+
+RELEASE_FREE = ("busybox", "pause")  # images whose reference no Kubernetes release changes (the catalog's tag)
+
+
+def reference(key: str) -> str:
+    """The local reference of ``busybox`` or ``pause``, the same at every release (agnhost, CoreDNS and
+    resource-consumer follow the release: :func:`references` of its versions)."""
+    if key not in RELEASE_FREE:
+        raise ValueError(f"{key!r} follows the Kubernetes release: ask references(versions) of the cluster's release")
+    return _catalog_reference(key)
 
 
 def sandbox_image() -> str:
     """The pause image containerd's CRI uses for pod sandboxes."""
-    return references()["pause"]
+    return reference("pause")
 
 
 def _catalog_reference(key: str, tag: str | None = None) -> str:
@@ -222,16 +234,17 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
-def archive_path(bindir: Path | None = None) -> Path:
+def archive_path(bindir: Path | None = None, versions: dict[str, Any] | None = None) -> Path:
     """Where the image archive of the pinned versions is kept (next to the binaries it is built from). Its name
     carries a hash of the references it holds, so that an archive written under other references (the image
     catalog moved to another tag) is not reused, and says whether it holds resource-consumer, so an archive
     written before that was built is not reused after."""
-    held = json.dumps(sorted(references().items())).encode()
+    v = versions or paths.load_versions()
+    held = json.dumps(sorted(references(v).items())).encode()
     name = ARCHIVE.replace(".oci.tar", f"-{hashlib.sha256(held).hexdigest()[:12]}.oci.tar")
-    if consumer.binaries() is not None:  # the references' hash kept: a moved tag is not reused either
-        name = name.replace(".oci.tar", f"-rc{consumer.key()}.oci.tar")
-    return (bindir or paths.bin_dir()) / name
+    if consumer.binaries(v) is not None:  # the references' hash kept: a moved tag is not reused either
+        name = name.replace(".oci.tar", f"-rc{consumer.key(v)}.oci.tar")
+    return (bindir or paths.bin_dir(v["kubernetes"]["minor"])) / name
 
 
 def _layer_files(files: dict[str, Path]) -> bytes:
@@ -245,10 +258,12 @@ def _layer_files(files: dict[str, Path]) -> bytes:
     return buf.getvalue()
 
 
-def build_archive(bindir: Path | None = None) -> Path:
-    """Write the OCI archive of every image (once per binary cache; reused afterwards); return its path."""
-    bindir = bindir or paths.bin_dir()
-    target = archive_path(bindir)
+def build_archive(bindir: Path | None = None, versions: dict[str, Any] | None = None) -> Path:
+    """Write the OCI archive of every image of a release (``versions``; None: the default release's) once per binary
+    cache (reused afterwards); return its path."""
+    v = versions or paths.load_versions()
+    bindir = bindir or paths.bin_dir(v["kubernetes"]["minor"])
+    target = archive_path(bindir, v)
     if target.is_file():
         return target
     layers = {
@@ -257,13 +272,13 @@ def build_archive(bindir: Path | None = None) -> Path:
         "agnhost": _layer_binary(bindir / "agnhost", "agnhost"),
         "coredns": _layer_binary(bindir / "coredns", "coredns"),
     }
-    consumer_files = consumer.binaries()
+    consumer_files = consumer.binaries(v)
     if consumer_files is not None:
         layers["consumer"] = _layer_files(consumer_files)
     blobs: dict[str, bytes] = {}
     layer_desc = {name: {"mediaType": _LAYER, **_blob(blobs, data)} for name, data in layers.items()}
     manifests = []
-    for image in _images():
+    for image in _images(v):
         config: dict[str, Any] = {
             "architecture": "amd64",
             "os": "linux",

@@ -96,7 +96,7 @@ def daemonset(plan: dataplane.Plan) -> dict[str, Any]:
                     "affinity": affinity,
                     "tolerations": [{"operator": "Exists"}],
                     "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": NAME, "image": images.references()["pause"]}],
+                    "containers": [{"name": NAME, "image": images.reference("pause")}],
                 },
             },
         },

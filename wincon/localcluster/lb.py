@@ -128,7 +128,7 @@ def speaker_pods(plan: dataplane.Plan) -> list[dict[str, Any]]:
                 "hostNetwork": True,
                 "tolerations": [{"operator": "Exists"}],
                 "terminationGracePeriodSeconds": 0,
-                "containers": [{"name": "speaker", "image": images.references()["pause"]}],
+                "containers": [{"name": "speaker", "image": images.reference("pause")}],
             },
         }
         for node in plan.nodes

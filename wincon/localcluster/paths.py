@@ -33,7 +33,6 @@ def cache_root() -> Path:
     return Path(os.path.abspath(Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()))
 
 
-VERSION_ENV = kube_releases.VERSION_ENV
 VERSIONS_FILE = kube_releases.VERSIONS_FILE  # read by wincon.releases alone
 
 
@@ -48,10 +47,9 @@ def default_release() -> str:
 
 
 def resolve_release(spec: str | None = None) -> str:
-    """The minor that ``spec`` names (:func:`wincon.releases.resolve`), or nothing for ``$WINCON_KUBERNETES_VERSION``
-    and then versions.toml's default."""
-    from_env = os.environ.get(VERSION_ENV) if not spec else None
-    return kube_releases.resolve(spec or from_env, f"${VERSION_ENV}" if from_env else "")
+    """The minor that ``spec`` names, or nothing for versions.toml's default (:func:`wincon.releases.resolve`; the
+    command line alone reads ``$WINCON_KUBERNETES_VERSION``: wincon.releases.requested)."""
+    return kube_releases.resolve(spec)
 
 
 def load_versions(release: str | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ second helper pod remove the directory.
 Each real node's path is a directory of the cluster's own under its state directory (``local-path/<node>``),
 removed by ``down`` with everything in it; the simulated nodes have none, and the class's allowed topology is
 the real nodes, so a pod of a claim is never placed where no volume can be made (a Windows pod on the simulated
-nodes is Unschedulable, with the scheduler's reason). The helper pods run the local busybox image (``images.references()``,
+nodes is Unschedulable, with the scheduler's reason). The helper pods run the local busybox image (``images.reference``,
 ``imagePullPolicy: IfNotPresent``), its scripts ``setup``/``teardown`` given by the ConfigMap the provisioner
 names. The provisioner neither expands nor offers raw block volumes: the class has no ``allowVolumeExpansion``.
 
@@ -81,7 +81,7 @@ def helper_pod() -> dict[str, Any]:
         "metadata": {"name": "helper-pod"},
         "spec": {
             "containers": [
-                {"name": HELPER_CONTAINER, "image": images.references()["busybox"], "imagePullPolicy": "IfNotPresent"}
+                {"name": HELPER_CONTAINER, "image": images.reference("busybox"), "imagePullPolicy": "IfNotPresent"}
             ]
         },
     }
@@ -138,7 +138,7 @@ def args(plan: dataplane.Plan, exe: Path) -> list[str]:
         f"--namespace={NAMESPACE}",
         f"--configmap-name={CONFIG_MAP}",
         f"--service-account-name={SERVICE_ACCOUNT}",
-        f"--helper-image={images.references()['busybox']}",  # unused by v0.0.30 (the template names it), required
+        f"--helper-image={images.reference('busybox')}",  # unused by v0.0.30 (the template names it), required
     ]
 
 

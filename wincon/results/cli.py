@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from wincon import releases
 from wincon.errors import ExitCode, UsageError
 
 
@@ -140,7 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         pytest_args,
         local=args.local,
         cluster_name=args.cluster_name,
-        kubernetes_version=args.kubernetes_version,
+        # the one place `wincon run --local` reads $WINCON_KUBERNETES_VERSION; passed down to the cluster's start
+        kubernetes_version=releases.requested(args.kubernetes_version, os.environ) if args.local else None,
         workers=args.workers,
         kubeconfig=args.kubeconfig,
         context=args.context,
