@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pytest
 
-from wincon.profile import ClusterProfile, NodeProfile, node_profile
+from wincon.profile import ClusterProfile, NodeProfile, node_profile, tolerated
 from wincon.verdicts import ISOLATION_OBSERVED, NODE
 
 OS_FIXTURE = "target_os"
@@ -162,27 +162,15 @@ def recorded_nodes(item: pytest.Item) -> list[str]:
 # ----------------------------------------------------------------------------- where an item's pods may land
 
 
-def tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
-    """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement."""
-    key_value, _, effect = taint.rpartition(":")
-    if effect == "PreferNoSchedule":
-        return True
-    key, _, value = key_value.partition("=")
-    for tol in tolerations:
-        if tol.get("effect") not in (None, "", effect):
-            continue
-        if tol.get("operator") == "Exists" and tol.get("key") in (None, "", key):
-            return True
-        if tol.get("key") == key and tol.get("value", "") == value:
-            return True
-    return False
+def schedulable(node: NodeProfile, tolerations: Iterable[dict[str, str]] = ()) -> bool:
+    """A Ready node a pod with ``tolerations`` (none: a Linux control's, an ordinary pod's) may be scheduled to:
+    every NoSchedule/NoExecute taint tolerated (control-plane nodes carry one)."""
+    return node.ready and all(tolerated(t, tolerations) for t in node.taints)
 
 
 def schedulable_windows_nodes(profile: ClusterProfile, tolerations: Iterable[dict[str, str]]) -> list[str]:
     """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` all tolerate, by name."""
-    return sorted(
-        node.name for node in profile.ready_windows_nodes if all(tolerated(t, tolerations) for t in node.taints)
-    )
+    return sorted(node.name for node in profile.ready_windows_nodes if schedulable(node, tolerations))
 
 
 def windows_nodes_of_build(profile: ClusterProfile, build: int | None) -> list[NodeProfile]:

@@ -454,10 +454,27 @@ def configz_nodes(nodes: Iterable[NodeProfile]) -> list[str]:
     return [n.name for n in real if n.os == "windows"] + linux
 
 
+def tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
+    """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement. The one rule
+    of what a taint blocks: discovery asks it here, the node picks through wincon.nodes.schedulable."""
+    key_value, _, effect = taint.rpartition(":")
+    if effect == "PreferNoSchedule":
+        return True
+    key, _, value = key_value.partition("=")
+    for tol in tolerations:
+        if tol.get("effect") not in (None, "", effect):
+            continue
+        if tol.get("operator") == "Exists" and tol.get("key") in (None, "", key):
+            return True
+        if tol.get("key") == key and tol.get("value", "") == value:
+            return True
+    return False
+
+
 def schedulable_untolerated(node: NodeProfile) -> bool:
     """Whether a pod without tolerations (a Linux control's) may be scheduled to ``node``: no NoSchedule or
-    NoExecute taint ("key=value:Effect")."""
-    return not any(taint.rpartition(":")[2] in ("NoSchedule", "NoExecute") for taint in node.taints)
+    NoExecute taint ("key=value:Effect"); wincon.nodes.schedulable without its readiness."""
+    return all(tolerated(taint, ()) for taint in node.taints)
 
 
 def detect_cloud(nodes: Iterable[NodeProfile]) -> str:

@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from wincon import connectivity as conn
 from wincon.checks.pods import Rejected
 from wincon.errors import InfrastructureError, SuiteError
+from wincon.nodes import schedulable  # noqa: F401 - a Ready node ordinary pods may land on: the suite's one rule
 from wincon.profile import NodeProfile
 from wincon.workloads.deploy import check_placement, container, pod_manifest
 
@@ -107,11 +108,6 @@ def resolver_config(checks: Any, pod: PodRef) -> conn.DnsConfig:
 
 
 # ----------------------------------------------------------------------------- nodes
-
-
-def schedulable(node: NodeProfile) -> bool:
-    """A Ready node that ordinary pods may land on (control-plane nodes carry a NoSchedule taint)."""
-    return node.ready and not any(t.endswith((":NoSchedule", ":NoExecute")) for t in node.taints)
 
 
 def check_windows_nodes(profile: Any) -> list[NodeProfile]:
