@@ -28,7 +28,7 @@ from typing import Any
 
 from wincon.errors import ExitCode, InfrastructureError, UsageError
 from wincon.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
-from wincon.registryauth import CREDENTIALS_FIX, Credential, Credentials, RegistryAuthError
+from wincon.registryauth import CREDENTIALS_FIX, HELPER_FIX, Credential, Credentials, RegistryAuthError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
 
@@ -58,7 +58,9 @@ def split_reference(reference: str) -> tuple[str, str, str]:
     return host, repository, tag
 
 
-def _bearer_token(challenge: str, timeout: float, host: str, credential: Credential | None) -> str:
+def _bearer_token(
+    challenge: str, timeout: float, host: str, credential: Credential | None, credentials: Credentials | None = None
+) -> str:
     """A token from a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge: anonymous without a
     credential, else with the user and password (HTTP basic on the token request) or, for an identity token, the
     OAuth2 refresh-token grant (a POST of ``grant_type=refresh_token``), as docker asks its token services."""
@@ -83,7 +85,7 @@ def _bearer_token(challenge: str, timeout: float, host: str, credential: Credent
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise _auth_error(host, f"its token service {realm}", exc.code, credential) from exc
+            raise _auth_error(host, f"its token service {realm}", exc.code, credential, credentials) from exc
         raise
     token = answer.get("token") or answer.get("access_token")
     if not token:
@@ -91,13 +93,23 @@ def _bearer_token(challenge: str, timeout: float, host: str, credential: Credent
     return str(token)
 
 
-def _auth_error(host: str, what: str, code: int, credential: Credential | None) -> RegistryAuthError:
-    """The registry (or its token service) refused: the credentials given, or the absence of any."""
+def _auth_error(
+    host: str, what: str, code: int, credential: Credential | None, credentials: Credentials | None = None
+) -> RegistryAuthError:
+    """The registry (or its token service) refused: the credentials given, or the absence of any (naming the
+    credential helper that holds them, where one does)."""
     if credential is not None:
         return RegistryAuthError(
             f"registry {host}: {what} refused the credentials of {credential.source} (HTTP {code})",
             f"check the user and password for {host} (`docker login {host}` again, or recreate the pull secret "
             "with the right ones), and that they may pull this repository",
+        )
+    helper = credentials.helper_for(host) if credentials is not None else ""
+    if helper:
+        return RegistryAuthError(
+            f"registry {host}: {what} wants credentials (HTTP {code}); they are in the credential helper {helper}, "
+            "which wincon does not run",
+            HELPER_FIX.format(host=host),
         )
     return RegistryAuthError(
         f"registry {host}: {what} wants credentials (HTTP {code}) and none were given for {host}", CREDENTIALS_FIX
@@ -153,13 +165,14 @@ def _registry_json(
                 credential = credentials.for_host(host) if credentials is not None else None
                 if challenge.lower().startswith("basic"):
                     if credential is None:
-                        raise _auth_error(host, "it", 401, None) from exc
+                        raise _auth_error(host, "it", 401, None, credentials) from exc
                     headers["Authorization"] = credential.basic()
                 else:
-                    headers["Authorization"] = f"Bearer {_bearer_token(challenge, timeout, host, credential)}"
+                    token = _bearer_token(challenge, timeout, host, credential, credentials)
+                    headers["Authorization"] = f"Bearer {token}"
                 continue
             if exc.code == 401 or (exc.code == 403 and "Authorization" in headers):
-                raise _auth_error(host, f"it (for {repository})", exc.code, credential) from exc
+                raise _auth_error(host, f"it (for {repository})", exc.code, credential, credentials) from exc
             if exc.code == 404:
                 raise ImageMissing(
                     f"image {reference} does not exist in its registry (404 for {url})"

@@ -14,7 +14,8 @@ Two sources, as a user of docker, crane or containerd already has them:
   ``--image-pull-secret NAMESPACE/NAME`` or ``NAME`` (then in the ``default`` namespace).
 
 A registry that asks for credentials none of these give, or refuses those given, is a :class:`RegistryAuthError`
-(exit 12) naming the registry, where the credentials came from and the fix.
+(exit 12) naming the registry, where the credentials came from and the fix; where only a credential helper
+holds them, the registry is read anonymously and, if it refuses, the error names that helper.
 """
 
 from __future__ import annotations
@@ -69,22 +70,28 @@ class Credentials:
     source: str = ""  # "docker config PATH", "pull secret NS/NAME", or "" where nothing was found
 
     def for_host(self, host: str) -> Credential | None:
-        """The ``auths`` entry of ``host`` (docker hub's keys are one registry); RegistryAuthError where a
-        credential helper holds that host's secret (not run here)."""
-        keys = DOCKER_HUB_KEYS if host in DOCKER_HUB_KEYS else (host,)
-        for key in keys:
+        """The ``auths`` entry of ``host`` (docker hub's keys are one registry), None without one."""
+        for key in DOCKER_HUB_KEYS if host in DOCKER_HUB_KEYS else (host,):
             if key in self.auths:
                 return self.auths[key]
-        helper = next((self.helpers[k] for k in keys if k in self.helpers), "") or self.store
-        if helper:
-            what = "credHelpers entry" if any(k in self.helpers for k in keys) else "credsStore"
-            raise RegistryAuthError(
-                f"the credentials of {host} are in the credential helper docker-credential-{helper} ({what} of "
-                f"{self.source}), which wincon does not run",
-                f"put {host}'s credentials in the auths of a config.json without credsStore/credHelpers and pass it "
-                "with --docker-config, or name the cluster's pull secret with --image-pull-secret NAMESPACE/NAME",
-            )
         return None
+
+    def helper_for(self, host: str) -> str:
+        """Where a credential helper, which wincon does not run, holds ``host``'s credentials (a ``credHelpers``
+        entry, else the ``credsStore``); "" where none does. The registry is then read anonymously, and this is
+        said if it refuses."""
+        keys = DOCKER_HUB_KEYS if host in DOCKER_HUB_KEYS else (host,)
+        helper = next((self.helpers[k] for k in keys if k in self.helpers), "")
+        if helper:
+            return f"docker-credential-{helper} (credHelpers entry of {self.source})"
+        return f"docker-credential-{self.store} (credsStore of {self.source})" if self.store else ""
+
+
+HELPER_FIX = (
+    "put {host}'s credentials in the auths of a config.json that names no credsStore/credHelpers and pass it with "
+    "--docker-config (`DOCKER_CONFIG=DIR docker login {host}` writes one), or name the cluster's pull secret with "
+    "--image-pull-secret NAMESPACE/NAME"
+)
 
 
 def registry_key(key: str) -> str:

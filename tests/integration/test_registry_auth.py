@@ -96,3 +96,35 @@ def test_a_wrong_password_is_refused_clearly(command, auth_registry, tmp_path, c
     err = capsys.readouterr().err
     assert f"registry {auth_registry}: it (for e2e/agnhost) refused the credentials of docker config {config}" in err
     assert f"`docker login {auth_registry}` again" in err
+
+
+def test_a_pull_secret_of_the_cluster_gives_the_credentials(command, auth_registry, api, kubeconfig, capsys):
+    """`--image-pull-secret NAMESPACE/NAME`: the secret is read from the cluster under test and its
+    .dockerconfigjson used as a docker config; a secret with a wrong password is refused, naming the secret."""
+    from kubernetes import client
+
+    from wincon.cluster.namespaces import NamespaceRegistry
+
+    namespaces = NamespaceRegistry(api, "registryauth", "w0")
+    try:
+        home = namespaces.create("secret-home")
+        for name, password in (("regcred", PASSWORD), ("stale", "an-old-password")):
+            auth = base64.b64encode(f"{USER}:{password}".encode()).decode()
+            document = json.dumps({"auths": {auth_registry: {"auth": auth}}}).encode()
+            client.CoreV1Api(api).create_namespaced_secret(
+                home,
+                {"metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson",
+                 "data": {".dockerconfigjson": base64.b64encode(document).decode()}},
+            )  # fmt: skip
+        cluster = ["--kubeconfig", str(kubeconfig), "--image-pull-secret"]
+        assert main([*command, *cluster, f"{home}/regcred", "--json"]) == ExitCode.OK
+        states = [v["state"] for v in json.loads(capsys.readouterr().out)["verdicts"]]
+        assert states == ["runs", "runs"]
+        assert main([*command, *cluster, f"{home}/stale"]) == ExitCode.REGISTRY_AUTH
+        assert (
+            f"refused the credentials of pull secret {home}/stale auths['{auth_registry}']" in capsys.readouterr().err
+        )
+        assert main([*command, *cluster, f"{home}/absent"]) == ExitCode.USAGE
+        assert f"the pull secret {home}/absent cannot be read (404" in capsys.readouterr().err
+    finally:
+        namespaces.delete_all()

@@ -45,17 +45,22 @@ def test_auths_entries_base64_auth_username_password_and_identity_tokens():
     assert found.for_host("helper-left.example") is None and found.for_host("other.example") is None
 
 
-def test_a_credential_helper_is_reported_not_read_as_no_credentials():
-    helpers = parse_config({"auths": {}, "credHelpers": {"acr.example": "acr-env"}}, "docker config C")
+def test_a_credential_helper_is_named_when_the_registry_refuses_the_anonymous_read(token_registry):
+    """A helper's credentials cannot be read here: the registry is read anonymously (a public one still answers,
+    as for a user whose Docker Desktop config has a credsStore), and a refusal names the helper and the fix."""
+    key = token_registry
+    helpers = parse_config({"auths": {}, "credHelpers": {key: "acr-env"}}, "docker config C")
+    assert helpers.for_host(key) is None and helpers.helper_for("elsewhere.example") == ""
     with pytest.raises(RegistryAuthError) as error:
-        helpers.for_host("acr.example")
+        verify_with(token_registry, helpers)
     assert error.value.exit_code == ExitCode.REGISTRY_AUTH == 12
-    assert "docker-credential-acr-env (credHelpers entry of docker config C)" in error.value.message
+    assert "they are in the credential helper docker-credential-acr-env (credHelpers entry of docker config C)" in (
+        error.value.message
+    )
     assert "--docker-config" in error.value.fix and "--image-pull-secret" in error.value.fix
-    assert helpers.for_host("elsewhere.example") is None  # a helper of one host says nothing of the others
+    assert TokenRegistry.token_requests[-1]["authorization"] == ""  # the anonymous attempt was made
     store = parse_config({"auths": {"a.example": {}}, "credsStore": "desktop"}, "docker config C")
-    with pytest.raises(RegistryAuthError, match="docker-credential-desktop \\(credsStore"):
-        store.for_host("a.example")
+    assert store.helper_for("registry-1.docker.io") == "docker-credential-desktop (credsStore of docker config C)"
 
 
 def test_bad_auth_values_name_the_file_and_the_entry():
