@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-pytest_plugins = ["pytester"]
+# xdist_groups: `--dist loadgroup` keeps each xdist_group on one worker under pytest 9.2 too (see its docstring).
+pytest_plugins = ["pytester", "tests.support.xdist_groups"]
 
 # The tests interrupt the runs they start with SIGINT, as a user's Ctrl-C would. A background job of a
 # non-interactive shell starts with SIGINT ignored, and an ignored signal stays ignored in every child: those runs

@@ -1,6 +1,8 @@
 """Fault-injection tests share the integration tests' fixtures (binaries present, cluster names) and one local
-cluster of the default topology: every fault module runs on one xdist worker (group "faults"), one fault at a
-time, and each restores what it broke, so a cluster per module would only add its start (about 20 s) each.
+cluster of the default topology: every fault module on it runs on one xdist worker (group "faults"), one fault at a
+time, and each restores what it broke, so a cluster per module would only add its start (about 20 s) each. The two
+modules with a cluster of their own (test_faults.py, test_fault_ipv6.py) are groups of their own, so that they run
+beside that group on the other worker (tests/support/xdist_groups.py keeps each group on one worker).
 
 The shape every fault test shares lives here: run the affected Linux controls (``run_checks``), clean and then
 under the fault (``stopped`` for a process killed as a crash is), and ``assert_broken``, which first prints

@@ -22,7 +22,7 @@ from tests.faults.conftest import assert_broken, node_namespaces, own_cluster, r
 from wincon.localcluster import ipfamily, netns
 from wincon.localcluster.topology import Topology
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = pytest.mark.xdist_group("faults-ipv6")  # its own dual-stack cluster: not the shared one's group
 
 DUAL_STACK = ("suites/networking/test_ipv6.py", "dual_stack_cluster")
 REJECT = ["FORWARD", "-s", ipfamily.POD_RANGE6, "-p", "tcp", "-m", "comment", "--comment", "wincon: fault ipv6"]

@@ -39,7 +39,9 @@ from tests.faults.conftest import (
 )
 from wincon.localcluster import cluster, dataplane, netns, paths
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+# One worker, one fault at a time on this module's own cluster: a group of its own (not "faults"), so that it runs
+# beside the shared fault cluster's modules, on the other worker.
+pytestmark = pytest.mark.xdist_group("faults-own-cluster")
 
 # The checks each fault must break: Linux controls, by suite file and keyword.
 POD_TO_POD = "suites/networking/test_pod_to_pod.py"

@@ -24,7 +24,10 @@ from tests.support.clusters import netexec_on_each_real_node
 from tests.support.waits import eventually
 from wincon.localcluster import cluster, dataplane, hints, netns
 
-pytestmark = pytest.mark.usefixtures("local_hints")  # every check needs the real Linux data plane
+pytestmark = [
+    pytest.mark.usefixtures("local_hints"),  # every check needs the real Linux data plane
+    pytest.mark.xdist_group("control-plane-reach"),  # one worker: the module's pods are set up once, not per worker
+]
 
 WAIT = 90.0
 PORT = 9080

@@ -33,6 +33,9 @@ from wincon.localcluster import cluster, dataplane, hints, netns, paths, procs
 from wincon.localcluster.topology import Topology
 from wincon.profile import discover
 
+# One worker: the module's namespace and its pods (the flows) are set up once, not once per worker.
+pytestmark = pytest.mark.xdist_group("dataplane")
+
 WAIT = 90.0
 HTTP, UDP = 8080, 8081
 

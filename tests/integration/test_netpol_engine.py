@@ -21,7 +21,11 @@ import pytest
 
 from wincon.localcluster import netpol
 
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")]
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
+    # One worker: the tests share the module's cluster (one start, not one per worker) and the last brings it down.
+    pytest.mark.xdist_group("netpol-engine"),
+]
 needs_nft = pytest.mark.skipif(shutil.which("nft") is None, reason="nft (Debian's nftables) is not installed")
 
 
