@@ -64,10 +64,10 @@ binaries: setup-python
 	$(PYTHON) -m wincon cluster build
 
 cluster-up: binaries
-	$(PYTHON) -m wincon cluster up --name $(CLUSTER)
+	$(PYTHON) -m wincon cluster up --cluster-name $(CLUSTER)
 
 cluster-down:
-	$(PYTHON) -m wincon cluster down --name $(CLUSTER)
+	$(PYTHON) -m wincon cluster down --cluster-name $(CLUSTER)
 
 # The main job: the suite against the local simulated cluster, ending with the dashboard and the Allure report.
 # First the IPv6 controls on the clusters they need, so that the full run's dashboard comes last.
@@ -82,9 +82,9 @@ IP_FAMILY_CLUSTER ?= $(CLUSTER)-ipf
 main-ip-families:
 	for family in $(IP_FAMILIES); do \
 	  status=0; \
-	  kubeconfig=$$($(PYTHON) -m wincon cluster up --name $(IP_FAMILY_CLUSTER) --ip-family $$family) \
+	  kubeconfig=$$($(PYTHON) -m wincon cluster up --cluster-name $(IP_FAMILY_CLUSTER) --ip-family $$family) \
 	    && $(PYTHON) -m wincon run --kubeconfig $$kubeconfig -- -m control -k ipv6 || status=$$?; \
-	  $(PYTHON) -m wincon cluster down --name $(IP_FAMILY_CLUSTER); \
+	  $(PYTHON) -m wincon cluster down --cluster-name $(IP_FAMILY_CLUSTER); \
 	  [ $$status -eq 0 ] || exit $$status; \
 	done
 

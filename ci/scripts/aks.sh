@@ -10,7 +10,7 @@
 #   --cluster-name NAME      cluster name (default: $AKS_CLUSTER_NAME or wincon-<date>)
 #   --resource-group RG      resource group (default: $AKS_RESOURCE_GROUP or <cluster-name>-rg)
 #   --location LOCATION      Azure region (default: $AKS_LOCATION or westus2)
-#   --k8s-version X.Y[.Z]    Kubernetes version (default: AKS's default)
+#   --kubernetes-version X.Y[.Z]  Kubernetes version (default: AKS's default; --k8s-version: old spelling)
 #   --windows LIST           Windows Server versions, comma-separated: ltsc2019, ltsc2022, ltsc2025
 #                            (default: ltsc2025). AKS offers Windows Server 2019 pools up to Kubernetes 1.32 and
 #                            Windows Server 2022 pools up to 1.34 ("Announcing the 3-year retirement of Windows
@@ -50,7 +50,9 @@ while [[ $# -gt 0 ]]; do
     --cluster-name) need_value "$@"; cluster=$2; shift 2 ;;
     --resource-group) need_value "$@"; group=$2; shift 2 ;;
     --location) need_value "$@"; location=$2; shift 2 ;;
-    --k8s-version) need_value "$@"; k8s_version=$2; shift 2 ;;
+    --kubernetes-version|--k8s-version)
+      [[ $1 == --k8s-version ]] && deprecated "$1" --kubernetes-version
+      need_value "$@"; k8s_version=$2; shift 2 ;;
     --windows) need_value "$@"; windows=$2; shift 2 ;;
     --windows-nodes) need_value "$@"; windows_nodes=$2; shift 2 ;;
     --vm-size) need_value "$@"; vm_size=$2; shift 2 ;;
@@ -88,11 +90,11 @@ for version in "${versions[@]}"; do
     minor=${minor%%.*}
     if [[ "${version}" == ltsc2019 && "${minor}" =~ ^[0-9]+$ ]] && (( minor >= 33 )); then
       die "${EXIT_USAGE}" "AKS does not offer Windows Server 2019 node pools on Kubernetes ${k8s_version}" \
-        "use --k8s-version 1.32 (or earlier) for ltsc2019, or drop ltsc2019 from --windows"
+        "use --kubernetes-version 1.32 (or earlier) for ltsc2019, or drop ltsc2019 from --windows"
     fi
     if [[ "${version}" == ltsc2022 && "${minor}" =~ ^[0-9]+$ ]] && (( minor >= 35 )); then
       die "${EXIT_USAGE}" "AKS does not offer Windows Server 2022 node pools on Kubernetes ${k8s_version}" \
-        "use ltsc2025, or --k8s-version 1.34 (or earlier) for ltsc2022"
+        "use ltsc2025, or --kubernetes-version 1.34 (or earlier) for ltsc2022"
     fi
   fi
 done

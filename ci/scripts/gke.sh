@@ -11,7 +11,8 @@
 #   --cluster-name NAME    cluster name (default: $GKE_CLUSTER_NAME or wincon-<date>)
 #   --project PROJECT      Google Cloud project (default: $GKE_PROJECT, else gcloud's configured project)
 #   --zone ZONE            zone (default: $GKE_ZONE or us-central1-a)
-#   --k8s-version X.Y[.Z]  cluster version (default: GKE's default in the release channel)
+#   --kubernetes-version X.Y[.Z]  cluster version (default: GKE's default in the release channel; --k8s-version:
+#                          its old spelling)
 #   --windows LIST         Windows Server versions, comma-separated: ltsc2019, ltsc2022 (default: ltsc2022)
 #   --windows-nodes N      nodes per Windows pool (default: 2)
 #   --machine-type TYPE    machine type of every pool (default: n2-standard-4)
@@ -46,7 +47,9 @@ while [[ $# -gt 0 ]]; do
     --cluster-name) need_value "$@"; cluster=$2; shift 2 ;;
     --project) need_value "$@"; project=$2; shift 2 ;;
     --zone) need_value "$@"; zone=$2; shift 2 ;;
-    --k8s-version) need_value "$@"; k8s_version=$2; shift 2 ;;
+    --kubernetes-version|--k8s-version)
+      [[ $1 == --k8s-version ]] && deprecated "$1" --kubernetes-version
+      need_value "$@"; k8s_version=$2; shift 2 ;;
     --windows) need_value "$@"; windows=$2; shift 2 ;;
     --windows-nodes) need_value "$@"; windows_nodes=$2; shift 2 ;;
     --machine-type) need_value "$@"; machine_type=$2; shift 2 ;;

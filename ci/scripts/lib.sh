@@ -16,6 +16,9 @@ DRY_RUN=${DRY_RUN:-false}
 SCRIPT_NAME=${SCRIPT_NAME:-$(basename "$0")}
 
 log() { printf '%s: %s\n' "${SCRIPT_NAME}" "$*" >&2; }
+# deprecated OLD NEW: an old spelling of an option, still taken for one release, says which to use (docs/options.md).
+deprecated() { printf '%s: warning: %s is deprecated, use %s (the old spelling goes in a later release)\n' \
+  "${SCRIPT_NAME}" "$1" "$2" >&2; }
 
 # usage: the running script's header comment (from line 2 up to its `set -o` line).
 usage() { sed -n '2,/^set -o/p' "$0" | sed -e '/^set -o/d' -e 's/^# \{0,1\}//'; }

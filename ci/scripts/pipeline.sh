@@ -6,7 +6,7 @@
 #   --mode nightly|gate    nightly (default): the parallel tests with -n WORKERS and -m "not serial and not
 #                          disruptive", then the serial and disruptive tests alone (-n 0), each published
 #                          as its own TestGrid build (JOB and JOB-serial).
-#                          gate: the required tests of --k8s-version (gating/required.yaml), one at a
+#                          gate: the required tests of --kubernetes-version (gating/required.yaml), one at a
 #                          time, then `wincon gate` (exit 11 when a required test failed or is missing).
 #   --cloud C              aks or gke: create (and delete) a cluster with ci/scripts/C.sh;
 #                          kubeconfig: use --kubeconfig as it is, create and delete nothing
@@ -18,9 +18,9 @@
 #                          cluster's kubeconfig goes to $TMPDIR/wincon-kubeconfig-<cluster>, never here
 #   --windows LIST         Windows Server versions of the node pools (default: ltsc2025 on aks, whose Windows
 #                          Server 2022 pools end at Kubernetes 1.34; ltsc2022 elsewhere)
-#   --k8s-version X.Y      Kubernetes version of the cluster (X.Y, X.Y.Z, or with --cloud kubeconfig a
+#   --kubernetes-version X.Y  Kubernetes version of the cluster (X.Y, X.Y.Z, or with --cloud kubeconfig a
 #                          pre-release such as v1.38.0-beta.0); required with --mode gate, whose required
-#                          list is that of its minor
+#                          list is that of its minor (--k8s-version: its old spelling, deprecated)
 #   --cluster-name NAME    cluster name (default: wincon-<run id>)
 #   --kubeconfig FILE      with --cloud kubeconfig: the cluster to test
 #   --workers N            pytest-xdist workers of the parallel phase (default: 4)
@@ -61,7 +61,9 @@ while [[ $# -gt 0 ]]; do
     --publish) need_value "$@"; publish=$2; shift 2 ;;
     --artifacts) need_value "$@"; artifacts=$2; shift 2 ;;
     --windows) need_value "$@"; windows=$2; shift 2 ;;
-    --k8s-version) need_value "$@"; k8s_version=$2; shift 2 ;;
+    --kubernetes-version|--k8s-version)
+      [[ $1 == --k8s-version ]] && deprecated "$1" --kubernetes-version
+      need_value "$@"; k8s_version=$2; shift 2 ;;
     --cluster-name) need_value "$@"; cluster=$2; shift 2 ;;
     --kubeconfig) need_value "$@"; kubeconfig=$2; shift 2 ;;
     --workers) need_value "$@"; workers=$2; shift 2 ;;
@@ -84,12 +86,12 @@ case "${cloud}" in
 esac
 [[ "${workers}" =~ ^[0-9]+$ ]] || die "${EXIT_USAGE}" "--workers '${workers}' is not a number" "pass e.g. --workers 4"
 if [[ "${mode}" == gate && ! "${k8s_version}" =~ ^v?[0-9]+\.[0-9]+(\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?)?$ ]]; then
-  die "${EXIT_USAGE}" "--mode gate needs --k8s-version X.Y or a release such as v1.38.0-beta.0 (its minor's required list applies)" "pass e.g. --k8s-version 1.37"
+  die "${EXIT_USAGE}" "--mode gate needs --kubernetes-version X.Y or a release such as v1.38.0-beta.0 (its minor's required list applies)" "pass e.g. --kubernetes-version 1.37"
 fi
 # A pre-release (v1.38.0-beta.0) is no version AKS or GKE create clusters at: it is tested on a cluster built
 # from it, given with --cloud kubeconfig.
 if [[ "${k8s_version}" == *-* && "${cloud}" != kubeconfig ]]; then
-  die "${EXIT_USAGE}" "--k8s-version ${k8s_version} is a pre-release, which ${cloud} does not offer" \
+  die "${EXIT_USAGE}" "--kubernetes-version ${k8s_version} is a pre-release, which ${cloud} does not offer" \
     "run it with --cloud kubeconfig --kubeconfig FILE on a cluster built from that release"
 fi
 
@@ -114,7 +116,7 @@ results="${artifacts}/results"
 [[ "${cloud}" != kubeconfig ]] && kubeconfig="${WINCON_KUBECONFIG_DIR:-${TMPDIR:-/tmp}}/wincon-kubeconfig-${cluster}"
 
 cloud_args=(--cluster-name "${cluster}" --windows "${windows}" --kubeconfig "${kubeconfig}" --artifacts "${artifacts}")
-[[ -n "${k8s_version}" ]] && cloud_args+=(--k8s-version "${k8s_version}")
+[[ -n "${k8s_version}" ]] && cloud_args+=(--kubernetes-version "${k8s_version}")
 [[ "${DRY_RUN}" == true ]] && cloud_args+=(--dry-run)
 
 if [[ "${cloud}" != kubeconfig ]]; then
@@ -239,9 +241,9 @@ else
   required="${artifacts}/required-tests.txt"
   rc=0
   if [[ "${DRY_RUN}" == true ]]; then
-    printf '%s > %s\n' "$(show python3 "${HERE}/required_tests.py" --k8s-version "${minor}")" "${required}"
+    printf '%s > %s\n' "$(show python3 "${HERE}/required_tests.py" --kubernetes-version "${minor}")" "${required}"
   else
-    python3 "${HERE}/required_tests.py" --k8s-version "${minor}" >"${required}" || rc=$?
+    python3 "${HERE}/required_tests.py" --kubernetes-version "${minor}" >"${required}" || rc=$?
   fi
   if [[ ${rc} -ne 0 ]]; then
     record "${rc}" "listing the required tests"
@@ -256,7 +258,7 @@ else
   # 4. The verdict: its exit code (11 when a required test failed, errored or is missing) wins over
   #    the test run's, since the gate is what this job is for.
   rc=0
-  run wincon gate "${results}/gate" --k8s-version "${minor}" || rc=$?
+  run wincon gate "${results}/gate" --kubernetes-version "${minor}" || rc=$?
   if [[ ${rc} -ne 0 ]]; then
     log "release gate for Kubernetes ${minor}: NO (exit ${rc})"
     status=${rc}

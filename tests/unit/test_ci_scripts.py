@@ -50,7 +50,7 @@ def assert_no_secret(result: subprocess.CompletedProcess) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["aks.sh", "up", "--cluster-name", "t1", "--windows", "ltsc2022,ltsc2019", "--k8s-version", "1.32"],
+        ["aks.sh", "up", "--cluster-name", "t1", "--windows", "ltsc2022,ltsc2019", "--kubernetes-version", "1.32"],
         ["aks.sh", "down", "--cluster-name", "t1"],
         ["aks.sh", "logs", "--cluster-name", "t1"],
         ["gke.sh", "up", "--cluster-name", "t1", "--project", "p1", "--windows", "ltsc2022"],
@@ -58,7 +58,7 @@ def assert_no_secret(result: subprocess.CompletedProcess) -> None:
         ["gke.sh", "logs", "--cluster-name", "t1"],
         ["collect-logs.sh", "--kubeconfig", "/tmp/kc"],
         ["pipeline.sh", "--cloud", "aks", "--publish", "gs://b/logs"],
-        ["pipeline.sh", "--cloud", "gke", "--mode", "gate", "--k8s-version", "1.31"],
+        ["pipeline.sh", "--cloud", "gke", "--mode", "gate", "--kubernetes-version", "1.31"],
         ["pipeline.sh", "--cloud", "kubeconfig", "--kubeconfig", "/tmp/kc"],
     ],
     ids=lambda a: " ".join(a[:3]),
@@ -123,7 +123,7 @@ def test_nightly_aks_runs_every_step_in_order(tmp_path):
 
 
 def test_nightly_aks_ltsc2025_creates_a_windows_server_2025_pool(tmp_path):
-    lines = dry_pipeline("--cloud", "aks", "--windows", "ltsc2025", "--k8s-version", "1.37", tmp_path=tmp_path)
+    lines = dry_pipeline("--cloud", "aks", "--windows", "ltsc2025", "--kubernetes-version", "1.37", tmp_path=tmp_path)
     pool = lines[
         index_of(lines, "az aks nodepool add --resource-group wincon-r1-rg --cluster-name wincon-r1 --name win25")
     ]
@@ -146,13 +146,21 @@ def test_nightly_gke_creates_a_windows_ltsc_containerd_pool(tmp_path):
 
 def test_gate_runs_the_required_list_alone_then_wincon_gate(tmp_path):
     lines = dry_pipeline(
-        "--cloud", "kubeconfig", "--kubeconfig", "/k", "--mode", "gate", "--k8s-version", "v1.31.4", tmp_path=tmp_path
+        "--cloud",
+        "kubeconfig",
+        "--kubeconfig",
+        "/k",
+        "--mode",
+        "gate",
+        "--kubernetes-version",
+        "v1.31.4",
+        tmp_path=tmp_path,
     )
     a = tmp_path / "a"
-    listing = index_of(lines, f"python3 {SCRIPTS}/required_tests.py --k8s-version 1.31 > {a}/required-tests.txt")
+    listing = index_of(lines, f"python3 {SCRIPTS}/required_tests.py --kubernetes-version 1.31 > {a}/required-tests.txt")
     tests = index_of(lines, "pytest --kubeconfig /k --run-id r1-gate")
     assert f"-n 0 @{a}/required-tests.txt" in lines[tests]
-    gate = index_of(lines, f"wincon gate {a}/results/gate --k8s-version 1.31")
+    gate = index_of(lines, f"wincon gate {a}/results/gate --kubernetes-version 1.31")
     assert listing < tests < gate
     assert not any(line.startswith(("az ", "gcloud ")) for line in lines), "--cloud kubeconfig creates nothing"
 
@@ -165,13 +173,13 @@ def test_gate_on_a_pre_release_judges_its_minor(tmp_path):
         "/k",
         "--mode",
         "gate",
-        "--k8s-version",
+        "--kubernetes-version",
         "v1.38.0-beta.0",
         tmp_path=tmp_path,
     )
     a = tmp_path / "a"
-    index_of(lines, f"python3 {SCRIPTS}/required_tests.py --k8s-version 1.38 > {a}/required-tests.txt")
-    index_of(lines, f"wincon gate {a}/results/gate --k8s-version 1.38")
+    index_of(lines, f"python3 {SCRIPTS}/required_tests.py --kubernetes-version 1.38 > {a}/required-tests.txt")
+    index_of(lines, f"wincon gate {a}/results/gate --kubernetes-version 1.38")
 
 
 @pytest.mark.parametrize(
@@ -180,14 +188,23 @@ def test_gate_on_a_pre_release_judges_its_minor(tmp_path):
         (["--cloud", "azure"], "--cloud 'azure' is not aks, gke or kubeconfig"),
         ([], "--cloud is required"),
         (["--cloud", "kubeconfig"], "--cloud kubeconfig needs --kubeconfig FILE"),
-        (["--cloud", "aks", "--mode", "gate"], "--mode gate needs --k8s-version"),
+        (["--cloud", "aks", "--mode", "gate"], "--mode gate needs --kubernetes-version"),
         (["--cloud", "aks", "--workers", "four"], "--workers 'four' is not a number"),
-        (["--cloud", "aks", "--windows", "ltsc2019", "--k8s-version", "1.33"], "does not offer Windows Server 2019"),
-        (["--cloud", "aks", "--windows", "ltsc2022", "--k8s-version", "1.35"], "does not offer Windows Server 2022"),
-        (["--cloud", "gke", "--windows", "ltsc2025"], "GKE does not offer Windows version 'ltsc2025'"),
-        (["--cloud", "aks", "--mode", "gate", "--k8s-version", "v1.38.0-beta.0"], "is a pre-release, which aks does"),
         (
-            ["--cloud", "kubeconfig", "--kubeconfig", "/k", "--mode", "gate", "--k8s-version", "1.38-beta"],
+            ["--cloud", "aks", "--windows", "ltsc2019", "--kubernetes-version", "1.33"],
+            "does not offer Windows Server 2019",
+        ),
+        (
+            ["--cloud", "aks", "--windows", "ltsc2022", "--kubernetes-version", "1.35"],
+            "does not offer Windows Server 2022",
+        ),
+        (["--cloud", "gke", "--windows", "ltsc2025"], "GKE does not offer Windows version 'ltsc2025'"),
+        (
+            ["--cloud", "aks", "--mode", "gate", "--kubernetes-version", "v1.38.0-beta.0"],
+            "is a pre-release, which aks does",
+        ),
+        (
+            ["--cloud", "kubeconfig", "--kubeconfig", "/k", "--mode", "gate", "--kubernetes-version", "1.38-beta"],
             "--mode gate needs",
         ),
     ],
@@ -369,7 +386,7 @@ def test_gate_exit_code_is_the_verdict(standins, tmp_path):
             str(required),
             "--mode",
             "gate",
-            "--k8s-version",
+            "--kubernetes-version",
             "1.31",
         ],
         env={
@@ -428,7 +445,14 @@ def test_required_tests_rejects_an_id_no_suite_test_carries(tmp_path):
         "      - {id: 00000000-0000-4000-8000-000000000000, name: no such test}\n"
     )
     result = subprocess.run(
-        [sys.executable, str(SCRIPTS / "required_tests.py"), "--k8s-version", "1.31", "--required", str(required)],
+        [
+            sys.executable,
+            str(SCRIPTS / "required_tests.py"),
+            "--kubernetes-version",
+            "1.31",
+            "--required",
+            str(required),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -545,13 +569,13 @@ def test_prow_has_a_nightly_per_cloud_and_supported_minor_and_gates_the_newest_p
     for minor in supported_minors():  # Windows Server 2022 on GKE only (AKS's WS2022 pools end at 1.34)
         job = jobs[f"ci-wincon-gke-ltsc2022-{minor.replace('.', '-')}"]
         args = job["spec"]["containers"][0]["args"]
-        assert args[args.index("--k8s-version") + 1] == minor and args[args.index("--cloud") + 1] == "gke"
+        assert args[args.index("--kubernetes-version") + 1] == minor and args[args.index("--cloud") + 1] == "gke"
         assert job["annotations"]["testgrid-tab-name"] == f"prow-gke-ltsc2022-{minor}"
     assert not [name for name in jobs if name.startswith("ci-wincon-aks-ltsc2022")]
     for minor in supported_minors():  # Windows Server 2025 on AKS only
         job = jobs[f"ci-wincon-aks-ltsc2025-{minor.replace('.', '-')}"]
         args = job["spec"]["containers"][0]["args"]
-        assert args[args.index("--windows") + 1] == "ltsc2025" and args[args.index("--k8s-version") + 1] == minor
+        assert args[args.index("--windows") + 1] == "ltsc2025" and args[args.index("--kubernetes-version") + 1] == minor
         assert job["annotations"]["testgrid-tab-name"] == f"prow-aks-ltsc2025-{minor}"
     assert not [name for name in jobs if name.startswith("ci-wincon-gke-ltsc2025")]
     gate = jobs["ci-wincon-release-gate"]
@@ -560,7 +584,7 @@ def test_prow_has_a_nightly_per_cloud_and_supported_minor_and_gates_the_newest_p
     assert env["WINCON_GATE_K8S_VERSION"] == newest_pre_release() == "v1.38.0-beta.0"
     args = container["args"]
     assert args[args.index("--mode") + 1] == "gate" and args[args.index("--cloud") + 1] == "kubeconfig"
-    assert args[args.index("--k8s-version") + 1] == "$(WINCON_GATE_K8S_VERSION)"
+    assert args[args.index("--kubernetes-version") + 1] == "$(WINCON_GATE_K8S_VERSION)"
 
 
 def test_scripts_referenced_by_workflows_and_prow_exist_and_are_executable():
@@ -584,7 +608,7 @@ def test_required_tests_lists_collectable_node_ids_for_a_minor_of_the_real_list(
     required = yaml.safe_load((ROOT / "gating" / "required.yaml").read_text())
     minor = sorted(required["kubernetes"], key=lambda v: tuple(int(p) for p in v.split(".")))[-1]
     result = subprocess.run(
-        [sys.executable, str(SCRIPTS / "required_tests.py"), "--k8s-version", minor],
+        [sys.executable, str(SCRIPTS / "required_tests.py"), "--kubernetes-version", minor],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -594,3 +618,22 @@ def test_required_tests_lists_collectable_node_ids_for_a_minor_of_the_real_list(
     node_ids = result.stdout.splitlines()
     assert node_ids and all(n.startswith("suites/") and "::" in n for n in node_ids)
     assert all((ROOT / n.split("::")[0]).is_file() for n in node_ids)
+
+
+@pytest.mark.parametrize("script", ["pipeline.sh", "aks.sh", "gke.sh"])
+def test_the_old_k8s_version_spelling_still_works_and_says_which_to_use(script, tmp_path):
+    """--k8s-version was the scripts' spelling until wincon's options took one name per concept (docs/options.md):
+    still taken for a release, with one warning line."""
+    head = ["--cloud", "aks", "--windows", "ltsc2025"] if script == "pipeline.sh" else ["up", "--cluster-name", "t1"]
+    if script == "gke.sh":
+        head += ["--project", "p1", "--windows", "ltsc2022"]
+    args = [str(SCRIPTS / script), *head, "--dry-run", "--k8s-version", "1.35"]
+    old = run_script(args, env={"WINCON_RUN_ID": "r1", "TMPDIR": str(tmp_path), "ARTIFACTS": str(tmp_path / "a")})
+    new = run_script(
+        [a if a != "--k8s-version" else "--kubernetes-version" for a in args],
+        env={"WINCON_RUN_ID": "r1", "TMPDIR": str(tmp_path), "ARTIFACTS": str(tmp_path / "a")},
+    )
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert old.stdout == new.stdout and "1.35" in old.stdout
+    warning = f"{script}: warning: --k8s-version is deprecated, use --kubernetes-version"
+    assert warning in old.stderr and warning not in new.stderr
