@@ -70,7 +70,8 @@ def test_ci_runs_the_readmes_commands_in_its_order_and_then_brings_the_clusters_
     assert makes == [SETUP, *readme_commands()]
     downs = calls[len(makes) :]
     assert downs == [
-        f"python -m wincon cluster down --name {name}" for name in ("wincon", "wincon-ipf", DEFAULT_TEST_CLUSTER)
+        f"python -m wincon cluster down --cluster-name {name}"
+        for name in ("wincon", "wincon-ipf", DEFAULT_TEST_CLUSTER)
     ]
 
 
@@ -78,7 +79,7 @@ def test_a_failed_main_job_fails_ci_before_the_tests_and_the_clusters_still_come
     result, calls = run_ci(tmp_path, rules="main|2\n")
     assert result.returncode == 2
     assert calls[:2] == [SETUP, "make main"] and "make test" not in calls
-    assert calls[2:] and all(c.startswith("python -m wincon cluster down --name ") for c in calls[2:])
+    assert calls[2:] and all(c.startswith("python -m wincon cluster down --cluster-name ") for c in calls[2:])
 
 
 def test_ci_prints_the_time_of_each_phase(tmp_path):
@@ -111,7 +112,7 @@ def test_ci_does_nothing_the_readme_does_not():
     ]
     assert [c for c in commands if c.startswith("make")] == []
     assert [c for c in commands if not c.startswith("make")] == [
-        '.venv/bin/python -m wincon cluster down --name "$name" >/dev/null 2>&1 || true'  # in the EXIT trap
+        '.venv/bin/python -m wincon cluster down --cluster-name "$name" >/dev/null 2>&1 || true'  # in the EXIT trap
     ]
 
 
@@ -215,8 +216,8 @@ def test_the_main_jobs_clusters_are_not_the_tests_and_make_test_starts_or_stops_
     names = set(re.findall(r"--(?:cluster-)?name ([a-z0-9-]+)", main))
     assert names == {"wincon", "wincon-ipf"}
     assert DEFAULT_TEST_CLUSTER not in names
-    assert f"cluster down --name {DEFAULT_TEST_CLUSTER}" not in main
-    assert "cluster down --name wincon-ipf" in main and "cluster down --name wincon " not in main + " "
+    assert f"cluster down --cluster-name {DEFAULT_TEST_CLUSTER}" not in main
+    assert "cluster down --cluster-name wincon-ipf" in main and "cluster down --cluster-name wincon " not in main + " "
     test = " ".join(make_n("test", venv=venv))
     assert "cluster up" not in test and "cluster down" not in test  # the tests' own fixtures start and stop theirs
 
