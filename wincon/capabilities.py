@@ -263,7 +263,8 @@ def _storage_class(capability: str) -> Live:
 def _reservations(context: Any, configs: dict[str, str | None], item: pytest.Item) -> str | None:
     """Why the kubelet the check asks (its ``target_node``) reserves nothing; that node's /configz through the node
     proxy, read once per node. A simulated node's kubelet is not asked: the data-plane gate skips the check."""
-    from wincon.checks.node import kubelet_config, kubelet_json, nothing_reserved
+    from wincon.checks.node import nothing_reserved
+    from wincon.cluster.kubelet import kubelet_config, kubelet_json
     from wincon.nodes import build_for, pick_node, target_os
     from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 

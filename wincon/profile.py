@@ -430,7 +430,7 @@ def kubelet_feature_gates(config: dict[str, Any], kubelet_version: str = "") -> 
 def _kubelet_gates(api_client: Any, node: str, kubelet_version: str = "") -> tuple[tuple[str, bool], ...] | None:
     """The node's KUBELET_GATES from its /configz through the API server's node proxy; None (unknown) where it
     cannot be read: a refusal (403 without nodes/proxy), a timeout, an answer that is not a KubeletConfiguration."""
-    from wincon.checks.node import kubelet_config, kubelet_json
+    from wincon.cluster.kubelet import kubelet_config, kubelet_json
 
     try:
         configz, _ = kubelet_json(api_client, node, "configz", timeout=KUBELET_CONFIGZ_TIMEOUT)

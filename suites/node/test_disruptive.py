@@ -11,9 +11,10 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
-from wincon.checks.node import consistently, kubelet_config, kubelet_json
+from wincon.checks.node import consistently
 from wincon.checks.pods import eventually, os_pod, windows_pod
 from wincon.cluster.client import call
+from wincon.cluster.kubelet import kubelet_config, kubelet_json
 from wincon.cluster.waits import pod_running_ready
 
 pytestmark = [

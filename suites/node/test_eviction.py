@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 from wincon import forms
-from wincon.checks.node import kubelet_config, kubelet_json, reservations
+from wincon.checks.node import reservations
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
+from wincon.cluster.kubelet import kubelet_config, kubelet_json
 from wincon.cluster.waits import pod_failure, pod_running
 
 # serial: pages a Windows node until its kubelet evicts (upstream eviction.go:52, [Serial] [Disruptive]).

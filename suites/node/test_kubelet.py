@@ -21,9 +21,6 @@ from kubernetes.utils import parse_quantity
 from wincon.checks.node import (
     STATS_COLLECTION_SECONDS,
     STATS_SCRAPE_LIMIT_SECONDS,
-    kubelet_config,
-    kubelet_get,
-    kubelet_json,
     nothing_reserved,
     parse_metrics,
     reservations,
@@ -42,6 +39,7 @@ from wincon.checks.overhead import (
 )
 from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.client import call
+from wincon.cluster.kubelet import kubelet_config, kubelet_get, kubelet_json
 
 pytestmark = [pytest.mark.scheduling]
 

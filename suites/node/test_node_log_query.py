@@ -40,8 +40,9 @@ import pytest
 
 from wincon import forms
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
-from wincon.checks.node import kubelet_config, kubelet_json, kubelet_query, powershell
+from wincon.checks.node import powershell
 from wincon.checks.pods import eventually, os_pod, windows_pod
+from wincon.cluster.kubelet import kubelet_config, kubelet_json, kubelet_query
 from wincon.errors import InfrastructureError, UnreadableOutput
 
 pytestmark = [pytest.mark.scheduling]

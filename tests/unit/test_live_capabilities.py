@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import wincon.checks.controllers as controllers
-import wincon.checks.node as node_checks
 import wincon.cluster.client as cluster_client
+import wincon.cluster.kubelet as kubelet
 import wincon.context as context_mod
 import wincon.kube as kube_mod
 from tests.support import suites
@@ -166,7 +166,7 @@ def reservations(monkeypatch, cluster, configs: dict[str, dict], real_windows: b
             raise RuntimeError("no answer")
         return {"kubeletconfig": configs[name]}, 0.01
 
-    monkeypatch.setattr(node_checks, "kubelet_json", configz)
+    monkeypatch.setattr(kubelet, "kubelet_json", configz)
     return asked
 
 

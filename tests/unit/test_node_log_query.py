@@ -11,7 +11,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from tests.support import suites
-from wincon.checks.node import KubeletAnswer
+from wincon.cluster.kubelet import KubeletAnswer
 from wincon.errors import InfrastructureError, UnreadableOutput
 
 SUITE = suites.load("suites/node/test_node_log_query.py")
@@ -205,7 +205,7 @@ def test_kubelet_query_sends_the_query_as_parameters_not_in_the_path(monkeypatch
     own query string."""
     from kubernetes import client
 
-    from wincon.checks.node import kubelet_query
+    from wincon.cluster.kubelet import kubelet_query
 
     api = client.ApiClient(client.Configuration(host="https://api.example:6443"))
     seen: list[str] = []
