@@ -7,7 +7,8 @@ ApiClient's ``call_api``, through which each of them goes, so that
 - the body of a POST or PUT of a pod, or of a workload's pod template (Deployment, DaemonSet, StatefulSet,
   ReplicaSet, ReplicationController, Job, CronJob), gets the secret in its ``imagePullSecrets`` (added once; the
   body the caller passed is left unchanged);
-- each namespace created through it (the run's test namespaces, the prepull's) gets a copy of the secret, read
+- each test namespace created through it (labelled with a run id: the run's, the prepull's; not wincon-system,
+  which outlives the runs) gets a copy of the secret, read
   once from the namespace the user named (``NAMESPACE/NAME``, or ``NAME`` in the ``default`` namespace), under the
   same name: a pod can only use a pull secret of its own namespace. The copies go with the test namespaces, which
   the run deletes at its end.
@@ -23,6 +24,7 @@ import re
 import urllib.parse
 from typing import Any
 
+from wincon.cluster.namespaces import RUN_ID
 from wincon.registryauth import read_secret, split_secret
 
 # resource (the path's last segment) -> the path of its pod spec in the body
@@ -106,9 +108,12 @@ def install(api_client: Any, spec: str, secret: dict[str, Any] | None = None) ->
         answer = original(*request.args, **request.kwargs)
         if request.method == "POST" and NAMESPACES_PATH.match(request.path) and request.body is not None:
             plain = api_client.sanitize_for_serialization(request.body)
-            created = ((plain or {}).get("metadata") or {}).get("name") if isinstance(plain, dict) else None
+            meta = ((plain or {}).get("metadata") or {}) if isinstance(plain, dict) else {}
+            created, labels = meta.get("name"), meta.get("labels") or {}
             status = getattr(answer, "status", None) if request.raw else 201
-            if created and isinstance(status, int) and 200 <= status <= 299:
+            # a run's test namespace only (wincon.cluster.namespaces labels it with the run): not wincon-system,
+            # which holds the runs' Leases and outlives every run
+            if created and RUN_ID in labels and isinstance(status, int) and 200 <= status <= 299:
                 _copy_into(api_client, secret, name, str(created))
         return answer
 

@@ -140,6 +140,8 @@ def test_each_namespace_created_gets_a_copy_of_the_secret_under_its_name(recorde
     assert (path, method) == (f"/api/v1/namespaces/{name}/secrets", "POST")
     assert body["metadata"]["name"] == "regcred" and body["metadata"]["namespace"] == name
     assert body["type"] == "kubernetes.io/dockerconfigjson" and body["data"] == SECRET["data"]
+    client.CoreV1Api(recorder.api).create_namespace({"metadata": {"name": "wincon-system"}})  # the Leases'
+    assert [(p, m) for p, m, _ in recorder.sent[2:]] == [("/api/v1/namespaces", "POST")]  # no copy outlives the run
 
 
 def test_the_prepull_daemonset_names_it_and_installing_twice_adds_nothing(recorder):
