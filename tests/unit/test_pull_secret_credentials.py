@@ -230,3 +230,31 @@ def test_the_command_names_the_fix_when_a_registry_wants_credentials(tmp_path, m
     config.write_text(json.dumps({"auths": {f"http://{token_registry}": {"auth": b64("u:right")}}}))
     assert main([*argv, "--docker-config", str(config)]) == ExitCode.OK
     assert "runs: agnhost" in capsys.readouterr().out
+
+
+def test_the_run_preflight_reads_the_registries_with_the_docker_config_option(tmp_path, monkeypatch):
+    """wincon.context.verify_images (the run's and the plan's preflight) hands preflight the credentials of
+    --docker-config (or of --image-pull-secret, read from the cluster)."""
+    from types import SimpleNamespace
+
+    from wincon import context as context_mod
+
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps({"auths": {"mirror.example": {"auth": b64("u:p")}}}))
+    seen: list[Any] = []
+    monkeypatch.setattr(imageverify, "preflight", lambda catalog, profile, **kw: seen.append(kw) or ([], "images: ok"))
+    options = {"wincon_docker_config": str(config_file), "wincon_image_pull_secret": None}
+    config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default), stash={})
+    context = SimpleNamespace(api_client=None, catalog=None, profile=None)
+    context_mod.verify_images(config, context)  # type: ignore[arg-type]
+    (kwargs,) = seen
+    credential = kwargs["credentials"].for_host("mirror.example")
+    assert credential is not None and credential.basic() == "Basic " + b64("u:p")
+    assert config.stash[context_mod.IMAGES_NOTE_KEY] == "images: ok"
+    secret = {"type": "kubernetes.io/dockerconfigjson",
+              "data": {".dockerconfigjson": b64(json.dumps({"auths": {"s.example": {"auth": b64("a:b")}}}))}}  # fmt: skip
+    monkeypatch.setattr(registryauth, "read_secret", lambda api, spec: secret)
+    options["wincon_image_pull_secret"] = "ns/regcred"
+    context_mod.verify_images(config, context)  # type: ignore[arg-type]
+    assert seen[-1]["credentials"].for_host("s.example").username == "a"
+    assert seen[-1]["credentials"].for_host("mirror.example") is None  # the secret's, not the file's
