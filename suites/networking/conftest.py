@@ -12,12 +12,15 @@ Windows node (at least two), and a ``client`` pod that is asked to dial the targ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from wincon import connectivity as conn
+from wincon.cluster import waves
+from wincon.errors import SuiteError
 from wincon.fixtures import make_namespace, module_prefix
 from wincon.kube import Kube
 from wincon.network import modulepods, pods, services
@@ -26,6 +29,7 @@ from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
+from wincon.nodes import target_os as target_os_of
 from wincon.profile import NodeProfile
 
 
@@ -86,7 +90,7 @@ def linux_workers(profile: Any, linux_node: NodeProfile) -> list[NodeProfile]:
 
 
 @pytest.fixture(scope="module")
-def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePods:
+def module_pods(request: pytest.FixtureRequest, net: NetworkObjects, pod_wave: waves.Wave) -> ModulePods:
     """The module's netservers, client and host pod of each OS, each started once, together with what else the
     check that first needs it needs of them (wincon.network.modulepods): created before any is awaited."""
 
@@ -133,7 +137,14 @@ def module_pods(request: pytest.FixtureRequest, net: NetworkObjects) -> ModulePo
         return Plan([manifest], lambda started: pod_ref(started["lin-node"], "linux", "agnhost"))
 
     def wanted(item: Any) -> set[tuple[str, str]]:
-        return modulepods.needs(item)
+        """What the asking check needs, and of its OS what the module's checks after it on this worker need: the
+        module's pods of that OS start in one wave (each still waited for and raising only its own error)."""
+        own = target_os_of(item)
+        found = set(modulepods.needs(item))
+        for later in waves.items_from(item):
+            if target_os_of(later) == own:
+                found |= {key for key in modulepods.needs(later) if key[1] == own}
+        return found
 
     return ModulePods(net.kube.create_pod, net.await_each, wanted, {"servers": servers, "client": client, "host": host})
 
@@ -327,11 +338,64 @@ def linux_host_manifest(
     return pods.linux_agnhost_manifest(net.kube.catalog, name, node, args, **spec)
 
 
+def current_test() -> str:
+    """The test running now (pytest's own record of it), for a wave's ledger of who took which pod."""
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+
+
 @pytest.fixture(scope="module")
-def make_client(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]) -> Callable[..., PodRef]:
-    """``make_client(name, **spec)``: a client pod of its own on the item's OS's first node, started."""
+def pod_wave(request: pytest.FixtureRequest, net: NetworkObjects) -> waves.Wave:
+    """The module's pod wave (``wincon.cluster.waves``): the pods its checks declared with ``waves.pod`` (kinds
+    ``client``: ``make_client``'s, ``host``: ``make_host``'s), for each OS they run as (a control's named with
+    ``lin-``), created together when the module's first check that asks for it starts; each check takes its own
+    from ``make_client`` / ``make_host``. A module that names it in ``usefixtures`` starts it with the module, before
+    its shared pods, so those and the declared ones start together."""
+    wave = waves.Wave(create=net.kube.create_pod, wait=waves.one_at_a_time(net.await_each))
+    first_nodes: dict[str, NodeProfile | None] = {}
+    for item, decl in waves.decls_by_item(waves.module_items(request)):
+        os_name = target_os_of(item)
+        name = ("" if os_name == "windows" else "lin-") + decl.name
+        if os_name not in first_nodes:
+            try:
+                first_nodes[os_name] = request.getfixturevalue(
+                    "windows_nodes" if os_name == "windows" else "linux_workers"
+                )[0]
+            except pytest.skip.Exception:  # no such node: that OS's checks skip in their own setup, as before
+                first_nodes[os_name] = None
+        node = first_nodes[os_name]
+        if node is None:
+            continue
+        if decl.kind == "client" and os_name == "windows":
+            manifest, has_tools = pods.windows_client_manifest(net.kube.catalog, name, node, **decl.spec_dict)
+            tools = "tools" if has_tools else None
+            wave.add(name, decl, manifest, lambda pod, tools=tools: pod_ref(pod, "windows", "netexec", tools=tools))
+        elif decl.kind == "client":
+            manifest = net.linux_netexec(name, node, http_port=conn.CLIENT_HTTP_PORT, udp_port=None,
+                                         labels={APP_LABEL: name}, **decl.spec_dict)  # fmt: skip
+            wave.add(name, decl, manifest, lambda pod: pod_ref(pod, "linux", "netexec"))
+        elif decl.kind == "host" and os_name == "windows":
+            manifest = pods.hostprocess_manifest(net.kube.catalog, name, node, **decl.spec_dict)
+            wave.add(name, decl, manifest, lambda pod: pod_ref(pod, "windows", "host", tools="host"),
+                     create=lambda manifest: pods.create_hostprocess(net.kube, manifest))  # fmt: skip
+        elif decl.kind == "host":
+            manifest = linux_host_manifest(net, name, node, dial=False, **decl.spec_dict)
+            wave.add(name, decl, manifest, lambda pod: pod_ref(pod, "linux", "agnhost"))
+        else:
+            raise SuiteError(f"{item.nodeid} declares a pod of kind {decl.kind!r}", "the kinds are client and host")
+    wave.start()
+    return wave
+
+
+@pytest.fixture(scope="module")
+def make_client(
+    target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile], pod_wave: waves.Wave
+) -> Callable[..., PodRef]:
+    """``make_client(name, **spec)``: a client pod of its own on the item's OS's first node, started (taken from
+    the module's wave where the check declared it)."""
 
     def make(name: str, **spec: Any) -> PodRef:
+        if pod_wave.holds(name, spec):
+            return pod_wave.take(name, current_test())
         if target_os == "windows":
             return net.windows_client(name, os_nodes[0], **spec)
         manifest = net.linux_netexec(
@@ -343,10 +407,15 @@ def make_client(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]
 
 
 @pytest.fixture(scope="module")
-def make_host(target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile]) -> Callable[..., PodRef]:
-    """``make_host(name, **spec)``: a node-side pod of its own (HostProcess / hostNetwork) on the first node."""
+def make_host(
+    target_os: str, net: NetworkObjects, os_nodes: list[NodeProfile], pod_wave: waves.Wave
+) -> Callable[..., PodRef]:
+    """``make_host(name, **spec)``: a node-side pod of its own (HostProcess / hostNetwork) on the first node
+    (taken from the module's wave where the check declared it)."""
 
     def make(name: str, **spec: Any) -> PodRef:
+        if pod_wave.holds(name, spec):
+            return pod_wave.take(name, current_test())
         if target_os == "windows":
             return net.hostprocess(name, os_nodes[0], **spec)
         return start_linux_host(net, name, os_nodes[0], dial=False, **spec)

@@ -13,6 +13,7 @@ import pytest
 
 from wincon import capabilities, forms
 from wincon import connectivity as conn
+from wincon.cluster import waves
 from wincon.errors import SuiteError, expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 
@@ -263,6 +264,7 @@ def test_dns_policy_none_applies_dns_config(checks, make_client, os_prefix, serv
 @pytest.mark.documents("k8s-windows-intro", "DNS")
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.dnsPolicy")
 @FQDN_FORM
+@waves.pod("host", "dns-hostnet", dnsPolicy="ClusterFirstWithHostNet")  # started with the module's wave
 def test_host_network_pod_with_cluster_first_with_host_net_resolves_services(
     checks, make_host, os_prefix, server_service
 ):

@@ -9,6 +9,7 @@ import pytest
 
 from wincon import capabilities, forms
 from wincon import connectivity as conn
+from wincon.cluster import waves
 from wincon.errors import expect_deviation
 from wincon.network.pods import resolver_config
 
@@ -26,6 +27,7 @@ def external_host(wincon):
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
 @pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
+@waves.pod("client", "dns-cluster-first", dnsPolicy="ClusterFirst")  # started with the module's wave
 def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
     checks, make_client, os_prefix, cluster_dns, kubernetes_service
 ):
@@ -45,6 +47,7 @@ def test_dns_policy_cluster_first_resolves_services_through_cluster_dns(
 @pytest.mark.limitation("dns-config-via-cni")
 @pytest.mark.documents("kep-windows-node-support", "Test Approach")
 @pytest.mark.windows_form(forms.AGNHOST_DNS, forms.NSLOOKUP_OUTPUT, forms.NSLOOKUP_TIMEOUT_OUTPUT, same_as_control=True)
+@waves.pod("client", "dns-default", dnsPolicy="Default")  # started with the module's wave
 def test_dns_policy_default_gives_the_pod_the_nodes_resolvers(
     checks, make_client, os_prefix, cluster_dns, external_host
 ):

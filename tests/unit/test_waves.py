@@ -130,3 +130,18 @@ def test_items_from_are_the_modules_checks_still_to_run_here_without_skipped_one
     request = SimpleNamespace(_pyfuncitem=items[2], session=session, module=mod)
     assert [i.name for i in waves.module_items(request)] == ["b", "d"]  # type: ignore[arg-type]
     assert len(waves.decls_by_item(waves.items_from(items[2]))) == 4  # type: ignore[arg-type]  # 2 items x 2 pods
+
+
+def test_one_at_a_time_waits_through_a_side_by_side_await_and_raises_the_pods_error() -> None:
+    failed = TimeoutError("pod b did not become ready")
+    seen: list[list[str]] = []
+
+    def await_each(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append([m["metadata"]["name"] for m in manifests])
+        return {m["metadata"]["name"]: failed if m["metadata"]["name"] == "b" else "pod" for m in manifests}
+
+    wait = waves.one_at_a_time(await_each)
+    assert wait({"metadata": {"name": "a"}}) == "pod"
+    with pytest.raises(TimeoutError) as raised:
+        wait({"metadata": {"name": "b"}})
+    assert raised.value is failed and seen == [["a"], ["b"]]

@@ -163,6 +163,19 @@ class Wave:
         return list(self.entries)
 
 
+def one_at_a_time(await_each: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Callable[[dict[str, Any]], Any]:
+    """A ``Wave.wait`` from an ``await_each(manifests) -> name -> pod or exception`` (NetworkObjects.await_each):
+    the one pod, or its exception raised."""
+
+    def wait(manifest: dict[str, Any]) -> Any:
+        result = await_each([manifest])[manifest["metadata"]["name"]]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    return wait
+
+
 def decls_by_item(items: Iterable[pytest.Item]) -> list[tuple[pytest.Item, PodDecl]]:
     """Every (item, declared pod) of ``items``, in their order."""
     return [(item, decl) for item in items for decl in declared(item)]
