@@ -13,8 +13,8 @@ How a pod is read: by the CPU seconds it used over a window of at least RATE_WIN
 /stats/summary answers for every pod (wincon.checks.cpu.window_cores: each pod's cumulative
 ``usageCoreNanoSeconds`` at its sample times), not by one stats period's ``usageNanoCores``: that rate covers one
 stats period (10 s) between two samples whose timestamps drift from the actual reads under load, and read a pod
-whose CFS quota was 500m at 0.548 core (CI, make main: 0.048 core over 10 s is about 0.5 s of drift; over 20 s the
-same drift is half as much).
+whose CFS quota was 500m at 0.548 core (CI, make main: 0.048 core over 10 s is 0.48 CPU seconds, about 1 s of a
+500m pod's time; over 20 s the same drift is half as much).
 
 When: the window lies inside the load. It opens at a sample taken at least one stats period (10 s: the kubelet's
 eviction monitoring period, which it keeps in step with cAdvisor's housekeeping, pkg/kubelet/kubelet.go:186-188
@@ -53,8 +53,9 @@ pytestmark = [pytest.mark.scheduling]
 LIMITS = ("0.5", "500m")  # upstream cpu_limits.go:49 and :52
 # The unlimited twin: the same load and CPU request as the limited pods, on the same node, no limit. A pass needs it
 # shown using at least TWIN_SHOWN_CORES over the window that judges the limited pods: the node would have given their
-# load more than the limit. Three pods on a 2-core node: the two limited ones take at most 1.0 core, the rest is the
-# twin's.
+# load more than the limit. Three pods of equal weight: the two limited ones take at most 1.0 core and the rest is the
+# twin's, so the node must give the three at least 1.75 cores for the twin to show 0.75 (the cap check's pair needs
+# 1.25): on a 2-core machine, most of it.
 TWIN = "cpu-twin"
 MAX_CORES = MAX_CORES_UNDER_500M  # the limit plus 8 %, as the compute check
 STATS_PERIOD_SECONDS = 10.0  # the kubelet's eviction monitoring period, in step with cAdvisor's housekeeping

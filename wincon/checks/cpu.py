@@ -3,8 +3,8 @@
 Both CPU-limit checks (suites/scheduling/test_compute_limitations.py's cap check and test_cpu_limits.py) judge a pod
 by the CPU seconds it used over a window of at least RATE_WINDOW_SECONDS (its cumulative ``usageCoreNanoSeconds`` at
 two sample times), never by one stats period's ``usageNanoCores``: that rate covers about 10 s between two samples
-whose timestamps drift from the actual reads under load (0.048 core over 10 s is 0.5 s of drift; over 20 s the same
-drift is half as much). And both run an unlimited twin (the same load and CPU request, no limit) beside the limited
+whose timestamps drift from the actual reads under load (0.048 core over 10 s is 0.48 CPU seconds, about 1 s of a
+500m pod's time; over 20 s the same drift is half as much). And both run an unlimited twin (the same load and CPU request, no limit) beside the limited
 pods, so that a pass needs evidence that the node would have given that load more than the limit (judges_the_cap).
 """
 
