@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from wincon import releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import paths
 
@@ -59,7 +60,7 @@ def components(versions: dict[str, Any] | None = None) -> list[Component]:
     v = versions or paths.load_versions()
     k8s, etcd, kwok, coredns = v["kubernetes"], v["etcd"], v["kwok"], v["coredns"]
     kver = k8s["version"]
-    major, minor = kver.lstrip("v").split(".")[:2]
+    major, minor = releases.minor_of(kver) or (0, 0)  # versions.toml's versions always parse
     k8s_ldflags = (
         "-s",
         "-w",

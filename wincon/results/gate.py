@@ -217,7 +217,7 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
             "pass --k8s-version X.Y",
         )
     if minor not in required.versions:
-        known = ", ".join(sorted(required.versions, key=lambda v: tuple(int(p) for p in v.split("."))))
+        known = ", ".join(sorted(required.versions, key=lambda v: releases.minor_of(v) or (0, 0)))
         raise UsageError(
             f"{required.path}: no required tests for Kubernetes {minor} (the file lists {known})",
             f'add a kubernetes/"{minor}" entry (include the previous minor), or pass --k8s-version',
