@@ -26,7 +26,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
-from wincon.capabilities import minor_at_least
+from wincon import releases
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, requested, unrequested_once_settled
 from wincon.errors import InfrastructureError
@@ -132,8 +132,8 @@ def sized_as_upstream_since(
     the newer way (the e2e suite of the cluster's release is the one run against it); an unparseable version is
     unknown and gets the newest release's sizing. The decision is recorded as the test's ``prop`` property, the
     sizing (``newer`` or ``older``) with the version it was decided by."""
-    version, minor = profile.server_version, ".".join(map(str, since))
-    reached = minor_at_least(profile, minor)
+    version, minor = profile.server_version, releases.minor_name(".".join(map(str, since)))
+    reached = releases.at_least(version, since)
     if reached is None:
         why = f"{newer}: the API server's version {version!r} is unknown"
     elif reached:
