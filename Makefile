@@ -88,9 +88,10 @@ main-ip-families:
 	  [ $$status -eq 0 ] || exit $$status; \
 	done
 
-# The project's own tests: lint, unit tests, then integration tests against the local cluster.
+# The project's own tests: lint, unit tests, then integration tests against the local cluster. Each xdist_group
+# runs on one worker (tests/support/xdist_groups.py); the 30 slowest phases are printed, to see where the time goes.
 test: setup binaries lint
-	$(PYTHON) -m pytest tests -p no:randomly -n $(WORKERS) --dist loadgroup -q -rfEs
+	$(PYTHON) -m pytest tests -p no:randomly -n $(WORKERS) --dist loadgroup -q -rfEs --durations=30
 
 test-unit: setup-python
 	$(PYTHON) -m pytest tests/unit -q
