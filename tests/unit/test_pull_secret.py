@@ -196,3 +196,17 @@ def test_the_pytest_option_installs_it_on_the_suites_client(monkeypatch):
     config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default))
     ctx = context_mod.WinconContext(config)  # type: ignore[arg-type]
     assert ctx.api_client is not None and installed == ["ns/regcred"]
+
+
+def test_the_call_layout_of_the_clients_before_release_37_is_handled_too(recorder):
+    """Before 37 the generated API classes called ``call_api(resource_path, method, path_params, query_params,
+    header_params, body=...)`` with the path's template; the wrapper reads that layout as well."""
+    recorder.api.call_api(
+        "/api/v1/namespaces/{namespace}/pods", "POST", {"namespace": "ns"}, [], {}, body=MANIFESTS["Pod"]
+    )
+    recorder.api.call_api("/api/v1/namespaces", "POST", {}, [], {}, body={"metadata": {"name": "t", "labels": {
+        "wincon.io/run-id": "r"}}})  # fmt: skip
+    (path, method, body), (_, _, _), (copy_path, _, copied) = recorder.sent
+    assert (path, method) == ("/api/v1/namespaces/{namespace}/pods", "POST")  # the template, as that layout sends
+    assert pull_secrets_of(body) == [{"name": "regcred"}]
+    assert copy_path == "/api/v1/namespaces/t/secrets" and copied["metadata"]["name"] == "regcred"
