@@ -75,13 +75,17 @@ class DeprecatedAlias(argparse.Action):
         kwargs.setdefault("default", argparse.SUPPRESS)
         super().__init__(option_strings, dest, **kwargs)
         self.canonical = canonical
+        self.warned = False
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
     ) -> None:
-        if not os.environ.get("PYTEST_XDIST_WORKER"):  # a pytest run's workers parse the same line again
+        # Once: pytest parses its command line twice with the same actions, and its xdist workers parse it again.
+        if not self.warned and not os.environ.get("PYTEST_XDIST_WORKER"):
+            self.warned = True
+            prog = "pytest" if parser.prog.endswith("pytest") else parser.prog  # not "python -m pytest"
             print(
-                f"{parser.prog}: warning: {option_string} is deprecated, use {self.canonical} "
+                f"{prog}: warning: {option_string} is deprecated, use {self.canonical} "
                 "(the old spelling goes in a later release)",
                 file=sys.stderr,
             )
