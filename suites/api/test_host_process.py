@@ -13,6 +13,7 @@ from wincon.checks.api_rules import (
     HOST_PROCESS_REFUSAL_AT_RUN_TIME,
     host_process_pod,
 )
+from wincon.checks.hostprocess import as_host_process
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
 
@@ -30,11 +31,8 @@ def is_host_name(output: str) -> bool:
 
 
 def host_process_body(make_pod, name: str) -> dict:
-    body = make_pod(name, hostNetwork=True)
-    body["spec"]["securityContext"] = {
-        "windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"},
-    }
-    return body
+    """A valid HostProcess pod of the check's build (restartPolicy left to the API server's default)."""
+    return as_host_process(make_pod(name))
 
 
 @pytest.mark.test_id("c38c1fac-4423-4c49-b979-f93057a4d29d")

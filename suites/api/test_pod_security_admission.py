@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from wincon.checks.api_rules import submit_pod
+from wincon.checks.hostprocess import as_host_process
 from wincon.checks.pods import run_windows_pod
 from wincon.workloads.pinning import pin_linux
 
@@ -79,11 +80,7 @@ def test_restricted_level_refuses_a_non_compliant_windows_pod(wincon, restricted
     """ "Privileged containers are not available on Windows" (000_4130a90def37a825.txt, Compute): restricted still refuses HostProcess pods and pods that may run as an administrator."""
     body = compliant_windows_pod(make_pod, f"psa-{change}")
     if change == "host-process":
-        body["spec"]["hostNetwork"] = True
-        body["spec"]["securityContext"]["windowsOptions"] = {
-            "hostProcess": True,
-            "runAsUserName": "NT AUTHORITY\\SYSTEM",
-        }
+        as_host_process(body)  # hostNetwork, windowsOptions hostProcess as SYSTEM; runAsNonRoot kept
     else:
         del body["spec"]["securityContext"]["runAsNonRoot"]
     created, rejection = submit_pod(wincon.api_client, restricted_namespace, body)

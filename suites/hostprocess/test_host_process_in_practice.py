@@ -15,6 +15,7 @@ import secrets
 import pytest
 
 from wincon import forms
+from wincon.checks import hostprocess
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
 from wincon.checks.node import (
     api_query_command,
@@ -27,7 +28,7 @@ from wincon.checks.node import (
     powershell,
     summary_pods,
 )
-from wincon.checks.pods import eventually, schedulable_windows_nodes, windows_nodes_of_build, windows_pod
+from wincon.checks.pods import eventually, schedulable_windows_nodes, windows_nodes_of_build
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 from wincon.workloads.deploy import container
 
@@ -36,17 +37,14 @@ pytestmark = [
     pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME),
 ]
 
-SYSTEM = "NT AUTHORITY\\SYSTEM"
+SYSTEM = hostprocess.SYSTEM
 LOCAL_SERVICE = "NT AUTHORITY\\Local service"
 LOCAL_GROUP = "wincon-hpc"
 
 
 def host_process_pod(wincon, name: str, build, command: list[str], user: str = SYSTEM, **spec) -> dict:
-    body = windows_pod(wincon, name, build, image_key="agnhost", command=command, **spec)
-    body["spec"]["hostNetwork"] = True
-    body["spec"]["restartPolicy"] = body["spec"].get("restartPolicy", "Never")
-    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": user}}
-    return body
+    """A HostProcess pod as ``user`` (never restarted unless ``spec`` names a restartPolicy)."""
+    return hostprocess.host_process_pod(wincon, name, build, command, user=user, **spec)
 
 
 def create_host_process(kube, body: dict) -> None:

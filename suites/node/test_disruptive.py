@@ -11,6 +11,7 @@ import pytest
 
 from wincon import connectivity as conn
 from wincon import forms
+from wincon.checks import hostprocess
 from wincon.checks.node import consistently
 from wincon.checks.pods import eventually, os_pod, windows_pod
 from wincon.cluster.client import call
@@ -26,15 +27,11 @@ pytestmark = [
 ]
 
 NODE_RETURN_SECONDS = 900.0
-SYSTEM = "NT AUTHORITY\\SYSTEM"
 
 
 def host_process_pod(wincon, name: str, node, command: list[str]) -> dict:
-    body = windows_pod(wincon, name, node.windows_build, image_key="agnhost", command=command, node=node.name)
-    body["spec"]["hostNetwork"] = True
-    body["spec"]["restartPolicy"] = "Never"
-    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": SYSTEM}}
-    return body
+    """A HostProcess pod (SYSTEM, host network, never restarted) on ``node`` running ``command``."""
+    return hostprocess.host_process_pod(wincon, name, node.windows_build, command, node=node.name)
 
 
 def boot_id(kube, node_name: str) -> str:

@@ -40,8 +40,9 @@ import pytest
 
 from wincon import forms
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
+from wincon.checks.hostprocess import host_process_pod
 from wincon.checks.node import powershell
-from wincon.checks.pods import eventually, os_pod, windows_pod
+from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.kubelet import kubelet_config, kubelet_json, kubelet_query
 from wincon.errors import InfrastructureError, UnreadableOutput
 
@@ -130,10 +131,7 @@ def host_get_win_event(kube: Any, wincon: Any, node: str, build: int | None, arg
     """Run ``get_win_event(args)`` on ``node`` in a HostProcess container (SYSTEM, host network) and return what it
     printed; skip with the cluster's reason where HostProcess pods are refused or dropped."""
     name = "spp-events-on-node"
-    body = windows_pod(wincon, name, build, command=powershell(get_win_event(args)), node=node)
-    body["spec"]["hostNetwork"] = True
-    body["spec"]["restartPolicy"] = "Never"
-    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
+    body = host_process_pod(wincon, name, build, powershell(get_win_event(args)), node=node)
     created, rejection = submit_pod(kube.api_client, kube.namespace, body, dry_run=False)
     if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
         pytest.skip(f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}")

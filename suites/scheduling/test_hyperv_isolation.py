@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from wincon import capabilities, forms
+from wincon.checks.hostprocess import host_process_pod
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.checks.scheduling import live_runtime_classes
 from wincon.cluster.waits import pod_failure, pod_running_ready
@@ -28,7 +29,6 @@ VM_CHECK = [  # upstream hyperv.go:122
     "$vms = Get-ComputeProcess | Where-Object { ($_.Type -EQ 'VirtualMachine') -and ($_.Owner -EQ "
     "'containerd-shim-runhcs-v1.exe') } ; if ($vms.Length -le 0) { throw 'error' }",
 ]
-SYSTEM = "NT AUTHORITY\\SYSTEM"
 
 
 @pytest.mark.test_id("228d025e-e506-4a92-9ce0-bdb3cd92625d")
@@ -61,10 +61,7 @@ def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon
     )
     assert pod.spec.node_name == node and len(pod.status.container_statuses or []) == 2, pod.status
 
-    check = windows_pod(wincon, "validation-pod", build, image_key="busybox", command=VM_CHECK, node=node)
-    check["spec"]["hostNetwork"] = True
-    check["spec"]["restartPolicy"] = "Never"
-    check["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": SYSTEM}}
+    check = host_process_pod(wincon, "validation-pod", build, VM_CHECK, image_key="busybox", node=node)
     kube.create(check)
     done = kube.wait_pod(
         "validation-pod",

@@ -10,6 +10,7 @@ from kubernetes.utils import parse_quantity
 
 from wincon import connectivity as conn
 from wincon import forms
+from wincon.checks import hostprocess
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME
 from wincon.checks.pods import (
     os_pod,
@@ -19,7 +20,6 @@ from wincon.checks.pods import (
     run_unless_mount_refused,
     run_windows_pod,
     windows_nodes_of_build,
-    windows_pod,
 )
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
@@ -91,8 +91,7 @@ def ensure_secret(kube, name="creds", data=None):
 
 def host_process_pod(kube, name, build, node, command):
     """A HostProcess pod on ``node`` (it sees the node's disk); skips where the cluster forbids HostProcess."""
-    body = windows_pod(kube, name, build, node=node, command=command, hostNetwork=True)
-    body["spec"]["securityContext"] = {"windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}
+    body = hostprocess.host_process_pod(kube, name, build, command, node=node, restart_policy=None)
     created, rejection = kube.submit(body)
     if rejection is not None and HOST_PROCESS_DISALLOWED in rejection.describe():
         pytest.skip(f"the check needs a HostProcess pod on the node: {HOST_PROCESS_DISALLOWED}")
