@@ -67,6 +67,7 @@ class Lifted:
 
     quotas: dict[Path, str] = field(default_factory=dict)
     died: list[BaseException] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # each lifted pod's UID: its name
 
 
 def lift(quota: Path) -> str | None:
@@ -99,11 +100,12 @@ def cpu_limit_lifted(name: str, kubeconfig: Path, pods: tuple[str, ...] = (LIMIT
             found = [
                 p for pod in pods for p in core.list_pod_for_all_namespaces(field_selector=f"metadata.name={pod}").items
             ]
-            for uid in sorted(p.metadata.uid for p in found):
+            for uid, pod_name in sorted((p.metadata.uid, p.metadata.name) for p in found):
                 for quota in quota_files(name, uid):
                     held = lift(quota)
                     if held is not None:
                         lifted.quotas.setdefault(quota, held)
+                        lifted.names[uid] = pod_name
 
     def watch() -> None:
         try:
@@ -161,8 +163,9 @@ def test_lifted_cpu_limits_fail_test_cpu_limits(fault_cluster, tmp_path):
         print(f"[CPU limits lifted] {nodeid}: {message[:600]}")
     assert_broken("CPU limits lifted", before, after)
     # Both limited pods' running containers were hit (a container's own cgroup below each pod's), not the pods' alone.
-    hit = {q.parent.parent.name for q in lifted.quotas if not q.parent.name.startswith("pod")}
-    assert len(hit) == len(LIMITED_PODS), (
+    uids = {q.parent.parent.name.removeprefix("pod") for q in lifted.quotas if not q.parent.name.startswith("pod")}
+    hit = {lifted.names[uid] for uid in uids}
+    assert hit == set(LIMITED_PODS), (
         f"the fault lifted the container quotas of {hit}: {sorted(map(str, lifted.quotas))}"
     )
     unsaid = {k: m for k, m in after.messages.items() if "core over a 20 s window: cpu-" not in m}
