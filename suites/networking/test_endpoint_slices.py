@@ -16,9 +16,11 @@ import pytest
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks.pods import eventually
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.network.modulepods import start_own
 from wincon.network.pods import pod_names
+from wincon.nodes import target_os as target_os_of
 
 APP_LABEL = "app"
 
@@ -45,18 +47,56 @@ class Backends(NamedTuple):
     client: object  # the module's client of the item's OS (a PodRef)
 
 
+def backend_manifests(net, nodes, os_name: str, prefix: str) -> list:
+    """A check's two backends: ``<prefix>-0`` and ``-1``, netservers labelled app=<prefix>, spread over ``nodes``."""
+    make = net.windows_netexec_manifest if os_name == "windows" else net.linux_netexec
+    return [make(f"{prefix}-{i}", nodes[i % len(nodes)], labels={APP_LABEL: prefix}) for i in range(2)]
+
+
+def prefix_of(test_name: str, os_prefix: str) -> str:
+    """The name prefix (and app label) of a check's backends, from its test's name."""
+    return os_prefix + test_name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
+
+
+@pytest.fixture(scope="module")
+def backend_wave(request, net) -> waves.Wave:
+    """The module's wave of backends (``wincon.cluster.waves``, issue 44): the two backends of each of the
+    module's checks still to run here, for each OS, created together when the module's first check starts, none
+    awaited; each check takes its own two (``backends``). Where an OS has no node, its checks skip in their own
+    setup, as before."""
+    wave = waves.Wave(create=net.kube.create_pod, wait=waves.one_at_a_time(net.await_each))
+    for item in waves.module_items(request):
+        if "backends" not in getattr(item, "fixturenames", ()):
+            continue
+        os_name = target_os_of(item)
+        try:
+            nodes = request.getfixturevalue("windows_nodes" if os_name == "windows" else "linux_workers")
+        except pytest.skip.Exception:
+            continue
+        prefix = prefix_of(item.name, "" if os_name == "windows" else "lin-")
+        for manifest in backend_manifests(net, nodes, os_name, prefix):
+            name = manifest["metadata"]["name"]
+            wave.add(name, waves.PodDecl("backend", name), manifest, lambda pod: pod)
+    wave.start()
+    return wave
+
+
 @pytest.fixture
-def backends(request, net, os_nodes, target_os, os_prefix):
+def backends(request, net, os_nodes, target_os, os_prefix, backend_wave):
     """Two netexec pods of this test alone on the item's OS (on two nodes where there are two), labelled
-    app=<prefix>, and the module's client of that OS: the two are created, then awaited (each checked to run
-    where pinned) while the client is asked for (the first check of the module on a worker creates and awaits
-    it; wincon.network.modulepods.start_own). So their starts overlap the client's (issue 22, item 3): one Windows pod wait instead of two
-    in a row. The checks take the client from here (a module fixture in their signature would be set up, and
-    its pod awaited, before this one's pods were even created). A backend that does not start is this fixture's
-    error; the client's error is the client's."""
-    prefix = os_prefix + request.node.name.split("[")[0].removeprefix("test_")[:20].rstrip("_").replace("_", "-")
-    make = net.windows_netexec_manifest if target_os == "windows" else net.linux_netexec
-    manifests = [make(f"{prefix}-{i}", os_nodes[i % len(os_nodes)], labels={APP_LABEL: prefix}) for i in range(2)]
+    app=<prefix>, and the module's client of that OS. The two are taken from the module's ``backend_wave``: created
+    when the module started, they started while the checks before this one ran, and are awaited here (each checked
+    to run where pinned) after the client is asked for. Where the wave does not hold them (a check the wave did not
+    see), they are created, then awaited while the client is asked for (wincon.network.modulepods.start_own). The
+    checks take the client from here. A backend that does not start is this fixture's error; the client's error is
+    the client's."""
+    prefix = prefix_of(request.node.name, os_prefix)
+    manifests = backend_manifests(net, os_nodes, target_os, prefix)
+    names = [m["metadata"]["name"] for m in manifests]
+    if all(name in backend_wave.names() for name in names):
+        client = request.getfixturevalue("client")
+        started = {name: backend_wave.take(name, request.node.nodeid) for name in names}
+        return Backends(prefix, manifests, [backend(started[name]) for name in names], client)
     client, started = start_own(
         net.kube.create_pod, net.await_each, manifests, lambda: request.getfixturevalue("client")
     )
