@@ -1,8 +1,9 @@
 """`wincon -v` and `wincon -q` (kubectl's habit of one verbosity switch on the command itself).
 
--v: every command wincon starts (an audit hook on subprocess.Popen: kubectl, pytest, kwokctl, containerd...) and
-every API request it makes (urllib3's request lines, which the Kubernetes client and the registry reads go
-through), one line each on stderr: ``wincon: exec: ...`` and ``wincon: api: GET https://... 200``. -vv adds
+-v: every command wincon starts (an audit hook on subprocess.Popen: pytest, kwokctl, containerd...) and every
+HTTP request it makes, one line each on stderr: ``wincon: exec: ...``, ``wincon: api: GET https://... 200`` for the
+Kubernetes client's (urllib3's request lines, with the status) and ``wincon: api: GET https://...`` for the
+registry reads (urllib.request's audit event, before the answer: no status). -vv adds
 urllib3's connection lines. -q: wincon's own output is cut to the errors (a line with ``error:`` and its indented
 fix) and the command's summary line (the last line that starts as the command's summary does, e.g. ``plan: ``,
 ``wincon run: ``; else the last line). Output of a program wincon starts (pytest in `run`) is not filtered:
@@ -26,6 +27,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         argv = args[1]
         text = shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else str(argv)
         print(f"wincon: exec: {text}", file=sys.stderr, flush=True)
+    elif event == "urllib.Request" and _state["level"] > 0:  # the registry reads (urllib.request): before the answer
+        url, _data, _headers, method = args
+        print(f"wincon: api: {method or 'GET'} {url}", file=sys.stderr, flush=True)
 
 
 class _ApiLines(logging.Handler):

@@ -76,6 +76,26 @@ def test_v_shows_each_api_request_with_its_answer(kubeconfig, capsys):
     assert captured.out.splitlines()[-1].startswith("cleanup: 0 namespaces"), captured.out
 
 
+def test_v_shows_the_registry_reads_too(kubeconfig, capsys):
+    """The image verification reads registries with urllib.request, not the Kubernetes client's urllib3."""
+    import urllib.request
+
+    from wincon import verbosity
+
+    _, port = kubeconfig
+    stdout, stderr = sys.stdout, sys.stderr
+    verbosity.verbose(1)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=10) as answer:
+            assert answer.status == 200
+    finally:
+        verbosity.restore(stdout, stderr)
+    assert f"wincon: api: GET http://127.0.0.1:{port}/v2/\n" in capsys.readouterr().err
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=10):  # after restore: silent
+        pass
+    assert "wincon: api:" not in capsys.readouterr().err
+
+
 def test_without_v_no_request_is_shown(kubeconfig, capsys):
     path, _ = kubeconfig
     assert main(["cleanup", "--kubeconfig", str(path)]) == ExitCode.OK
