@@ -176,10 +176,7 @@ def plan_note(item: pytest.Item, profile: ClusterProfile) -> str:
             "or unreadable in discovery); the check reads it and skips where the cluster lacks what it requires"
         )
     for capability, error in item.stash.get(_UNKNOWN, {}).items():
-        notes.append(
-            f"decided at run time: {LIVE[capability].fact} could not be read ({error}); the check reads it and "
-            "skips where the cluster lacks it"
-        )
+        notes.append(f"decided at run time: the run skips where {LIVE[capability].fact} ({error})")
     return "; ".join(notes)
 
 
@@ -212,9 +209,10 @@ class Live:
     why the cluster lacks it for that check, or None. A read that fails (at collection: not even once) leaves the
     check to decide at run time, where the failure is the check's error with the cluster's reason."""
 
-    fact: str  # what is read, for the plan's note where the read failed
+    fact: str  # where the check skips, for the plan's note where the plan could not read it
     read: Callable[[Any], Any]
     lacks: Callable[[Any, Any, pytest.Item], str | None]
+    applies: Callable[[pytest.Item], bool] = lambda item: True  # the items it concerns (a control, a Windows check)
 
 
 def _metrics_api(context: Any) -> str | None:
@@ -237,9 +235,10 @@ def _linux_image(key: str) -> Live:
     from wincon.nodes import is_control
 
     return Live(
-        f"whether the Linux nodes carry the {key} image",
+        f"the Linux nodes do not carry the {key} image (a Linux control)",
         lambda context: context.catalog.linux_missing(key),
         lambda context, missing, item: missing if is_control(item) else None,
+        is_control,
     )
 
 
@@ -254,7 +253,7 @@ def _storage_class(capability: str) -> Live:
     from wincon.checks.storage import lacking_class
 
     return Live(
-        "the cluster's StorageClasses",
+        "the cluster has no StorageClass of the kind the check needs",
         _storage_classes,
         lambda context, classes, item: lacking_class(classes, capability),
     )
@@ -285,7 +284,7 @@ def _certificates(capability: str) -> Live:
     from wincon.checks import certificates
 
     return Live(
-        "the API server's certificates.k8s.io/v1 resources",
+        "the API server does not serve the certificates.k8s.io/v1 resources the check needs (a gate off)",
         _served_certificate_resources,
         lambda context, served, item: certificates.skip_reason(served, capability),
     )
@@ -316,10 +315,44 @@ def _stop_signals_lacking(context: Any, kept: bool, item: pytest.Item) -> str | 
     return None if kept else GATE_OFF
 
 
+HOST_PROCESS_DROPPED = (
+    "HostProcess pods are not enabled on this cluster (the API server dropped windowsOptions.hostProcess)"
+)
+
+
+def _host_process(context: Any) -> str | None:
+    """Why the API server does not take HostProcess pods, or None: a server-side dry run of one (SYSTEM, host
+    network) in the default namespace. Refused by --allow-privileged=false, or the field dropped: the checks'
+    own reasons; refused otherwise (an admission policy of that namespace, say): unknown, the checks decide."""
+    from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, submit_pod
+    from wincon.checks.hostprocess import host_process_pod
+
+    body = host_process_pod(context, "host-process-probe", None, ["cmd", "/c", "exit 0"])
+    created, rejection = submit_pod(context.api_client, "default", body)
+    if rejection is not None:
+        if HOST_PROCESS_DISALLOWED in rejection.describe():
+            return f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}"
+        raise RuntimeError(f"a HostProcess pod was refused in the default namespace: {rejection.describe()}")
+    options = (((created or {}).get("spec") or {}).get("securityContext") or {}).get("windowsOptions") or {}
+    return None if options.get("hostProcess") else HOST_PROCESS_DROPPED
+
+
+def _is_control(item: pytest.Item) -> bool:
+    from wincon.nodes import is_control
+
+    return is_control(item)
+
+
+def _host_process_lacking(context: Any, why: str | None, item: pytest.Item) -> str | None:
+    from wincon.nodes import is_control
+
+    return None if is_control(item) else why  # a Linux control runs no HostProcess pod
+
+
 # capability -> how the live cluster tells it. A name also in CAPABILITIES is decided by the profile first.
 LIVE: dict[str, Live] = {
     "metrics-api": Live(
-        "the resource metrics API (APIService v1beta1.metrics.k8s.io)",
+        "the cluster has no resource metrics API (APIService v1beta1.metrics.k8s.io)",
         _metrics_api,
         lambda context, missing, item: f"HPA scaling needs the resource metrics API: {missing}" if missing else None,
     ),
@@ -328,17 +361,25 @@ LIVE: dict[str, Live] = {
     "block-storage-class": _storage_class("block-storage-class"),
     "expandable-storage-class": _storage_class("expandable-storage-class"),
     "kubelet-reservations": Live(
-        "the kubelet's configuration (/configz through the node proxy)", lambda context: {}, _reservations
+        "the kubelet the check asks reserves nothing (its /configz through the node proxy)",
+        lambda context: {},
+        _reservations,
     ),  # its answer: the nodes' reservations, read node by node as the checks ask
     "cluster-trust-bundles": _certificates("cluster-trust-bundles"),
     "pod-certificates": _certificates("pod-certificates"),
     "gmsa": Live(
-        "the GMSACredentialSpec CRD and the GMSA webhook",
+        "the GMSACredentialSpec CRD or a GMSA webhook is missing",
         _gmsa,
         lambda context, support, item: None if support.version else support.reason,
     ),
     "stop-signals": Live(
-        "whether the API server keeps lifecycle.stopSignal (a dry-run pod)", _stop_signals, _stop_signals_lacking
+        "the API server drops lifecycle.stopSignal (a dry-run pod)", _stop_signals, _stop_signals_lacking
+    ),
+    "host-process": Live(
+        "the API server refuses HostProcess pods (--allow-privileged=false) or drops windowsOptions.hostProcess",
+        _host_process,
+        _host_process_lacking,
+        lambda item: not _is_control(item),
     ),
 }
 
@@ -379,13 +420,17 @@ def live_lacks(item: pytest.Item, capability: str, context: Any) -> str | None:
 def _skip_live(item: pytest.Item, capability: str) -> bool:
     """At collection: skip ``item`` where the live cluster lacks ``capability``; where it cannot tell, record why
     for the plan (the check decides at run time)."""
+    if not LIVE[capability].applies(item):
+        return False
     context = live_context(item.config)
-    if context is None:
+    if context is None:  # a plan from a profile file: nothing live to ask
+        item.stash.setdefault(_UNKNOWN, {})[capability] = "this plan asks no live cluster"
         return False
     try:
         why = live_lacks(item, capability, context)
     except Exception as exc:  # noqa: BLE001 - unknown: the check runs and decides
-        item.stash.setdefault(_UNKNOWN, {})[capability] = f"{type(exc).__name__}: {exc}".strip()[:200]
+        error = f"{type(exc).__name__}: {exc}".strip()[:200]
+        item.stash.setdefault(_UNKNOWN, {})[capability] = f"the plan could not read it: {error}"
         return False
     if why:
         item.add_marker(pytest.mark.skip(reason=why))

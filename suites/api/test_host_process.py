@@ -10,7 +10,6 @@ from wincon import forms
 from wincon.checks.api_rules import (
     HOST_PROCESS_CASES,
     HOST_PROCESS_DISALLOWED,
-    HOST_PROCESS_REFUSAL_AT_RUN_TIME,
     host_process_pod,
 )
 from wincon.checks.hostprocess import as_host_process
@@ -51,7 +50,7 @@ def test_host_process_needs_host_network_and_every_container_host_process(kube, 
 
 
 @pytest.mark.test_id("b65f2aee-c4f7-4df7-b1fa-bebd86d5274d")
-@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
+@pytest.mark.requires("host-process")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, wincon, namespace, make_pod):
     """ "System privileges cannot be asserted on the host" (000_4130a90def37a825.txt, Compute) for ordinary pods; a HostProcess pod with hostNetwork and SYSTEM is admitted and placed on a Windows node."""
@@ -68,7 +67,7 @@ def test_valid_host_process_pod_is_admitted_and_scheduled_on_windows(kube, winco
 
 
 @pytest.mark.test_id("8f0c44c5-b48f-4b65-bcc8-c3302d447e16")
-@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
+@pytest.mark.requires("host-process")
 @pytest.mark.dataplane
 @pytest.mark.limitation("host-privileges-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Compute")

@@ -16,7 +16,7 @@ import pytest
 
 from wincon import forms
 from wincon.checks import hostprocess
-from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
+from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, submit_pod
 from wincon.checks.node import (
     api_query_command,
     group_membership_command,
@@ -34,7 +34,7 @@ from wincon.workloads.deploy import container
 
 pytestmark = [
     pytest.mark.api,
-    pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME),
+    pytest.mark.requires("host-process"),
 ]
 
 SYSTEM = hostprocess.SYSTEM

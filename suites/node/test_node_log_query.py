@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from wincon import forms
-from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME, submit_pod
+from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, submit_pod
 from wincon.checks.hostprocess import host_process_pod
 from wincon.checks.node import powershell
 from wincon.checks.pods import eventually, os_pod
@@ -282,10 +282,8 @@ def linux_tail_lines(wincon: Any, node: str) -> None:
 
 @pytest.mark.test_id("f3821c8e-08b3-4512-89d6-6aebe7ac6e3e")
 @pytest.mark.dataplane
-@pytest.mark.requires("node-log-query")
-@pytest.mark.decided_at_run_time(
-    "the run skips where the node's kubelet does not enable enableSystemLogQuery; " + HOST_PROCESS_REFUSAL_AT_RUN_TIME
-)
+@pytest.mark.requires("node-log-query", "host-process")
+@pytest.mark.decided_at_run_time("the run skips where the node's kubelet does not enable enableSystemLogQuery")
 @pytest.mark.parametrize("case", list(WINDOWS_QUERIES))
 @pytest.mark.documents("k8s-windows-guide", "Troubleshooting")
 @pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS, forms.GET_WIN_EVENT)

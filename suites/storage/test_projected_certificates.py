@@ -85,9 +85,6 @@ def trust_bundle(kube: Any, name: str, pem: str, signer: str = "", labels: dict[
 @pytest.mark.dataplane
 @pytest.mark.requires("cluster-trust-bundles")
 @pytest.mark.avoids("ctb-projection")
-@pytest.mark.decided_at_run_time(
-    "the run skips where the API server does not serve certificates.k8s.io/v1 clustertrustbundles (its gate off)"
-)
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(same_as_control=True)
 def test_cluster_trust_bundles_are_projected_into_the_pod(wincon, namespace, build, kube, target_os):
@@ -149,9 +146,6 @@ def test_cluster_trust_bundles_are_projected_into_the_pod(wincon, namespace, bui
 @pytest.mark.dataplane
 @pytest.mark.requires("pod-certificates")
 @pytest.mark.avoids("pod-certificate-projection")
-@pytest.mark.decided_at_run_time(
-    "the run skips where the API server does not serve certificates.k8s.io/v1 podcertificaterequests (its gate off)"
-)
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(same_as_control=True)
 def test_pod_certificate_is_issued_and_projected_into_the_pod(wincon, namespace, build, kube, target_os):

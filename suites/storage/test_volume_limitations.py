@@ -11,7 +11,7 @@ from kubernetes.utils import parse_quantity
 from wincon import connectivity as conn
 from wincon import forms
 from wincon.checks import hostprocess
-from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, HOST_PROCESS_REFUSAL_AT_RUN_TIME
+from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED
 from wincon.checks.pods import (
     os_pod,
     run_or_refused,
@@ -325,7 +325,7 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
 
 
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
-@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
+@pytest.mark.requires("host-process")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
 @pytest.mark.windows_only("the host side is a HostProcess pod making an NTFS junction on the Windows node")
@@ -381,7 +381,7 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
 
 
 @pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
-@pytest.mark.decided_at_run_time(HOST_PROCESS_REFUSAL_AT_RUN_TIME)
+@pytest.mark.requires("host-process")
 @pytest.mark.dataplane
 @pytest.mark.limitation("secrets-clear-text-on-node")
 @pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")

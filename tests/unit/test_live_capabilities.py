@@ -144,7 +144,12 @@ def test_a_profile_file_reads_nothing_and_decides_nothing(monkeypatch, cluster):
     monkeypatch.setattr(cluster_client, "call", lambda fn: pytest.fail("read against a profile file"))
     item = Item(Config(profile_file="profile.json"), "default-storage-class")
     assert collect(item) is None
-    assert capabilities.plan_note(item, PROFILE) == ""  # type: ignore[arg-type]
+    assert capabilities.plan_note(item, PROFILE) == (  # type: ignore[arg-type]
+        "decided at run time: the run skips where the cluster has no StorageClass of the kind the check needs "
+        "(this plan asks no live cluster)"
+    )
+    twin = Item(Config(profile_file="profile.json"), "resource-consumer-image", os_name="windows")
+    assert collect(twin) is None and capabilities.plan_note(twin, PROFILE) == "", "a Linux control's image only"  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- the kubelet's reservations
@@ -188,7 +193,8 @@ def test_an_unreadable_configz_is_decided_at_run_time_and_the_plan_says_so(monke
     assert [collect(control), collect(check)] == [None, None]
     assert asked == ["worker-0"], "a simulated node's kubelet is never asked"
     note = capabilities.plan_note(control, PROFILE)  # type: ignore[arg-type]
-    assert note.startswith("decided at run time: the kubelet's configuration") and "no answer" in note
+    assert note.startswith("decided at run time: the run skips where the kubelet the check asks reserves nothing")
+    assert "the plan could not read it: RuntimeError: no answer" in note
     assert capabilities.plan_note(check, PROFILE) == ""  # type: ignore[arg-type]
 
 
@@ -275,3 +281,51 @@ def test_every_check_taking_a_capabilitys_fixture_declares_it(path, fixture, cap
 def test_each_live_capability_says_what_it_reads():
     for name, live in capabilities.LIVE.items():
         assert live.fact and callable(live.read) and callable(live.lacks), name
+
+
+# ----------------------------------------------------------------------------- HostProcess pods
+
+
+def host_process(monkeypatch, cluster, answer) -> list[dict]:
+    """The API server's answer to the dry-run HostProcess pod: ``answer(body)`` -> (created, rejection)."""
+    import wincon.checks.api_rules as api_rules
+
+    cluster.catalog = NS(image=lambda key, os_name, build: f"registry.example/{key}")
+    sent: list[dict] = []
+
+    def submit(api_client, namespace, body, dry_run=True):
+        assert dry_run and namespace == "default"
+        sent.append(body)
+        return answer(body)
+
+    monkeypatch.setattr(api_rules, "submit_pod", submit)
+    return sent
+
+
+def test_host_process_refused_by_the_api_server_skips_the_windows_checks_not_their_controls(monkeypatch, cluster):
+    from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED
+
+    refused = NS(describe=lambda: f"403 Forbidden: {HOST_PROCESS_DISALLOWED}")
+    sent = host_process(monkeypatch, cluster, lambda body: (None, refused))
+    config = Config()
+    check, control = Item(config, "host-process", os_name="windows"), Item(config, "host-process", os_name="linux")
+    assert collect(check) == f"the API server runs with --allow-privileged=false: {HOST_PROCESS_DISALLOWED}"
+    assert collect(control) is None
+    [body] = sent
+    assert body["spec"]["hostNetwork"] is True
+    assert body["spec"]["securityContext"]["windowsOptions"]["hostProcess"] is True
+
+
+def test_host_process_dropped_skips_and_kept_runs(monkeypatch, cluster):
+    host_process(monkeypatch, cluster, lambda body: ({"spec": {"securityContext": {}}}, None))
+    assert collect(Item(Config(), "host-process", os_name="windows")) == capabilities.HOST_PROCESS_DROPPED
+    host_process(monkeypatch, cluster, lambda body: (body, None))
+    assert collect(Item(Config(), "host-process", os_name="windows")) is None
+
+
+def test_host_process_refused_otherwise_is_decided_by_the_check(monkeypatch, cluster):
+    other = NS(describe=lambda: "403 Forbidden: violates PodSecurity baseline:latest")
+    host_process(monkeypatch, cluster, lambda body: (None, other))
+    item = Item(Config(), "host-process", os_name="windows")
+    assert collect(item) is None
+    assert "violates PodSecurity" in capabilities.plan_note(item, PROFILE)  # type: ignore[arg-type]
