@@ -79,7 +79,7 @@ def reference(key: str) -> str:
     resource-consumer follow the release: :func:`references` of its versions)."""
     if key not in RELEASE_FREE:
         raise ValueError(f"{key!r} follows the Kubernetes release: ask references(versions) of the cluster's release")
-    return _catalog_reference(key)
+    return references()[key]  # the default release's: the same as any other's for these
 
 
 def sandbox_image() -> str:
