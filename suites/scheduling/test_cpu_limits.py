@@ -2,9 +2,11 @@
 limited to "0.5" and one to "500m" (1Gi memory each), eight busy jobs in each; after 2 minutes both still run
 and each uses at most 0.54 core: the limit plus 8 %, the margin upstream states (cpu_limits.go:76; its code
 fails only at 0.84, ``.8*1.05``, cpu_limits.go:101). Where upstream asks only for a reading above zero, this check
-runs an unlimited twin beside them (the same command and CPU request, no limit) and judges only a window in which the
-twin used at least 0.75 core (or a limited pod went over the ceiling): a limited pod under the ceiling then shows a
-cap, not a node that gave the load no more; a node that never shows it is an error, never a pass.
+runs an unlimited twin beside each (the same command and CPU request, no limit) and judges only a window in which the
+twin used at least 0.75 core (or the limited pod went over the ceiling): a limited pod under the ceiling then shows a
+cap, not a node that gave the load no more; a node that never shows it is an error, never a pass. The two spellings
+run one after the other, each pair alone on the node (see TWIN): upstream runs its two pods at once, for 2 minutes
+each here as there.
 
 Its Linux control (``target_os``) runs the same two pods on a Linux worker, agnhost stress keeping eight CPUs
 busy. The Windows pods need a real node: the check passes the ``data_plane`` gate first.
@@ -47,18 +49,46 @@ from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_json
 from wincon.checks.pods import eventually, nodes_for, os_pod, windows_pod
 from wincon.cluster.waits import pod_failure, pod_running
 from wincon.errors import InfrastructureError, expect_deviation
+from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.scheduling]
 
 LIMITS = ("0.5", "500m")  # upstream cpu_limits.go:49 and :52
-# The unlimited twin: the same load and CPU request as the limited pods, on the same node, no limit. A pass needs it
-# shown using at least TWIN_SHOWN_CORES over the window that judges the limited pods: the node would have given their
-# load more than the limit. Three pods of equal weight: the two limited ones take at most 1.0 core and the rest is the
-# twin's, so the node must give the three at least 1.75 cores for the twin to show 0.75 (the cap check's pair needs
-# 1.25): on a 2-core machine, most of it. Measured on a 2-CPU machine shared with other clusters (2026-11-28): at
-# load 12-15 the twin reached 0.752 (a pass in 96 s); at loads 8-30 the three pods got 1.07-1.57 cores in all and
-# eleven runs erred after their 140 s of readings (twin at most 0.72), never passing on weaker evidence.
-TWIN = "cpu-twin"
+# The unlimited twin: the same load and CPU request as a limited pod, on the same node, no limit. A pass needs it
+# shown using at least TWIN_SHOWN_CORES over the window that judges the limited pod: the node would have given its load
+# more than the limit. Each spelling runs beside a twin of its own, one pair after the other, as the cap check's pair
+# (test_compute_limitations.py): a pair needs the node to give it 1.25 cores. Both limited pods at once beside one twin
+# needed 1.75 of a 2-CPU node, which a node shared with other work did not give: measured on a 2-CPU machine shared
+# with other clusters (2026-11-28), at loads 8-30 the three pods got 1.07-1.57 cores in all and eleven of twelve runs
+# erred after their 140 s of readings (twin at most 0.72), one passed (load 12-15: twin 0.752); none passed on weaker
+# evidence, none failed.
+TWIN = "twin"  # the suffix of each limited pod's twin: cpu-0p5-twin, cpu-500m-twin
+
+
+def twin_of(name: str) -> str:
+    """The name of the unlimited twin that runs beside limited pod ``name``."""
+    return f"{name}-{TWIN}"
+
+
+def gone(kube, names: tuple[str, ...], timeout: float = 120.0) -> None:
+    """Wait until the pods ``names`` are deleted (a pair still burning would take the next pair's CPU); a node that
+    does not delete them within ``timeout``: the cluster's error."""
+
+    def present(name: str) -> bool:
+        try:
+            kube.read_pod(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def deleted() -> bool:
+        return not any(present(n) for n in names)
+
+    eventually(deleted, timeout, f"pods {', '.join(names)} deleted", POLL_SECONDS)
+
+
 MAX_CORES = MAX_CORES_UNDER_500M  # the limit plus 8 %, as the compute check
 STATS_PERIOD_SECONDS = 10.0  # the kubelet's eviction monitoring period, in step with cAdvisor's housekeeping
 # Seconds of load before the window closes: upstream's 2 minutes on Windows (cpu_limits.go:55); on Linux one stats
@@ -86,14 +116,14 @@ def burn_pod(wincon, name: str, target_os: str, build, node: str, cpu: str | Non
     return os_pod(wincon, name, "linux", None, args=["stress", "--cpus=8"], node=node, container_extra=extra)
 
 
-def judging(limited: tuple[str, ...]) -> Callable[[dict[str, float]], bool]:
+def judging(limited: tuple[str, ...], twin: str) -> Callable[[dict[str, float]], bool]:
     """Whether a window's cores (pod: cores) can judge the limits: a limited pod over the ceiling (the limit did not
     hold), or every limited pod's reading beside the twin's judges the cap (wincon.checks.cpu.judges_the_cap: its load
     shown while the twin, the same load and request without the limit, used at least TWIN_SHOWN_CORES)."""
 
     def judges(cores: dict[str, float]) -> bool:
         return any(cores[n] > MAX_CORES for n in limited) or all(
-            judges_the_cap((cores[n], cores[TWIN])) for n in limited
+            judges_the_cap((cores[n], cores[twin])) for n in limited
         )
 
     return judges
@@ -184,34 +214,45 @@ def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, w
         pytest.skip(f"no Ready {target_os} node with a data plane")
     node = nodes[0].name
     names = {cpu: f"cpu-{cpu.replace('.', 'p')}" for cpu in LIMITS}
-    for cpu, name in [*names.items(), (None, TWIN)]:
-        kube.create(burn_pod(wincon, name, target_os, build, node, cpu))
     load = LOAD_SECONDS[target_os]
     data_plane(f"GET /api/v1/nodes/{node}/proxy/stats/summary after {load:.0f} s of load", pod_node=node)
-    started = {}
-    for name in [*names.values(), TWIN]:
-        pod = kube.wait_pod(name, done=pod_running, timeout=wincon.pod_start_timeout, failure=pod_failure)
-        running = [s.state.running.started_at for s in pod.status.container_statuses or [] if s.state.running]
-        assert running, f"{name} is Running without a running container: {pod.status.container_statuses}"
-        started[name] = max(running)
-    needs = (
-        f"a limited pod over {MAX_CORES}, or each at least {LOAD_SHOWN_CORES} while the unlimited twin {TWIN} used at"
-        f" least {TWIN_SHOWN_CORES}"
-    )
-    window = load_window(kube, node, started, load, judging(tuple(names.values())), WAIT_SECONDS, needs)
-    cores = window.windows[-1]
-    request.node.user_properties.append(("cpu_cores_twin", f"{cores[TWIN]:.3f}"))
     over = []
-    for cpu, name in names.items():
+    for cpu, name in names.items():  # one spelling at a time, each beside a twin of its own (see TWIN)
+        twin = twin_of(name)
+        kube.create(burn_pod(wincon, name, target_os, build, node, cpu))
+        kube.create(burn_pod(wincon, twin, target_os, build, node, None))
+        started = {}
+        for pod_name in (name, twin):
+            pod = kube.wait_pod(pod_name, done=pod_running, timeout=wincon.pod_start_timeout, failure=pod_failure)
+            running = [s.state.running.started_at for s in pod.status.container_statuses or [] if s.state.running]
+            assert running, f"{pod_name} is Running without a running container: {pod.status.container_statuses}"
+            started[pod_name] = max(running)
+        needs = (
+            f"{name} over {MAX_CORES}, or at least {LOAD_SHOWN_CORES} while the unlimited twin {twin} used at least "
+            f"{TWIN_SHOWN_CORES}"
+        )
+        try:
+            window = load_window(kube, node, started, load, judging((name,), twin), WAIT_SECONDS, needs)
+        except InfrastructureError:
+            if not over:
+                raise
+            # The first spelling already went over the ceiling: the behaviour was observed not to hold, and a second
+            # pair that the node could not judge takes nothing from that.
+            window = None
         pod = kube.read_pod(name)
         assert pod.status.phase == "Running", f"{name} (limit {cpu}) is {pod.status.phase} after the load"
-        request.node.user_properties.append((f"cpu_cores_limit_{cpu}", f"{cores[name]:.3f}"))
-        if cores[name] > MAX_CORES:
-            over.append(f"{name} (limit {cpu}) uses {cores[name]:.3f} cores")
-    # No accepts=: one assertion, on a window just shown able to judge (a pod over the ceiling, or each showing its load
-    # while the unlimited twin beside them used 1.5 times the limit): more than the ceiling is the deviation itself.
+        if window is not None:
+            cores = window.windows[-1]
+            request.node.user_properties.append((f"cpu_cores_limit_{cpu}", f"{cores[name]:.3f}"))
+            request.node.user_properties.append((f"cpu_cores_twin_{cpu}", f"{cores[twin]:.3f}"))
+            if cores[name] > MAX_CORES:
+                over.append(
+                    f"{name} (limit {cpu}) uses {cores[name]:.3f} cores (the unlimited twin {twin}: {cores[twin]:.3f})"
+                )
+        for pod_name in (name, twin):  # the next spelling's pair gets the node's CPU to itself
+            kube.delete_pod(pod_name, grace=0)
+        gone(kube, (name, twin))
+    # No accepts=: one assertion, on windows just shown able to judge (a pod over the ceiling, or each showing its load
+    # while the unlimited twin beside it used 1.5 times the limit): more than the ceiling is the deviation itself.
     with expect_deviation("cpu-limits-not-hard"):
-        assert not over, (
-            f"over {MAX_CORES} core over a {RATE_WINDOW_SECONDS:.0f} s window: {'; '.join(over)} (the unlimited twin "
-            f"{TWIN}: {cores[TWIN]:.3f})"
-        )
+        assert not over, f"over {MAX_CORES} core over a {RATE_WINDOW_SECONDS:.0f} s window: {'; '.join(over)}"

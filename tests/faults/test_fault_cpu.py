@@ -12,7 +12,7 @@ teardown deletes the pods, and their cgroups with them.
 
 The same fault runs on test_cpu_limits.py's Linux control
 (``suites/scheduling/test_cpu_limits.py::test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it``: pods
-``cpu-0p5`` and ``cpu-500m``, eight busy jobs each, beside their unlimited twin ``cpu-twin``): the quotas of both
+``cpu-0p5`` and ``cpu-500m``, eight busy jobs each, one after the other, each beside its unlimited twin ``<pod>-twin``): the quotas of both
 limited pods are lifted, and the check must fail the same way.
 
 It runs on the fault modules' shared cluster (tests/faults/conftest.py: a fresh ``faults-<hex>``, or the one
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one f
 CPU_CAP = ("suites/scheduling/test_compute_limitations.py", "cpu_limit_caps_a_busy_container")
 LIMITED_POD = "busy"  # the check's pod under the 500m limit (CPU_LIMITED there); its twin has no limit to lift
 CPU_LIMITS = ("suites/scheduling/test_cpu_limits.py", "cpu_limit_in_either_spelling_holds_a_busy_pod_under_it")
-LIMITED_PODS = ("cpu-0p5", "cpu-500m")  # test_cpu_limits.py's pods limited to "0.5" and "500m"; cpu-twin has none
+LIMITED_PODS = ("cpu-0p5", "cpu-500m")  # test_cpu_limits.py's pods limited to "0.5" and "500m"; their twins have none
 KEEPER_SECONDS = 0.2  # how often the keeper looks for new cgroups of the pod
 V2_QUOTA, V1_QUOTA = "cpu.max", "cpu.cfs_quota_us"
 

@@ -15,10 +15,17 @@ import pytest
 from tests.support import suites
 from wincon.checks.cpu import RATE_WINDOW_SECONDS, cpu_seconds
 from wincon.errors import InfrastructureError, linux_control
+from wincon.kube import ApiException
 
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
 START = datetime(2026, 11, 24, 14, 0, 0, tzinfo=UTC)
 LIMITED = ("cpu-0p5", "cpu-500m")
+TWINS = tuple(CPU.twin_of(n) for n in LIMITED)  # cpu-0p5-twin, cpu-500m-twin: one beside each limited pod
+
+
+def pods(p0p5: float, p500m: float, twin: float) -> dict[str, float]:
+    """The cores of each pod the fake kubelet lists: the two limited pods, and each one's twin at ``twin``."""
+    return {"cpu-0p5": p0p5, "cpu-500m": p500m, **dict.fromkeys(TWINS, twin)}
 
 
 def stamp(seconds: float) -> str:
@@ -39,7 +46,7 @@ class Kubelet:
         drift: Callable[[str, float], float] = lambda name, at: 0.0,
     ) -> None:
         self.now = 0.0  # seconds since START
-        self.cores = cores or {**dict.fromkeys(LIMITED, 0.5), CPU.TWIN: 0.9}
+        self.cores = cores or pods(0.5, 0.5, 0.9)
         self.later: dict[str, float] = {}  # cores from ``then`` seconds on (a node that gives the twin more later)
         self.then = float("inf")
         self.lag = lag
@@ -126,7 +133,15 @@ def check(monkeypatch, bodies: list[dict] | None = None, target_os: str = "linux
     running = NS(status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at=START)))]))
     cluster = NS(namespace="ns", api_client=None, create=(bodies if bodies is not None else []).append)
     cluster.wait_pod = lambda *a, **k: running
-    cluster.read_pod = lambda name: running
+    deleted: set[str] = set()
+
+    def read_pod(name: str) -> NS:
+        if name in deleted:
+            raise ApiException(status=404)
+        return running
+
+    cluster.read_pod = read_pod
+    cluster.delete_pod = lambda name, grace=None: deleted.add(name)
     request = NS(node=NS(user_properties=[]))
     wincon = NS(
         profile=None, pod_start_timeout=5, catalog=NS(image=lambda key, os_name, build=None: f"{key}-{os_name}")
@@ -153,14 +168,15 @@ def test_the_drift_that_failed_ci_reads_under_the_ceiling_over_the_window(monkey
 @pytest.mark.parametrize("over", [0.56, 0.84, 1.0])
 def test_a_pod_truly_over_the_ceiling_still_fails_even_with_the_drift_in_its_favour(monkeypatch, over):
     """0.56: just past the margin, its closing sample's counter read 0.5 s before its stamp (about 0.546 over the
-    window); 0.84: what upstream's own bound lets pass; 1.0: a pod with no cap on a 2-core node."""
-    cores = {"cpu-0p5": 0.5, "cpu-500m": over, CPU.TWIN: 0.9}
-    Kubelet(monkeypatch, cores=cores, drift=lambda name, at: -0.5 if at >= 30 else 0.0)
-    with pytest.raises(AssertionError, match=r"over 0.54 core over a 20 s window: cpu-500m \(limit 500m\)") as failed:
+    window); 0.84: what upstream's own bound lets pass; 1.0: a pod with no cap on a 2-core node. The pod over is
+    cpu-0p5, the first pair's, whose window closes on the drifted samples (from 30 s on)."""
+    cores = pods(over, 0.5, 0.9)
+    Kubelet(monkeypatch, cores=cores, drift=lambda name, at: -0.5 if name == "cpu-0p5" and at >= 30 else 0.0)
+    with pytest.raises(AssertionError, match=r"over 0.54 core over a 20 s window: cpu-0p5 \(limit 0.5\)") as failed:
         check(monkeypatch)
     used = float(str(failed.value).split(" uses ")[1].split()[0])
     assert CPU.MAX_CORES < used < over
-    assert "cpu-0p5" not in str(failed.value).split("\n")[0]
+    assert "cpu-500m (limit" not in str(failed.value).split("\n")[0]
 
 
 def test_cpu_seconds_is_the_reading_the_window_is_made_of():
@@ -181,37 +197,39 @@ def test_cpu_seconds_is_the_reading_the_window_is_made_of():
 def test_a_starved_twin_shows_nothing_about_the_limit_an_error_not_a_pass(monkeypatch):
     """The weak evidence before: both limited pods read above zero (0.30) and under the ceiling, and that passed; a
     node that gave the same load no more than that (the twin at 0.45) shows no cap."""
-    Kubelet(monkeypatch, cores={"cpu-0p5": 0.30, "cpu-500m": 0.30, CPU.TWIN: 0.45})
+    Kubelet(monkeypatch, cores=pods(0.30, 0.30, 0.45))
     with pytest.raises(InfrastructureError, match="could not show the limit matters") as errored:
         check(monkeypatch)
-    assert "cpu-twin 0.450" in str(errored.value)  # every window's readings, in the message
+    assert "cpu-0p5-twin 0.450" in str(errored.value)  # every window's readings, in the message
     assert not isinstance(errored.value, AssertionError)
 
 
 @pytest.mark.parametrize("twin", [0.55, 0.74])
 def test_a_twin_short_of_one_and_a_half_times_the_limit_is_not_enough(monkeypatch, twin):
-    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.5, CPU.TWIN: twin})
+    Kubelet(monkeypatch, cores=pods(0.5, 0.5, twin))
     with pytest.raises(InfrastructureError, match="could not show the limit matters"):
         check(monkeypatch)
 
 
 def test_a_twin_given_the_cpu_later_is_waited_for_and_judges(monkeypatch):
-    kubelet = Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.5, CPU.TWIN: 0.3})
-    kubelet.later, kubelet.then = {CPU.TWIN: 1.0}, 60.0  # the node's other work ends after 60 s
+    kubelet = Kubelet(monkeypatch, cores=pods(0.5, 0.5, 0.3))
+    kubelet.later, kubelet.then = dict.fromkeys(TWINS, 1.0), 60.0  # the node's other work ends after 60 s
     properties = dict(check(monkeypatch))
     assert kubelet.now > 70.0  # a window mostly after it (at 0.3 then 1.0: 0.755 over 20 s), not the first at 30 s
-    assert float(properties["cpu_cores_twin"]) >= CPU.TWIN_SHOWN_CORES
+    assert float(properties["cpu_cores_twin_0.5"]) >= CPU.TWIN_SHOWN_CORES
     assert float(properties["cpu_cores_limit_0.5"]) == pytest.approx(0.5, abs=0.001)
 
 
 def test_a_limited_pod_over_the_ceiling_fails_whatever_its_twin_read(monkeypatch):
-    Kubelet(monkeypatch, cores={"cpu-0p5": 0.70, "cpu-500m": 0.5, CPU.TWIN: 0.6})
-    with pytest.raises(AssertionError, match=r"cpu-0p5 \(limit 0.5\) uses 0.700 cores \(the unlimited twin cpu-twin"):
+    Kubelet(monkeypatch, cores=pods(0.70, 0.5, 0.6))
+    with pytest.raises(
+        AssertionError, match=r"cpu-0p5 \(limit 0.5\) uses 0.700 cores \(the unlimited twin cpu-0p5-twin"
+    ):
         check(monkeypatch)
 
 
 def test_a_limited_load_that_did_not_run_beside_a_busy_twin_is_an_error(monkeypatch):
-    Kubelet(monkeypatch, cores={"cpu-0p5": 0.5, "cpu-500m": 0.04, CPU.TWIN: 1.5})
+    Kubelet(monkeypatch, cores=pods(0.5, 0.04, 1.5))
     with pytest.raises(InfrastructureError, match="could not show the limit matters"):
         check(monkeypatch)
 
@@ -221,12 +239,14 @@ def test_the_twin_runs_the_same_command_and_request_on_the_same_node_without_a_l
     Kubelet(monkeypatch)
     bodies: list[dict] = []
     check(monkeypatch, bodies, os_name)
-    assert [b["metadata"]["name"] for b in bodies] == [*LIMITED, CPU.TWIN]
+    assert [b["metadata"]["name"] for b in bodies] == ["cpu-0p5", "cpu-0p5-twin", "cpu-500m", "cpu-500m-twin"]
     containers = [b["spec"]["containers"][0] for b in bodies]
+    twin = {"requests": {"cpu": "500m", "memory": "1Gi"}}  # the limited pods' requests, which their limits give them
     assert [c["resources"] for c in containers] == [
         {"limits": {"cpu": "0.5", "memory": "1Gi"}},
+        twin,
         {"limits": {"cpu": "500m", "memory": "1Gi"}},
-        {"requests": {"cpu": "500m", "memory": "1Gi"}},  # the limited pods' requests, which their limits give them
+        twin,
     ]
     assert len({(str(c.get("command")), str(c.get("args")), c["image"]) for c in containers}) == 1
     if os_name == "windows":

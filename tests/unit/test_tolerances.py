@@ -144,7 +144,7 @@ def cpu_check(monkeypatch, cores: dict[str, float]) -> None:
     error where that window cannot judge, as the check's own load_window)."""
     monkeypatch.setattr(CPU, "nodes_for", lambda *a: [NS(name="worker-0")])
     monkeypatch.setattr(CPU, "burn_pod", lambda *a: {})
-    window = cores | {CPU.TWIN: 0.9}
+    window = cores | {CPU.twin_of(name): 0.9 for name in cores}  # each limited pod's own twin
 
     def load_window(kube, node, started, load, judges, wait, what):
         if not judges(window):
@@ -155,7 +155,15 @@ def cpu_check(monkeypatch, cores: dict[str, float]) -> None:
     running = NS(
         status=NS(phase="Running", container_statuses=[NS(state=NS(running=NS(started_at="2026-11-28T14:00:00Z")))])
     )
-    kube = NS(namespace="ns", create=lambda body: None, wait_pod=lambda *a, **k: running, read_pod=lambda name: running)
+    deleted: set[str] = set()
+
+    def read_pod(name: str) -> NS:
+        if name in deleted:
+            raise ApiException(status=404)
+        return running
+
+    kube = NS(namespace="ns", create=lambda body: None, wait_pod=lambda *a, **k: running, read_pod=read_pod)
+    kube.delete_pod = lambda name, grace=None: deleted.add(name)
     request = NS(node=NS(user_properties=[]))
     with linux_control():
         CPU.test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(
