@@ -177,10 +177,11 @@ def verify_images(config: pytest.Config, context: WinconContext) -> None:
         return
     from wincon.imageverify import credentials_for
 
+    pull_secret = config.getoption("wincon_image_pull_secret", None)
+    # The cluster is asked for the secret only where one is named: the profile may come from discovery stood in for,
+    # and the docker config needs no cluster.
     credentials = credentials_for(
-        context.api_client,
-        config.getoption("wincon_image_pull_secret", None),
-        config.getoption("wincon_docker_config", None),
+        context.api_client if pull_secret else None, pull_secret, config.getoption("wincon_docker_config", None)
     )
     refused, note = preflight(context.catalog, context.profile, credentials=credentials)
     config.stash[IMAGE_REFUSALS_KEY] = refused

@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 import wincon.cluster.client as wincon_client
 from tests.support import suites
+from wincon.results import podwaits
 
 BENCH = suites.load("bench/bench_run.py")
 NODES = NS(items=[NS(metadata=NS(name="lin-worker-0", labels={"kubernetes.io/os": "linux"}))])
@@ -152,6 +153,7 @@ def test_the_figures_print_an_incomplete_count(capsys: pytest.CaptureFixture[str
         "mode": "no model", "up": 1.0, "results": "r", "wall": 2.0, "exit": 0, "verdicts": {}, "summary": "",
         "created": {"linux": 1}, "created_total": 1, "created_per_area": {}, "created_caveat": "the pod watch ended",
         "figures": {**figures, "critical_path_seconds": 0.0},
+        "floor": podwaits.floor([]), "chains": [],  # an empty ledger: a floor of nothing waited
     }  # fmt: skip
     BENCH.show(result)
     assert "INCOMPLETE: the pod watch ended" in capsys.readouterr().out

@@ -20,6 +20,14 @@ from wincon.cli import _subparsers, build_parser, main
 from wincon.optionnames import OPTION_NAMES, DeprecatedAlias
 from wincon.options import add_options
 
+
+@pytest.fixture(autouse=True)
+def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deprecation line is left to the main pytest process (DeprecatedAlias: xdist's workers parse the command line
+    again); these tests, run themselves by an xdist worker of the project's own tests, parse as a main process does."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 

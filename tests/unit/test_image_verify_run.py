@@ -40,7 +40,7 @@ def discovered(config):  # what discovery of the live cluster answers
     return ClusterProfile.from_dict(STATE["profile"])
 
 
-def fetch(reference):  # the registry: every image has the recorded list, or the registry is unreachable
+def fetch(reference, credentials=None):  # the registry: every image has the recorded list, or the registry is unreachable
     with (HERE / "fetched.txt").open("a") as out:
         out.write(reference + "\\n")
     if STATE["registry"] == "down":

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.support import suites
+from wincon.checks import storage as storage_checks
 from wincon.localcluster import addons, dataplane, extras, images, storage
 
 
@@ -173,20 +173,17 @@ def test_available_once_the_default_class_of_this_provisioner_exists(plan, monke
     assert reads == [(storage.NAMESPACE, storage.CONFIG_MAP)]
 
 
-def load_storage_conftest() -> Any:
-    return suites.load("suites/storage/conftest.py")
-
-
 def test_the_storage_suite_runs_the_claim_and_skips_block_and_expansion_on_this_class(plan):
-    """Item 3: the suite decides from the StorageClass as the API returns it, as on any cluster."""
-    conftest = load_storage_conftest()
+    """Item 3: the suite decides from the StorageClass as the API returns it, as on any cluster (the storage
+    capabilities of wincon.capabilities, wincon.checks.storage.CLASS_NEEDS)."""
     sc = as_client(storage.storage_class(plan))
-    decide = {name: wanted(sc) for name, (wanted, _) in conftest.NEEDS.items()}
+    decide = {capability: wanted(sc) for capability, (wanted, _) in storage_checks.CLASS_NEEDS.items()}
     assert decide == {
-        "test_persistent_volume_claim_of_the_default_storage_class": True,
-        "test_raw_block_volume_is_attached_as_a_device": False,  # hostPath directories: no raw block device
-        "test_expanded_claim_grows_the_filesystem_the_pod_sees": False,  # no allowVolumeExpansion
+        "default-storage-class": True,  # test_persistent_volume_claim_of_the_default_storage_class runs
+        "block-storage-class": False,  # hostPath directories: no raw block device (the raw block check skips)
+        "expandable-storage-class": False,  # no allowVolumeExpansion (the expansion check skips)
     }
+    assert storage_checks.lacking_class([sc], "default-storage-class") is None
 
 
 # A claim's pod that never runs (the provisioner stopped: tests/faults/test_fault_storage.py) times out with the
