@@ -32,7 +32,7 @@ def test_a_process_dead_of_used_up_inotify_instances_gets_the_fix_not_a_plain_re
     """Seen here with four clusters up: a kubelet exits with `inotify_init: too many open files`."""
     tail = "    E1124 05:20:11 kubelet: failed to create cAdvisor: inotify_init: too many open files"
     hint = dataplane.exit_hint(tail)
-    assert hint is not None and "fs.inotify.max_user_instances" in hint and "cluster down --name" in hint
+    assert hint is not None and "fs.inotify.max_user_instances" in hint and "cluster down --cluster-name" in hint
     limit = int(dataplane.INOTIFY_LIMIT.read_text())  # what `up` left it at: the fix names a higher figure
     assert f"fs.inotify.max_user_instances = {limit};" in hint
     assert f"`sysctl -w fs.inotify.max_user_instances={2 * limit}`" in hint

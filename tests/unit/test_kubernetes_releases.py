@@ -137,7 +137,7 @@ def test_a_running_cluster_keeps_its_release_and_refuses_another(monkeypatch):
     with pytest.raises(LocalClusterError) as err:
         cluster._select_release("c", "1.37", running=True)
     assert "already runs Kubernetes v1.35.4" in str(err.value)
-    assert "wincon cluster down --name c" in err.value.fix
+    assert "wincon cluster down --cluster-name c" in err.value.fix
     _record(monkeypatch, {"kubernetes_release": "1.35"})
     assert cluster._select_release("c", None, running=False) == "1.37"  # stale state: a new cluster
 

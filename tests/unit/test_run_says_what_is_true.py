@@ -101,7 +101,7 @@ def test_a_local_run_ends_by_saying_the_cluster_is_left_running(tmp_path, monkey
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == (
         "wincon: the local cluster wincon-x is left running for the next run (it reuses it); "
-        f"stop it with: {sys.executable} -m wincon cluster down --name wincon-x"
+        f"stop it with: {sys.executable} -m wincon cluster down --cluster-name wincon-x"
     )
 
 

@@ -119,7 +119,7 @@ def _died(comp: Component, name: str) -> LocalClusterError:
         )
     return LocalClusterError(
         f"{comp.name} of cluster {name} exited while starting (log: {comp.log}); last lines:\n{tail}",
-        f"read {comp.log}; then run `wincon cluster up --name {name}` again "
+        f"read {comp.log}; then run `wincon cluster up --cluster-name {name}` again "
         "(the state of the failed start is removed automatically)",
     )
 
@@ -214,7 +214,7 @@ def kubeconfig_path(name: str | None = None) -> Path:
     if not path.is_file() or not record or not record.get("ready"):
         raise LocalClusterError(
             f"local cluster {name} is not running (no kubeconfig at {path})",
-            f"start it with `wincon cluster up --name {name}`",
+            f"start it with `wincon cluster up --cluster-name {name}`",
         )
     return path
 
@@ -606,7 +606,7 @@ def up(
             if topology is not None and recorded is not None and topology != recorded:
                 raise LocalClusterError(
                     f"cluster {name} already runs with another topology ({recorded.to_dict()})",
-                    f"run `wincon cluster down --name {name}` first, or pick another --name",
+                    f"run `wincon cluster down --cluster-name {name}` first, or pick another --cluster-name",
                 )
             topology = topology or recorded or Topology()
             plan = dataplane.Plan.from_dict(record["dataplane"]) if record.get("dataplane") else None
@@ -615,7 +615,7 @@ def up(
                 raise LocalClusterError(
                     f"cluster {name} is only partly running: {', '.join(p['name'] for p in stopped)} not running "
                     f"(log: {stopped[0]['log']})",
-                    f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
+                    f"read the log, then `wincon cluster down --cluster-name {name}` and `wincon cluster up --cluster-name {name}`",
                 )
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)
             kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), release, plan)
@@ -626,7 +626,7 @@ def up(
             raise LocalClusterError(
                 f"cluster {name} is only partly running: {', '.join(c.name for c in dead)} not running "
                 f"(log: {dead[0].log})",
-                f"read the log, then `wincon cluster down --name {name}` and `wincon cluster up --name {name}`",
+                f"read the log, then `wincon cluster down --cluster-name {name}` and `wincon cluster up --cluster-name {name}`",
             )
         if (
             cluster_pids(name)
@@ -681,7 +681,7 @@ def _select_release(name: str, asked: str | None, running: bool) -> str:
         version = (_read_record(name) or {}).get("kubernetes_version", recorded)
         raise LocalClusterError(
             f"cluster {name} already runs Kubernetes {version}, not the {release} asked for",
-            f"run `wincon cluster down --name {name}` first, or pick another --name",
+            f"run `wincon cluster down --cluster-name {name}` first, or pick another --cluster-name",
         )
     return release
 

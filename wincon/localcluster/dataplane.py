@@ -538,7 +538,7 @@ def restart_process(
         if line is None:
             raise LocalClusterError(
                 f"{name} of cluster {cluster} exited as it was started again (log: {log}); last lines:\n{_tail(log)}",
-                f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+                f"read {log}; `wincon cluster down --cluster-name {cluster}` and `up` start the cluster afresh",
             )
         if running_since is None and line.split(" ", 1)[0] == program:
             running_since = now
@@ -546,7 +546,7 @@ def restart_process(
             raise LocalClusterError(
                 f"{name} of cluster {cluster} (pid {pid}) did not run {program} within {RESTART_EXEC_SECONDS:.0f} s "
                 f"of being started again (its command line: {line!r})",
-                f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+                f"read {log}; `wincon cluster down --cluster-name {cluster}` and `up` start the cluster afresh",
             )
         if running_since is not None and now - running_since >= settle:
             problem = ready_problem(spec["ready"], log, offset) if spec.get("ready") else None
@@ -556,7 +556,7 @@ def restart_process(
                 raise LocalClusterError(
                     f"{name} of cluster {cluster} (pid {pid}) runs but is not up {ready_within:.0f} s after being "
                     f"started again: {problem}; its log's last lines:\n{_tail(log)}",
-                    f"read {log}; `wincon cluster down --name {cluster}` and `up` start the cluster afresh",
+                    f"read {log}; `wincon cluster down --cluster-name {cluster}` and `up` start the cluster afresh",
                 )
             time.sleep(0.2)  # the probe itself may have taken up to 2 s
         time.sleep(0.05)
@@ -589,7 +589,7 @@ class _Watch:
                 tail = _tail(log)
                 raise LocalClusterError(
                     f"{name} of cluster {self.cluster} exited while starting (log: {log}); last lines:\n{tail}",
-                    exit_hint(tail) or f"read {log}; then run `wincon cluster up --name {self.cluster}` again",
+                    exit_hint(tail) or f"read {log}; then run `wincon cluster up --cluster-name {self.cluster}` again",
                 )
 
 
@@ -607,7 +607,7 @@ def exit_hint(tail: str) -> str | None:
         return (
             f"the host's inotify instances are used up (fs.inotify.max_user_instances = {limit}; every kubelet "
             f"and containerd takes several): stop other local clusters (those under {paths.cache_root() / 'clusters'}: "
-            "`wincon cluster down --name N`) or raise the limit further, e.g. "
+            "`wincon cluster down --cluster-name N`) or raise the limit further, e.g. "
             f"`sysctl -w fs.inotify.max_user_instances={more}`, then run `wincon cluster up` again"
         )
     return None

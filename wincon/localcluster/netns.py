@@ -125,7 +125,7 @@ def pick_subnet(name: str) -> ipaddress.IPv4Network:
             return subnet
     raise LocalClusterError(
         f"no free /24 left in {NODE_SUBNET_BASE} for cluster {name}'s node network",
-        "stop other local clusters (`wincon cluster down --name ...`)",
+        "stop other local clusters (`wincon cluster down --cluster-name ...`)",
     )
 
 

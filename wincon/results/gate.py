@@ -214,13 +214,13 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
     if not minor:
         raise UsageError(
             f"{run.path}: the run does not record its Kubernetes version (finished.json metadata)",
-            "pass --k8s-version X.Y",
+            "pass --kubernetes-version X.Y",
         )
     if minor not in required.versions:
         known = ", ".join(sorted(required.versions, key=lambda v: releases.minor_of(v) or (0, 0)))
         raise UsageError(
             f"{required.path}: no required tests for Kubernetes {minor} (the file lists {known})",
-            f'add a kubernetes/"{minor}" entry (include the previous minor), or pass --k8s-version',
+            f'add a kubernetes/"{minor}" entry (include the previous minor), or pass --kubernetes-version',
         )
     by_id: dict[str, list[CaseResult]] = {}
     control_ids: set[str] = set()

@@ -235,7 +235,7 @@ def left_running(name: str) -> str:
     """The last word of a ``--local`` run: the cluster stays up for the next run, and how to stop it."""
     return (
         f"wincon: the local cluster {name} is left running for the next run (it reuses it); "
-        f"stop it with: {sys.executable} -m wincon cluster down --name {name}"  # the interpreter that runs wincon
+        f"stop it with: {sys.executable} -m wincon cluster down --cluster-name {name}"  # the interpreter that runs wincon
     )
 
 
