@@ -98,7 +98,7 @@ test-unit: setup-python
 
 # Integration tests alone, against the local cluster (they start one if none runs).
 test-integration: setup binaries
-	$(PYTHON) -m pytest tests/integration -p no:randomly -n $(WORKERS) -q -rfEs
+	$(PYTHON) -m pytest tests/integration -p no:randomly -n $(WORKERS) --dist loadgroup -q -rfEs
 
 lint: setup-python typecheck
 	$(PYTHON) -m ruff check .
