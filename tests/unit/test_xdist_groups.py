@@ -30,7 +30,8 @@ def test_free(i):
 
 
 def _workers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *plugin: str) -> dict[str, set[str]]:
-    """Which workers ran each of the module's two tests, under ``-n 2 --dist loadgroup``."""
+    """Which workers ran each of the module's two tests, under ``-n 2 --dist loadgroup``; under ``"ids"``, the node
+    ids the run reported for the ungrouped test."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))  # the subprocess imports tests.support from the project
     pytester.makepyfile(test_groups=MODULE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", *plugin, "-n", "2", "--dist", "loadgroup", "-v")
@@ -40,13 +41,18 @@ def _workers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *plugin
         m = re.match(r"\[(gw\d)\] .*PASSED test_groups\.py::(test_\w+)\[", line)
         if m:
             found.setdefault(m.group(2), set()).add(m.group(1))
+        ids = re.match(r"\[gw\d\] .*PASSED (test_groups\.py::test_free\S*)", line)
+        if ids:
+            found.setdefault("ids", set()).add(ids.group(1))
     return found
 
 
 def test_the_tests_of_a_group_run_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     found = _workers(pytester, monkeypatch, "-p", "tests.support.xdist_groups")
     assert len(found["test_grouped"]) == 1, found
-    assert len(found["test_free"]) == 2, found  # the ungrouped tests still use both workers
+    # The ungrouped tests stay scopes of their own (not renamed into the group), free to go to either worker; which
+    # worker takes them is the scheduler's choice at the moment (under load one worker may take all eight).
+    assert len(found["ids"]) == 8 and not any("@" in i for i in found["ids"]), found
 
 
 def test_without_the_plugin_the_group_may_be_split(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
