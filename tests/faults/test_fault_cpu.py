@@ -41,6 +41,8 @@ CPU_LIMITS = ("suites/scheduling/test_cpu_limits.py", "cpu_limit_in_either_spell
 LIMITED_PODS = ("cpu-0p5", "cpu-500m")  # test_cpu_limits.py's pods limited to "0.5" and "500m"; their twins have none
 KEEPER_SECONDS = 0.2  # how often the keeper looks for new cgroups of the pod
 V2_QUOTA, V1_QUOTA = "cpu.max", "cpu.cfs_quota_us"
+KUBEPODS = "kubepods"  # the kubelets' top cgroup under each cgroupRoot (cgroupfs driver)
+QOS_DIRS = ("", "burstable", "besteffort")  # a Guaranteed pod's cgroup sits right under kubepods
 
 
 def unlimited(quota: Path, text: str) -> bool:
@@ -50,11 +52,12 @@ def unlimited(quota: Path, text: str) -> bool:
 def quota_files(name: str, uid: str) -> list[Path]:
     """The CPU quota file of each cgroup of pod ``uid`` (its pod cgroup and every container's below it) under
     cluster ``name``'s cgroup roots (the kubelets' cgroupRoot, cgroupfs driver: ``.../kubepods/<qos>/pod<uid>``),
-    parents first."""
+    parents first. Only the pod's own places are walked: a ``**`` glob of the whole tree raced with the teardown of
+    every other pod and raised FileNotFoundError on a cgroup removed under it (CI at 86ee81d)."""
     found: list[Path] = []
     for top in netns.our_cgroups(name):
-        for pod_dir in top.glob(f"**/pod{uid}"):
-            for cgroup in netns.cgroup_dirs(pod_dir):
+        for pod_dir in (top / KUBEPODS / qos / f"pod{uid}" for qos in QOS_DIRS):
+            for cgroup in netns.cgroup_dirs(pod_dir):  # none where it is absent; a cgroup gone meanwhile is skipped
                 for quota in (cgroup / V2_QUOTA, cgroup / V1_QUOTA):
                     if quota.exists():
                         found.append(quota)

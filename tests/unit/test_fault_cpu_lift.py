@@ -52,3 +52,32 @@ def test_a_v2_quota_is_set_to_max(tmp_path, monkeypatch):
 
 def test_a_quota_file_gone_with_its_pod_is_not_lifted(tmp_path):
     assert fault.lift(tmp_path / "gone" / "cpu.cfs_quota_us") is None
+
+
+def test_a_guaranteed_pods_quotas_are_found_right_under_kubepods(tmp_path, monkeypatch):
+    top = tmp_path / "cpu" / "wincon-faults-x-worker-0"
+    pod = cgroup(top / "kubepods" / f"pod{UID}", cpu_cfs_quota_us="50000\n")
+    cgroup(pod / "c0ffee", cpu_cfs_quota_us="50000\n")
+    monkeypatch.setattr(fault.netns, "our_cgroups", lambda name: [top])
+    assert fault.quota_files("faults-x", UID) == [pod / "cpu.cfs_quota_us", pod / "c0ffee" / "cpu.cfs_quota_us"]
+
+
+def test_other_pods_cgroups_torn_down_meanwhile_are_not_walked(tmp_path, monkeypatch):
+    """CI at 86ee81d: the keeper's walk of the whole tree raised FileNotFoundError on another pod's cgroup removed
+    under it, and the fault test failed as a fault half-injected. The pod's own places are looked at, nothing else:
+    a walk that enters any other directory fails here."""
+    top = tree(tmp_path, "cpu_cfs_quota_us", "50000\n")
+    monkeypatch.setattr(fault.netns, "our_cgroups", lambda name: [top])
+    own = top / "kubepods" / "burstable" / f"pod{UID}"
+    walked: list[Path] = []
+    real = fault.netns.cgroup_dirs
+
+    def spy(pod_dir: Path) -> list[Path]:
+        walked.append(pod_dir)
+        return real(pod_dir)
+
+    monkeypatch.setattr(fault.netns, "cgroup_dirs", spy)
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: (_ for _ in ()).throw(FileNotFoundError(str(self))))
+    assert len(fault.quota_files("faults-x", UID)) == 3
+    assert own in walked and all(p.name == f"pod{UID}" for p in walked)
+    assert fault.quota_files("faults-x", "0b6c6f2e-3333-4c1e-9d7e-000000000003") == []  # a pod gone: nothing, no error
