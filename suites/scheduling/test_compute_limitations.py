@@ -31,7 +31,7 @@ from wincon.checks.pods import (
     windows_nodes_of_build,
     windows_pod,
 )
-from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement
+from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement, least_requested
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.errors import InfrastructureError, expect_deviation
@@ -136,11 +136,15 @@ def outcome(kube, name):
     return None
 
 
-def target_node(profile, build, target_os="windows"):
+def target_nodes(profile, build, target_os="windows") -> list[str]:
     nodes = windows_nodes_of_build(profile, build) if target_os == "windows" else nodes_for(profile, "linux", None)
     if not nodes:
         pytest.skip(f"no Ready {target_os} node")
-    return nodes[0].name
+    return [n.name for n in nodes]
+
+
+def target_node(profile, build, target_os="windows"):
+    return target_nodes(profile, build, target_os)[0]
 
 
 def node_memory(kube, node: str, field: str) -> int:
@@ -192,7 +196,7 @@ def windowed(history: list[dict[str, Sample]]) -> tuple[float, float] | None:
 @pytest.mark.windows_form(forms.POWERSHELL_BUSYBOX)
 def test_cpu_limit_caps_a_busy_container(kube, wincon, namespace, build, data_plane, target_os):
     """ "Windows doesn't use hard limits for CPU allocations. Instead, a share system is used" (000_4130a90def37a825.txt, V1.Container): two busy threads under limits.cpu 500m should use at most 0.54 core (the limit plus upstream's 8 %, as test_cpu_limits.py), while the same load without the limit beside it uses more."""
-    node = target_node(wincon.profile, build, target_os)
+    node = least_requested(wincon.api_client, target_nodes(wincon.profile, build, target_os), "cpu")
     # The twin has the same load and the same request (an equal share of the node), and no limit: read in the same
     # /stats/summary, it shows what the node gives that load at that moment. Only the limit tells them apart.
     request = {"requests": {"cpu": "500m"}}

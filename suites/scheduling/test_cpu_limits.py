@@ -47,6 +47,7 @@ from wincon.checks.cpu import (
 )
 from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_json
 from wincon.checks.pods import eventually, nodes_for, os_pod, windows_pod
+from wincon.checks.scheduling import least_requested
 from wincon.cluster.waits import pod_failure, pod_running
 from wincon.errors import InfrastructureError, expect_deviation
 from wincon.kube import ApiException
@@ -212,7 +213,7 @@ def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, w
     nodes = nodes_for(wincon.profile, target_os, build)
     if not nodes:
         pytest.skip(f"no Ready {target_os} node with a data plane")
-    node = nodes[0].name
+    node = least_requested(wincon.api_client, [n.name for n in nodes], "cpu")  # its pairs' CPU, not another run's
     names = {cpu: f"cpu-{cpu.replace('.', 'p')}" for cpu in LIMITS}
     load = LOAD_SECONDS[target_os]
     data_plane(f"GET /api/v1/nodes/{node}/proxy/stats/summary after {load:.0f} s of load", pod_node=node)

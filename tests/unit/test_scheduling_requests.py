@@ -46,3 +46,16 @@ def test_pods_that_never_go_are_the_clusters_error_naming_them(monkeypatch):
     node_api(monkeypatch, [pod("stuck", "1", deleting=True)])
     with pytest.raises(InfrastructureError, match="still being deleted after 60s: ns/stuck"):
         scheduling.unrequested_once_settled(None, "win-0", "cpu", 60)
+
+
+def test_least_requested_takes_the_node_another_runs_load_does_not_hold(monkeypatch):
+    """bench at 86ee81d: two runs' CPU pairs pinned to the first node, one stayed Unschedulable for 91 s. The check's
+    node is the one with the most CPU unrequested; on a tie, the first, as before."""
+    held = {"worker-0": Decimal("1.5"), "worker-1": Decimal("0.1"), "worker-2": Decimal("0.1")}
+    monkeypatch.setattr(scheduling, "allocatable", lambda api, node, resource: Decimal("2"))
+    monkeypatch.setattr(scheduling, "requested", lambda api, node, resource: held[node])
+    assert scheduling.least_requested(None, ["worker-0", "worker-1", "worker-2"], "cpu") == "worker-1"
+    held["worker-1"] = Decimal("1.5")
+    assert scheduling.least_requested(None, ["worker-0", "worker-1", "worker-2"], "cpu") == "worker-2"
+    held.update({"worker-0": Decimal("0"), "worker-1": Decimal("0"), "worker-2": Decimal("0")})
+    assert scheduling.least_requested(None, ["worker-0", "worker-1", "worker-2"], "cpu") == "worker-0"
