@@ -83,8 +83,9 @@ class MinorFacts:
     read (kube_features.go, the e2e sources the checks cite) and nothing the suite depends on changed.
 
     ``since``: fact -> what changed (the capability of that name, wincon.capabilities, holds from this minor; the
-    text ends the reason a check is skipped on an older cluster). ``kubelet_gates``: gate -> (default, stage) from
-    this minor, as pkg/features/kube_features.go states it (wincon.profile.KUBELET_GATE_STAGES)."""
+    text ends the reason a check is skipped on an older cluster; a fact no capability names is behaviour a check
+    or the local cluster follows by the release, read with :func:`since`). ``kubelet_gates``: gate -> (default,
+    stage) from this minor, as pkg/features/kube_features.go states it (wincon.profile.KUBELET_GATE_STAGES)."""
 
     since: dict[str, str] = field(default_factory=dict)
     kubelet_gates: dict[str, tuple[bool, str]] = field(default_factory=dict)
@@ -100,8 +101,17 @@ class MinorFacts:
 # certificate volumes: GA in 1.37 with their certificates.k8s.io/v1 APIs (ClusterTrustBundle,
 # ClusterTrustBundleProjection and PodCertificateRequest GA and on by default, kube_features.go:1417, :1423, :1945).
 # win-overlay-removed: kube-proxy's WinOverlay gate is gone from 1.38 (the local flannel-vxlan kube-proxy-windows
-# passes --feature-gates=WinOverlay=true below it only, wincon.localcluster.cni).
+# passes --feature-gates=WinOverlay=true below it only, wincon.localcluster.cni). endpoint-slices-v1:
+# discovery.k8s.io/v1 EndpointSlices GA in 1.21 (KEP-752); the Service checks wait for them from it
+# (wincon.network.services).
+# stats-sized-by-overhead and memory-filler-buffer, upstream's e2e checks of that release (the suite of the cluster's
+# release is the one run against it): from v1.37 test/e2e/windows/kubelet_stats.go:48-90 and :171-198 size the stats
+# checks' pods by Pod Overhead (10 and 3 pods whatever the overhead at v1.35.4 and v1.36.3, :48-59 and :140-151),
+# and memory_limits.go:109-126 leaves the filler's node 256 MiB past its reservation and the filler's overhead
+# (allocatable less 100 MiB at v1.35.4 and v1.36.3, memory_limits.go:112); the same at v1.38.0-beta.0
+# (wincon.checks.overhead.sized_as_upstream_since).
 MINORS: dict[str, MinorFacts] = {
+    "1.21": MinorFacts(since={"endpoint-slices-v1": "EndpointSlices went GA (discovery.k8s.io/v1)"}),
     "1.23": MinorFacts(kubelet_gates={"PodAndContainerStatsFromCRI": (False, "alpha")}),
     "1.29": MinorFacts(kubelet_gates={"ClusterTrustBundleProjection": (False, "alpha")}),
     "1.33": MinorFacts(kubelet_gates={"ClusterTrustBundleProjection": (False, "beta")}),
@@ -118,6 +128,8 @@ MINORS: dict[str, MinorFacts] = {
         since={
             "cluster-trust-bundles": "clusterTrustBundle projected volumes went GA (certificates.k8s.io/v1)",
             "pod-certificates": "podCertificate projected volumes went GA (certificates.k8s.io/v1)",
+            "stats-sized-by-overhead": "upstream's stats checks began to size their pods by Pod Overhead",
+            "memory-filler-buffer": "upstream's memory-limits filler began to leave its node a 256 MiB buffer",
         },
         kubelet_gates={
             "PodAndContainerStatsFromCRI": (False, "beta"),

@@ -89,20 +89,18 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int,
     return sum(seconds) / len(seconds)
 
 
-# Upstream sizes the stats checks' pods by Pod Overhead from v1.37: "when running up to 10 pods" starts as many as fit
-# (at least 3) and the 3-pod check first needs room for 3 overheads (test/e2e/windows/kubelet_stats.go:48-90 and
-# :171-198 at v1.37.2, the same at v1.38.0-beta.0). At v1.35.4 and v1.36.3 it starts 10 pods and 3 pods whatever the
-# overhead, with no such guard (kubelet_stats.go:48-59 and :140-151 at both). The checks follow the release of the
-# cluster's API server (the e2e suite of that release is the one run against it); an unparseable version is
-# unknown and gets the newest release's sizing, said in the check's properties.
-OVERHEAD_SIZING_SINCE = (1, 37)
+# Upstream sizes the stats checks' pods by Pod Overhead from v1.37 (test/e2e/windows/kubelet_stats.go:48-90 and
+# :171-198 at v1.37.2; 10 pods and 3 pods whatever the overhead before): the minor is wincon.releases.MINORS'
+# "stats-sized-by-overhead". The checks follow the release of the cluster's API server (the e2e suite of that release
+# is the one run against it); an unparseable version is unknown and gets the newest release's sizing, said in the
+# check's properties.
 
 
 def sized_by_overhead(request, wincon) -> bool:
-    """Whether the cluster's release sizes the stats checks by Pod Overhead (OVERHEAD_SIZING_SINCE); recorded as the
-    ``stats_sizing`` property with the version it was decided by."""
+    """Whether the cluster's release sizes the stats checks by Pod Overhead (releases.MINORS'
+    "stats-sized-by-overhead"); recorded as the ``stats_sizing`` property with the version it was decided by."""
     return sized_as_upstream_since(
-        request, wincon.profile, OVERHEAD_SIZING_SINCE, "stats_sizing", "by Pod Overhead", "fixed"
+        request, wincon.profile, "stats-sized-by-overhead", "stats_sizing", "by Pod Overhead", "fixed"
     )
 
 

@@ -69,6 +69,11 @@ def test_the_facts_table_gives_the_since_minors_and_the_kubelet_gate_stages_the_
     }
     assert releases.since("cluster-trust-bundles") == releases.since("pod-certificates") == "1.37"
     assert releases.since("win-overlay-removed") == "1.38"
+    # the per-release facts the checks followed with constants of their own before (issue 43's leftovers):
+    # OVERHEAD_SIZING_SINCE (suites/node/test_kubelet.py), BUFFER_SINCE (suites/scheduling/test_memory_limits.py)
+    # and wincon.network.services' Version("1.21")
+    assert releases.since("stats-sized-by-overhead") == releases.since("memory-filler-buffer") == "1.37"
+    assert releases.since("endpoint-slices-v1") == "1.21"
     with pytest.raises(KeyError, match="wincon.releases.MINORS"):
         releases.since("no-such-fact")
 
@@ -89,6 +94,29 @@ def test_the_readers_take_their_minors_from_the_facts_table():
         "the cluster runs Kubernetes v1.35.4, older than 1.36, the release where node log query went GA "
         "(NodeLogQuery locked on)"
     )
+
+
+@pytest.mark.parametrize(
+    ("server_version", "waits"),
+    [("v1.20.15", ["Endpoints"]), ("v1.21.0", ["Endpoints", "EndpointSlices"]), ("", ["Endpoints", "EndpointSlices"])],
+)
+def test_the_service_checks_wait_for_endpoint_slices_from_the_minor_the_table_names(server_version, waits):
+    """wincon.network.services waits for the EndpointSlices too from "endpoint-slices-v1" (1.21), as its
+    Version("1.21") did; an unknown version (which Version("") refused) is taken as a newer release."""
+    from types import SimpleNamespace as NS
+
+    from wincon.network import services
+
+    waited: list[str] = []
+    kube = NS(
+        profile=NS(server_version=server_version),
+        namespace="ns",
+        core=NS(list_namespaced_endpoints=None),
+        discovery=NS(list_namespaced_endpoint_slice=lambda *a, **k: None),
+        wait_for=lambda *a, describe, **k: waited.append(describe.split()[0]),
+    )
+    services.wait_for_endpoints(kube, "svc", ["10.0.0.1"])
+    assert waited == waits
 
 
 # ------------------------------------------------------------------------------------- the command line's ask
@@ -143,6 +171,87 @@ def test_only_the_command_line_asks_for_the_release_from_the_environment_and_onl
             assert not names & {"releases.requested", "VERSION_ENV", "WINCON_KUBERNETES_VERSION"}, rel
         assert "VERSIONS_FILE" not in names or rel == "wincon/localcluster/paths.py", rel
         assert "tomllib" not in names or rel != "wincon/upstream.py", rel
+
+
+# Kubernetes minors written in code elsewhere that are not a per-minor fact, with why.
+NOT_KUBERNETES_MINORS = {("wincon/localcluster/addons.py", "GO_DIRECTIVE")}  # a go.mod's Go version
+_MINOR_TEXT = re.compile(r"^v?1\.\d+(\.\d+)?$")
+_MINOR_READERS = {"at_least", "minor_at_least", "Version"}  # take a minor to compare with
+_FACT_READERS = {"since": 0, "what_changed": 0, "_from_release": 0, "sized_as_upstream_since": 2}  # fact's argument
+
+
+def _a_minor(node: ast.AST) -> bool:
+    """A literal Kubernetes minor or version: ``"1.37"``, ``"v1.21.0"``, ``(1, 37)``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(_MINOR_TEXT.match(node.value))
+    return (
+        isinstance(node, ast.Tuple)
+        and len(node.elts) in (2, 3)
+        and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts)
+        and node.elts[0].value == 1  # type: ignore[attr-defined]
+    )
+
+
+def _minors_in_code_and_facts_read(path: Path, rel: str) -> tuple[list[str], list[tuple[str, int]]]:
+    """The minors ``path`` states in code (a ``*_SINCE`` constant or one assigned a minor, a minor compared with or
+    passed to at_least/Version), and the facts it reads from the table by name, with their lines."""
+    minors, facts = [], []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _MINOR_READERS and any(_a_minor(arg) for arg in node.args):
+                minors.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+            where = _FACT_READERS.get(name)
+            if where is not None and len(node.args) > where:
+                arg = node.args[where]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    facts.append((arg.value, node.lineno))
+        elif isinstance(node, ast.Compare) and any(_a_minor(side) for side in (node.left, *node.comparators)):
+            minors.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if not isinstance(target, ast.Name) or (rel, target.id) in NOT_KUBERNETES_MINORS:
+                    continue
+                if target.id.endswith("_SINCE") or _a_minor(node.value):
+                    minors.append(f"{rel}:{node.lineno}: {target.id} = {ast.unparse(node.value)}")
+    return minors, facts
+
+
+def test_what_changed_at_a_minor_is_stated_in_the_facts_table_alone():
+    """No module of wincon or suites but wincon.releases writes a Kubernetes minor in its code to decide by (a
+    ``*_SINCE`` constant, ``at_least(v, "1.37")``, ``Version(v) >= Version("1.21")``): the fact goes into
+    releases.MINORS and is read by name, and every name read is one of the table's facts."""
+    known = {fact for facts in releases.MINORS.values() for fact in facts.since}
+    stated, unknown = [], []
+    paths = [*sorted((ROOT / "wincon").rglob("*.py")), *sorted((ROOT / "suites").rglob("*.py")), ROOT / "conftest.py"]
+    for path in paths:
+        rel = str(path.relative_to(ROOT))
+        if rel == "wincon/releases.py":
+            continue
+        minors, facts = _minors_in_code_and_facts_read(path, rel)
+        stated += minors
+        unknown += [f"{rel}:{line}: {fact!r}" for fact, line in facts if fact not in known]
+    assert not stated, "a minor decided by outside wincon.releases.MINORS:\n" + "\n".join(stated)
+    assert not unknown, "a fact wincon.releases.MINORS does not have:\n" + "\n".join(unknown)
+
+
+def test_the_guard_sees_a_minor_written_in_code(tmp_path):
+    module = tmp_path / "check.py"
+    module.write_text(
+        "from packaging.version import Version\nfrom wincon import releases\nSIZING_SINCE = (1, 37)\n"
+        "NEWER = releases.at_least(v, '1.36')\nOLD = Version(v) >= Version('1.21')\nX = releases.since('nope')\n"
+        "GATED = releases.minor_of(v) < (1, 35)\nGO = '1.24.0'\n"
+    )
+    minors, facts = _minors_in_code_and_facts_read(module, "check.py")
+    assert sorted(minors) == [
+        "check.py:3: SIZING_SINCE = (1, 37)",
+        "check.py:4: releases.at_least(v, '1.36')",
+        "check.py:5: Version('1.21')",
+        "check.py:7: releases.minor_of(v) < (1, 35)",
+        "check.py:8: GO = '1.24.0'",
+    ], minors
+    assert facts == [("nope", 6)]
 
 
 # ----------------------------------------------------------------------------------- a new minor is one entry

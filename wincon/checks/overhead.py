@@ -126,14 +126,15 @@ def _mib(value: int | Decimal) -> str:
 
 
 def sized_as_upstream_since(
-    request: Any, profile: ClusterProfile, since: tuple[int, int], prop: str, newer: str, older: str
+    request: Any, profile: ClusterProfile, fact: str, prop: str, newer: str, older: str
 ) -> bool:
-    """Whether the cluster's API server runs ``since`` or a later release, where upstream's e2e sizes a check's pods
-    the newer way (the e2e suite of the cluster's release is the one run against it); an unparseable version is
-    unknown and gets the newest release's sizing. The decision is recorded as the test's ``prop`` property, the
-    sizing (``newer`` or ``older``) with the version it was decided by."""
-    version, minor = profile.server_version, releases.minor_name(".".join(map(str, since)))
-    reached = releases.at_least(version, since)
+    """Whether the cluster's API server runs the release from which ``fact`` of wincon.releases.MINORS holds, or a
+    later one, where upstream's e2e sizes a check's pods the newer way (the e2e suite of the cluster's release is
+    the one run against it); an unparseable version is unknown and gets the newest release's sizing. The decision
+    is recorded as the test's ``prop`` property, the sizing (``newer`` or ``older``) with the version it was
+    decided by."""
+    version, minor = profile.server_version, releases.since(fact)
+    reached = releases.at_least(version, minor)
     if reached is None:
         why = f"{newer}: the API server's version {version!r} is unknown"
     elif reached:

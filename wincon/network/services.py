@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from packaging.version import Version
 
 from wincon import connectivity as conn
+from wincon import releases
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import InfrastructureError
@@ -92,7 +92,8 @@ def wait_for_endpoints(kube: Any, service: str, ips: Iterable[str]) -> None:
         timeout=ENDPOINTS_TIMEOUT,
         describe=f"Endpoints {kube.namespace}/{service} listing {sorted(expected)}",
     )
-    if Version(kube.profile.k8s_version) >= Version("1.21"):  # discovery.k8s.io/v1
+    # discovery.k8s.io/v1 from the minor wincon.releases.MINORS names; an unknown version is taken as a newer one
+    if releases.at_least(kube.profile.server_version, releases.since("endpoint-slices-v1")) is not False:
         kube.wait_for(
             slices_lister(kube.discovery, service),
             service,
