@@ -292,11 +292,9 @@ def run_as_user_name_path(scope: str = "podSecurityContext") -> str:
 # --------------------------------------------------------------------------- hostProcess
 
 # The API server's refusal of a HostProcess pod where it runs with --allow-privileged=false, as the checks that
-# need such a pod admitted look for it; and what `wincon plan` says of them (only that answer tells).
+# need such a pod admitted look for it (the plan says it from the host-process capability's live dry run,
+# wincon.capabilities.LIVE).
 HOST_PROCESS_DISALLOWED = "hostProcess containers are disallowed by cluster policy"
-HOST_PROCESS_REFUSAL_AT_RUN_TIME = (
-    "the run skips where the API server refuses HostProcess pods (--allow-privileged=false)"
-)
 
 
 @dataclass(frozen=True)
