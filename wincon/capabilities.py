@@ -259,23 +259,44 @@ def _storage_class(capability: str) -> Live:
     )
 
 
-def _reservations(context: Any, configs: dict[str, str | None], item: pytest.Item) -> str | None:
-    """Why the kubelet the check asks (its ``target_node``) reserves nothing; that node's /configz through the node
-    proxy, read once per node. A simulated node's kubelet is not asked: the data-plane gate skips the check."""
-    from wincon.checks.node import nothing_reserved
-    from wincon.cluster.kubelet import kubelet_config, kubelet_json
-    from wincon.nodes import build_for, pick_node, target_os
-    from wincon.workloads.pinning import WINDOWS_TOLERATIONS
+def _kubelet_configs(context: Any) -> dict[str, dict[str, Any]]:
+    """The answer the kubelet capabilities share: each node's KubeletConfiguration, read as the checks ask."""
+    return {}
 
-    profile = context.profile
-    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
-    node = pick_node(profile, target_os(item), build_for(item.nodeid, builds), WINDOWS_TOLERATIONS)
-    if node is None or not node.data_plane:
-        return None
-    if node.name not in configs:
-        configz, _ = kubelet_json(context.api_client, node.name, "configz", timeout=10)
-        configs[node.name] = nothing_reserved(kubelet_config(configz), node.name)
-    return configs[node.name]
+
+def _kubelet(judge: Callable[[dict[str, Any], str], str | None]) -> Callable[[Any, Any, pytest.Item], str | None]:
+    """Why the kubelet the check asks (its ``target_node``) lacks what ``judge`` looks for in its configuration:
+    that node's /configz through the node proxy, read once per node. A simulated node's kubelet is not asked: the
+    data-plane gate skips the check."""
+
+    def lacks(context: Any, configs: dict[str, dict[str, Any]], item: pytest.Item) -> str | None:
+        from wincon.cluster.kubelet import kubelet_config, kubelet_json
+        from wincon.nodes import build_for, pick_node, target_os
+        from wincon.workloads.pinning import WINDOWS_TOLERATIONS
+
+        profile = context.profile
+        builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+        node = pick_node(profile, target_os(item), build_for(item.nodeid, builds), WINDOWS_TOLERATIONS)
+        if node is None or not node.data_plane:
+            return None
+        if node.name not in configs:
+            configz, _ = kubelet_json(context.api_client, node.name, "configz", timeout=10)
+            configs[node.name] = kubelet_config(configz)
+        return judge(configs[node.name], node.name)
+
+    return lacks
+
+
+def _nothing_reserved(config: dict[str, Any], node: str) -> str | None:
+    from wincon.checks.node import nothing_reserved
+
+    return nothing_reserved(config, node)
+
+
+def _log_query_off(config: dict[str, Any], node: str) -> str | None:
+    from wincon.checks.node import log_query_off
+
+    return log_query_off(config, node)
 
 
 def _certificates(capability: str) -> Live:
@@ -337,6 +358,66 @@ def _host_process(context: Any) -> str | None:
     return None if options.get("hostProcess") else HOST_PROCESS_DROPPED
 
 
+def _field_kept(
+    context: Any,
+    path: str,
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+    present: Callable[[dict[str, Any]], bool],
+) -> bool:
+    """Whether the API server keeps a gated field a Windows pod sets (``change``): a server-side dry run in the
+    default namespace, refused at ``path`` (the field validated) or stored with it (``present``); stored without it,
+    its feature gate is off. Refused otherwise (an admission policy, say): unknown, the checks decide."""
+    from wincon.checks.api_rules import submit_pod
+    from wincon.checks.pods import windows_pod
+
+    body = change(windows_pod(context, "gated-field-probe", None))
+    created, rejection = submit_pod(context.api_client, "default", body)
+    if rejection is not None:
+        if rejection.cause(path) is not None:
+            return True
+        raise RuntimeError(f"a Windows pod setting {path} was refused in the default namespace: {rejection.describe()}")
+    return present(created or {})
+
+
+POD_LEVEL_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}}
+POD_LEVEL_RESOURCES_DROPPED = "the API server dropped spec.resources (feature gate PodLevelResources is off)"
+
+
+def _pod_level_resources(context: Any) -> bool:
+    def change(body: dict[str, Any]) -> dict[str, Any]:
+        body["spec"]["resources"] = POD_LEVEL_RESOURCES
+        return body
+
+    return _field_kept(context, "spec.resources", change, lambda pod: bool((pod.get("spec") or {}).get("resources")))
+
+
+def _gated_rule(item: pytest.Item) -> Any:
+    """The gated securityContext field a check's ``rule`` parameter sets (wincon.checks.api_rules), or None."""
+    rule = getattr(getattr(item, "callspec", None), "params", {}).get("rule")
+    return rule if getattr(rule, "feature_gate", "") else None
+
+
+def _security_gates(context: Any) -> dict[str, bool]:
+    """Each gated Linux-only field validateWindows forbids, at each place (its rule's id): whether the API server
+    keeps it (its feature gate on)."""
+    from wincon.checks.api_rules import forbidden_fields
+
+    return {
+        rule.id: _field_kept(context, rule.path, rule.apply, rule.present_in)
+        for rule in forbidden_fields()
+        if rule.feature_gate
+    }
+
+
+def _security_gate_off(context: Any, kept: dict[str, bool], item: pytest.Item) -> str | None:
+    rule = _gated_rule(item)
+    if rule is None or kept.get(rule.id, True):
+        return None
+    return (
+        f"the API server dropped {rule.path} (feature gate {rule.feature_gate} is off), so there is nothing to validate"
+    )
+
+
 def _is_control(item: pytest.Item) -> bool:
     from wincon.nodes import is_control
 
@@ -362,9 +443,28 @@ LIVE: dict[str, Live] = {
     "expandable-storage-class": _storage_class("expandable-storage-class"),
     "kubelet-reservations": Live(
         "the kubelet the check asks reserves nothing (its /configz through the node proxy)",
-        lambda context: {},
-        _reservations,
-    ),  # its answer: the nodes' reservations, read node by node as the checks ask
+        _kubelet_configs,
+        _kubelet(_nothing_reserved),
+    ),  # its answer: the nodes' kubelet configurations, read node by node as the checks ask
+    # a name of CAPABILITIES too: from 1.36 (the profile's), then the kubelet the check asks serves log queries
+    "node-log-query": Live(
+        "the kubelet the check asks does not serve log queries (enableSystemLogQuery in its /configz through the "
+        "node proxy)",
+        _kubelet_configs,
+        _kubelet(_log_query_off),
+    ),
+    # a name of CAPABILITIES too: from 1.34 (the profile's), then the API server keeps spec.resources (a dry run)
+    "pod-level-resources": Live(
+        "the API server drops spec.resources (feature gate PodLevelResources off; a dry-run pod)",
+        _pod_level_resources,
+        lambda context, kept, item: None if kept else POD_LEVEL_RESOURCES_DROPPED,
+    ),
+    "gated-security-fields": Live(
+        "the API server drops the field (its feature gate off; a dry-run pod)",
+        _security_gates,
+        _security_gate_off,
+        lambda item: _gated_rule(item) is not None,
+    ),
     "cluster-trust-bundles": _certificates("cluster-trust-bundles"),
     "pod-certificates": _certificates("pod-certificates"),
     "gmsa": Live(

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from wincon.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
 from wincon.cluster.waits import pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
@@ -45,8 +46,7 @@ def admission_outcome(pod: Any) -> tuple[str, str] | None:
 
 @pytest.mark.test_id("82229b90-3e72-4156-849f-f2b0f5ea05bb")
 @pytest.mark.dataplane
-@pytest.mark.requires("pod-level-resources")
-@pytest.mark.decided_at_run_time("the run skips where the API server drops spec.resources (PodLevelResources off)")
+@pytest.mark.requires("pod-level-resources")  # from 1.34, and the API server keeping spec.resources (a dry run)
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 @pytest.mark.windows_form(no_command="creates the pod and reads its status through the API")
 def test_pod_level_resources_at_the_kubelet(kube, wincon, namespace, build, target_os):
@@ -55,7 +55,7 @@ def test_pod_level_resources_at_the_kubelet(kube, wincon, namespace, build, targ
     body = without_os(os_pod(wincon, name, target_os, build, resources=copy.deepcopy(POD_RESOURCES)))
     created = create_or_reject(wincon.api_client, namespace, body)
     if not (created.get("spec") or {}).get("resources"):
-        pytest.skip("the API server dropped spec.resources (feature gate PodLevelResources is off)")
+        pytest.skip(POD_LEVEL_RESOURCES_DROPPED)  # requires("pod-level-resources") decides it at collection too
     pod = kube.wait_pod(name, done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=None)
     assert_ran_on(pod, wincon.profile, os_name=target_os, build=build if target_os == "windows" else None)
     kube.gate(f"read the phase of pod {name} as its kubelet admits or rejects it", pod_node=pod.spec.node_name)

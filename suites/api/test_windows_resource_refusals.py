@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from wincon.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.checks.api_rules import (
     POD_RESOURCES_PATH,
     POD_RESOURCES_REFUSED,
@@ -48,9 +49,7 @@ RESIZED_CPU = "150m"
 RESIZE = [{"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": RESIZED_CPU}]
 # Pod-level resources as the PodLevelResources examples set them: requests and limits of CPU and memory.
 POD_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}}
-POD_RESOURCES_DROPPED = (
-    "the API server dropped spec.resources (feature gate PodLevelResources is off), so there is nothing to validate"
-)
+POD_RESOURCES_DROPPED = POD_LEVEL_RESOURCES_DROPPED  # the capability's reason: the plan gives the same
 
 
 def create_and_resize(wincon: Any, namespace: str, body: dict[str, Any]) -> tuple[dict | None, Rejection | None]:
@@ -125,8 +124,7 @@ def test_api_server_answers_an_in_place_resize_by_the_pods_os(kube, wincon, name
 
 
 @pytest.mark.test_id("967fd8ac-64f4-44eb-94c8-be16ea0f0b43")
-@pytest.mark.requires("pod-level-resources")
-@pytest.mark.decided_at_run_time("the run skips where the API server drops spec.resources (PodLevelResources off)")
+@pytest.mark.requires("pod-level-resources")  # from 1.34, and the API server keeping spec.resources (a dry run)
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 def test_api_server_answers_pod_level_resources_by_the_pods_os(kube, wincon, build, target_os):
     """Windows "Resource management" is per container (000_4130a90def37a825.txt, Compute): pod-level resources (spec.resources) on a pod with spec.os.name windows are refused by a real create, 422 Invalid with the one cause "spec.resources: Forbidden: may not be set for a windows pod" (k8s.io/kubernetes v1.34.4 pkg/apis/core/validation/validation.go:4619-4625, kubernetes#133046), and no pod is stored; its Linux control: the same pod pinned to Linux is accepted and stored with its spec.resources (validatePodResources, :4614). Skips where the API server drops the field (the gate off)."""

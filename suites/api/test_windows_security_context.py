@@ -37,7 +37,7 @@ def assert_forbidden(rejection, path: str, message: str = FORBIDDEN_FOR_WINDOWS)
 
 
 @pytest.mark.test_id("b3fcc918-53e6-4a73-bf63-ee77f9eb085a")
-@pytest.mark.decided_at_run_time("the run skips where the API server drops the field (its feature gate off)")
+@pytest.mark.requires("gated-security-fields")  # a gated field's rule: the API server keeping it (a dry run)
 @pytest.mark.parametrize("rule", forbidden_fields(), ids=lambda rule: rule.id)
 @pytest.mark.documents("k8s-windows-intro", "Security/API")
 def test_api_server_forbids_linux_only_security_field_on_windows_pod(kube, make_pod, rule):

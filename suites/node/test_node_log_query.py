@@ -41,7 +41,7 @@ import pytest
 from wincon import forms
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, submit_pod
 from wincon.checks.hostprocess import host_process_pod
-from wincon.checks.node import powershell
+from wincon.checks.node import log_query_off, powershell
 from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.kubelet import kubelet_config, kubelet_json, kubelet_query
 from wincon.errors import InfrastructureError, UnreadableOutput
@@ -61,15 +61,6 @@ def answered_the_log(target_os: str, body: str) -> bool:
     return any("kubelet[" in line and "]: " in line for line in body.splitlines())
 
 
-def log_query_off(config: dict[str, Any], node: str) -> str | None:
-    """Why the kubelet of ``node`` serves no log query, from its KubeletConfiguration (/configz); None where it does."""
-    if config.get("enableSystemLogHandler") is False:
-        return f"the kubelet of {node} does not serve /logs/ (enableSystemLogHandler false in its /configz)"
-    if not config.get("enableSystemLogQuery"):
-        return f"the kubelet of {node} does not serve log queries (enableSystemLogQuery is not true in its /configz)"
-    return None
-
-
 def log_query(service: str, *options: tuple[str, str]) -> list[tuple[str, str]]:
     """The /logs/ endpoint's query parameters: ``query=<service>`` and the options."""
     return [("query", service), *options]
@@ -81,8 +72,7 @@ def shown(query: list[tuple[str, str]]) -> str:
 
 @pytest.mark.test_id("c79f3c52-4691-4f79-b176-f0775924d038")
 @pytest.mark.dataplane
-@pytest.mark.requires("node-log-query")
-@pytest.mark.decided_at_run_time("the run skips where the node's kubelet does not enable enableSystemLogQuery")
+@pytest.mark.requires("node-log-query")  # from 1.36, and its kubelet serving log queries (its /configz)
 @pytest.mark.documents("k8s-windows-guide", "Troubleshooting")
 @pytest.mark.windows_form(no_command="GETs the kubelet's /logs/ endpoint through the API server's node proxy")
 @pytest.mark.no_pod("GETs the kubelet's /logs/ endpoint through the API server")
@@ -95,7 +85,7 @@ def test_node_log_query_returns_the_nodes_service_log(wincon, target_node, data_
     configz, _ = kubelet_json(wincon.api_client, node, "configz")
     off = log_query_off(kubelet_config(configz), node)
     if off:
-        pytest.skip(off)
+        pytest.skip(off)  # requires("node-log-query") decides this at collection too: the plan says skip
     answer = kubelet_query(wincon.api_client, node, "logs/", query)
     assert answer.status == 200, f"GET /{path} on the kubelet of {node} answered {answer.status}: {answer.body[:300]}"
     assert answered_the_log(target_os, answer.body), (
@@ -282,8 +272,7 @@ def linux_tail_lines(wincon: Any, node: str) -> None:
 
 @pytest.mark.test_id("f3821c8e-08b3-4512-89d6-6aebe7ac6e3e")
 @pytest.mark.dataplane
-@pytest.mark.requires("node-log-query", "host-process")
-@pytest.mark.decided_at_run_time("the run skips where the node's kubelet does not enable enableSystemLogQuery")
+@pytest.mark.requires("node-log-query", "host-process")  # node-log-query: its kubelet's /configz too
 @pytest.mark.parametrize("case", list(WINDOWS_QUERIES))
 @pytest.mark.documents("k8s-windows-guide", "Troubleshooting")
 @pytest.mark.windows_form(forms.POWERSHELL_HOSTPROCESS, forms.GET_WIN_EVENT)
@@ -302,7 +291,7 @@ def test_node_log_query_options_match_get_winevent_on_the_node(kube, wincon, tar
     configz, _ = kubelet_json(wincon.api_client, node, "configz")
     off = log_query_off(kubelet_config(configz), node)
     if off:
-        pytest.skip(off)
+        pytest.skip(off)  # requires("node-log-query") decides this at collection too: the plan says skip
     if target_os == "linux":
         if case == "pattern-health":
             linux_pattern(kube, wincon, node)

@@ -1,6 +1,6 @@
 """What the cluster lacks, said one way (issue 43, item 3): the suites' live probes (the metrics API, a Linux
-control's image, StorageClasses, the kubelet's reservations, the certificates.k8s.io/v1 resources, GMSA, stop
-signals) are capabilities of wincon/capabilities.py (``requires``), read once per run: an item is skipped at
+control's image, StorageClasses, the kubelet's reservations and log queries, the certificates.k8s.io/v1 resources,
+GMSA, stop signals, HostProcess, pod-level resources, the gated securityContext fields) are capabilities of wincon/capabilities.py (``requires``), read once per run: an item is skipped at
 collection with the cluster's reason, so `wincon plan` and the run agree; a read that fails leaves the check to
 decide at run time (``require_live``), and the plan says so. No suite conftest decides skips any more."""
 
@@ -329,3 +329,86 @@ def test_host_process_refused_otherwise_is_decided_by_the_check(monkeypatch, clu
     item = Item(Config(), "host-process", os_name="windows")
     assert collect(item) is None
     assert "violates PodSecurity" in capabilities.plan_note(item, PROFILE)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- what the run decided before (issue 43)
+
+
+def test_node_log_query_skips_where_the_kubelet_asked_serves_no_log_query_on_the_configz_reservations_read(
+    monkeypatch, cluster
+):
+    """decided_at_run_time("... does not enable enableSystemLogQuery") is the node-log-query capability's live read:
+    the /configz of the node the check asks, the one read kubelet-reservations takes too."""
+    asked = reservations(
+        monkeypatch,
+        cluster,
+        {"worker-0": {"enableSystemLogQuery": True}, "win-0": {"kubeReserved": {"cpu": "500m"}}},
+    )
+    config = Config()
+    check, control = Item(config, "node-log-query", os_name="windows"), Item(config, "node-log-query")
+    assert collect(check) == (
+        "the kubelet of win-0 does not serve log queries (enableSystemLogQuery is not true in its /configz)"
+    )
+    assert collect(control) is None
+    assert collect(Item(config, "kubelet-reservations", os_name="windows")) is None
+    assert asked == ["win-0", "worker-0"], "each node's /configz read once for both capabilities"
+    old = NS(server_version="v1.35.4", k8s_minor="1.35")
+    item = Item(Config(), "node-log-query", os_name="windows")
+    capabilities.skip_missing(item, old)  # type: ignore[arg-type]
+    assert "older than 1.36" in (item.skip_reason() or ""), "the release decides first, from the profile"
+
+
+def pod_answers(monkeypatch, cluster, answer) -> list[dict]:
+    return host_process(monkeypatch, cluster, answer)  # the same dry-run stand-in: answer(body) -> (created, refused)
+
+
+def test_pod_level_resources_dropped_by_the_api_server_skip_both_oses_with_the_checks_reason(monkeypatch, cluster):
+    sent = pod_answers(monkeypatch, cluster, lambda body: ({"spec": {"containers": []}}, None))
+    config = Config()
+    check, control = Item(config, "pod-level-resources", os_name="windows"), Item(config, "pod-level-resources")
+    assert collect(check) == collect(control) == capabilities.POD_LEVEL_RESOURCES_DROPPED
+    assert [body["spec"]["resources"] for body in sent] == [capabilities.POD_LEVEL_RESOURCES], "one dry run"
+    assert sent[0]["spec"]["os"]["name"] == "windows"
+    refused = NS(describe=lambda: "422", cause=lambda path: {"field": path} if path == "spec.resources" else None)
+    pod_answers(monkeypatch, cluster, lambda body: (None, refused))
+    assert collect(Item(Config(), "pod-level-resources", os_name="windows")) is None, "validated: the gate is on"
+    other = NS(describe=lambda: "403 Forbidden: a quota", cause=lambda path: None)
+    pod_answers(monkeypatch, cluster, lambda body: (None, other))
+    item = Item(Config(), "pod-level-resources", os_name="windows")
+    assert collect(item) is None
+    assert "a Windows pod setting spec.resources was refused" in capabilities.plan_note(item, PROFILE)  # type: ignore[arg-type]
+
+
+def test_a_gated_security_field_dropped_skips_its_rule_only(monkeypatch, cluster):
+    """decided_at_run_time("... drops the field (its feature gate off)") is the gated-security-fields capability: one
+    dry run per gated field and place, once per run; a rule whose field the API server dropped skips with the check's
+    own reason, the others (and every ungated rule) run."""
+    from wincon.checks.api_rules import forbidden_fields
+
+    rules = {rule.id: rule for rule in forbidden_fields()}
+    gated = [rule_id for rule_id, rule in rules.items() if rule.feature_gate]
+    assert len(gated) == 5, gated
+    host_users = rules["podSpec.hostUsers"]
+
+    def answer(body):  # UserNamespacesSupport off: hostUsers dropped; the others validated (refused at their path)
+        if host_users.present_in(body):
+            return {"spec": {"containers": []}}, None
+        return None, NS(describe=lambda: "422", cause=lambda path: {"field": path})
+
+    sent = pod_answers(monkeypatch, cluster, answer)
+    config = Config()
+
+    def item(rule_id: str) -> Item:
+        it = Item(config, "gated-security-fields", os_name="windows")
+        it.callspec.params["rule"] = rules[rule_id]
+        return it
+
+    assert {rule_id: collect(item(rule_id)) for rule_id in gated} == {
+        **dict.fromkeys(gated),
+        "podSpec.hostUsers": "the API server dropped spec.hostUsers (feature gate UserNamespacesSupport is off), "
+        "so there is nothing to validate",
+    }
+    assert len(sent) == 5, "one dry run per gated field and place, once per run"
+    ungated = item("podSecurityContext.runAsUser")
+    assert collect(ungated) is None and capabilities.plan_note(ungated, PROFILE) == ""  # type: ignore[arg-type]
+    assert len(sent) == 5

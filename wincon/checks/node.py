@@ -377,6 +377,16 @@ def nothing_reserved(config: dict[str, Any], node: str) -> str | None:
     return f"the kubelet of {node} reserves no CPU or memory (kubeReserved, systemReserved unset)"
 
 
+def log_query_off(config: dict[str, Any], node: str) -> str | None:
+    """Why the kubelet of ``node`` serves no log query, from its KubeletConfiguration (/configz); None where it does
+    (enableSystemLogHandler and enableSystemLogQuery, v1.37.2 pkg/kubelet/server/server.go:730-755)."""
+    if config.get("enableSystemLogHandler") is False:
+        return f"the kubelet of {node} does not serve /logs/ (enableSystemLogHandler false in its /configz)"
+    if not config.get("enableSystemLogQuery"):
+        return f"the kubelet of {node} does not serve log queries (enableSystemLogQuery is not true in its /configz)"
+    return None
+
+
 def extended_resources(allocatable: dict[str, str] | None) -> dict[str, str]:
     """The extended resources (device plugins') among a node's allocatable, with a count above zero."""
     found = {}
