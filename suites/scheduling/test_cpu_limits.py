@@ -196,9 +196,10 @@ def load_window(
 
 @pytest.mark.test_id("789f527d-6990-4b5d-9117-16f7fc5a5fae")
 @pytest.mark.dataplane
-# Serial, as upstream's is (cpu_limits.go:39): its "more than zero" reads the pods' CPU from /stats/summary, and
-# beside the parallel phase on a busy node it read 0.0 cores for a pod given eight busy jobs (bench_run, full suite under
-# the Windows pod-latency model, load about 16): the load must have the node's CPU to itself.
+# Serial, as upstream's is (cpu_limits.go:39): it judges the pods' CPU from /stats/summary, and beside the parallel
+# phase on a busy node a pod given eight busy jobs read 0.0 cores (bench_run, full suite under the Windows pod-latency
+# model, load about 16, when the check still asked for a reading above zero): the load must have the node's CPU to
+# itself, its twins included.
 @pytest.mark.serial
 # Last of the serial phase: its pods request CPU, and a Windows node takes tens of seconds to delete them; the checks
 # that fill a node's CPU (preemption, requests against allocatable) wait until no such pod is being deleted there
