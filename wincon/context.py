@@ -198,7 +198,7 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
 
 
 def load_profile(config: pytest.Config) -> ClusterProfile:
-    """The profile from ``--wincon-profile`` or the cluster, with ``--cni``, ``--network-policy`` and
+    """The profile from ``--profile-file`` or the cluster, with ``--cni``, ``--network-policy`` and
     ``--windows-build`` applied."""
     from wincon.cluster.client import connect
     from wincon.profile import apply_cni_override, apply_network_policy_override, discover, load_profile_file

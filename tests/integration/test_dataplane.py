@@ -321,7 +321,8 @@ def test_down_leaves_nothing_after_up_and_after_up_twice(dp_name):
 
 def test_down_after_a_sigkilled_up_leaves_nothing(dp_name):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = [sys.executable, "-m", "wincon", "cluster", "up", "--name", dp_name, "--real-nodes", "1", "--cni", "none"]
+    args = [sys.executable, "-m", "wincon", "cluster", "up", "--cluster-name", dp_name]
+    args += ["--real-nodes", "1", "--cni", "none"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Kill it once a kubelet runs: namespaces, mounts and cgroups exist, nothing is recorded as ready.

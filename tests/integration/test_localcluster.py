@@ -376,10 +376,10 @@ def test_build_without_go_says_how_to_fix_it_and_exits_10(tmp_path):
 
 def test_up_without_binaries_and_bad_options_exit_with_their_codes(tmp_path):
     env = dict(os.environ, WINCON_CACHE=str(tmp_path))
-    result = run_wincon("cluster", "up", "--name", "lc-test-nobin", env=env)
+    result = run_wincon("cluster", "up", "--cluster-name", "lc-test-nobin", env=env)
     assert result.returncode == ExitCode.LOCAL_CLUSTER
     assert "run `wincon cluster build`" in result.stderr
-    result = run_wincon("cluster", "up", "--name", "lc-test-nobin", "--windows-taint", "os=windows", env=env)
+    result = run_wincon("cluster", "up", "--cluster-name", "lc-test-nobin", "--windows-taint", "os=windows", env=env)
     assert result.returncode == ExitCode.USAGE and "invalid Windows taint" in result.stderr
     result = run_wincon("cluster", "up", "--windows-nodes", "1", "--windows-versions", "ltsc2019,ltsc2022", env=env)
     assert result.returncode == ExitCode.USAGE and "only 1 Windows node" in result.stderr

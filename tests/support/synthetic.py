@@ -242,7 +242,7 @@ limitations:
     note: still stated by the current documentation of this test fixture
 """
 # pytest arguments that make a suite run of such a workspace without a cluster.
-WORKSPACE_ARGS = ["--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-p", "no:cacheprovider"]
+WORKSPACE_ARGS = ["--profile-file", "profile.json", "--limitations", "limitations.yaml", "-p", "no:cacheprovider"]
 
 
 def workspace(root: Path, suite: str, module: str = "networking/test_flows.py") -> Path:

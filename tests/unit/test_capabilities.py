@@ -25,7 +25,7 @@ def run(pytester, capability, **profile):
     data = {"server_version": "v1.34.4", "cni": "flannel", "cloud": "azure", "nodes": nodes, **profile}
     (pytester.path / "profile.json").write_text(json.dumps(data))
     return pytester.runpytest_subprocess(
-        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-rA"
+        "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml", "-rA"
     )
 
 
@@ -77,7 +77,7 @@ def test_network_policy_override_alone(pytester):
     result.assert_outcomes(passed=1)
     none = pytester.runpytest_subprocess(
         "suites",
-        "--wincon-profile",
+        "--profile-file",
         "profile.json",
         "--limitations",
         "limitations.yaml",
@@ -94,7 +94,7 @@ def test_cni_override_leaves_the_policy_engine_alone(pytester):
     result = run(pytester, "network-policy", network_policy="none", network_policy_source="node label x")
     result.assert_outcomes(skipped=1)
     calico = pytester.runpytest_subprocess(
-        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-rA", "--cni", "calico"
+        "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml", "-rA", "--cni", "calico"
     )
     calico.assert_outcomes(skipped=1)
     calico.stdout.fnmatch_lines(["*pod network: calico ?--cni?; network policy: none ?node label x?*"])

@@ -57,7 +57,7 @@ def test_an_unknown_option_of_any_command_exits_4_after_that_commands_usage(comm
 @pytest.mark.parametrize(
     "argv, usage",
     [
-        (["prepull", "--timeout", "soon"], "usage: wincon prepull "),  # a bad value
+        (["prepull", "--pod-start-timeout", "soon"], "usage: wincon prepull "),  # a bad value
         (["publish", "results"], "usage: wincon publish "),  # a required option missing
         (["--bogus"], "usage: wincon "),  # before any command
     ],

@@ -147,7 +147,7 @@ def test_q_still_prints_errors_with_their_fix(tmp_path, capsys):
 
 def test_q_drops_wincons_other_stderr_lines(capsys):
     """A deprecation warning is not an error: -q drops it, the command still runs."""
-    assert main(["-q", "cluster", "status", "--name", "wincon-no-such-cluster"]) == ExitCode.OK
+    assert main(["-q", "cluster", "status", "--cluster-name", "wincon-no-such-cluster"]) == ExitCode.OK
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("cluster wincon-no-such-cluster: absent\n", "")
 

@@ -52,7 +52,7 @@ def suite(pytester):
         profile = {"server_version": "v1.34.4", "cni": "win-overlay", "cni_backend": "vxlan", "nodes": nodes}
         (pytester.path / "profile.json").write_text(json.dumps(profile))
         result = pytester.runpytest_subprocess(
-            "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-v", "-rA", *args
+            "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml", "-v", "-rA", *args
         )
         return result, {m.group(1): m.group(2) for m in OUTCOME.finditer(result.stdout.str())}
 

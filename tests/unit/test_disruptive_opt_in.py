@@ -42,7 +42,7 @@ def profile_file(tmp_path) -> str:
 
 def plan_rows(tmp_path, *extra: str) -> list[dict[str, Any]]:
     dump, output = collect(
-        list(DISRUPTIVE_FILES), ["--wincon", "--wincon-profile", profile_file(tmp_path), *extra], "--wincon-plan-out"
+        list(DISRUPTIVE_FILES), ["--wincon", "--profile-file", profile_file(tmp_path), *extra], "--wincon-plan-out"
     )
     assert dump, output
     return dump["tests"]
@@ -192,7 +192,7 @@ def test_the_pipeline_opts_in_on_the_cluster_it_creates_and_only_when_told_on_an
     [parallel] = [line for line in aks if "--results-context parallel" in line]
     [serial] = [line for line in aks if "--results-context serial" in line]
     assert "--allow-disruptive" in serial.split() and "--allow-disruptive" not in parallel.split()
-    gate = pytest_lines("--cloud", "gke", "--mode", "gate", "--k8s-version", "1.35")
+    gate = pytest_lines("--cloud", "gke", "--mode", "gate", "--kubernetes-version", "1.35")
     assert len(gate) == 1 and "--allow-disruptive" in gate[0].split()
     theirs = pytest_lines("--cloud", "kubeconfig", "--kubeconfig", "/k")
     assert theirs and not any("--allow-disruptive" in line.split() for line in theirs)

@@ -54,7 +54,7 @@ def test_the_images_each_check_names_are_read_from_its_code_and_fixtures(tmp_pat
     out = tmp_path / "rows.json"
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "IMAGE_USE_OUT": str(out)}
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
-    command += [*FILES.values(), "-p", "image_use_probe", "--wincon-profile", str(tmp_path / "profile.json")]
+    command += [*FILES.values(), "-p", "image_use_probe", "--profile-file", str(tmp_path / "profile.json")]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     rows = json.loads(out.read_text())

@@ -54,7 +54,7 @@ def run_lint(tmp_path, body, limitations=None):
     (suites / "test_s.py").write_text(textwrap.dedent(body))
     cmd = [sys.executable, "-m", "wincon", "lint", str(suites)]
     if limitations:
-        cmd += ["--file", str(limitations)]
+        cmd += ["--limitations", str(limitations)]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
 
 

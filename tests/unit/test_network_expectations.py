@@ -145,7 +145,7 @@ def make_profile(cni: str, server: str, build: int, simulated: bool = False, lin
 def collect(pytester: pytest.Pytester, profile: dict) -> list[pytest.Item]:
     path = pytester.path / "profile.json"
     path.write_text(json.dumps(profile))
-    items, _ = pytester.inline_genitems(str(SUITE), "--wincon-profile", str(path), "-p", "no:wincon_results")
+    items, _ = pytester.inline_genitems(str(SUITE), "--profile-file", str(path), "-p", "no:wincon_results")
     assert items, "the networking suite collected no tests"
     return items
 

@@ -52,9 +52,7 @@ def plan(data: dict[str, Any], tmp_path) -> dict[str, dict[str, Any]]:
     """`wincon plan --profile-file` of the two suite files: the row of each test, by function name."""
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))
-    dump, output = collect(
-        [IMAGES_FILE, COMPUTE_FILE], ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out"
-    )
+    dump, output = collect([IMAGES_FILE, COMPUTE_FILE], ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     return {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
 

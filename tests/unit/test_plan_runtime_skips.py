@@ -54,7 +54,7 @@ def plan(data: dict[str, Any], tmp_path, *files: str) -> dict[str, dict[str, Any
     """`wincon plan --profile-file` of ``files``: the row of each test, by its id within the file."""
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))
-    dump, output = collect(list(files), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect(list(files), ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     return {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
 
@@ -304,7 +304,7 @@ def dns_rows(data: dict[str, Any], tmp_path) -> dict[str, list[dict[str, Any]]]:
     """Each DNS check's rows (its Linux control and its Windows twin)."""
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))
-    dump, output = collect(list(DNS_FILES), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect(list(DNS_FILES), ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     rows: dict[str, list[dict[str, Any]]] = {}
     for row in dump["tests"]:
@@ -353,7 +353,7 @@ def test_a_skip_only_the_run_can_decide_is_named_in_the_plan(tmp_path):
     "run" where the run might skip)."""
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(profile_json(cluster_dns="10.96.0.10")))
-    dump, output = collect(list(RUN_TIME), ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect(list(RUN_TIME), ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     rows = [row for row in dump["tests"] if row["nodeid"].split("::")[-1].split("[")[0] in RUN_TIME.values()]
     assert {row["nodeid"].split("::")[-1].split("[")[0] for row in rows} == set(RUN_TIME.values())

@@ -57,7 +57,7 @@ def suite(pytester):
         (pytester.path / "suites" / "test_s.py").write_text(textwrap.dedent(body))
         (pytester.path / "profile.json").write_text(profile_json(**profile_kw))
         return pytester.runpytest_subprocess(
-            "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", "-rA", *args
+            "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml", "-rA", *args
         )
 
     return run

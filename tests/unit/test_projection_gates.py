@@ -65,7 +65,7 @@ def plan(data: dict[str, Any], tmp_path) -> dict[str, dict[str, Any]]:
     """`wincon plan --profile-file` of the suite file: each row by ``function[os]``."""
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))
-    dump, output = collect([FILE], ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect([FILE], ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     return {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
 

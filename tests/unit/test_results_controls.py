@@ -230,7 +230,7 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
     (pytester.path / "suites" / "test_s.py").write_text(SUITE)
     (pytester.path / "profile.json").write_text(profile())
     result = pytester.runpytest_subprocess(
-        "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml",
+        "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml",
         "--results-dir", "out", "--alluredir", "allure", "-p", "no:randomly",
     )  # fmt: skip
     result.assert_outcomes(passed=4, failed=1)

@@ -126,8 +126,8 @@ def test_cli_exit_codes_and_version_override(tmp_path, capsys):
     run = make_run(tmp_path, [(A, Verdict.PASSED, None), (B, Verdict.PASSED, None)])  # C missing for 1.34
     assert main(["gate", str(run.path), "--required", str(required)]) == ExitCode.GATE
     assert "BLOCKING 00000000-0000-4000-8000-00000000000c dns single label: missing" in capsys.readouterr().out
-    assert main(["gate", str(run.path), "--required", str(required), "--k8s-version", "1.33"]) == ExitCode.OK
-    assert main(["gate", str(run.path), "--required", str(required), "--k8s-version", "one"]) == ExitCode.USAGE
+    assert main(["gate", str(run.path), "--required", str(required), "--kubernetes-version", "1.33"]) == ExitCode.OK
+    assert main(["gate", str(run.path), "--required", str(required), "--kubernetes-version", "one"]) == ExitCode.USAGE
     assert main(["gate", str(tmp_path / "missing"), "--required", str(required)]) == ExitCode.RESULTS
 
 

@@ -48,7 +48,7 @@ def suite(pytester):
 
     def run(*args):
         return pytester.runpytest_subprocess(
-            "suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml", *args
+            "suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml", *args
         )
 
     return run

@@ -93,7 +93,7 @@ def collect(tmp_path: Path, serial: bool) -> list[str]:
         args = ["-n", "0", *args]
     answer = subprocess.run(
         [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:randomly", "-p",
-         "no:cacheprovider", "--wincon-profile", str(tmp_path / "profile.json"), *args],
+         "no:cacheprovider", "--profile-file", str(tmp_path / "profile.json"), *args],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert answer.returncode == 0, answer.stdout[-2000:] + answer.stderr[-2000:]

@@ -79,7 +79,7 @@ def test_the_plan_says_so_for_the_windows_items_only(tmp_path):
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(profile_json()))
     files = ["suites/api/test_linux_security_fields_on_windows.py"]
-    dump, output = collect(files, ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect(files, ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output
     rows = {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
     group = rows["test_linux_security_setting_takes_effect_in_windows_pod[run-as-group]"]

@@ -77,7 +77,7 @@ def run_limited(pytester):
         (pytester.path / "suites" / "test_s.py").write_text(source)
         return pytester.runpytest_subprocess(
             "suites",
-            "--wincon-profile",
+            "--profile-file",
             "profile.json",
             "--limitations",
             "limitations.yaml",
@@ -246,7 +246,7 @@ def plan_of(pytester, nodes):
     (pytester.path / "profile.json").write_text(json.dumps(profile))
     result = pytester.runpytest_subprocess(
         "suites",
-        "--wincon-profile",
+        "--profile-file",
         "profile.json",
         "--limitations",
         "limitations.yaml",
@@ -305,7 +305,7 @@ def test_a_run_where_no_windows_node_can_take_a_pod_stops_at_once_with_one_infra
     tainted = dict(PROFILE["nodes"][0], taints=["gpu=true:NoSchedule"])
     not_ready = dict(PROFILE["nodes"][0], name="win2", ready=False)
     (pytester.path / "profile.json").write_text(json.dumps(dict(PROFILE, nodes=[tainted, not_ready])))
-    args = ["suites", "--wincon-profile", "profile.json", "--limitations", "limitations.yaml"]
+    args = ["suites", "--profile-file", "profile.json", "--limitations", "limitations.yaml"]
     result = pytester.runpytest_subprocess(*args)
     assert result.ret == ExitCode.INFRASTRUCTURE
     result.stderr.fnmatch_lines(

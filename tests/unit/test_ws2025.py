@@ -168,7 +168,7 @@ def plan_rows(tmp_path, windows_versions: list[str], rename: dict[str, str]) -> 
     versions renamed to their place in the topology so two topologies compare."""
     path = tmp_path / f"{'-'.join(windows_versions)}.json"
     path.write_text(json.dumps(local_profile(windows_versions)))
-    dump, output = collect(["suites"], ["--wincon", "--wincon-profile", str(path)], "--wincon-plan-out")
+    dump, output = collect(["suites"], ["--wincon", "--profile-file", str(path)], "--wincon-plan-out")
     assert dump, output[-2000:]
     pattern = re.compile("|".join(re.escape(k) for k in sorted(rename, key=len, reverse=True)))
 
