@@ -214,7 +214,7 @@ def test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it(request, kube, w
     nodes = nodes_for(wincon.profile, target_os, build)
     if not nodes:
         pytest.skip(f"no Ready {target_os} node with a data plane")
-    node = least_requested(wincon.api_client, [n.name for n in nodes], "cpu")  # its pairs' CPU, not another run's
+    node = least_requested(kube.api_client, [n.name for n in nodes], "cpu")  # its pairs' CPU, not another run's
     names = {cpu: f"cpu-{cpu.replace('.', 'p')}" for cpu in LIMITS}
     load = LOAD_SECONDS[target_os]
     data_plane(f"GET /api/v1/nodes/{node}/proxy/stats/summary after {load:.0f} s of load", pod_node=node)

@@ -24,6 +24,13 @@ HPA = suites.load("suites/controllers/test_hpa.py")
 LIFECYCLE = suites.load("suites/lifecycle/test_lifecycle.py")
 
 
+@pytest.fixture(autouse=True)
+def first_node(monkeypatch):
+    """The node choice by unrequested CPU reads the API (wincon.checks.scheduling.least_requested, its own unit test):
+    here the check takes the first node, as with no other load."""
+    monkeypatch.setattr(COMPUTE, "least_requested", lambda api_client, nodes, resource: nodes[0])
+
+
 class FakeKube(fakes.CommandKube):
     """Answers each exec by its command line; each pod wait with the pod given for it (or the wait running out)."""
 
@@ -68,7 +75,7 @@ def busy(readings: list[tuple[float, float]], monkeypatch) -> None:
     started = datetime.now(UTC) - timedelta(minutes=5)
     pod = NS(status=NS(container_statuses=[NS(state=NS(running=NS(started_at=started)))]))
     left = list(readings)
-    monkeypatch.setattr(COMPUTE, "target_node", lambda profile, build, target_os: "win-0")
+    monkeypatch.setattr(COMPUTE, "target_nodes", lambda profile, build, target_os: ["win-0"])
     monkeypatch.setattr(COMPUTE, "windows_pod", lambda *a, **k: {})
     monkeypatch.setattr(COMPUTE, "run_os_pods", lambda wincon, namespace, bodies: [pod for _ in bodies])
     monkeypatch.setattr(COMPUTE, "kubelet_json", lambda api, node, path: ({}, ""))

@@ -23,6 +23,13 @@ COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
 LIMITED, TWIN = "busy", "busy-twin"
 
 
+@pytest.fixture(autouse=True)
+def first_node(monkeypatch):
+    """The node choice by unrequested CPU reads the API (wincon.checks.scheduling.least_requested, its own unit test):
+    here the check takes the first node, as with no other load."""
+    monkeypatch.setattr(COMPUTE, "least_requested", lambda api_client, nodes, resource: nodes[0])
+
+
 STEP = 5.0  # seconds of sample time between two answers of the fake kubelet
 
 
@@ -39,7 +46,7 @@ class Cluster:
         self.sampled = datetime(2026, 11, 28, 15, 0, tzinfo=UTC)
         started = datetime.now(UTC) - timedelta(minutes=5)
         self.pod = NS(status=NS(container_statuses=[NS(state=NS(running=NS(started_at=started)))]))
-        monkeypatch.setattr(COMPUTE, "target_node", lambda profile, build, target_os: "node-0")
+        monkeypatch.setattr(COMPUTE, "target_nodes", lambda profile, build, target_os: ["node-0"])
         monkeypatch.setattr(COMPUTE, "run_os_pod", self.run_one)
         monkeypatch.setattr(COMPUTE, "run_os_pods", self.run_many, raising=False)  # not in c48de23's module
         monkeypatch.setattr(COMPUTE, "kubelet_json", self.answer)

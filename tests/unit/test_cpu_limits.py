@@ -23,6 +23,13 @@ LIMITED = ("cpu-0p5", "cpu-500m")
 TWINS = tuple(CPU.twin_of(n) for n in LIMITED)  # cpu-0p5-twin, cpu-500m-twin: one beside each limited pod
 
 
+@pytest.fixture(autouse=True)
+def first_node(monkeypatch):
+    """The node choice by unrequested CPU reads the API (wincon.checks.scheduling.least_requested, its own unit test):
+    here the check takes the first node, as with no other load."""
+    monkeypatch.setattr(CPU, "least_requested", lambda api_client, nodes, resource: nodes[0])
+
+
 def pods(p0p5: float, p500m: float, twin: float) -> dict[str, float]:
     """The cores of each pod the fake kubelet lists: the two limited pods, and each one's twin at ``twin``."""
     return {"cpu-0p5": p0p5, "cpu-500m": p500m, **dict.fromkeys(TWINS, twin)}

@@ -26,6 +26,13 @@ TYPES = suites.load("suites/storage/test_volume_types.py")
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
 
 
+@pytest.fixture(autouse=True)
+def first_node(monkeypatch):
+    """The node choice by unrequested CPU reads the API (wincon.checks.scheduling.least_requested, its own unit test):
+    here the check takes the first node, as with no other load."""
+    monkeypatch.setattr(CPU, "least_requested", lambda api_client, nodes, resource: nodes[0])
+
+
 # --------------------------------------------------------------------------- the ConfigMap/Secret environment re-read
 # suites/storage/test_volume_types.py::test_config_map_and_secret_as_environment_and_volume asks the environment
 # once more when its echo printed nothing with exit 0 (73365e1: an exec's output lost on a loaded node). What it
@@ -162,7 +169,9 @@ def cpu_check(monkeypatch, cores: dict[str, float]) -> None:
             raise ApiException(status=404)
         return running
 
-    kube = NS(namespace="ns", create=lambda body: None, wait_pod=lambda *a, **k: running, read_pod=read_pod)
+    kube = NS(
+        namespace="ns", api_client=None, create=lambda body: None, wait_pod=lambda *a, **k: running, read_pod=read_pod
+    )
     kube.delete_pod = lambda name, grace=None: deleted.add(name)
     request = NS(node=NS(user_properties=[]))
     with linux_control():
