@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wincon import capabilities, controls, forms, nodes, sources
+from wincon import capabilities, controls, nodes, sources
 from wincon import limitations as limitations_mod
 from wincon.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
 from wincon.errors import DeviationObserved, InfrastructureError
@@ -20,6 +20,7 @@ from wincon.nodes import candidate_nodes
 from wincon.options import AREAS, MARKERS
 from wincon.profile import ClusterProfile
 from wincon.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
+from wincon.windows import forms
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply
 CANDIDATES_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] referenced, applying or not

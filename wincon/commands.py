@@ -12,12 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from wincon import forms
 from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
 from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
 from wincon.optionnames import add_option
 from wincon.profile import ClusterProfile
+from wincon.windows import forms
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "suites"

@@ -28,7 +28,7 @@ MARKERS = {
     "control": "a Linux control: the same check between Linux pods on Linux workers, run before its Windows twin",
     "windows_only(reason)": "a data-plane check without a Linux meaning (no control), and why",
     "windows_form(*evidence, same_as_control, no_command, unavailable)": "what the Windows check runs: its "
-    "control's command, or the evidence of each Windows-only form (wincon/forms.py)",
+    "control's command, or the evidence of each Windows-only form (wincon/windows/forms.py)",
     "requires(capability)": "needs load-balancer, network-policy, dual-stack, ipv6-single-stack, "
     "runhcs-wcow-hypervisor, hyperv-runtime-class, docker-runtime, cluster-dns, in-place-resize, "
     "pod-level-resources, node-log-query, cluster-trust-bundles or pod-certificates (wincon/capabilities.py); skipped "

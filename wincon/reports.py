@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wincon import controls, forms, nodes
+from wincon import controls, nodes
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
@@ -25,6 +25,7 @@ from wincon.verdicts import (
     is_lifted,
     lifted_message,
 )
+from wincon.windows import forms
 
 
 def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, profile: ClusterProfile) -> None:
@@ -77,7 +78,7 @@ def rewrite(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
 
 def say_unrecorded(item: pytest.Item, report: pytest.TestReport) -> None:
     """A failure or an expected failure whose verdict read a Windows output form with no public recording says
-    so in its reason, as the plan does (wincon.output_forms)."""
+    so in its reason, as the plan does (wincon.windows.output_forms)."""
     note = forms.unrecorded_note(item)
     if not note:
         return

@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from wincon import forms
 from wincon.checks.api_rules import (
     HOST_PROCESS_CASES,
     HOST_PROCESS_DISALLOWED,
@@ -15,6 +14,7 @@ from wincon.checks.api_rules import (
 from wincon.checks.hostprocess import as_host_process
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]
 

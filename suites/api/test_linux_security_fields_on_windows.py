@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from wincon import forms
 from wincon.checks.api_rules import forbidden_paths_in
 from wincon.checks.pods import create_or_reject, judge_refusal
 from wincon.cluster.waits import pod_failure
 from wincon.errors import SuiteError, expect_deviation
 from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+from wincon.windows import forms
 from wincon.workloads.deploy import await_pod, container
 
 pytestmark = [pytest.mark.api]

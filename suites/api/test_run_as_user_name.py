@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import forms
 from wincon.checks.api_rules import (
     RUN_AS_USER_NAMES,
     is_account_name,
@@ -13,6 +12,7 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
 from wincon.errors import expect_deviation
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]
 

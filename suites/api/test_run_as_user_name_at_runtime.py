@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import forms
 from wincon.checks.api_rules import is_account_name, with_run_as_user_name
 from wincon.checks.node import user_name_command
 from wincon.checks.pods import events_for, eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded
 from wincon.errors import expect_deviation
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.api]

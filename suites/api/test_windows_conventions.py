@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from wincon import forms
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import run_windows_pod
 from wincon.errors import expect_deviation
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import forms
 from wincon.checks.controllers import Invariant, cronjob_succeeded, job_complete, job_failure
 from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import wait_for
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.controllers]
 

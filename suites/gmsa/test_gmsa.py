@@ -19,11 +19,11 @@ import secrets
 
 import pytest
 
-from wincon import forms, nltest
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import powershell
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
+from wincon.windows import forms, nltest
 
 pytestmark = [pytest.mark.api]
 
@@ -36,7 +36,7 @@ NLTEST_QUERY = ["nltest", "/QUERY"]  # upstream gmsa_full.go:147
 def query_succeeded(output: str) -> bool:
     """Stricter than upstream's isValidOutput (gmsa_full.go:223, the closing sentence and two error names): every
     status nltest reports is 0 NERR_Success and it closed with "The command completed successfully"
-    (wincon.nltest; a broken trust still closes with that sentence, nltest-sc-verify-no-trust-sam-account.txt).
+    (wincon.windows.nltest; a broken trust still closes with that sentence, nltest-sc-verify-no-trust-sam-account.txt).
     Text nltest's forms do not explain is UnreadableOutput, a suite error."""
     return nltest.query_succeeded(output)
 

@@ -14,7 +14,6 @@ import secrets
 
 import pytest
 
-from wincon import forms
 from wincon.checks import hostprocess
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED, submit_pod
 from wincon.checks.node import (
@@ -30,6 +29,7 @@ from wincon.checks.node import (
 )
 from wincon.checks.pods import eventually, schedulable_windows_nodes, windows_nodes_of_build
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 
 pytestmark = [

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from wincon import connectivity as conn
 from wincon.cluster import waves
 from wincon.errors import SuiteError
 from wincon.fixtures import make_namespace, module_prefix
@@ -31,6 +30,7 @@ from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, p
 from wincon.network.services import ClusterDns, ServiceRef
 from wincon.nodes import target_os as target_os_of
 from wincon.profile import NodeProfile
+from wincon.windows import connectivity as conn
 
 
 @pytest.fixture(scope="module")

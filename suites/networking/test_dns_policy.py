@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import capabilities, forms
-from wincon import connectivity as conn
+from wincon import capabilities
 from wincon.cluster import waves
 from wincon.errors import expect_deviation
 from wincon.network.pods import resolver_config
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.dns]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.flows import ping_unanswered
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

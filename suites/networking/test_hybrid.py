@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks.node import WARM_UP_SECONDS, consistently
 from wincon.network.pods import pod_names
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking, pytest.mark.hybrid]
 

@@ -12,11 +12,11 @@ import ipaddress
 import pytest
 from kubernetes.utils import FailToCreateError
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import expect_deviation
 from wincon.network.evidence import DIAL_UNANSWERED, dial_unanswered
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

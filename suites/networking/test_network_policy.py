@@ -16,14 +16,15 @@ import dataclasses
 
 import pytest
 
-from wincon import capabilities, forms
-from wincon import connectivity as conn
+from wincon import capabilities
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.kube import Kube
 from wincon.network.flows import FlowChecks
 from wincon.network.pods import NETSERVER_LABEL
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 from wincon.workloads.deploy import apply, pod_manifest
 
 pytestmark = [pytest.mark.networking]

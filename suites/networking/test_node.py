@@ -11,14 +11,14 @@ import zlib
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, expect_deviation
 from wincon.network.evidence import dial_unanswered
 from wincon.network.flows import FlowChecks, no_answer
 from wincon.network.modulepods import start_own
 from wincon.network.pods import PodRef, pod_names, pod_ref
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 NO_ANSWER = "curl could not connect, timed out or got no reply"
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks.node import internal_ips_of_family, nodeport_target
 from wincon.cluster.client import call
 from wincon.network.pods import pod_names
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import capabilities, forms
-from wincon import connectivity as conn
+from wincon import capabilities
 from wincon.errors import expect_deviation
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.errors import expect_deviation
 from wincon.network.evidence import port_forward_refused
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

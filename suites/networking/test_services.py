@@ -12,8 +12,6 @@ import time
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
 from wincon.network.evidence import (
@@ -25,6 +23,8 @@ from wincon.network.evidence import (
     stayed_with,
 )
 from wincon.network.pods import pod_names
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

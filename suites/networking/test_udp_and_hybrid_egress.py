@@ -2,16 +2,16 @@
 Windows node itself (a HostProcess pod) to the netserver on that node, and from a Linux node to a Windows pod
 (each with its Linux control, target_os: the same from a hostNetwork pod on a Linux node); and egress by DNS name from a Linux pod beside the Windows ones (upstream hybrid_network.go "should
 provide Internet connection for Linux containers using DNS"). One check function serves both OSes: the
-command lines come from wincon/checks/node.py and wincon/connectivity.py."""
+command lines come from wincon/checks/node.py and wincon/windows/connectivity.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks.node import WARM_UP_SECONDS, consistently, udp_send_command
 from wincon.network import pods
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.networking]
 

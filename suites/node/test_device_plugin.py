@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import forms
 from wincon.checks.node import extended_resources, video_controller_command
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]
 

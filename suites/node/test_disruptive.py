@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks import hostprocess
 from wincon.checks.node import consistently
 from wincon.checks.pods import eventually, os_pod, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.kubelet import kubelet_config, kubelet_json
 from wincon.cluster.waits import pod_running_ready
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 pytestmark = [
     pytest.mark.lifecycle,

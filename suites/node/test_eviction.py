@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import forms
 from wincon.checks.node import reservations
 from wincon.checks.pods import eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.kubelet import kubelet_config, kubelet_json
 from wincon.cluster.waits import pod_failure, pod_running
+from wincon.windows import forms
 
 # serial: pages a Windows node until its kubelet evicts (upstream eviction.go:52, [Serial] [Disruptive]).
 pytestmark = [pytest.mark.scheduling, pytest.mark.disruptive, pytest.mark.serial, pytest.mark.slow]

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from wincon import forms
 from wincon.checks.node import consistently
 from wincon.checks.pods import events_for, eventually, os_pod, run_os_pod, wait_for_event
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.probes]

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes.utils import parse_quantity
 
-from wincon import forms
 from wincon.checks.cpu import (
     LOAD_SHOWN_CORES,
     RATE_WINDOW_SECONDS,
@@ -37,6 +36,7 @@ from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.errors import InfrastructureError, expect_deviation
 from wincon.kube import ApiException
 from wincon.profile import kubelet_feature_gates
+from wincon.windows import forms
 from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]

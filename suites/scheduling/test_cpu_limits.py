@@ -35,7 +35,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from wincon import forms
 from wincon.checks.cpu import (
     LOAD_SHOWN_CORES,
     RATE_WINDOW_SECONDS,
@@ -51,6 +50,7 @@ from wincon.checks.scheduling import least_requested
 from wincon.cluster.waits import pod_failure, pod_running
 from wincon.errors import InfrastructureError, expect_deviation
 from wincon.kube import ApiException
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]
 

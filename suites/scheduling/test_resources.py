@@ -6,7 +6,6 @@ from decimal import Decimal
 
 import pytest
 
-from wincon import forms
 from wincon.checks.pods import (
     admitted_and_scheduled,
     pod_running_failure,
@@ -18,6 +17,7 @@ from wincon.checks.scheduling import millicores, unrequested_once_settled
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
+from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]
 

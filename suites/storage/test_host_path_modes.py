@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from wincon import forms
 from wincon.checks.node import path_exists_command, read_file_command, write_file_command
 from wincon.checks.pods import os_pod, run_os_pod, run_windows_pod, windows_pod
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from wincon import connectivity as conn
 from wincon.checks import certificates as certs
 from wincon.checks.pods import os_pod, run_os_pod
 from wincon.checks.scheduling import AVOIDS, PROJECTION_GATES, placement_nodes, read_kubelet_gate
 from wincon.cluster.client import call
 from wincon.errors import InfrastructureError
+from wincon.windows import connectivity as conn
 
 pytestmark = [pytest.mark.storage]
 

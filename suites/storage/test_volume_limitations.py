@@ -8,8 +8,6 @@ import re
 import pytest
 from kubernetes.utils import parse_quantity
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks import hostprocess
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED
 from wincon.checks.pods import (
@@ -25,6 +23,8 @@ from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.kube import ApiException
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 
 pytestmark = [pytest.mark.storage]

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods, run_unless_mount_refused
 from wincon.cluster.client import call
 from wincon.errors import expect_deviation
@@ -17,6 +15,8 @@ from wincon.fixtures import make_namespace
 from wincon.kube import ApiException, Kube
 from wincon.nodes import build_for
 from wincon.nodes import target_os as os_of
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 from wincon.workloads.deploy import container
 from wincon.workloads.sharedpods import SharedPods, parts_to_run
 

@@ -15,10 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client
 
-from wincon import connectivity
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import WaitTimeout
 from wincon.network import flows
+from wincon.windows import connectivity
 
 # --------------------------------------------------------------------------- FlowChecks' worker-wide records
 

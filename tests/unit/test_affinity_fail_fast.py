@@ -14,10 +14,10 @@ import pytest
 
 from tests.support import suites
 from tests.unit import fakes
-from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
 from wincon.network.pods import PodRef
+from wincon.windows import connectivity as c
 
 KUBERNETES_IP = "10.0.0.1"
 STICKY_VIP, OTHER_VIP = "10.0.0.80", "10.0.0.50"

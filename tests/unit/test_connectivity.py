@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from wincon import connectivity as c
 from wincon.errors import UnreadableOutput
+from wincon.windows import connectivity as c
 
 # ----------------------------------------------------------------------------- netexec and the dial check
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from wincon import connectivity as c
+from wincon.windows import connectivity as c
 
 
 class FakeClock:

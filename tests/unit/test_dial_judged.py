@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from tests.unit import fakes
-from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
 from wincon.network.pods import PodRef
+from wincon.windows import connectivity as c
 
 VIP = "10.0.0.80"
 CLIENT = PodRef("lin-client", "10.244.1.9", ("10.244.1.9",), "lin-worker-0", "192.168.7.10", "linux", "netexec")

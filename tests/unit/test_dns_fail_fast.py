@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.unit import fakes
-from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
 from wincon.network.pods import PodRef
+from wincon.windows import connectivity as c
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "windows-outputs"
 # Recorded on the local cluster with the Service rules removed (kube-proxy stopped, KUBE-SERVICES flushed),

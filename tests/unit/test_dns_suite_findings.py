@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, NotTheDeviation, SuiteError
 from wincon.network.pods import PodRef, resolver_config
 from wincon.network.services import ServiceRef
+from wincon.windows import connectivity as conn
 
 
 def load(name: str):

@@ -10,10 +10,10 @@ import pytest
 from kubernetes import client
 
 from tests.unit import fakes
-from wincon import connectivity
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import WaitTimeout
 from wincon.network import flows
+from wincon.windows import connectivity
 
 
 def test_fresh_worker_resets_every_record_flowchecks_keeps_for_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:

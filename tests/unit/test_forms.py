@@ -1,4 +1,4 @@
-"""wincon/forms.py: the windows_form declaration, its evidence, lint and the figure (issue 18, item 7)."""
+"""wincon/windows/forms.py: the windows_form declaration, its evidence, lint and the figure (issue 18, item 7)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wincon import forms, upstream
+from wincon import upstream
+from wincon.windows import forms
 
 pytest_plugins = ["pytester"]
 

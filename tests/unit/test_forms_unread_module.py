@@ -1,4 +1,4 @@
-"""wincon/forms.py: a Windows form's upstream evidence is never passed unread (the sweep of issue 40: a default on
+"""wincon/windows/forms.py: a Windows form's upstream evidence is never passed unread (the sweep of issue 40: a default on
 "found nothing"). Where the module tree is not in the Go module cache, it is fetched through wincon.upstream's
 download path; where that cannot be done, the evidence is a problem that says why, not a silent pass."""
 
@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wincon import forms, upstream
+from wincon import upstream
+from wincon.windows import forms
 
 EVIDENCE_PATH = "test/e2e/windows/dns.go"
 

@@ -15,9 +15,9 @@ from types import SimpleNamespace as NS
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, InfrastructureError
+from wincon.windows import connectivity as conn
 
 NODE = suites.load("suites/networking/test_node.py")
 

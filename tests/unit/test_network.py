@@ -6,7 +6,6 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError
 from wincon.network import pods, services
@@ -14,6 +13,7 @@ from wincon.network.flows import FlowChecks
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import PodRef
 from wincon.profile import NodeProfile
+from wincon.windows import connectivity as conn
 
 
 def node(name="win1", build=20348, taints=(), ready=True, os_name="windows"):

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, NotTheDeviation
 from wincon.network import evidence
 from wincon.network.flows import FlowChecks
+from wincon.windows import connectivity as conn
 
 POD_TO_POD = suites.load("suites/networking/test_pod_to_pod.py")
 NODE = suites.load("suites/networking/test_node.py")

@@ -31,10 +31,11 @@ from pathlib import Path
 
 import pytest
 
-from wincon import controls, forms
+from wincon import controls
 from wincon.collection import APPLIED_KEY
 from wincon.profile import ClusterProfile, NodeProfile
 from wincon.verdicts import SIMULATED_REASON
+from wincon.windows import forms
 
 pytest_plugins = ["pytester"]
 
@@ -185,7 +186,7 @@ def test_expectation_table(pytester, cni, era):
         want = ("xfail", expected[item.originalname]) if item.originalname in expected else ("run", None)
         if controls.is_control(item):
             want = ("run", None)  # a limitation is Windows's: the Linux control is expected to pass
-        elif unavailable(item):  # no Windows form with evidence (wincon/forms.py): skipped, its control runs
+        elif unavailable(item):  # no Windows form with evidence (wincon/windows/forms.py): skipped, its control runs
             want = ("skip", f"no Windows form with evidence: {unavailable(item)}")
         # The policy engine is a fact apart from the pod network (issue 19): these profiles name none, so it is
         # unknown and the NetworkPolicy checks run (an unknown capability never skips).
@@ -252,7 +253,7 @@ def test_without_linux_nodes_hybrid_flows_skip_with_the_reason(pytester):
         if not i.get_closest_marker("hybrid")
         and not controls.is_control(i)
         and i.path.name != "test_network_policy.py"  # flannel: skipped at collection (no policy engine)
-        and not unavailable(i)  # no Windows form with evidence: skipped everywhere (wincon/forms.py)
+        and not unavailable(i)  # no Windows form with evidence: skipped everywhere (wincon/windows/forms.py)
     )
 
 

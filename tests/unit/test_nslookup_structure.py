@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import UnreadableOutput
 from wincon.network import flows
+from wincon.windows import connectivity as conn
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 UNREAD = "<unread words>"

@@ -12,10 +12,10 @@ import json
 import pytest
 
 from tests.unit import fakes
-from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.network import flows
 from wincon.network.pods import PodRef
+from wincon.windows import connectivity as c
 
 KUBERNETES_IP = "10.0.0.1"
 VIP_A, VIP_B, VIP_C = "10.0.0.50", "10.0.0.60", "10.0.0.70"

@@ -13,10 +13,10 @@ from types import SimpleNamespace as NS
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
-from wincon import forms
 from wincon.cluster.exec import ExecResult
 from wincon.errors import DeviationObserved, NotTheDeviation, linux_control
+from wincon.windows import connectivity as conn
+from wincon.windows import forms
 
 LIFECYCLE = suites.load("suites/lifecycle/test_lifecycle.py")
 URL = "http://localhost:8080/hostname"

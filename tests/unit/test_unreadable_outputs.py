@@ -1,4 +1,4 @@
-"""wincon.connectivity's parsers on output they cannot read (issue 22 follow-up): UnreadableOutput, a SuiteError
+"""wincon.windows.connectivity's parsers on output they cannot read (issue 22 follow-up): UnreadableOutput, a SuiteError
 quoting what the tool printed, so the run reports the suite's gap as such (an error, exit 1) and never as the
 behaviour failing, a documented deviation or a pass. And the netexec pods' readiness probe, from the start."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from tests.unit.test_network import CLIENT, FakeKube
-from wincon import connectivity as c
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.network.flows import FlowChecks
 from wincon.upstream import ensure_module
+from wincon.windows import connectivity as c
 
 GARBLED = "<html><body>404 page not found</body></html>"
 
@@ -117,7 +117,7 @@ def test_an_unreadable_ping_is_no_reply_and_a_bad_os_is_not_swallowed():
 DIAL_CHECK = """
 import json
 import pytest
-from wincon import connectivity as conn
+from wincon.windows import connectivity as conn
 from wincon.errors import expect_deviation
 
 ANSWERS = {{"linux": json.dumps({{"responses": ["netserver-0"]}}), "windows": {windows!r}}}

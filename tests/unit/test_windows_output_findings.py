@@ -12,11 +12,11 @@ import pytest
 
 from tests.support import suites
 from tests.unit import fakes
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
 from wincon.errors import UnreadableOutput
 from wincon.network import flows
 from wincon.network.pods import PodRef
+from wincon.windows import connectivity as conn
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 

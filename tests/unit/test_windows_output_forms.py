@@ -1,4 +1,4 @@
-"""The forms table (wincon/output_forms.py) against the recordings: every recording of tests/data/windows-outputs/
+"""The forms table (wincon/windows/output_forms.py) against the recordings: every recording of tests/data/windows-outputs/
 is in a row, reads as its row says with the suite's own parser (one test per recording), and docs/windows-outputs.md
 is the table's current rendering."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
-from wincon import nltest, output_forms
 from wincon.cluster.exec import ExecResult, missing_executable
 from wincon.errors import UnreadableOutput
 from wincon.network import flows
+from wincon.windows import connectivity as conn
+from wincon.windows import nltest, output_forms
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = output_forms.CORPUS
@@ -193,7 +193,7 @@ def test_every_verdict_form_with_a_single_recording_says_so():
 def test_the_docs_page_is_the_current_table():
     page = ROOT / "docs" / "windows-outputs.md"
     assert page.read_text() == output_forms.render(), (
-        "docs/windows-outputs.md is stale: python -m wincon.output_forms > docs/windows-outputs.md"
+        "docs/windows-outputs.md is stale: python -m wincon.windows.output_forms > docs/windows-outputs.md"
     )
 
 

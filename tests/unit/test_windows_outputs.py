@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import suites
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
+from wincon.windows import connectivity as conn
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "windows-outputs"
 

@@ -5,5 +5,5 @@
 ``services``  Services (ServiceRef), their Endpoints and EndpointSlices, LoadBalancer addresses, cluster DNS.
 ``objects``   ``NetworkObjects``: a module's factory of pods and Services for tests that need their own.
 ``flows``     ``FlowChecks``: the traffic checks (dial, HTTP GET, DNS look-up, ping, port-forward), every one
-              through the data-plane gate. The command lines and parsers are in ``wincon.connectivity``.
+              through the data-plane gate. The command lines and parsers are in ``wincon.windows.connectivity``.
 """

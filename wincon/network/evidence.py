@@ -13,8 +13,8 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from wincon import connectivity as conn
 from wincon.cluster.exec import ExecResult
+from wincon.windows import connectivity as conn
 
 # What collect_dial records for a try in which the client's own netexec did not answer (the exec failed, curl
 # could not reach the client pod): the tool failing, not the target staying silent.

@@ -2,7 +2,7 @@
 
 Every check goes through ``Kube.exec``, which records its exact command through the data-plane gate (and
 skips on simulated nodes) before anything runs, so nothing runs where nothing could answer. The command
-lines and the parsing of their output live in ``wincon.connectivity``.
+lines and the parsing of their output live in ``wincon.windows.connectivity``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from wincon import connectivity as conn
 from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult
 from wincon.errors import InfrastructureError, UnreadableOutput
 from wincon.network.pods import PodRef
 from wincon.network.services import endpoint_slice_ips, kubernetes_service, slices_lister
+from wincon.windows import connectivity as conn
 
 EXEC_TIMEOUT = 90.0
 # A target that answered nothing to a dial of this module (process) already, or a client whose dials over

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from wincon import connectivity as conn
 from wincon.checks.pods import Rejected
 from wincon.errors import InfrastructureError, SuiteError
 from wincon.nodes import schedulable  # noqa: F401 - a Ready node ordinary pods may land on: the suite's one rule
 from wincon.profile import NodeProfile
+from wincon.windows import connectivity as conn
 from wincon.workloads.deploy import check_placement, container, pod_manifest
 
 NETSERVER_LABEL = "wincon.io/netserver"  # each netserver pod's own name, to select exactly one

@@ -13,11 +13,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from wincon import connectivity as conn
 from wincon import releases
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout
 from wincon.errors import InfrastructureError
+from wincon.windows import connectivity as conn
 from wincon.workloads.render import render
 
 ENDPOINTS_TIMEOUT = 120.0

@@ -33,11 +33,11 @@ from typing import Any
 
 import pytest
 
-from wincon import output_forms
 from wincon.controls import has_control, is_control
+from wincon.windows import output_forms
 
 MARKER = "windows_form"
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OUTPUTS = "tests/data/windows-outputs/"
 _UPSTREAM = re.compile(r"^k8s\.io/kubernetes@(?P<version>v[\w.+-]+)/(?P<path>[\w./-]+):(?P<lines>\d+(?:[-,]\d+)*)$")
 
@@ -95,7 +95,7 @@ DXDIAG = _K + "test/e2e/windows/device_plugin.go:118 dxdiag"
 REBOOT_SCRIPT = _K + "test/e2e/windows/reboot_node.go:181 Get-WmiObject"
 DELAY_SHUTDOWN = _K + "test/e2e/windows/node_shutdown.go:255 delay-shutdown"
 # Windows' ping.exe (connectivity.ping_command: ping -n 1 -w 5000): upstream's e2e runs no ping in a Windows pod, so
-# its evidence is recorded output (every ping-*.txt file is in a row of wincon.output_forms, the forms table, read by
+# its evidence is recorded output (every ping-*.txt file is in a row of wincon.windows.output_forms, the forms table, read by
 # tests/unit/test_windows_output_forms.py). Windows Server recordings: success in Windows Server Core ltsc2019
 # containers (microsoft/Windows-Containers#420) and in a container on a Windows Server 2022 host
 # (Windows-Containers#439); timeouts in a servercore ltsc2019 container (#420), a nanoserver container on Windows
@@ -254,7 +254,7 @@ def lint_problems(tests: list[dict[str, Any]], modcache: Path | None = None) -> 
         if not form.get("declared") or not any(kinds):
             problems.append(
                 f"{nodeid}: no windows_form: declare same_as_control=True (it runs its control's command), the "
-                "evidence of each Windows-only form, no_command=..., or unavailable=... (wincon/forms.py)"
+                "evidence of each Windows-only form, no_command=..., or unavailable=... (wincon/windows/forms.py)"
             )
             continue
         if form.get("same_as_control") and not form.get("has_control"):
