@@ -120,7 +120,7 @@ def discovery(kubeconfig: str, nodes: int) -> None:
     from kubernetes import client
 
     from wincon.cluster.client import load_api_client
-    from wincon.profile import discover
+    from wincon.clusterinfo.profile import discover
 
     api = load_api_client(kubeconfig)
     core = client.CoreV1Api(api)

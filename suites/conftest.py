@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.context import WinconContext
 from wincon.fixtures import build_for, release_pods
-from wincon.profile import ClusterProfile
 
 
 @pytest.fixture

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from wincon import capabilities, controls, nodes, sources
+from wincon import controls, sources
 from wincon import limitations as limitations_mod
+from wincon.clusterinfo import capabilities, nodes
+from wincon.clusterinfo.nodes import candidate_nodes
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
 from wincon.errors import DeviationObserved, InfrastructureError
-from wincon.nodes import candidate_nodes
 from wincon.options import AREAS, MARKERS
-from wincon.profile import ClusterProfile
 from wincon.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
 from wincon.windows import forms
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
 from wincon.optionnames import add_option
-from wincon.profile import ClusterProfile
 from wincon.windows import forms
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,7 +117,7 @@ def register(sub: Any) -> None:
 
 def _profile(args: argparse.Namespace) -> tuple[Any, ClusterProfile]:
     from wincon.cluster.client import connect
-    from wincon.profile import discover
+    from wincon.clusterinfo.profile import discover
 
     api_client = connect(args.kubeconfig, args.context)
     return api_client, discover(api_client, getattr(args, "cni", None), getattr(args, "network_policy", None))
@@ -137,7 +137,7 @@ def cmd_limitations(args: argparse.Namespace) -> int:
     profile = None
     unknown = "--offline: no cluster asked" if args.offline else ""
     if args.profile_file:
-        from wincon.profile import load_profile_file
+        from wincon.clusterinfo.profile import load_profile_file
 
         profile = load_profile_file(args.profile_file)
     elif not args.offline:

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from wincon import limitations as limitations_mod
-from wincon import nodes, options
+from wincon import options
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.errors import InfrastructureError
 from wincon.localcluster import hints
-from wincon.profile import ClusterProfile
 
 PROFILE_KEY = pytest.StashKey[ClusterProfile]()
 RUN_ID_KEY = pytest.StashKey[str]()
@@ -201,7 +202,12 @@ def load_profile(config: pytest.Config) -> ClusterProfile:
     """The profile from ``--profile-file`` or the cluster, with ``--cni``, ``--network-policy`` and
     ``--windows-build`` applied."""
     from wincon.cluster.client import connect
-    from wincon.profile import apply_cni_override, apply_network_policy_override, discover, load_profile_file
+    from wincon.clusterinfo.profile import (
+        apply_cni_override,
+        apply_network_policy_override,
+        discover,
+        load_profile_file,
+    )
 
     path = config.getoption("wincon_profile_file")
     cni = config.getoption("wincon_cni")

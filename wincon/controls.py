@@ -37,8 +37,8 @@ from typing import Any
 
 import pytest
 
-from wincon.nodes import LINUX, OS_FIXTURE, WINDOWS, data_plane_for, is_control, target_os
-from wincon.profile import ClusterProfile
+from wincon.clusterinfo.nodes import LINUX, OS_FIXTURE, WINDOWS, data_plane_for, is_control, target_os
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.verdicts import (
     CLUSTER_WIDE_ERROR,
     CONTROL,

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from wincon import nodes
 from wincon.cluster.client import call
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.nodes import build_for
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, WinconContext, get_context
 from wincon.kube import Kube
-from wincon.nodes import build_for
-from wincon.profile import ClusterProfile
 from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
 
-__all__ = ["build_for"]  # suites pin to a build through the fixtures' module; wincon.nodes decides it
+__all__ = ["build_for"]  # suites pin to a build through the fixtures' module; wincon.clusterinfo.nodes decides it
 
 
 def _context(request: pytest.FixtureRequest) -> WinconContext:

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
 from wincon.errors import ExitCode, InfrastructureError, UsageError
-from wincon.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
 from wincon.registryauth import CREDENTIALS_FIX, HELPER_FIX, Credential, Credentials, RegistryAuthError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
@@ -429,11 +429,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         api_client = connect(args.kubeconfig, args.context)
     if args.profile_file:
-        from wincon.profile import load_profile_file
+        from wincon.clusterinfo.profile import load_profile_file
 
         profile = load_profile_file(args.profile_file)
     else:
-        from wincon.profile import discover
+        from wincon.clusterinfo.profile import discover
 
         profile = discover(api_client)
     credentials = credentials_for(api_client, args.image_pull_secret, args.docker_config)

@@ -21,8 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from wincon import releases
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import LimitationsError
-from wincon.profile import ClusterProfile, NodeProfile
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "limitations.yaml"
 

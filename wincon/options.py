@@ -31,7 +31,7 @@ MARKERS = {
     "control's command, or the evidence of each Windows-only form (wincon/windows/forms.py)",
     "requires(capability)": "needs load-balancer, network-policy, dual-stack, ipv6-single-stack, "
     "runhcs-wcow-hypervisor, hyperv-runtime-class, docker-runtime, cluster-dns, in-place-resize, "
-    "pod-level-resources, node-log-query, cluster-trust-bundles or pod-certificates (wincon/capabilities.py); skipped "
+    "pod-level-resources, node-log-query, cluster-trust-bundles or pod-certificates (wincon/clusterinfo/capabilities.py); skipped "
     "at collection where the profile shows the cluster lacks it",
     "avoids(rule)": "its pod avoids the nodes that cannot tell its result (wincon/checks/scheduling.py AVOIDS: "
     "hyperv-cpu-count, cri-stats); skipped at collection where the profile shows every node of its build is one",

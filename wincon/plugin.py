@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from wincon import collection, context, controls, nodes, options, reports, scheduling
+from wincon import collection, context, controls, options, reports, scheduling
+from wincon.clusterinfo import nodes
 from wincon.errors import WinconError, linux_control
 from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,

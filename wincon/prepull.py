@@ -15,8 +15,8 @@ from kubernetes import client
 
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import NamespaceRegistry
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.errors import InfrastructureError
-from wincon.profile import ClusterProfile
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.pinning import pin_windows
 

@@ -82,10 +82,10 @@ class MinorFacts:
     """What changed at one Kubernetes minor that the suite depends on. An entry with no facts says the minor was
     read (kube_features.go, the e2e sources the checks cite) and nothing the suite depends on changed.
 
-    ``since``: fact -> what changed (the capability of that name, wincon.capabilities, holds from this minor; the
+    ``since``: fact -> what changed (the capability of that name, wincon.clusterinfo.capabilities, holds from this minor; the
     text ends the reason a check is skipped on an older cluster; a fact no capability names is behaviour a check
     or the local cluster follows by the release, read with :func:`since`). ``kubelet_gates``: gate -> (default,
-    stage) from this minor, as pkg/features/kube_features.go states it (wincon.profile.KUBELET_GATE_STAGES)."""
+    stage) from this minor, as pkg/features/kube_features.go states it (wincon.clusterinfo.profile.KUBELET_GATE_STAGES)."""
 
     since: dict[str, str] = field(default_factory=dict)
     kubelet_gates: dict[str, tuple[bool, str]] = field(default_factory=dict)

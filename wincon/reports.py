@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from wincon import controls, nodes
+from wincon import controls
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
-from wincon.profile import ClusterProfile
 from wincon.verdicts import (
     INFRASTRUCTURE_ERROR,
     INFRASTRUCTURE_PREFIX,

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from wincon.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
 from wincon.cluster.waits import pod_scheduled
+from wincon.clusterinfo.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.workloads.pinning import assert_ran_on
 
 pytestmark = [pytest.mark.api]

@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from wincon.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.checks.api_rules import (
     POD_RESOURCES_PATH,
     POD_RESOURCES_REFUSED,
@@ -38,6 +37,7 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.pods import create_or_reject, nodes_for, os_pod
 from wincon.cluster.client import call
+from wincon.clusterinfo.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.api]

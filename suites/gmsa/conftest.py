@@ -1,12 +1,12 @@
 """Fixtures of the GMSA suite. Whether the cluster has the GMSA pieces (the GMSACredentialSpec CRD and a GMSA
-mutating webhook) is the "gmsa" capability (wincon/capabilities.py), read once per run: the checks needing them
+mutating webhook) is the "gmsa" capability (wincon/clusterinfo/capabilities.py), read once per run: the checks needing them
 declare ``requires("gmsa")``, so `wincon plan` says the same skip the fixture gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from wincon import capabilities
+from wincon.clusterinfo import capabilities
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Fixtures of the lifecycle suite.
 
 Whether the API server keeps ``lifecycle.stopSignal`` (the ContainerStopSignals feature gate) is the
-"stop-signals" capability (wincon/capabilities.py), read once per run, so that `wincon plan` and the run agree:
+"stop-signals" capability (wincon/clusterinfo/capabilities.py), read once per run, so that `wincon plan` and the run agree:
 where the server drops the field, the stop-signal tests (``requires("stop-signals")``) are skipped with the reason.
 
 The recorder pods the hook and signal checks report to (issue 22, item 3): agnhost netexec logs every request it
@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from wincon import capabilities
 from wincon.checks.pods import create_or_reject, os_pod
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.nodes import build_for
+from wincon.clusterinfo.nodes import target_os as os_of
 from wincon.fixtures import make_namespace
-from wincon.nodes import build_for
-from wincon.nodes import target_os as os_of
 from wincon.workloads.deploy import await_pod
 
 
@@ -41,7 +41,7 @@ NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
 
 @dataclass(frozen=True)
 class Recorder:
-    """A running recorder pod as a check uses it. Its fields make it a ``wincon.nodes.PlacedPod``, so the
+    """A running recorder pod as a check uses it. Its fields make it a ``wincon.clusterinfo.nodes.PlacedPod``, so the
     data-plane gate of every check handed it counts its node (not only the check during which it started)."""
 
     name: str

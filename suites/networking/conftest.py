@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from wincon.cluster import waves
+from wincon.clusterinfo.nodes import target_os as target_os_of
+from wincon.clusterinfo.profile import NodeProfile
 from wincon.errors import SuiteError
 from wincon.fixtures import make_namespace, module_prefix
 from wincon.kube import Kube
@@ -28,8 +30,6 @@ from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
-from wincon.nodes import target_os as target_os_of
-from wincon.profile import NodeProfile
 from wincon.windows import connectivity as conn
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import capabilities
 from wincon.cluster import waves
+from wincon.clusterinfo import capabilities
 from wincon.errors import SuiteError, expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 from wincon.windows import connectivity as conn

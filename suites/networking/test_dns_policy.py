@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from wincon import capabilities
 from wincon.cluster import waves
+from wincon.clusterinfo import capabilities
 from wincon.errors import expect_deviation
 from wincon.network.pods import resolver_config
 from wincon.windows import connectivity as conn

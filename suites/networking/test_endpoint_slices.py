@@ -16,9 +16,9 @@ import pytest
 from wincon.checks.pods import eventually
 from wincon.cluster import waves
 from wincon.cluster.client import call
+from wincon.clusterinfo.nodes import target_os as target_os_of
 from wincon.network.modulepods import start_own
 from wincon.network.pods import pod_names
-from wincon.nodes import target_os as target_os_of
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 

@@ -15,15 +15,15 @@ import pytest
 
 from wincon.checks.pods import os_pod
 from wincon.cluster.waits import pod_running_ready, pod_scheduled
-from wincon.nodes import pick_node
-from wincon.profile import NodeProfile
+from wincon.clusterinfo.nodes import pick_node
+from wincon.clusterinfo.profile import NodeProfile
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 
 
 @pytest.fixture
 def windows_node(wincon: Any, build: int | None) -> NodeProfile:
     """One Ready Windows node of the test's build that ordinary Windows pods may be scheduled on (the first by
-    name: wincon.nodes.pick_node)."""
+    name: wincon.clusterinfo.nodes.pick_node)."""
     node = pick_node(wincon.profile, "windows", build, WINDOWS_TOLERATIONS)
     if node is None:
         pytest.skip(f"no Ready, schedulable Windows node of build {build}")

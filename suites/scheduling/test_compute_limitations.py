@@ -33,9 +33,9 @@ from wincon.checks.pods import (
 from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement, least_requested
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
+from wincon.clusterinfo.profile import kubelet_feature_gates
 from wincon.errors import InfrastructureError, expect_deviation
 from wincon.kube import ApiException
-from wincon.profile import kubelet_feature_gates
 from wincon.windows import forms
 from wincon.workloads.deploy import apply
 
@@ -287,7 +287,7 @@ CADVISOR_COMMAND = "GET /api/v1/nodes/{node}/proxy/metrics/cadvisor"
 
 def cri_stats_gate_on(kube, node: str) -> bool:
     """Whether the node's kubelet runs with the PodAndContainerStatsFromCRI gate on (off by default through 1.38), read from its /configz now
-    (by the rule discovery reads it with: wincon.profile.kubelet_feature_gates)."""
+    (by the rule discovery reads it with: wincon.clusterinfo.profile.kubelet_feature_gates)."""
     configz, _ = kubelet_json(kube.api_client, node, "configz")
     return dict(kubelet_feature_gates(kubelet_config(configz)))[CRI_STATS_GATE]
 

@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import pytest
 
-from wincon import capabilities
 from wincon.checks.hostprocess import host_process_pod
 from wincon.checks.pods import schedulable_windows_nodes, windows_nodes_of_build, windows_pod
 from wincon.checks.scheduling import live_runtime_classes
 from wincon.cluster.waits import pod_failure, pod_running_ready
-from wincon.nodes import observe_isolation
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.nodes import observe_isolation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]

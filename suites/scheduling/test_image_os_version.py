@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from wincon import capabilities
 from wincon.checks import scheduling
 from wincon.checks.pods import assert_all_ran_on, windows_nodes_of_build, windows_pod
 from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_cpu_placement, live_runtime_classes
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
+from wincon.clusterinfo import capabilities
 from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.windows import forms
 from wincon.workloads.catalog import Catalog, build_compatible

@@ -1,6 +1,6 @@
 """Fixtures of the storage suite. What the checks need of the cluster's StorageClasses (a default class, a
 block-capable class, one allowing expansion) and of the API server (the certificates.k8s.io/v1 resources of the
-projected certificate checks) are capabilities (wincon/capabilities.py, ``requires``), decided once per run so
+projected certificate checks) are capabilities (wincon/clusterinfo/capabilities.py, ``requires``), decided once per run so
 that `wincon plan` and the run agree."""
 
 from __future__ import annotations

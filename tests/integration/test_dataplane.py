@@ -29,9 +29,9 @@ from kubernetes.stream import stream
 
 from tests.support import clusters
 from tests.support.waits import eventually
+from wincon.clusterinfo.profile import discover
 from wincon.localcluster import cluster, dataplane, hints, netns, paths, procs
 from wincon.localcluster.topology import Topology
-from wincon.profile import discover
 
 # One worker: the module's namespace and its pods (the flows) are set up once, not once per worker.
 pytestmark = pytest.mark.xdist_group("dataplane")

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.imageverify import verify
 from wincon.localcluster import paths
-from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.catalog import Catalog
 
 REPO = Path(__file__).resolve().parents[2]

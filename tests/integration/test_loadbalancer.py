@@ -97,9 +97,9 @@ def web(api: Any, ns: str, plan: dataplane.Plan) -> tuple[str, str]:
 
 
 def test_the_probe_service_has_a_pool_address_and_the_profile_finds_the_provider_by_it(api, plan, kubeconfig):
-    from wincon import capabilities
     from wincon.cluster.client import connect
-    from wincon.profile import discover
+    from wincon.clusterinfo import capabilities
+    from wincon.clusterinfo.profile import discover
 
     address = lb.probe_address(api)
     assert address and _in_pool(plan, address), (address, lb.pool_range(plan))

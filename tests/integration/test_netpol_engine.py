@@ -163,9 +163,9 @@ def test_up_runs_it_on_each_real_node_inside_the_nodes_namespace(engine_cluster,
 
 
 def test_the_profile_finds_it_by_its_daemonset_and_the_plan_runs_the_policy_controls(engine_cluster):
-    from wincon import capabilities
     from wincon.cluster.client import connect
-    from wincon.profile import discover
+    from wincon.clusterinfo import capabilities
+    from wincon.clusterinfo.profile import discover
 
     name, kubeconfig = engine_cluster
     profile = discover(connect(str(kubeconfig)))

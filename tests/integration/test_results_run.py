@@ -28,7 +28,7 @@ pytestmark = pytest.mark.networking
 @pytest.fixture(autouse=True)
 def ran_on_a_windows_node(request):
     """As the placement check records a pod's node: the profile's win-0 is a real Windows node."""
-    from wincon import nodes
+    from wincon.clusterinfo import nodes
 
     if os.environ.get("NO_NODE") != "1":
         nodes.record_node(request.node, "win-0")

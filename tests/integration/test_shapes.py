@@ -58,7 +58,7 @@ def empty(api: Any) -> None:
     ConfigMap, on a cluster where nothing really runs), so that only the shape's objects speak."""
     from kubernetes import client
 
-    from wincon.profile import CNI_CONFIGMAPS
+    from wincon.clusterinfo.profile import CNI_CONFIGMAPS
 
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     found = [

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from wincon import aks
+from wincon.clusterinfo import aks
+from wincon.clusterinfo.profile import CNI_ALIASES, CNI_DAEMONSETS, network_objects, profile_from
 from wincon.limitations import load, match
-from wincon.profile import CNI_ALIASES, CNI_DAEMONSETS, network_objects, profile_from
 
 CLOUDS = Path(__file__).resolve().parents[1] / "data" / "clouds"
 NAMES = sorted(p.name.removesuffix(".yaml") for p in CLOUDS.glob("aks-*.yaml"))

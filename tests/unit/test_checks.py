@@ -8,8 +8,8 @@ from kubernetes import client
 from wincon.checks import controllers
 from wincon.checks.controllers import REVISION, Invariant, RolloutError, undo
 from wincon.checks.pods import slug
+from wincon.clusterinfo.nodes import tolerated as _tolerated
 from wincon.fixtures import build_for
-from wincon.nodes import tolerated as _tolerated
 
 
 def template(image: str, hash_label: str | None = None) -> client.V1PodTemplateSpec:

@@ -1,5 +1,5 @@
 """The data-plane gate decides per node: on a cluster with real and simulated Windows nodes, an item's verdict
-counts only where the nodes its pods ran on have a data plane (wincon.nodes.data_plane_for), and the plan
+counts only where the nodes its pods ran on have a data plane (wincon.clusterinfo.nodes.data_plane_for), and the plan
 says the same, item by item, where the build decides placement.
 
 Pods are "placed" in these suites as every placed pod is checked: ``assert_ran_on`` on a pod the scheduler
@@ -15,9 +15,9 @@ import pytest
 
 from tests.unit import fakes
 from tests.unit.test_plugin import LIMITS
-from wincon import nodes
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.network.pods import PodRef
-from wincon.profile import ClusterProfile, NodeProfile
 
 windows_node = fakes.profile_windows_node
 LINUX = fakes.profile_linux_node("lin1")
@@ -260,7 +260,7 @@ def node_object(name, simulated, build=20348):
 
 LATE_CONFTEST = f"""
 import pytest
-from wincon import nodes
+from wincon.clusterinfo import nodes
 
 LATE = {{"win-late": {node_object("win-late", False)!r}, "win-late-kwok": {node_object("win-late-kwok", True)!r}}}
 READS = []

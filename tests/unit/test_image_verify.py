@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import InfrastructureError
 from wincon.imageverify import split_reference, verify, windows_builds
-from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.catalog import Catalog
 
 ROOT = Path(__file__).resolve().parents[2]

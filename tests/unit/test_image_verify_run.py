@@ -30,7 +30,7 @@ from pathlib import Path
 
 import wincon.context as context
 import wincon.imageverify as imageverify
-from wincon.profile import ClusterProfile
+from wincon.clusterinfo.profile import ClusterProfile
 
 HERE = Path(__file__).parent
 STATE = json.loads((HERE / "state.json").read_text())

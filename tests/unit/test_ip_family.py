@@ -12,10 +12,10 @@ from unittest import mock
 import pytest
 import yaml
 
+from wincon.clusterinfo.profile import node_pod_cidrs, service_families
 from wincon.errors import UsageError
 from wincon.localcluster import cli, cluster, cni, dataplane, ipfamily, netns, paths
 from wincon.localcluster.topology import Topology
-from wincon.profile import node_pod_cidrs, service_families
 
 ULA = ipaddress.ip_network("fd00::/8")
 
@@ -318,7 +318,7 @@ def test_without_service_cidrs_the_nodes_pod_cidrs_stand_in():
 def test_the_profile_falls_back_to_node_pod_cidrs_where_service_cidrs_cannot_be_listed():
     from kubernetes.client.rest import ApiException
 
-    from wincon import profile
+    from wincon.clusterinfo import profile
 
     core = mock.Mock()
     core.read_namespaced_service.return_value.spec.ip_families = ["IPv4"]

@@ -7,9 +7,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from wincon import kube as kube_mod
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.fixtures import data_plane_gate
 from wincon.kube import Kube, exec_where, pod_name
-from wincon.profile import ClusterProfile, NodeProfile
 
 
 def context():

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from wincon import capabilities
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile, NetworkObjects, detect_network_policy, runs_on_windows
 from wincon.localcluster import dataplane, extras, images, kuberouter, netns
-from wincon.profile import ClusterProfile, NetworkObjects, detect_network_policy, runs_on_windows
 
 PLAN = dataplane.Plan(
     "h3",

@@ -6,9 +6,9 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from wincon import capabilities
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile, load_balancer_ingress
 from wincon.localcluster import addons, dataplane, extras, lb
-from wincon.profile import ClusterProfile, load_balancer_ingress
 
 
 def plan(nodes: int = 2, subnet: int = 9) -> dataplane.Plan:

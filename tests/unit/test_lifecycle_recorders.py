@@ -91,7 +91,7 @@ def test_a_recorder_that_cannot_run_is_the_error_of_each_check_asking_for_it():
 
 
 def test_the_recorder_is_a_placed_pod_so_every_checks_gate_counts_its_node():
-    from wincon.nodes import PlacedPod
+    from wincon.clusterinfo.nodes import PlacedPod
 
     recorder = conftest.Recorder(name="r", namespace="n", node="win-0", os="windows", ip="10.0.0.9")
     assert isinstance(recorder, PlacedPod)

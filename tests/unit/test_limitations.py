@@ -4,9 +4,9 @@ import textwrap
 import pytest
 
 from tests.support import suites
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import ExitCode, LimitationsError
 from wincon.limitations import Limitation, load, match, parse_version
-from wincon.profile import ClusterProfile, NodeProfile
 
 ENTRY = """\
 version: 1

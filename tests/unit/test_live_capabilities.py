@@ -1,6 +1,6 @@
 """What the cluster lacks, said one way (issue 43, item 3): the suites' live probes (the metrics API, a Linux
 control's image, StorageClasses, the kubelet's reservations and log queries, the certificates.k8s.io/v1 resources,
-GMSA, stop signals, HostProcess, pod-level resources, the gated securityContext fields) are capabilities of wincon/capabilities.py (``requires``), read once per run: an item is skipped at
+GMSA, stop signals, HostProcess, pod-level resources, the gated securityContext fields) are capabilities of wincon/clusterinfo/capabilities.py (``requires``), read once per run: an item is skipped at
 collection with the cluster's reason, so `wincon plan` and the run agree; a read that fails leaves the check to
 decide at run time (``require_live``), and the plan says so. No suite conftest decides skips any more."""
 
@@ -19,8 +19,8 @@ import wincon.cluster.kubelet as kubelet
 import wincon.context as context_mod
 import wincon.kube as kube_mod
 from tests.support import suites
-from wincon import capabilities
 from wincon.checks import gmsa, lifecycle
+from wincon.clusterinfo import capabilities
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -175,7 +175,7 @@ def test_available_once_the_default_class_of_this_provisioner_exists(plan, monke
 
 def test_the_storage_suite_runs_the_claim_and_skips_block_and_expansion_on_this_class(plan):
     """Item 3: the suite decides from the StorageClass as the API returns it, as on any cluster (the storage
-    capabilities of wincon.capabilities, wincon.checks.storage.CLASS_NEEDS)."""
+    capabilities of wincon.clusterinfo.capabilities, wincon.checks.storage.CLASS_NEEDS)."""
     sc = as_client(storage.storage_class(plan))
     decide = {capability: wanted(sc) for capability, (wanted, _) in storage_checks.CLASS_NEEDS.items()}
     assert decide == {

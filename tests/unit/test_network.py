@@ -7,12 +7,12 @@ from types import SimpleNamespace as NS
 import pytest
 
 from wincon.cluster.exec import ExecResult
+from wincon.clusterinfo.profile import NodeProfile
 from wincon.errors import InfrastructureError
 from wincon.network import pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import PodRef
-from wincon.profile import NodeProfile
 from wincon.windows import connectivity as conn
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from wincon import controls
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.collection import APPLIED_KEY
-from wincon.profile import ClusterProfile, NodeProfile
 from wincon.verdicts import SIMULATED_REASON
 from wincon.windows import forms
 

@@ -1,5 +1,5 @@
-"""One definition of schedulable nodes and of the node a check asks (issue 43, item 3): wincon.nodes.schedulable
-(the taint rule itself is wincon.profile.tolerated, which discovery asks below wincon.nodes), the network suite's
+"""One definition of schedulable nodes and of the node a check asks (issue 43, item 3): wincon.clusterinfo.nodes.schedulable
+(the taint rule itself is wincon.clusterinfo.profile.tolerated, which discovery asks below wincon.clusterinfo.nodes), the network suite's
 ``pods.schedulable`` is that function, and the profile's ``schedulable_untolerated`` is the same rule without
 readiness."""
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from wincon import nodes, profile
 from wincon.checks import pods as check_pods
+from wincon.clusterinfo import nodes, profile
 from wincon.network import pods as network_pods
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 

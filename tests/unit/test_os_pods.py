@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace as NS
 
 from wincon.checks import pods
-from wincon.profile import ClusterProfile, NodeProfile
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 
 
 class Catalog:

@@ -17,13 +17,13 @@ import pytest
 
 from tests.support import suites
 from tests.unit import fakes
-from wincon import nodes
 from wincon.checks.scheduling import AVOIDS, Placement, cadvisor_placement, hyperv_cpu_placement
 from wincon.cluster.exec import ExecResult
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, kubelet_feature_gates, node_profile
 from wincon.commands import collect
 from wincon.errors import InfrastructureError
 from wincon.fixtures import data_plane_gate
-from wincon.profile import ClusterProfile, NodeProfile, kubelet_feature_gates, node_profile
 from wincon.verdicts import SIMULATED_REASON
 
 IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
@@ -333,7 +333,7 @@ def test_discovery_reads_the_gates_of_ready_real_windows_nodes_with_its_other_re
     from kubernetes.client.exceptions import ApiException
 
     from tests.unit.test_profile import _Cluster
-    from wincon.profile import discover
+    from wincon.clusterinfo.profile import discover
 
     nodes = [raw_node("on"), raw_node("off"), raw_node("refused"), raw_node("slow")]
     nodes += [raw_node("kwok", simulated=True), raw_node("down", ready=False)]

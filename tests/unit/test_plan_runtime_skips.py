@@ -2,7 +2,7 @@
 profile reads in discovery: the cluster's RuntimeClasses (the two Hyper-V checks) and its cluster DNS Service
 (kube-system/kube-dns: the three dnsPolicy/dnsConfig checks).
 
-One rule each (wincon.capabilities.CAPABILITIES, named by ``@pytest.mark.requires``): collection applies it to
+One rule each (wincon.clusterinfo.capabilities.CAPABILITIES, named by ``@pytest.mark.requires``): collection applies it to
 the profile (capabilities.skip_missing), the check applies it at run time (capabilities.require) reading only what
 the profile lacks. The plan here is `wincon plan`'s own collection of the real suite files on a profile file; the
 checks run on fakes of the same facts. A profile file without the facts (older than them) plans "run" with a
@@ -20,10 +20,10 @@ import pytest
 from tests.support import suites
 from tests.unit import fakes
 from tests.unit.test_plan_runtime_facts import run_hyperv
-from wincon import capabilities
 from wincon.checks.scheduling import hyperv_runtime_class
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.commands import collect
-from wincon.profile import ClusterProfile
 
 IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
 HYPERV_FILE = "suites/scheduling/test_hyperv_isolation.py"
@@ -223,7 +223,7 @@ def test_discovery_reads_the_facts_once_and_a_refusal_is_unknown_never_absent():
     from kubernetes.client.exceptions import ApiException
 
     from tests.unit.test_profile import _Cluster
-    from wincon.profile import discover
+    from wincon.clusterinfo.profile import discover
 
     def refused(**kwargs: Any) -> Any:
         raise ApiException(status=403, reason="Forbidden")

@@ -14,8 +14,8 @@ from kubernetes.client.exceptions import ApiException
 from tests.support import suites
 from tests.unit import fakes
 from wincon.checks import overhead
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.errors import InfrastructureError
-from wincon.profile import ClusterProfile
 
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from tests.unit.fixtures import node
-from wincon.profile import (
+from wincon.clusterinfo.profile import (
     ClusterProfile,
     detect_cloud,
     detect_cni,
@@ -239,7 +239,7 @@ def test_discovery_issues_its_reads_together_and_merges_them_in_namespace_order(
     objects give read one after another; a ConfigMap of a later namespace in CNI_NAMESPACES wins, as before."""
     from unittest import mock
 
-    from wincon.profile import CNI_NAMESPACES, NetworkObjects, discover, profile_from
+    from wincon.clusterinfo.profile import CNI_NAMESPACES, NetworkObjects, discover, profile_from
 
     flannel = {"metadata": {"name": "kube-flannel-ds"}, "spec": {"template": {"spec": {"containers": []}}}}
     nodes = [node("w1"), node("l1", os_name="linux")]

@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from wincon import profile, upstream
-from wincon.profile import gate_stage, kubelet_feature_gates
+from wincon import upstream
+from wincon.clusterinfo import profile
+from wincon.clusterinfo.profile import gate_stage, kubelet_feature_gates
 
 GATE = "PodAndContainerStatsFromCRI"
 

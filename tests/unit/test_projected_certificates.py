@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.support import suites
 from tests.unit import fakes
-from wincon import capabilities
 from wincon.checks import certificates as certs
-from wincon.profile import ClusterProfile
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile
 
 SUITE = suites.load("suites/storage/test_projected_certificates.py")
 CHECKS = {
@@ -370,7 +370,7 @@ def test_an_unserved_api_skips_at_run_and_at_collection_alike(monkeypatch, serve
 
 def test_each_checks_requires_marker_names_a_capability_with_its_live_read():
     """Each projected certificate check requires its capability, which the profile (the release) and the live
-    discovery read (wincon.capabilities.LIVE) both decide."""
+    discovery read (wincon.clusterinfo.capabilities.LIVE) both decide."""
     for name, capability in CHECKS.items():
         marks = [m.args for m in getattr(SUITE, name).pytestmark if m.name == "requires"]
         assert marks == [(capability,)], name

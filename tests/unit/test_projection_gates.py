@@ -18,7 +18,6 @@ import pytest
 
 from tests.support import suites
 from tests.unit import fakes
-from wincon import profile as profile_mod
 from wincon.checks import certificates as certs
 from wincon.checks import node as node_checks
 from wincon.checks.scheduling import (
@@ -27,9 +26,10 @@ from wincon.checks.scheduling import (
     gate_on_placement,
     placement_nodes,
 )
+from wincon.clusterinfo import profile as profile_mod
+from wincon.clusterinfo.profile import ClusterProfile, configz_nodes
 from wincon.collection import SIMULATED_REASON
 from wincon.commands import collect
-from wincon.profile import ClusterProfile, configz_nodes
 
 FILE = "suites/storage/test_projected_certificates.py"
 SUITE = suites.load(FILE)

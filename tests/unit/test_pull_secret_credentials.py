@@ -15,8 +15,8 @@ import pytest
 
 from wincon import imageverify, registryauth
 from wincon.cli import main
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import ExitCode, UsageError
-from wincon.profile import ClusterProfile, NodeProfile
 from wincon.registryauth import Credentials, RegistryAuthError, load_docker_config, parse_config
 from wincon.workloads.catalog import Catalog
 

@@ -79,9 +79,9 @@ def test_the_facts_table_gives_the_since_minors_and_the_kubelet_gate_stages_the_
 
 
 def test_the_readers_take_their_minors_from_the_facts_table():
-    from wincon.capabilities import CAPABILITIES
+    from wincon.clusterinfo.capabilities import CAPABILITIES
+    from wincon.clusterinfo.profile import KUBELET_GATE_STAGES, ClusterProfile
     from wincon.localcluster import cni, dataplane
-    from wincon.profile import KUBELET_GATE_STAGES, ClusterProfile
 
     assert KUBELET_GATE_STAGES == releases.kubelet_gate_stages()
     assert cni.WIN_OVERLAY_REMOVED == "1.38"

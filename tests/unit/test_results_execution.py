@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.support import synthetic
-from wincon import nodes
 from wincon.cli import main
+from wincon.clusterinfo import nodes
 from wincon.errors import ExitCode
 from wincon.results import artifacts, dashboard, execution, runner
 from wincon.results.gate import judge, load_required

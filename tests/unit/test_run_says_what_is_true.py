@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.unit.test_plugin import LIMITS
-from wincon.profile import ClusterProfile, NodeProfile
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.results import runner
 
 SUITE = """

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from wincon import capabilities
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile, network_objects, profile_from
 from wincon.limitations import load, match
-from wincon.profile import ClusterProfile, network_objects, profile_from
 
 SHAPES = Path(__file__).resolve().parents[1] / "data" / "shapes"
 NAMES = sorted(p.name.removesuffix(".facts.yaml") for p in SHAPES.glob("*.facts.yaml"))

@@ -18,9 +18,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from tests.support import suites
-from wincon import capabilities
 from wincon.checks import api_rules
-from wincon.profile import ClusterProfile
+from wincon.clusterinfo import capabilities
+from wincon.clusterinfo.profile import ClusterProfile
 
 SUITE = suites.load("suites/api/test_windows_resource_refusals.py")
 

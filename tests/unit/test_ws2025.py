@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, node_profile
 from wincon.commands import collect
 from wincon.limitations import Limitation, component_version, load, match, parse_version
 from wincon.localcluster.topology import DEFAULT_WINDOWS_VERSIONS, WINDOWS_RELEASES, Topology
-from wincon.profile import ClusterProfile, NodeProfile, node_profile
 
 # The columns of that documented `kubectl get nodes -o wide` table, as the Node object carries them (its labels
 # beyond the OS are not shown there, so the build is read from the kernel version, as for any node without the
@@ -209,7 +209,7 @@ def test_build_26100_is_read_where_a_build_is_read():
     """Placement (the pinning selector and its read back), the KEP-style taint value, the catalog's image choice and
     the limitations' build specifiers, for the WS2025 node of each topology."""
     from wincon.checks.scheduling import TAINT_VALUES
-    from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+    from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, parse_build
     from wincon.workloads.catalog import Catalog
     from wincon.workloads.pinning import pin_windows
 

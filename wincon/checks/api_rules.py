@@ -293,7 +293,7 @@ def run_as_user_name_path(scope: str = "podSecurityContext") -> str:
 
 # The API server's refusal of a HostProcess pod where it runs with --allow-privileged=false, as the checks that
 # need such a pod admitted look for it (the plan says it from the host-process capability's live dry run,
-# wincon.capabilities.LIVE).
+# wincon.clusterinfo.capabilities.LIVE).
 HOST_PROCESS_DISALLOWED = "hostProcess containers are disallowed by cluster policy"
 
 

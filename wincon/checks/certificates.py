@@ -321,7 +321,7 @@ def not_served(served: set[str], needed: tuple[str, ...], gate: str) -> str | No
     )
 
 
-# capability (wincon/capabilities.py) -> the certificates.k8s.io/v1 resources its checks need and the feature gate
+# capability (wincon/clusterinfo/capabilities.py) -> the certificates.k8s.io/v1 resources its checks need and the feature gate
 # that serves them (pkg/registry/certificates/rest/storage_certificates.go:89, :101 at v1.37.2)
 APIS: dict[str, tuple[tuple[str, ...], str]] = {
     "cluster-trust-bundles": (("clustertrustbundles",), "ClusterTrustBundle"),

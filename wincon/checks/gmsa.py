@@ -1,5 +1,5 @@
 """Whether the cluster has the GMSA pieces: the GMSACredentialSpec CRD and a GMSA mutating webhook (the "gmsa"
-capability of wincon/capabilities.py, read once per run)."""
+capability of wincon/clusterinfo/capabilities.py, read once per run)."""
 
 from __future__ import annotations
 

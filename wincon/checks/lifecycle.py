@@ -1,5 +1,5 @@
 """Whether the API server keeps ``lifecycle.stopSignal`` (the ContainerStopSignals feature gate): the
-"stop-signals" capability of wincon/capabilities.py, read once per run."""
+"stop-signals" capability of wincon/clusterinfo/capabilities.py, read once per run."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from kubernetes.utils import parse_quantity
 from wincon import releases
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, requested, unrequested_once_settled
+from wincon.clusterinfo.profile import ClusterProfile
 from wincon.errors import InfrastructureError
-from wincon.profile import ClusterProfile
 
 MIB = 1024 * 1024
 SAFETY_BUFFER = 256 * MIB  # upstream utils.go:119 (v1.37.2), windowsTestMemorySafetyBuffer

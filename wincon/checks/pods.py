@@ -17,11 +17,11 @@ from typing import Any, NoReturn
 from kubernetes import client
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from wincon import nodes
 from wincon.cluster.client import call
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.nodes import nodes_for, windows_nodes_of_build  # noqa: F401 - the picks' one home, named here too
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import FrameworkFailure, InfrastructureError
-from wincon.nodes import nodes_for, windows_nodes_of_build  # noqa: F401 - the picks' one home, named here too
-from wincon.profile import ClusterProfile, NodeProfile
 from wincon.workloads.deploy import await_pod, container, pod_manifest
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS, WrongNode, assert_ran_on, pin_linux, pin_windows
 
@@ -117,7 +117,7 @@ def schedulable_windows_nodes(
     profile: ClusterProfile, tolerations: Iterable[dict[str, str]] = WINDOWS_TOLERATIONS
 ) -> list[str]:
     """Ready Windows nodes whose NoSchedule/NoExecute taints ``tolerations`` (by default the suite's Windows
-    tolerations) all tolerate: ``wincon.nodes.schedulable_windows_nodes``."""
+    tolerations) all tolerate: ``wincon.clusterinfo.nodes.schedulable_windows_nodes``."""
     return nodes.schedulable_windows_nodes(profile, tolerations)
 
 
@@ -282,7 +282,7 @@ def admitted_and_scheduled(wincon: Any, namespace: str, body: dict[str, Any]) ->
     simulated nodes too. No container status is read, so a simulated node's fake Running proves nothing here.
     """
     from wincon.cluster.waits import pod_failure, pod_scheduled, wait_for_pod
-    from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+    from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, parse_build
 
     create_or_reject(wincon.api_client, namespace, body)
     name = body["metadata"]["name"]

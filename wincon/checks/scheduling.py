@@ -17,8 +17,8 @@ from kubernetes.utils import parse_quantity
 
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
+from wincon.clusterinfo.profile import NodeProfile, runtime_class_pairs, schedulable_untolerated
 from wincon.errors import InfrastructureError
-from wincon.profile import NodeProfile, runtime_class_pairs, schedulable_untolerated
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}
@@ -280,10 +280,10 @@ def placement_nodes(profile: Any, target_os: str, build: int | None) -> list[Nod
 
 def read_kubelet_gate(api_client: Any, node: NodeProfile, gate: str) -> bool:
     """Whether ``node``'s kubelet runs with ``gate`` on, read from its /configz now by the rule discovery reads it
-    with (wincon.profile.kubelet_feature_gates, at the node's kubelet version: a gate it does not list is at that
+    with (wincon.clusterinfo.profile.kubelet_feature_gates, at the node's kubelet version: a gate it does not list is at that
     version's default). A read refused or failed raises (the cluster's error, not an answer)."""
     from wincon.checks.node import kubelet_config, kubelet_json
-    from wincon.profile import kubelet_feature_gates
+    from wincon.clusterinfo.profile import kubelet_feature_gates
 
     configz, _ = kubelet_json(api_client, node.name, "configz")
     return dict(kubelet_feature_gates(kubelet_config(configz), node.kubelet_version))[gate]

@@ -1,5 +1,5 @@
 """What the storage checks need of the cluster's StorageClasses: the default class, a block-capable class, a class
-allowing expansion. The capabilities (wincon/capabilities.py) decide them at collection and the checks look the
+allowing expansion. The capabilities (wincon/clusterinfo/capabilities.py) decide them at collection and the checks look the
 class up themselves by the same rules."""
 
 from __future__ import annotations

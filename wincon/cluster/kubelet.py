@@ -1,6 +1,6 @@
 """The kubelet's own answers, read through the API server's node proxy: GET a path (``stats/summary``,
 ``metrics/resource``, ``configz``, ``logs/``), timed, as text or JSON, and the KubeletConfiguration inside
-/configz. Discovery (wincon.profile), the capabilities, the checks and the suites read the kubelet here."""
+/configz. Discovery (wincon.clusterinfo.profile), the capabilities, the checks and the suites read the kubelet here."""
 
 from __future__ import annotations
 

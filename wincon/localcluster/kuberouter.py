@@ -15,7 +15,7 @@ ruleset, and deleting the node's namespace (``down``) removes them with it; the 
 A real cluster shows kube-router by its DaemonSet ``kube-system/kube-router`` and its pods: ``objects`` creates
 that DaemonSet, restricted to the real nodes, its pods host-network pause containers standing for the process
 that runs beside each node's kubelet (there is no kube-router image here, as for MetalLB's speakers). The suite's
-profile finds the engine by that DaemonSet, as on any cluster (``wincon.profile``), never by a wincon-only mark.
+profile finds the engine by that DaemonSet, as on any cluster (``wincon.clusterinfo.profile``), never by a wincon-only mark.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ The pool is ``.200-.220`` of the cluster's node /24 (no node, gateway or externa
 Go module cache (``config/crd/bases``; the bgppeers conversion patch is left out, as there is no webhook), with
 the pool and the advertisement. ``objects`` adds a Service of type LoadBalancer, ``metallb-system/lb-probe``:
 the address the controller gives it is what ``up`` waits for, and what the suite's profile finds, as on any
-cluster, by a Service's ingress address (``wincon.profile``).
+cluster, by a Service's ingress address (``wincon.clusterinfo.profile``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
-from wincon.nodes import LINUX, target_os
-from wincon.profile import NodeProfile
+from wincon.clusterinfo.nodes import LINUX, target_os
+from wincon.clusterinfo.profile import NodeProfile
 
 T = TypeVar("T")
 

@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from wincon.cluster.waits import pod_running_ready
+from wincon.clusterinfo.profile import NodeProfile
 from wincon.network import pods
 from wincon.network.pods import APP_LABEL, LINUX_NETSERVERS, NETSERVER_LABEL, WINDOWS_NETSERVERS, PodRef, pod_ref
 from wincon.network.services import ServiceRef, create_service, wait_for_endpoints, wait_for_load_balancer
-from wincon.profile import NodeProfile
 from wincon.windows import connectivity as conn
 from wincon.workloads.deploy import check_placement
 

@@ -7,7 +7,7 @@ executed there: a Windows check (not a Linux control) that reached a verdict of 
 xfailed, xpassed) and whose pods ran on that node (its ``node`` properties: the placement check and the
 data-plane gate record them). A skipped check, and one that errored (before or after reaching a node: it proved
 nothing), executed nowhere. Beside the count, the isolation the checks observed there (``isolation_observed``
-properties, ``node=process|hyperv``, recorded by the checks that look: wincon.nodes.observe_isolation); a check
+properties, ``node=process|hyperv``, recorded by the checks that look: wincon.clusterinfo.nodes.observe_isolation); a check
 that observed none counts as "not observed", never as process.
 
 The rules read from this record: ``wincon gate`` fails a run in which no Windows check executed on a real

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from wincon.clusterinfo.profile import OS_VERSION_BUILDS
 from wincon.errors import InfrastructureError, UsageError
-from wincon.profile import OS_VERSION_BUILDS
 
 DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "images" / "catalog.yaml"
 LTSC2022 = 20348

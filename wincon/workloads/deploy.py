@@ -12,7 +12,7 @@ from kubernetes import client, utils
 
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
-from wincon.profile import WINDOWS_BUILD_LABEL, parse_build
+from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, parse_build
 from wincon.results import steps
 from wincon.workloads.pinning import WrongNode, assert_ran_on, pin_linux, pin_windows
 

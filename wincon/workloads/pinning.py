@@ -1,7 +1,7 @@
 """Pin workloads to an operating system, and check where a pod really ran before trusting a result.
 
 What a node is (its facts, read late where the profile did not know it, and whether it has a data plane) is
-``wincon.nodes``'s to say; this module asks it.
+``wincon.clusterinfo.nodes``'s to say; this module asks it.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from wincon import nodes
+from wincon.clusterinfo import nodes
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import FrameworkFailure, InfrastructureError
-from wincon.profile import ClusterProfile, NodeProfile
 
 # The taints Windows node pools commonly carry: the KEP's, AKS's and GKE's conventions.
 WINDOWS_TOLERATIONS: tuple[dict[str, str], ...] = (

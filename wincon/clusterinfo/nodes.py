@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pytest
 
-from wincon.profile import ClusterProfile, NodeProfile, node_profile, tolerated
+from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, node_profile, tolerated
 from wincon.verdicts import ISOLATION_OBSERVED, NODE
 
 OS_FIXTURE = "target_os"

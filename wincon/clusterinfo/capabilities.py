@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from wincon import releases
-from wincon.profile import ClusterProfile
+from wincon.clusterinfo.profile import ClusterProfile
 
 
 def _policy(p: ClusterProfile) -> bool | None:
@@ -232,7 +232,7 @@ def _metrics_api(context: Any) -> str | None:
 def _linux_image(key: str) -> Live:
     """A Linux control's image the cluster's Linux nodes must carry (they pull nothing on the local cluster): the
     control skips with the catalog's reason, the one ``image()`` skips with at run time; its twin runs."""
-    from wincon.nodes import is_control
+    from wincon.clusterinfo.nodes import is_control
 
     return Live(
         f"the Linux nodes do not carry the {key} image (a Linux control)",
@@ -271,7 +271,7 @@ def _kubelet(judge: Callable[[dict[str, Any], str], str | None]) -> Callable[[An
 
     def lacks(context: Any, configs: dict[str, dict[str, Any]], item: pytest.Item) -> str | None:
         from wincon.cluster.kubelet import kubelet_config, kubelet_json
-        from wincon.nodes import build_for, pick_node, target_os
+        from wincon.clusterinfo.nodes import build_for, pick_node, target_os
         from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 
         profile = context.profile
@@ -419,13 +419,13 @@ def _security_gate_off(context: Any, kept: dict[str, bool], item: pytest.Item) -
 
 
 def _is_control(item: pytest.Item) -> bool:
-    from wincon.nodes import is_control
+    from wincon.clusterinfo.nodes import is_control
 
     return is_control(item)
 
 
 def _host_process_lacking(context: Any, why: str | None, item: pytest.Item) -> str | None:
-    from wincon.nodes import is_control
+    from wincon.clusterinfo.nodes import is_control
 
     return None if is_control(item) else why  # a Linux control runs no HostProcess pod
 

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wincon import aks, releases
+from wincon import releases
+from wincon.clusterinfo import aks
 from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
@@ -456,7 +457,7 @@ def configz_nodes(nodes: Iterable[NodeProfile]) -> list[str]:
 
 def tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
     """Whether a taint ("key=value:Effect") is tolerated; PreferNoSchedule never blocks placement. The one rule
-    of what a taint blocks: discovery asks it here, the node picks through wincon.nodes.schedulable."""
+    of what a taint blocks: discovery asks it here, the node picks through wincon.clusterinfo.nodes.schedulable."""
     key_value, _, effect = taint.rpartition(":")
     if effect == "PreferNoSchedule":
         return True
@@ -473,7 +474,7 @@ def tolerated(taint: str, tolerations: Iterable[dict[str, str]]) -> bool:
 
 def schedulable_untolerated(node: NodeProfile) -> bool:
     """Whether a pod without tolerations (a Linux control's) may be scheduled to ``node``: no NoSchedule or
-    NoExecute taint ("key=value:Effect"); wincon.nodes.schedulable without its readiness."""
+    NoExecute taint ("key=value:Effect"); wincon.clusterinfo.nodes.schedulable without its readiness."""
     return all(tolerated(taint, ()) for taint in node.taints)
 
 
@@ -534,7 +535,9 @@ def _windows_nodes(objects: NetworkObjects) -> list[dict[str, Any]]:
 
 def detect_pod_network(objects: NetworkObjects) -> tuple[str, str | None]:
     """The pod network and its backend from what the providers deploy: ("unknown", None) when nothing shows it."""
-    if objects.cloud == "azure" and aks.is_aks(objects.nodes):  # AKS's node labels say its mode (wincon.aks)
+    if objects.cloud == "azure" and aks.is_aks(
+        objects.nodes
+    ):  # AKS's node labels say its mode (wincon.clusterinfo.aks)
         return aks.pod_network(objects.nodes)[0]
     names = list(objects.daemonsets)
     for cni, patterns in CNI_DAEMONSETS:
@@ -587,7 +590,7 @@ def detect_network_policy(objects: NetworkObjects) -> tuple[str, str]:
     if objects.cloud == "kwok" and not engines:
         return "none", "the local cluster deploys no policy engine (no policy engine's DaemonSet)"
     aks_policy = aks.network_policy(objects.nodes, objects.daemonsets) if objects.cloud == "azure" else None
-    if aks_policy and aks.is_aks(objects.nodes):  # AKS's network-policy node label (wincon.aks)
+    if aks_policy and aks.is_aks(objects.nodes):  # AKS's network-policy node label (wincon.clusterinfo.aks)
         return aks_policy
     linux_only = []
     for engine, patterns in POLICY_DAEMONSETS:
