@@ -12,12 +12,12 @@ import pytest
 from kubernetes import client
 
 from wincon.cluster.client import call
+from wincon.cluster.kube import Kube
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.profile import ClusterProfile
 from wincon.collection import APPLIED_KEY
 from wincon.context import NAMESPACES_KEY, WinconContext, get_context
-from wincon.kube import Kube
 from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
 
 __all__ = ["build_for"]  # suites pin to a build through the fixtures' module; wincon.clusterinfo.nodes decides it
@@ -116,7 +116,7 @@ def data_plane(request: pytest.FixtureRequest, wincon: WinconContext) -> Callabl
 
 @pytest.fixture
 def kube(wincon: WinconContext, namespace: str, data_plane: Callable[..., None]) -> Iterator[Kube]:
-    """The client bound to this test's namespace (``wincon.kube.Kube``): typed API handles, create with
+    """The client bound to this test's namespace (``wincon.cluster.kube.Kube``): typed API handles, create with
     cleanup, waits, exec through the data-plane gate, logs. What it created cluster-wide is deleted at
     teardown."""
     kube = Kube(wincon, namespace, data_plane)

@@ -37,8 +37,8 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.pods import create_or_reject, nodes_for, os_pod
 from wincon.cluster.client import call
+from wincon.cluster.kube import ApiException
 from wincon.clusterinfo.capabilities import POD_LEVEL_RESOURCES_DROPPED
-from wincon.kube import ApiException
 
 pytestmark = [pytest.mark.api]
 

@@ -16,7 +16,7 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.pods import slug
 from wincon.cluster.client import call
-from wincon.kube import ApiException
+from wincon.cluster.kube import ApiException
 from wincon.workloads.deploy import container, pod_manifest
 
 pytestmark = [pytest.mark.api]

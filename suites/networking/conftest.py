@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from wincon.cluster import waves
+from wincon.cluster.kube import Kube
 from wincon.clusterinfo.nodes import target_os as target_os_of
 from wincon.clusterinfo.profile import NodeProfile
 from wincon.errors import SuiteError
 from wincon.fixtures import make_namespace, module_prefix
-from wincon.kube import Kube
 from wincon.network import modulepods, pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.modulepods import ModulePods, Plan

@@ -18,9 +18,9 @@ import pytest
 
 from wincon.checks.pods import eventually
 from wincon.cluster.client import call
+from wincon.cluster.kube import Kube
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.clusterinfo import capabilities
-from wincon.kube import Kube
 from wincon.network.flows import FlowChecks
 from wincon.network.pods import NETSERVER_LABEL
 from wincon.windows import connectivity as conn

@@ -32,10 +32,10 @@ from wincon.checks.pods import (
 )
 from wincon.checks.scheduling import CRI_STATS_GATE, cadvisor_placement, least_requested
 from wincon.cluster.client import call
+from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.clusterinfo.profile import kubelet_feature_gates
 from wincon.errors import InfrastructureError, expect_deviation
-from wincon.kube import ApiException
 from wincon.windows import forms
 from wincon.workloads.deploy import apply
 

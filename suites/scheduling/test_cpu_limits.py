@@ -47,9 +47,9 @@ from wincon.checks.cpu import (
 from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_json
 from wincon.checks.pods import eventually, nodes_for, os_pod, windows_pod
 from wincon.checks.scheduling import least_requested
+from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import pod_failure, pod_running
 from wincon.errors import InfrastructureError, expect_deviation
-from wincon.kube import ApiException
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]

@@ -20,9 +20,9 @@ from wincon.checks.pods import (
     windows_nodes_of_build,
 )
 from wincon.cluster.client import call
+from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
-from wincon.kube import ApiException
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 from wincon.workloads.deploy import container

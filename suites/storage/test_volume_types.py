@@ -10,11 +10,11 @@ import pytest
 
 from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods, run_unless_mount_refused
 from wincon.cluster.client import call
+from wincon.cluster.kube import ApiException, Kube
 from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.nodes import target_os as os_of
 from wincon.errors import expect_deviation
 from wincon.fixtures import make_namespace
-from wincon.kube import ApiException, Kube
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 from wincon.workloads.deploy import container

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from wincon import kube as kube_mod
+from wincon.cluster import kube as kube_mod
+from wincon.cluster.kube import Kube, exec_where, pod_name
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.fixtures import data_plane_gate
-from wincon.kube import Kube, exec_where, pod_name
 
 
 def context():

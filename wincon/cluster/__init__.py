@@ -1,1 +1,2 @@
-"""Talking to the cluster: client and retries, namespaces, waits, exec and diagnostics."""
+"""Talking to the cluster: client and retries, namespaces, waits, exec and diagnostics, and ``kube`` (the
+client suites use)."""

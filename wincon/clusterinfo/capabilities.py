@@ -220,7 +220,7 @@ def _metrics_api(context: Any) -> str | None:
     the cluster failing, not a capability it lacks: the check runs and ends in an error with the APIService's
     own condition."""
     from wincon.checks.controllers import metrics_api_available, metrics_api_installed
-    from wincon.kube import Kube
+    from wincon.cluster.kube import Kube
 
     kube = Kube(context, "default")  # a cluster-scoped read; no gate, no exec
     missing = metrics_api_available(kube)
@@ -244,7 +244,7 @@ def _linux_image(key: str) -> Live:
 
 def _storage_classes(context: Any) -> list[Any]:
     from wincon.cluster.client import call
-    from wincon.kube import Kube
+    from wincon.cluster.kube import Kube
 
     return list(call(Kube(context, "default").storage.list_storage_class).items)
 
@@ -319,7 +319,7 @@ def _served_certificate_resources(context: Any) -> set[str]:
 
 def _gmsa(context: Any) -> Any:
     from wincon.checks.gmsa import detect_gmsa
-    from wincon.kube import Kube
+    from wincon.cluster.kube import Kube
 
     return detect_gmsa(Kube(context, "default"))  # cluster-scoped reads only; no gate, no exec
 
