@@ -22,7 +22,7 @@ from wincon.errors import ExitCode, WinconError
 COMMAND_MODULES = (
     "wincon.localcluster.cli",  # cluster build|up|down|status|kubeconfig
     "wincon.commands",  # profile, limitations, lint, cleanup, prepull, plan
-    "wincon.imageverify",  # images verify
+    "wincon.workloads.imageverify",  # images verify
     "wincon.results.cli",  # run, report, publish, dashboard, gate
 )
 

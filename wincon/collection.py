@@ -148,7 +148,7 @@ def apply_placement(item: pytest.Item, profile: ClusterProfile) -> None:
 
 def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: list[Any]) -> None:
     """A Windows data-plane check none of whose skips applies, whose pods go to real nodes where an image its code
-    names (wincon.imageuse) cannot run under the isolation it requests (wincon.imageverify.preflight, read once at
+    names (wincon.workloads.imageuse) cannot run under the isolation it requests (wincon.workloads.imageverify.preflight, read once at
     the start): an error at setup, before any pod (:func:`refuse_unrunnable_images`); the plan says the same."""
     if not refused or not item.get_closest_marker("dataplane") or item.get_closest_marker("skip") is not None:
         return
@@ -160,11 +160,11 @@ def apply_image_refusals(item: pytest.Item, profile: ClusterProfile, refused: li
     mine = [f for f in refused if f.node in names and f.isolation == isolation]
     if not mine:
         return
-    from wincon.imageuse import images_of, windows_catalog_keys
-    from wincon.imageverify import refusal_message
+    from wincon.workloads.imageuse import images_of, windows_catalog_keys
+    from wincon.workloads.imageverify import refusal_message
 
     # Asked with every Windows key of the catalog: a check naming only images that run there is not refused; one
-    # whose code names none could use any (wincon.imageuse's rule): every refusal of its nodes applies to it.
+    # whose code names none could use any (wincon.workloads.imageuse's rule): every refusal of its nodes applies to it.
     used = images_of(item, windows_catalog_keys())
     if used is not None:
         mine = [f for f in mine if f.image in used]
@@ -176,7 +176,7 @@ def refuse_unrunnable_images(item: pytest.Item) -> None:
     """At setup, before any fixture creates a pod: the error :func:`apply_image_refusals` planned."""
     refusal = item.stash.get(IMAGE_REFUSAL_KEY, None)
     if refusal:
-        from wincon.imageverify import REFUSAL_FIX
+        from wincon.workloads.imageverify import REFUSAL_FIX
 
         raise InfrastructureError(refusal, REFUSAL_FIX)
 
@@ -286,11 +286,11 @@ def plan_row(item: pytest.Item, profile: ClusterProfile | None) -> dict[str, Any
 
 
 def no_pod_problem(item: pytest.Item) -> str | None:
-    """Where a check declares ``no_pod`` but its code names a catalog image (wincon.imageuse), what `wincon lint`
+    """Where a check declares ``no_pod`` but its code names a catalog image (wincon.workloads.imageuse), what `wincon lint`
     says: the declaration would exempt a check that runs that image from the image preflight's refusals."""
     if item.get_closest_marker("no_pod") is None:
         return None
-    from wincon.imageuse import images_of, windows_catalog_keys
+    from wincon.workloads.imageuse import images_of, windows_catalog_keys
 
     named = images_of(item, windows_catalog_keys())
     if not named:

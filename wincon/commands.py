@@ -349,8 +349,8 @@ def cmd_prepull(args: argparse.Namespace) -> int:
     import secrets
     import time
 
-    from wincon.prepull import prepull
     from wincon.workloads.catalog import Catalog
+    from wincon.workloads.prepull import prepull
 
     api_client, profile = _profile(args)
     if not profile.windows_nodes:
@@ -360,7 +360,7 @@ def cmd_prepull(args: argparse.Namespace) -> int:
     if not profile.data_plane:
         print("prepull: the Windows nodes are simulated: nothing is really pulled, the DaemonSet is still deployed")
     else:  # each image's manifest list must have an entry each real Windows node runs, before any pod is created
-        from wincon.imageverify import credentials_for, require_runnable, verify
+        from wincon.workloads.imageverify import credentials_for, require_runnable, verify
 
         credentials = credentials_for(api_client, args.image_pull_secret, None)
         require_runnable(verify(catalog, profile, credentials=credentials))

@@ -135,7 +135,7 @@ def start_run(config: pytest.Config) -> None:
     if workerinput is not None:
         config.stash[RUN_ID_KEY] = workerinput["wincon_run_id"]
         config.stash[PROFILE_KEY] = ClusterProfile.from_dict(json.loads(workerinput["wincon_profile"]))
-        from wincon.imageverify import Finding
+        from wincon.workloads.imageverify import Finding
 
         refusals = json.loads(workerinput.get("wincon_image_refusals", "[]"))
         config.stash[IMAGE_REFUSALS_KEY] = [Finding.from_dict(f) for f in refusals]
@@ -155,17 +155,17 @@ def start_run(config: pytest.Config) -> None:
         if reaped:
             config._wincon_reaped = reaped  # type: ignore[attr-defined]
         if config.getoption("wincon_prepull"):
-            from wincon.prepull import prepull
+            from wincon.workloads.prepull import prepull
 
             prepull(context.api_client, context.profile, context.catalog, context.run_id, echo=_echo(config))
 
 
 def verify_images(config: pytest.Config, context: WinconContext) -> None:
     """On a live cluster (the run, `wincon plan`): read each Windows image's manifest list from its registry and
-    keep the pairings that cannot run (wincon.imageverify.preflight), so the checks whose pods go there are errors
+    keep the pairings that cannot run (wincon.workloads.imageverify.preflight), so the checks whose pods go there are errors
     before any pod, in the plan and the run alike. An unreachable registry stops the run (exit 3, with the fix).
     A profile from a file is planned offline: no registry is read, and the header says so."""
-    from wincon.imageverify import preflight
+    from wincon.workloads.imageverify import preflight
 
     if config.getoption("wincon_no_image_verify"):
         config.stash[IMAGES_NOTE_KEY] = "images: not verified (--no-image-verify): no registry read"
@@ -176,7 +176,7 @@ def verify_images(config: pytest.Config, context: WinconContext) -> None:
             "--profile-file` reads them)"
         )
         return
-    from wincon.imageverify import credentials_for
+    from wincon.workloads.imageverify import credentials_for
 
     pull_secret = config.getoption("wincon_image_pull_secret", None)
     # The cluster is asked for the secret only where one is named: the profile may come from discovery stood in for,
@@ -325,7 +325,7 @@ class WinconContext:
             )
             pull_secret = self.config.getoption("wincon_image_pull_secret", None)
             if pull_secret:  # every pod it creates names the secret; each namespace it creates gets a copy
-                from wincon.pullsecret import install
+                from wincon.workloads.pullsecret import install
 
                 install(api_client, pull_secret)
             self._api_client = api_client

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.imageverify import verify
 from wincon.localcluster import paths
 from wincon.workloads.catalog import Catalog
+from wincon.workloads.imageverify import verify
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "docker-registry"  # Debian's package of distribution's registry (2.8.2 on Debian 12)

@@ -8,7 +8,7 @@ each pull: the config the local cluster writes names it, wincon/localcluster/dat
 image made here (Debian's static busybox, the local cluster's own test-image shell) is pushed with the password
 under a fresh tag, and a pod of it with ``imagePullPolicy: Always`` is created twice, by the suite's own paths:
 
-- through a client with wincon.pullsecret installed (what ``--image-pull-secret NS/NAME`` does), in a namespace
+- through a client with wincon.workloads.pullsecret installed (what ``--image-pull-secret NS/NAME`` does), in a namespace
   created through it: the secret is copied there, the pod names it, and the kubelet's pull succeeds (Running);
 - through a plain client in another namespace: the pod names no secret and the pull is refused (ErrImagePull or
   ImagePullBackOff, the registry's 401 in the message).
@@ -36,9 +36,9 @@ import pytest
 from kubernetes import client
 
 from tests.integration.test_image_verify_registry import push_blob, push_manifest, serve_registry
-from wincon import pullsecret
 from wincon.cluster.namespaces import NamespaceRegistry
 from wincon.localcluster import cluster, dataplane
+from wincon.workloads import pullsecret
 
 USER, PASSWORD = "wincon", "pull-me-3e9a"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"

@@ -1,4 +1,4 @@
-"""wincon.imageuse on the real suite files: the catalog images a check's code and fixtures name, as `wincon plan` and
+"""wincon.workloads.imageuse on the real suite files: the catalog images a check's code and fixtures name, as `wincon plan` and
 the run read them to apply the image preflight's refusals to a check (docs/verdicts.md, "Images before any pod")."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from wincon.imageuse import images_of
+from wincon.workloads.imageuse import images_of
 from wincon.workloads.catalog import Catalog
 
 KEYS = [k for k, spec in Catalog.load().images.items() if "windows" in spec.os]

@@ -1,4 +1,4 @@
-"""`wincon images verify` (wincon/imageverify.py) on manifest lists recorded from public sources, served by a
+"""`wincon images verify` (wincon/workloads/imageverify.py) on manifest lists recorded from public sources, served by a
 registry stand-in on 127.0.0.1 that answers as the OCI distribution API does (a 401 with a Bearer challenge, an
 anonymous token, the manifest list for the Accept types sent)."""
 
@@ -18,8 +18,8 @@ import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import InfrastructureError
-from wincon.imageverify import split_reference, verify, windows_builds
 from wincon.workloads.catalog import Catalog
+from wincon.workloads.imageverify import split_reference, verify, windows_builds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -221,7 +221,8 @@ def test_prepull_verifies_before_it_deploys_anything_on_real_windows_nodes(monke
     before the DaemonSet exists; with an entry of the node's build the pull goes ahead. Simulated nodes skip it."""
     from types import SimpleNamespace
 
-    from wincon import commands, imageverify, prepull
+    from wincon import commands
+    from wincon.workloads import imageverify, prepull
 
     deployed: list[str] = []
     monkeypatch.setattr(prepull, "prepull", lambda api, profile, catalog, run_id, **kw: deployed.append(run_id))
@@ -323,7 +324,7 @@ def test_the_preflight_names_real_nodes_of_unknown_build_instead_of_calling_them
     """Issue 40 item 8: real Windows nodes whose build nothing names were dropped and the header said the nodes
     were simulated. Now the note names them and says what it means: nothing is refused there, a check whose pods go
     there runs unverified."""
-    from wincon.imageverify import preflight
+    from wincon.workloads.imageverify import preflight
 
     nobuild = NodeProfile(**{**WS2022.__dict__, "name": "win-nobuild", "windows_build": None})
     catalog = Catalog.load()
@@ -364,7 +365,7 @@ def test_the_preflight_judges_hyperv_too_where_the_runtime_classes_are_unknown()
     """RuntimeClasses that could not be listed (None) are unknown, not absent: the Hyper-V checks read them live and
     may run, so the preflight judges their pairings too (an ltsc2022-only list cannot run under Hyper-V on the WS2025
     node); a cluster that listed none judges process isolation only."""
-    from wincon.imageverify import preflight
+    from wincon.workloads.imageverify import preflight
 
     catalog = Catalog.load()
     unknown = ClusterProfile("v1.33.12", nodes=[WS2025], runtime_classes=None)

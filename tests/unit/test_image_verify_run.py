@@ -7,7 +7,7 @@ MicrosoftDocs/azure-aks-docs upgrade-windows-os.md (build 26100, containerd 2.0.
 RuntimeClass, and the registry answers every Windows image but busybox with the manifest list of mcr.microsoft.com/windows/
 nanoserver:ltsc2022 recorded in docker-library/official-images#13874 (one entry, 10.0.20348.1487). containerd 2.0.4
 runs that entry on 26100 in process isolation (from-ltsc2022 rule); Hyper-V needs the exact build. A check is
-refused for the images its code names (wincon.imageuse): the Hyper-V check whose fixture creates an agnhost pod is,
+refused for the images its code names (wincon.workloads.imageuse): the Hyper-V check whose fixture creates an agnhost pod is,
 a check whose code names no catalog image may use any, so every refusal of its node applies (issue 40 item 6),
 and one naming only busybox (a list with a 26100 entry) is not refused.
 """
@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 
 import wincon.context as context
-import wincon.imageverify as imageverify
+import wincon.workloads.imageverify as imageverify
 from wincon.clusterinfo.profile import ClusterProfile
 
 HERE = Path(__file__).parent
@@ -176,11 +176,11 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     rows = {row["nodeid"].split("::")[-1]: row for row in dump["tests"]}
     assert rows["test_process"]["outcome"] == "run"
     assert rows["test_hyperv_busybox"]["outcome"] == "run"  # names busybox only, which has a 26100 entry
-    # Issue 40 item 6: names no catalog image, so it may use any (wincon.imageuse's rule): every image refused on
+    # Issue 40 item 6: names no catalog image, so it may use any (wincon.workloads.imageuse's rule): every image refused on
     # its node under Hyper-V applies, said as such (it read as "no catalog image" and failed at container creation).
     unread = rows["test_hyperv_without_catalog_image"]
     assert unread["outcome"] == "error"
-    assert "wincon.imageuse found no catalog image named in this check's code" in unread["reason"]
+    assert "wincon.workloads.imageuse found no catalog image named in this check's code" in unread["reason"]
     assert "agnhost (registry.k8s.io/e2e-test-images/agnhost:2.66.1) on akswspool000000" in unread["reason"]
     assert "pause (" in unread["reason"] and "busybox (" not in unread["reason"]  # busybox runs there
     # A check declared no_pod runs no image: no refusal applies (the boot-id, allocatable and service-log checks,

@@ -13,10 +13,10 @@ import pytest
 from kubernetes import client, utils
 from kubernetes.client import rest
 
-from wincon import pullsecret
 from wincon.errors import UsageError
-from wincon.prepull import daemonset_manifest
+from wincon.workloads import pullsecret
 from wincon.workloads.catalog import Catalog
+from wincon.workloads.prepull import daemonset_manifest
 
 SECRET = {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "eyJhdXRocyI6IHt9fQ=="}}
 CONTAINERS = [{"name": "c", "image": "registry.invalid/app:1"}]
@@ -169,7 +169,7 @@ def test_a_missing_source_secret_is_a_usage_error_naming_the_fix():
 
 
 def test_a_secret_of_another_type_is_refused(monkeypatch):
-    from wincon import registryauth
+    from wincon.workloads import registryauth
 
     opaque = SimpleNamespace(type="Opaque", data={"password": "eA=="})
     monkeypatch.setattr("wincon.cluster.client.call", lambda fn, *a, **k: opaque)

@@ -1,5 +1,5 @@
-"""Registry credentials read as container tools read them (wincon.registryauth), the token flow with them
-(wincon.imageverify), and `wincon images verify --json`."""
+"""Registry credentials read as container tools read them (wincon.workloads.registryauth), the token flow with them
+(wincon.workloads.imageverify), and `wincon images verify --json`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from wincon import imageverify, registryauth
 from wincon.cli import main
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
 from wincon.errors import ExitCode, UsageError
-from wincon.registryauth import Credentials, RegistryAuthError, load_docker_config, parse_config
+from wincon.workloads import imageverify, registryauth
 from wincon.workloads.catalog import Catalog
+from wincon.workloads.registryauth import Credentials, RegistryAuthError, load_docker_config, parse_config
 
 
 def b64(text: str) -> str:

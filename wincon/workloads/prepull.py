@@ -77,9 +77,9 @@ def prepull(
 ) -> dict[str, tuple[int, int]]:
     """Pull every catalog image on every Windows node; returns the final progress per node. ``pull_secret``
     (``[NAMESPACE/]NAME``): the DaemonSet's pods pull with it, copied into the prepull namespace
-    (wincon.pullsecret; a run's client has it installed already)."""
+    (wincon.workloads.pullsecret; a run's client has it installed already)."""
     if pull_secret:
-        from wincon.pullsecret import install
+        from wincon.workloads.pullsecret import install
 
         install(api_client, pull_secret)
     registry = NamespaceRegistry(api_client, run_id, "prepull")

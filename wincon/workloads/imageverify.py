@@ -2,7 +2,7 @@
 
 For each image it reads the manifest (list) from the image's registry (the OCI distribution API: ``GET
 /v2/<repository>/manifests/<tag>``, answering a 401 as docker does: HTTP basic, or the bearer-token flow, with the
-registry's credentials from the docker config file or a pull secret of the cluster (wincon.registryauth), and
+registry's credentials from the docker config file or a pull secret of the cluster (wincon.workloads.registryauth), and
 anonymously where there are none), the catalog's registries overridden by a repo list as everywhere else. A manifest list's entries say which platform each
 serves (``platform.os``, ``.architecture``, ``.os.version``); a single manifest names none, so its config blob
 (``GET /v2/<repository>/blobs/<digest>``) is read for its ``os``, ``architecture`` and ``os.version``. For each real
@@ -28,9 +28,9 @@ from typing import Any
 
 from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
 from wincon.errors import ExitCode, InfrastructureError, UsageError
-from wincon.registryauth import CREDENTIALS_FIX, HELPER_FIX, Credential, Credentials, RegistryAuthError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
+from wincon.workloads.registryauth import CREDENTIALS_FIX, HELPER_FIX, Credential, Credentials, RegistryAuthError
 
 ACCEPT = ", ".join(
     (
@@ -320,7 +320,7 @@ def verify(
     credentials: Credentials | None = None,
 ) -> list[Finding]:
     """One finding per (Windows image, real Windows node, isolation); the registries read with ``credentials``
-    (wincon.registryauth) where they ask for some."""
+    (wincon.workloads.registryauth) where they ask for some."""
     nodes = [n for n in profile.windows_nodes if not n.simulated and n.windows_build]
     wanted = keys or [k for k, spec in catalog.images.items() if "windows" in spec.os]
     unknown = [k for k in wanted if k not in catalog.images]
@@ -414,8 +414,8 @@ def register(sub: Any) -> None:
 
 def credentials_for(api_client: Any, pull_secret: str | None, docker_config: str | None) -> Credentials:
     """The registry credentials of a command: the pull secret's when one is named (read from the cluster),
-    else the docker config file's (wincon.registryauth)."""
-    from wincon.registryauth import load_docker_config, read_secret, secret_credentials
+    else the docker config file's (wincon.workloads.registryauth)."""
+    from wincon.workloads.registryauth import load_docker_config, read_secret, secret_credentials
 
     if pull_secret:
         return secret_credentials(read_secret(api_client, pull_secret), pull_secret)
@@ -550,11 +550,11 @@ def preflight(
 
 def refusal_message(refused: list[Finding], read: bool = True) -> str:
     """Why a check is an error before any pod: each image, node, build, isolation and what would serve. ``read``
-    False: the check's code names no catalog image (wincon.imageuse found none), so any image may be its own."""
+    False: the check's code names no catalog image (wincon.workloads.imageuse found none), so any image may be its own."""
     which = (
-        "an image this check uses (named in its code or fixtures, wincon.imageuse) cannot run"
+        "an image this check uses (named in its code or fixtures, wincon.workloads.imageuse) cannot run"
         if read
-        else "wincon.imageuse found no catalog image named in this check's code or fixtures, so it may use any, and "
+        else "wincon.workloads.imageuse found no catalog image named in this check's code or fixtures, so it may use any, and "
         "images cannot run"
     )
     return f"no pod created: {which} where its pods go: " + "; ".join(

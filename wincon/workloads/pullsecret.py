@@ -25,7 +25,7 @@ import urllib.parse
 from typing import Any
 
 from wincon.cluster.namespaces import RUN_ID
-from wincon.registryauth import read_secret, split_secret
+from wincon.workloads.registryauth import read_secret, split_secret
 
 # resource (the path's last segment) -> the path of its pod spec in the body
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {

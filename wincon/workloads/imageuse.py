@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-WINCON_DIR = Path(__file__).resolve().parent
+WINCON_DIR = Path(__file__).resolve().parents[1]
 
 
 def _ours(obj: Any) -> bool:
