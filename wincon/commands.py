@@ -12,9 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from wincon import limitations as limitations_mod
 from wincon.cli import add_cluster_options
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.documents import limitations as limitations_mod
 from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
 from wincon.optionnames import add_option
 from wincon.windows import forms
@@ -203,7 +203,7 @@ def lint_problems(
 ) -> list[str]:
     """Every problem `wincon lint` reports, as one line each. ``sources`` (default: docs/sources.md) are the
     ids a ``documents`` marker may cite; rows without a ``documents`` key (older plan files) skip that check."""
-    from wincon import sources as sources_mod
+    from wincon.documents import sources as sources_mod
 
     known_sources = sources if sources is not None else sources_mod.load()
     problems = []
@@ -266,7 +266,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if not tests:
         raise UsageError(f"no suite tests were collected from {' '.join(args.paths)}", "point lint at suites/")
     if getattr(args, "fix", False):
-        from wincon.testids import add_missing_test_ids
+        from wincon.documents.testids import add_missing_test_ids
 
         fixed = add_missing_test_ids(tests)
         for function in fixed:
@@ -285,7 +285,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from wincon import coverage, sources, upstream
+    from wincon.documents import coverage, sources, upstream
 
     dump, output = collect(args.paths, [], "--wincon-lint-out")
     if not dump:

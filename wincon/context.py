@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from wincon import limitations as limitations_mod
 from wincon import options
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.documents import limitations as limitations_mod
 from wincon.errors import InfrastructureError
 from wincon.localcluster import hints
 

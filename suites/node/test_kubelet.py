@@ -90,7 +90,7 @@ def check_summary(wincon, namespace, node: str, expected: set[str], rounds: int,
 
 
 # Upstream sizes the stats checks' pods by Pod Overhead from v1.37 (test/e2e/windows/kubelet_stats.go:48-90 and
-# :171-198 at v1.37.2; 10 pods and 3 pods whatever the overhead before): the minor is wincon.releases.MINORS'
+# :171-198 at v1.37.2; 10 pods and 3 pods whatever the overhead before): the minor is wincon.documents.releases.MINORS'
 # "stats-sized-by-overhead". The checks follow the release of the cluster's API server (the e2e suite of that release
 # is the one run against it); an unparseable version is unknown and gets the newest release's sizing, said in the
 # check's properties.

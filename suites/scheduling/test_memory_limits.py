@@ -30,7 +30,7 @@ FAILURE_LIMIT = 1024 * MIB  # upstream: the pod that must not fit asks for 1 GiB
 
 # Upstream leaves the filler's node 256 MiB (windowsTestMemorySafetyBuffer) past its existing reservation and the
 # filler's own Pod Overhead from v1.37 (memory_limits.go:109-126 at v1.37.2, the same at v1.38.0-beta.0; the minor is
-# wincon.releases.MINORS' "memory-filler-buffer"); at v1.35.4 and v1.36.3 it takes allocatable less 100 MiB
+# wincon.documents.releases.MINORS' "memory-filler-buffer"); at v1.35.4 and v1.36.3 it takes allocatable less 100 MiB
 # (memory_limits.go:112 at both). The check follows the release of the cluster's API server, read as the stats
 # checks read it (suites/node/test_kubelet.py, sized_by_overhead); an unparseable version is unknown and gets the
 # newest release's margin, said in the check's properties. Only the margin follows the release: the node's existing
@@ -43,7 +43,7 @@ HEADROOM_BEFORE = 100 * MIB  # memory_limits.go:112 at v1.35.4 and v1.36.3
 
 def filler_margin(request, wincon) -> int:
     """The memory (bytes) the filler leaves its node past the existing reservation and its own overhead, as
-    upstream at the cluster's release (wincon.releases.MINORS' "memory-filler-buffer"); recorded as the
+    upstream at the cluster's release (wincon.documents.releases.MINORS' "memory-filler-buffer"); recorded as the
     ``filler_sizing`` property with the version it was decided by."""
     buffered = sized_as_upstream_since(
         request, wincon.profile, "memory-filler-buffer", "filler_sizing", "256 MiB margin", "100 MiB margin"

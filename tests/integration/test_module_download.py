@@ -1,4 +1,4 @@
-"""The download path of upstream's module trees (wincon.upstream.ensure_module) for real, from an empty module cache.
+"""The download path of upstream's module trees (wincon.documents.upstream.ensure_module) for real, from an empty module cache.
 
 For each release wincon/localcluster/versions.toml names, `go mod download` of the k8s.io/kubernetes module zip
 alone (not its dependencies; no build) from the Go module proxy into a Go module cache of the test's own, with the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import upstream
+from wincon.documents import upstream
 from wincon.localcluster import paths
 
 MEMORY = Path("/dev/shm")

@@ -14,7 +14,7 @@ import yaml
 
 from wincon.clusterinfo import aks
 from wincon.clusterinfo.profile import CNI_ALIASES, CNI_DAEMONSETS, network_objects, profile_from
-from wincon.limitations import load, match
+from wincon.documents.limitations import load, match
 
 CLOUDS = Path(__file__).resolve().parents[1] / "data" / "clouds"
 NAMES = sorted(p.name.removesuffix(".yaml") for p in CLOUDS.glob("aks-*.yaml"))

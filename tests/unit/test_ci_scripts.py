@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wincon.upstream import release_versions
+from wincon.documents.upstream import release_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "ci"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import upstream
+from wincon.documents import upstream
 from wincon.localcluster import build, consumer, images, paths
 from wincon.workloads.catalog import Catalog
 

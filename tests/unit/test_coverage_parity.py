@@ -1,6 +1,6 @@
 """docs/coverage.md "Upstream parity" stays in step with upstream and with the suites.
 
-Upstream, per version (wincon.upstream, data docs/upstream-parity.yaml): every test of k8s.io/kubernetes
+Upstream, per version (wincon.documents.upstream, data docs/upstream-parity.yaml): every test of k8s.io/kubernetes
 test/e2e/windows, and every test elsewhere in test/e2e whose Ginkgo name names Windows, at each version the
 data file lists (and its baseline), read from that version's module tree, has an entry; every entry names
 wincon test ids that exist or says why it is not checked yet; a test whose own code changed since the previous
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wincon import upstream
+from wincon.documents import upstream
+from wincon.documents.upstream import E2E, UpstreamTest, module_dir, normalise, upstream_tests
 from wincon.localcluster import build, paths
-from wincon.upstream import E2E, UpstreamTest, module_dir, normalise, upstream_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "coverage.md"

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from tests.unit.test_lint import REPO
-from wincon import coverage, sources
+from wincon.documents import coverage, sources
 
 TABLE = sources.parse(
     "| id | seed file | title | version or date | public URL |\n|---|---|---|---|---|\n"

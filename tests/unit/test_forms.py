@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import upstream
+from wincon.documents import upstream
 from wincon.windows import forms
 
 pytest_plugins = ["pytester"]

@@ -1,12 +1,12 @@
 """wincon/windows/forms.py: a Windows form's upstream evidence is never passed unread (the sweep of issue 40: a default on
-"found nothing"). Where the module tree is not in the Go module cache, it is fetched through wincon.upstream's
+"found nothing"). Where the module tree is not in the Go module cache, it is fetched through wincon.documents.upstream's
 download path; where that cannot be done, the evidence is a problem that says why, not a silent pass."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from wincon import upstream
+from wincon.documents import upstream
 from wincon.windows import forms
 
 EVIDENCE_PATH = "test/e2e/windows/dns.go"

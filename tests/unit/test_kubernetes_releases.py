@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon import releases as kube_releases
+from wincon.documents import releases as kube_releases
 from wincon.errors import LocalClusterError, UsageError
 from wincon.localcluster import build, cluster, paths
 
@@ -60,7 +60,7 @@ def test_the_command_line_s_environment_selects_a_release_and_an_explicit_one_wi
 
 def test_below_the_command_line_the_environment_selects_nothing(monkeypatch):
     monkeypatch.setenv(kube_releases.VERSION_ENV, "1.35")
-    assert paths.resolve_release() == "1.37"  # the default: only wincon.releases.requested reads the variable
+    assert paths.resolve_release() == "1.37"  # the default: only wincon.documents.releases.requested reads the variable
     assert paths.load_versions()["kubernetes"]["version"] == "v1.37.2"
     assert kube_releases.get().minor == "1.37"
 

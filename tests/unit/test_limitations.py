@@ -5,8 +5,8 @@ import pytest
 
 from tests.support import suites
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
+from wincon.documents.limitations import Limitation, load, match, parse_version
 from wincon.errors import ExitCode, LimitationsError
-from wincon.limitations import Limitation, load, match, parse_version
 
 ENTRY = """\
 version: 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wincon import upstream
+from wincon.documents import upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 GATE = re.compile(r"\b([A-Z][A-Za-z0-9]+) (?:kube-proxy |kubelet )?(?:feature )?gate\b")

@@ -4,7 +4,7 @@ import textwrap
 from pathlib import Path
 
 from wincon.commands import lint_problems
-from wincon.limitations import Limitation
+from wincon.documents.limitations import Limitation
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,7 +87,7 @@ def test_the_projects_suites_pass_lint():
 
 
 def test_insert_test_id_goes_above_the_other_decorators_at_the_functions_indentation():
-    from wincon.testids import insert_test_id
+    from wincon.documents.testids import insert_test_id
 
     source = textwrap.dedent(
         """

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wincon import upstream
+from wincon.documents import upstream
 from wincon.errors import UsageError
 from wincon.localcluster import cli, cluster, latency, paths
 from wincon.localcluster.topology import Topology

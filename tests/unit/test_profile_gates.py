@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from wincon import upstream
 from wincon.clusterinfo import profile
 from wincon.clusterinfo.profile import gate_stage, kubelet_feature_gates
+from wincon.documents import upstream
 
 GATE = "PodAndContainerStatsFromCRI"
 
@@ -73,7 +73,7 @@ def stage_at(rows: list[tuple[int, int, bool, str]], version: str) -> tuple[bool
 @pytest.fixture(scope="module")
 def kube_features() -> dict[str, str]:
     """kube_features.go of every release versions.toml pins, from the Go module cache (downloaded where it lacks
-    one, by the project's own path: wincon.upstream.ensure_module)."""
+    one, by the project's own path: wincon.documents.upstream.ensure_module)."""
     return {v: (upstream.ensure_module(v) / KUBE_FEATURES).read_text() for v in upstream.release_versions()}
 
 

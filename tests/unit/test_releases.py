@@ -1,4 +1,4 @@
-"""wincon.releases, the one owner of release knowledge (issue 43): its version parser, its per-minor facts table,
+"""wincon.documents.releases, the one owner of release knowledge (issue 43): its version parser, its per-minor facts table,
 the command line's request, and the completeness guard: every minor versions.toml builds has its entry in every
 per-minor table (docs/releases.md says what adding one means), and a missing one fails naming the table."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_the_facts_table_gives_the_since_minors_and_the_kubelet_gate_stages_the_
     # and wincon.network.services' Version("1.21")
     assert releases.since("stats-sized-by-overhead") == releases.since("memory-filler-buffer") == "1.37"
     assert releases.since("endpoint-slices-v1") == "1.21"
-    with pytest.raises(KeyError, match="wincon.releases.MINORS"):
+    with pytest.raises(KeyError, match="wincon.documents.releases.MINORS"):
         releases.since("no-such-fact")
 
 
@@ -161,16 +161,16 @@ COMMAND_LINES = {"wincon/localcluster/cli.py", "wincon/results/cli.py"}
 
 def test_only_the_command_line_asks_for_the_release_from_the_environment_and_only_releases_reads_versions_toml():
     """No module below the command line reads WINCON_KUBERNETES_VERSION (it is passed down as a Release), and
-    wincon.releases is the one module that opens versions.toml."""
+    wincon.documents.releases is the one module that opens versions.toml."""
     for path in sorted((ROOT / "wincon").rglob("*.py")):
         rel = str(path.relative_to(ROOT))
-        if rel == "wincon/releases.py":
+        if rel == "wincon/documents/releases.py":
             continue
         names = _code_names(path)
         if rel not in COMMAND_LINES:
             assert not names & {"releases.requested", "VERSION_ENV", "WINCON_KUBERNETES_VERSION"}, rel
         assert "VERSIONS_FILE" not in names or rel == "wincon/localcluster/paths.py", rel
-        assert "tomllib" not in names or rel != "wincon/upstream.py", rel
+        assert "tomllib" not in names or rel != "wincon/documents/upstream.py", rel
 
 
 # Kubernetes minors written in code elsewhere that are not a per-minor fact, with why.
@@ -219,7 +219,7 @@ def _minors_in_code_and_facts_read(path: Path, rel: str) -> tuple[list[str], lis
 
 
 def test_what_changed_at_a_minor_is_stated_in_the_facts_table_alone():
-    """No module of wincon or suites but wincon.releases writes a Kubernetes minor in its code to decide by (a
+    """No module of wincon or suites but wincon.documents.releases writes a Kubernetes minor in its code to decide by (a
     ``*_SINCE`` constant, ``at_least(v, "1.37")``, ``Version(v) >= Version("1.21")``): the fact goes into
     releases.MINORS and is read by name, and every name read is one of the table's facts."""
     known = {fact for facts in releases.MINORS.values() for fact in facts.since}
@@ -227,13 +227,13 @@ def test_what_changed_at_a_minor_is_stated_in_the_facts_table_alone():
     paths = [*sorted((ROOT / "wincon").rglob("*.py")), *sorted((ROOT / "suites").rglob("*.py")), ROOT / "conftest.py"]
     for path in paths:
         rel = str(path.relative_to(ROOT))
-        if rel == "wincon/releases.py":
+        if rel == "wincon/documents/releases.py":
             continue
         minors, facts = _minors_in_code_and_facts_read(path, rel)
         stated += minors
         unknown += [f"{rel}:{line}: {fact!r}" for fact, line in facts if fact not in known]
-    assert not stated, "a minor decided by outside wincon.releases.MINORS:\n" + "\n".join(stated)
-    assert not unknown, "a fact wincon.releases.MINORS does not have:\n" + "\n".join(unknown)
+    assert not stated, "a minor decided by outside wincon.documents.releases.MINORS:\n" + "\n".join(stated)
+    assert not unknown, "a fact wincon.documents.releases.MINORS does not have:\n" + "\n".join(unknown)
 
 
 def test_the_guard_sees_a_minor_written_in_code(tmp_path):
@@ -273,7 +273,7 @@ def missing_entries(versions: Path | None = None) -> list[str]:
             )
         if minor not in releases.MINORS:
             problems.append(
-                f"wincon.releases.MINORS has no {minor!r} entry: add what {minor} changed that the suite depends on "
+                f"wincon.documents.releases.MINORS has no {minor!r} entry: add what {minor} changed that the suite depends on "
                 "(its kube_features.go gates, the behaviour the capabilities name), MinorFacts() if nothing"
             )
         if minor not in required:
@@ -306,13 +306,13 @@ def test_the_guard_names_each_table_a_new_minor_lacks(tmp_path):
     problems = [problem for problem in missing_entries(toml) if f"{minor}" in problem]
     assert len(problems) == 4, problems
     assert f'versions.toml [releases."{minor}"] lacks agnhost_version' in problems[0]
-    assert f"wincon.releases.MINORS has no '{minor}' entry" in problems[1]
+    assert f"wincon.documents.releases.MINORS has no '{minor}' entry" in problems[1]
     assert f'gating/required.yaml kubernetes has no "{minor}" list' in problems[2]
     assert f"docs/coverage.md has no parity table '### Kubernetes v{minor}.0-alpha.1'" in problems[3]
 
 
 def test_releases_are_package_data():
-    """versions.toml ships in the wheel (pyproject's package-data) at the path wincon.releases reads."""
+    """versions.toml ships in the wheel (pyproject's package-data) at the path wincon.documents.releases reads."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"localcluster/*.toml"' in pyproject
     assert releases.VERSIONS_FILE == ROOT / "wincon" / "localcluster" / "versions.toml"

@@ -13,7 +13,7 @@ import yaml
 
 from wincon.clusterinfo import capabilities
 from wincon.clusterinfo.profile import ClusterProfile, network_objects, profile_from
-from wincon.limitations import load, match
+from wincon.documents.limitations import load, match
 
 SHAPES = Path(__file__).resolve().parents[1] / "data" / "shapes"
 NAMES = sorted(p.name.removesuffix(".facts.yaml") for p in SHAPES.glob("*.facts.yaml"))

@@ -3,8 +3,8 @@
 import pytest
 
 from tests.unit.test_lint import U1, row
-from wincon import sources
 from wincon.commands import lint_problems
+from wincon.documents import sources
 
 TABLE = """
 | id | seed file | title | version or date | public URL |

@@ -12,9 +12,9 @@ import pytest
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from tests.unit.test_network import CLIENT, FakeKube
 from wincon.cluster.exec import ExecResult
+from wincon.documents.upstream import ensure_module
 from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.network.flows import FlowChecks
-from wincon.upstream import ensure_module
 from wincon.windows import connectivity as c
 
 GARBLED = "<html><body>404 page not found</body></html>"

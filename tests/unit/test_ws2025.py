@@ -18,7 +18,7 @@ import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, node_profile
 from wincon.commands import collect
-from wincon.limitations import Limitation, component_version, load, match, parse_version
+from wincon.documents.limitations import Limitation, component_version, load, match, parse_version
 from wincon.localcluster.topology import DEFAULT_WINDOWS_VERSIONS, WINDOWS_RELEASES, Topology
 
 # The columns of that documented `kubectl get nodes -o wide` table, as the Node object carries them (its labels

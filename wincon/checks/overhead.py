@@ -26,10 +26,10 @@ from typing import Any
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
-from wincon import releases
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, requested, unrequested_once_settled
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.documents import releases
 from wincon.errors import InfrastructureError
 
 MIB = 1024 * 1024
@@ -128,7 +128,7 @@ def _mib(value: int | Decimal) -> str:
 def sized_as_upstream_since(
     request: Any, profile: ClusterProfile, fact: str, prop: str, newer: str, older: str
 ) -> bool:
-    """Whether the cluster's API server runs the release from which ``fact`` of wincon.releases.MINORS holds, or a
+    """Whether the cluster's API server runs the release from which ``fact`` of wincon.documents.releases.MINORS holds, or a
     later one, where upstream's e2e sizes a check's pods the newer way (the e2e suite of the cluster's release is
     the one run against it); an unparseable version is unknown and gets the newest release's sizing. The decision
     is recorded as the test's ``prop`` property, the sizing (``newer`` or ``older``) with the version it was

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from wincon import releases
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.documents import releases
 
 
 def _policy(p: ClusterProfile) -> bool | None:
@@ -62,7 +62,7 @@ def _since(p: ClusterProfile, minor: str, what: str) -> str:
 def _from_release(
     fact: str,
 ) -> tuple[Callable[[ClusterProfile], bool | None], Callable[[ClusterProfile], str]]:
-    """A capability a Kubernetes release brought: held from the minor wincon.releases.MINORS names for ``fact``."""
+    """A capability a Kubernetes release brought: held from the minor wincon.documents.releases.MINORS names for ``fact``."""
     minor, what = releases.since(fact), releases.what_changed(fact)
     return (lambda p: minor_at_least(p, minor), lambda p: _since(p, minor, what))
 
@@ -114,7 +114,7 @@ CAPABILITIES: dict[str, tuple[Callable[[ClusterProfile], bool | None], Callable[
         lambda p: "the cluster has no kube-system/kube-dns Service (with a cluster IP): no cluster DNS to use",
     ),
     # Behaviour a Kubernetes release introduced, by the API server's minor (k8s.io/kubernetes pkg/features/
-    # kube_features.go and the validation each check cites): the minor and the reason are wincon.releases.MINORS'.
+    # kube_features.go and the validation each check cites): the minor and the reason are wincon.documents.releases.MINORS'.
     "in-place-resize": _from_release("in-place-resize"),
     "pod-level-resources": _from_release("pod-level-resources"),
     "node-log-query": _from_release("node-log-query"),

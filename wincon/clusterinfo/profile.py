@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wincon import releases
 from wincon.clusterinfo import aks
+from wincon.documents import releases
 from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
@@ -33,7 +33,7 @@ WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
 # runs a no-op manager that projects no clusterTrustBundle / podCertificate volume source (k8s.io/kubernetes@v1.37.2
 # pkg/kubelet/kubelet.go:1008-1040), so such a pod never starts there.
 # Each gate's stages by kubelet minor, as pkg/features/kube_features.go of the releases states them: (major, minor,
-# default, stage), from the per-minor facts table wincon.releases.MINORS (the sources are cited there). A stage
+# default, stage), from the per-minor facts table wincon.documents.releases.MINORS (the sources are cited there). A stage
 # "removed" (or "locked": LockToDefault) gives the value the behaviour is fixed at: the kubelet then refuses the gate
 # by name (or any other value), so what /configz lists no longer decides.
 KUBELET_GATE_STAGES: dict[str, tuple[tuple[int, int, bool, str], ...]] = releases.kubelet_gate_stages()
@@ -212,7 +212,7 @@ class ClusterProfile:
 
     @property
     def k8s_minor(self) -> str:
-        """'1.34' of the API server's version; '' when unparseable (:func:`wincon.releases.minor_name`)."""
+        """'1.34' of the API server's version; '' when unparseable (:func:`wincon.documents.releases.minor_name`)."""
         return releases.minor_name(self.k8s_version)
 
     @property

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import paths
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from wincon import releases as kube_releases
+from wincon.documents import releases as kube_releases
 from wincon.errors import ExitCode
 from wincon.localcluster import build, cluster, ipfamily, latency, paths
 from wincon.localcluster.topology import (

@@ -31,7 +31,7 @@ from typing import Any, TextIO, TypeVar
 
 import yaml
 
-from wincon import releases as kube_releases
+from wincon.documents import releases as kube_releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
 from wincon.localcluster.kernel import ensure_kernel_settings
@@ -583,7 +583,7 @@ def up(
     """Start cluster ``name`` (default ``$WINCON_CLUSTER_NAME`` or ``wincon``), or reuse it if it runs.
 
     ``kubernetes_version`` (a minor such as ``1.36`` or a release's version, as the command line resolved it:
-    wincon.releases.requested) picks the release it is built at; without it, the release a running cluster was
+    wincon.documents.releases.requested) picks the release it is built at; without it, the release a running cluster was
     started at, else versions.toml's default. The release is passed down to the start, the data plane and the
     images; nothing reads it back from the environment.
 

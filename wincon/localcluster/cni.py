@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from wincon import releases
+from wincon.documents import releases
 
 Obj = dict[str, Any]
 
@@ -345,7 +345,7 @@ def antrea() -> list[Obj]:
     ]
 
 
-WIN_OVERLAY_REMOVED = releases.since("win-overlay-removed")  # wincon.releases.MINORS
+WIN_OVERLAY_REMOVED = releases.since("win-overlay-removed")  # wincon.documents.releases.MINORS
 
 
 def kube_proxy(kube_version: str, cni: str) -> list[Obj]:

@@ -77,7 +77,7 @@ def binaries(versions: dict[str, Any] | None = None) -> dict[str, Path] | None:
 
 
 def build_binaries(out: TextIO | None = None, versions: dict[str, Any] | None = None) -> Path:
-    """Build both binaries of a release (``versions``: its wincon.releases.Release.versions(); None: the default
+    """Build both binaries of a release (``versions``: its wincon.documents.releases.Release.versions(); None: the default
     release's) if they are not built yet; return their directory."""
     out = out or sys.stderr
     versions = versions or paths.load_versions()

@@ -45,7 +45,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.errors import LocalClusterError
 from wincon.localcluster import egress, images, ipfamily, journal, netns, paths, procs
 

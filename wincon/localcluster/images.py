@@ -67,7 +67,7 @@ class Image:
 
 def references(versions: dict[str, Any] | None = None) -> dict[str, str]:
     """Image key -> reference of every image the real nodes of a release carry (``versions``: its
-    wincon.releases.Release.versions(); None: the default release's), the ``images`` of ``cluster status``."""
+    wincon.documents.releases.Release.versions(); None: the default release's), the ``images`` of ``cluster status``."""
     return {image.key: image.reference for image in _images(versions)}
 
 

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from wincon import releases as kube_releases
+from wincon.documents import releases as kube_releases
 from wincon.errors import UsageError
 
 DEFAULT_CLUSTER_NAME = "wincon"
@@ -33,7 +33,7 @@ def cache_root() -> Path:
     return Path(os.path.abspath(Path(os.environ.get("WINCON_CACHE") or "~/.cache/wincon").expanduser()))
 
 
-VERSIONS_FILE = kube_releases.VERSIONS_FILE  # read by wincon.releases alone
+VERSIONS_FILE = kube_releases.VERSIONS_FILE  # read by wincon.documents.releases alone
 
 
 def releases() -> list[str]:
@@ -42,18 +42,18 @@ def releases() -> list[str]:
 
 
 def default_release() -> str:
-    """The minor used when none is asked for (versions.toml's ``default``, :func:`wincon.releases.default_release`)."""
+    """The minor used when none is asked for (versions.toml's ``default``, :func:`wincon.documents.releases.default_release`)."""
     return kube_releases.default_release()
 
 
 def resolve_release(spec: str | None = None) -> str:
-    """The minor that ``spec`` names, or nothing for versions.toml's default (:func:`wincon.releases.resolve`; the
-    command line alone reads ``$WINCON_KUBERNETES_VERSION``: wincon.releases.requested)."""
+    """The minor that ``spec`` names, or nothing for versions.toml's default (:func:`wincon.documents.releases.resolve`; the
+    command line alone reads ``$WINCON_KUBERNETES_VERSION``: wincon.documents.releases.requested)."""
     return kube_releases.resolve(spec)
 
 
 def load_versions(release: str | None = None) -> dict[str, Any]:
-    """The versions of one release (``resolve_release(release)``): :meth:`wincon.releases.Release.versions`."""
+    """The versions of one release (``resolve_release(release)``): :meth:`wincon.documents.releases.Release.versions`."""
     return kube_releases.get(resolve_release(release)).versions()
 
 
@@ -105,7 +105,7 @@ def go_environment(versions: dict[str, Any], go: str | None = None) -> dict[str,
 
 
 def release_of(module: str, version: str) -> str | None:
-    """The minor whose Kubernetes module and version ``module@version`` is (:func:`wincon.releases.release_of`)."""
+    """The minor whose Kubernetes module and version ``module@version`` is (:func:`wincon.documents.releases.release_of`)."""
     return kube_releases.release_of(module, version)
 
 

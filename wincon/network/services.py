@@ -13,9 +13,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from wincon import releases
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout
+from wincon.documents import releases
 from wincon.errors import InfrastructureError
 from wincon.windows import connectivity as conn
 from wincon.workloads.render import render
@@ -92,7 +92,7 @@ def wait_for_endpoints(kube: Any, service: str, ips: Iterable[str]) -> None:
         timeout=ENDPOINTS_TIMEOUT,
         describe=f"Endpoints {kube.namespace}/{service} listing {sorted(expected)}",
     )
-    # discovery.k8s.io/v1 from the minor wincon.releases.MINORS names; an unknown version is taken as a newer one
+    # discovery.k8s.io/v1 from the minor wincon.documents.releases.MINORS names; an unknown version is taken as a newer one
     if releases.at_least(kube.profile.server_version, releases.since("endpoint-slices-v1")) is not False:
         kube.wait_for(
             slices_lister(kube.discovery, service),

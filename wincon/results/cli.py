@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.errors import ExitCode, UsageError
 
 

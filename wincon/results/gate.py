@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.errors import UsageError
 from wincon.options import ALLOW_DISRUPTIVE, DISRUPTIVE_SKIP_REASON
 from wincon.results import execution
@@ -140,7 +140,7 @@ def load_required(path: Path | None = None) -> Required:
 
 
 def minor_of(version: str) -> str:
-    """'1.34' from a version or a minor; '' where unparseable (:func:`wincon.releases.minor_name`)."""
+    """'1.34' from a version or a minor; '' where unparseable (:func:`wincon.documents.releases.minor_name`)."""
     return releases.minor_name(version)
 
 

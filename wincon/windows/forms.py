@@ -224,7 +224,7 @@ def evidence_problems(evidence: str, modcache: Path | None = None, repo: Path = 
     if not root.is_dir():
         # Not downloaded here: fetched through the project's download path (the release's Go toolchain), never
         # passed unread; where it cannot be had, that is the problem.
-        from wincon.upstream import ModuleUnavailable, ensure_module
+        from wincon.documents.upstream import ModuleUnavailable, ensure_module
 
         try:
             root = ensure_module(match["version"], modcache or module_cache())

@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
-from wincon import releases
+from wincon.documents import releases
 from wincon.localcluster import paths
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PARITY_DATA = REPO / "docs" / "upstream-parity.yaml"
 MODULE = "k8s.io/kubernetes"
 E2E = "test/e2e"
@@ -511,7 +511,7 @@ class ParityData:
 
 def release_versions(path: Path | None = None) -> list[str]:
     """The Kubernetes releases the local cluster builds (versions.toml's [releases."X.Y"] version), oldest
-    minor first: the versions the tables are generated for (:func:`wincon.releases.release_versions`)."""
+    minor first: the versions the tables are generated for (:func:`wincon.documents.releases.release_versions`)."""
     return releases.release_versions(path)
 
 

@@ -20,11 +20,11 @@ from jsonschema import Draft202012Validator
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from wincon import releases
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
+from wincon.documents import releases
 from wincon.errors import LimitationsError
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "limitations.yaml"
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "limitations.yaml"
 
 
 @dataclass(frozen=True)

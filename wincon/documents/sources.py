@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-SOURCES_MD = Path(__file__).resolve().parent.parent / "docs" / "sources.md"
+SOURCES_MD = Path(__file__).resolve().parents[2] / "docs" / "sources.md"
 HEADER = "| id | seed file | title | version or date | public URL |"
 
 

@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from wincon.errors import UsageError
 
-VERSIONS_FILE = Path(__file__).parent / "localcluster" / "versions.toml"
+VERSIONS_FILE = Path(__file__).parents[1] / "localcluster" / "versions.toml"
 # Read by the command line alone (wincon cluster, wincon run --local): no module below it reads the environment.
 VERSION_ENV = "WINCON_KUBERNETES_VERSION"
 
@@ -150,7 +150,7 @@ def since(fact: str) -> str:
     for minor in sorted(MINORS, key=_minor_key):
         if fact in MINORS[minor].since:
             return minor
-    raise KeyError(f"{fact!r} is not a fact of wincon.releases.MINORS")
+    raise KeyError(f"{fact!r} is not a fact of wincon.documents.releases.MINORS")
 
 
 def what_changed(fact: str) -> str:
