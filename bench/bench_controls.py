@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wincon.verdicts import TARGET_OS  # the user property naming the OS an item checks
+from wincon.session.verdicts import TARGET_OS  # the user property naming the OS an item checks
 
 REPO = Path(__file__).resolve().parents[1]
 RATIO_TARGET, SPEEDUP_TARGET = 1.5, 2.5

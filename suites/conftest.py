@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.context import WinconContext
-from wincon.fixtures import build_for, release_pods
+from wincon.session.context import WinconContext
+from wincon.session.fixtures import build_for, release_pods
 
 
 @pytest.fixture

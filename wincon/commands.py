@@ -260,7 +260,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(output.strip()[-3000:], file=sys.stderr)
         raise UsageError(
             "the suites could not be collected" + (": a test uses an unknown marker" if unknown else ""),
-            "register the marker in wincon/options.py MARKERS, or fix the collection error shown above",
+            "register the marker in wincon/session/options.py MARKERS, or fix the collection error shown above",
         )
     tests = dump["tests"]
     if not tests:

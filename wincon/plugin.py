@@ -1,9 +1,9 @@
 """The wincon pytest plugin: its hooks, each small and named after the decision it makes.
 
-The work lives by concern: ``wincon.options`` (options, markers), ``wincon.context`` (profile, run id,
-``WinconContext``, start and sweep of a run), ``wincon.fixtures`` (fixtures, ``kube``), ``wincon.collection``
-(limitations to marks, plan rows), ``wincon.reports`` (reports into verdicts, diagnostics, exit status) and
-``wincon.verdicts`` (verdict names, texts, result property keys). The plugin is active for suite runs only
+The work lives by concern: ``wincon.session.options`` (options, markers), ``wincon.session.context`` (profile, run id,
+``WinconContext``, start and sweep of a run), ``wincon.session.fixtures`` (fixtures, ``kube``), ``wincon.session.collection``
+(limitations to marks, plan rows), ``wincon.session.reports`` (reports into verdicts, diagnostics, exit status) and
+``wincon.session.verdicts`` (verdict names, texts, result property keys). The plugin is active for suite runs only
 (paths under ``suites/``, or ``--wincon``), so the project's own tests run without a cluster.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from wincon import collection, context, controls, options, reports, scheduling
 from wincon.clusterinfo import nodes
 from wincon.errors import WinconError, linux_control
-from wincon.fixtures import (  # noqa: F401  (fixtures the plugin provides)
+from wincon.session import collection, context, controls, options, reports, scheduling
+from wincon.session.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,
     data_plane,
     fresh_namespace,
@@ -69,7 +69,7 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist: a suite run with ``--dist worksteal`` (`wincon run`'s) starts its costliest modules first, whole, each
-    on the worker with the least cost so far (wincon.scheduling); any other run keeps xdist's scheduler."""
+    on the worker with the least cost so far (wincon.session.scheduling); any other run keeps xdist's scheduler."""
     return scheduling.make_scheduler(config, log) if context.is_suite_run(config) else None
 
 

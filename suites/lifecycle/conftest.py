@@ -25,7 +25,7 @@ from wincon.checks.pods import create_or_reject, os_pod
 from wincon.clusterinfo import capabilities
 from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.nodes import target_os as os_of
-from wincon.fixtures import make_namespace
+from wincon.session.fixtures import make_namespace
 from wincon.workloads.deploy import await_pod
 
 

@@ -23,13 +23,13 @@ from wincon.cluster.kube import Kube
 from wincon.clusterinfo.nodes import target_os as target_os_of
 from wincon.clusterinfo.profile import NodeProfile
 from wincon.errors import SuiteError
-from wincon.fixtures import make_namespace, module_prefix
 from wincon.network import modulepods, pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects
 from wincon.network.pods import APP_LABEL, LINUX_SUBDOMAIN, SUBDOMAIN, PodRef, pod_ref
 from wincon.network.services import ClusterDns, ServiceRef
+from wincon.session.fixtures import make_namespace, module_prefix
 from wincon.windows import connectivity as conn
 
 
@@ -264,7 +264,7 @@ def kubernetes_service(wincon: Any) -> ServiceRef:
 
 # ----------------------------------------------------------------------------- per OS: the Linux controls
 #
-# A check that takes ``target_os`` runs twice (wincon.controls): first as its Linux control between Linux pods
+# A check that takes ``target_os`` runs twice (wincon.session.controls): first as its Linux control between Linux pods
 # on the Linux workers, then on Windows. The fixtures below give it the pods, nodes and Services of the OS it
 # checks; on Windows they are the very fixtures above (shared with the module's Windows-only checks).
 

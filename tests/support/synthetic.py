@@ -13,10 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from wincon.controls import CLUSTER_WIDE
 from wincon.results.artifacts import write_run
 from wincon.results.model import CaseResult, Verdict
-from wincon.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, NODE, TARGET_OS
+from wincon.session.controls import CLUSTER_WIDE
+from wincon.session.verdicts import CONTROL, CONTROL_OUTCOME, INFRASTRUCTURE_PREFIX, NODE, TARGET_OS
 
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 CLUSTERS = (

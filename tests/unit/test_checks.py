@@ -9,7 +9,7 @@ from wincon.checks import controllers
 from wincon.checks.controllers import REVISION, Invariant, RolloutError, undo
 from wincon.checks.pods import slug
 from wincon.clusterinfo.nodes import tolerated as _tolerated
-from wincon.fixtures import build_for
+from wincon.session.fixtures import build_for
 
 
 def template(image: str, hash_label: str | None = None) -> client.V1PodTemplateSpec:

@@ -18,7 +18,7 @@ from _pytest.config.argparsing import Parser as PytestParser
 
 from wincon.cli import _subparsers, build_parser, main
 from wincon.optionnames import OPTION_NAMES, DeprecatedAlias
-from wincon.options import add_options
+from wincon.session.options import add_options
 
 
 @pytest.fixture(autouse=True)

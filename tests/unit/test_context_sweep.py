@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from wincon.cluster.namespaces import RUN_ID, SELECTOR
-from wincon.context import WinconContext
+from wincon.session.context import WinconContext
 
 
 class _Config:
@@ -38,7 +38,7 @@ def _sweep(core, **options):
     context.config.stash = {}
     with (
         mock.patch("kubernetes.client.CoreV1Api", return_value=core),
-        mock.patch("wincon.context.get_run_id", return_value="r1"),
+        mock.patch("wincon.session.context.get_run_id", return_value="r1"),
     ):
         context.sweep_run()
 

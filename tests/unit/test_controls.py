@@ -1,4 +1,4 @@
-"""Linux controls and the differential verdicts (wincon/controls.py), on small suites against profile files.
+"""Linux controls and the differential verdicts (wincon/session/controls.py), on small suites against profile files.
 
 The Windows node is real in these profiles (``simulated=False``) so that both twins reach their checks; the
 check's outcome per OS is chosen by the test body from ``target_os``.
@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from tests.unit.test_plugin import LIMITS
-from wincon.controls import control_test_id
+from wincon.session.controls import control_test_id
 
 TID = "6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0101"
 

@@ -136,7 +136,7 @@ def test_a_module_scoped_pod_on_a_simulated_node_counts_for_every_item_that_uses
 BUILD_SUITE = """
 @pytest.fixture
 def build(request, profile):
-    from wincon.fixtures import build_for
+    from wincon.session.fixtures import build_for
 
     return build_for(request.node.nodeid, sorted({n.windows_build for n in profile.ready_windows_nodes}))
 

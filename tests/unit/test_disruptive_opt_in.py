@@ -1,5 +1,5 @@
 """Disruptive checks are opt-in (issue 42): without ``--allow-disruptive`` every test marked ``disruptive`` is skipped
-with wincon.options.DISRUPTIVE_SKIP_REASON, `wincon plan` says the same item by item, and the release gate treats
+with wincon.session.options.DISRUPTIVE_SKIP_REASON, `wincon plan` says the same item by item, and the release gate treats
 a required disruptive check skipped that way as not run, naming the option.
 
 The plan is `wincon plan`'s own collection of the real suite files on a profile file; the run's skip is pytest's
@@ -20,10 +20,10 @@ from tests.unit import fakes
 from wincon.cli import main
 from wincon.commands import collect
 from wincon.errors import ExitCode
-from wincon.options import DISRUPTIVE_SKIP_REASON
 from wincon.results import artifacts
 from wincon.results.gate import judge, load_required
 from wincon.results.model import Verdict
+from wincon.session.options import DISRUPTIVE_SKIP_REASON
 
 DISRUPTIVE_FILES = ("suites/node/test_disruptive.py", "suites/scheduling/test_taints_and_runtimeclass.py")
 
@@ -90,7 +90,7 @@ def test_plain():
 """
 
 CONFTEST = """
-from wincon import options
+from wincon.session import options
 
 def pytest_collection_modifyitems(config, items):
     options.skip_disruptive(config, items)

@@ -1,4 +1,4 @@
-"""The image preflight of a run and of `wincon plan` on a live cluster (wincon.context.verify_images): each Windows
+"""The image preflight of a run and of `wincon plan` on a live cluster (wincon.session.context.verify_images): each Windows
 image's manifest list is read before any pod, and a check whose pods go where an image cannot run under the
 isolation it requests is an error at setup, before its fixtures, and the plan's row for it says the same error.
 
@@ -28,7 +28,7 @@ CONFTEST = """
 import json
 from pathlib import Path
 
-import wincon.context as context
+import wincon.session.context as context
 import wincon.workloads.imageverify as imageverify
 from wincon.clusterinfo.profile import ClusterProfile
 

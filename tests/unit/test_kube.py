@@ -9,7 +9,7 @@ from kubernetes.client.exceptions import ApiException
 from wincon.cluster import kube as kube_mod
 from wincon.cluster.kube import Kube, exec_where, pod_name
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.fixtures import data_plane_gate
+from wincon.session.fixtures import data_plane_gate
 
 
 def context():

@@ -17,7 +17,7 @@ import wincon.checks.controllers as controllers
 import wincon.cluster.client as cluster_client
 import wincon.cluster.kube as kube_mod
 import wincon.cluster.kubelet as kubelet
-import wincon.context as context_mod
+import wincon.session.context as context_mod
 from tests.support import suites
 from wincon.checks import gmsa, lifecycle
 from wincon.clusterinfo import capabilities

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from wincon.context import WinconContext
 from wincon.localcluster import images, paths
+from wincon.session.context import WinconContext
 from wincon.workloads.catalog import Catalog
 
 

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from wincon import controls
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.collection import APPLIED_KEY
-from wincon.verdicts import SIMULATED_REASON
+from wincon.session import controls
+from wincon.session.collection import APPLIED_KEY
+from wincon.session.verdicts import SIMULATED_REASON
 from wincon.windows import forms
 
 pytest_plugins = ["pytester"]
@@ -275,7 +275,7 @@ def test_every_traffic_check_is_gated_and_setup_checks_are_not(pytester):
 def test_on_simulated_nodes_the_plan_says_skip_and_names_the_limitation(pytester, tmp_path):
     """`wincon plan` on the local cluster: data-plane tests show skip with the simulated-nodes reason and the
     limitation that would apply on a real cluster with the same profile."""
-    from wincon.collection import plan_row
+    from wincon.session.collection import plan_row
 
     profile = make_profile("flannel-vxlan", "v1.30.4", 20348, simulated=True)
     items = collect(pytester, profile)

@@ -23,8 +23,8 @@ from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, kubelet_feature_gates, node_profile
 from wincon.commands import collect
 from wincon.errors import InfrastructureError
-from wincon.fixtures import data_plane_gate
-from wincon.verdicts import SIMULATED_REASON
+from wincon.session.fixtures import data_plane_gate
+from wincon.session.verdicts import SIMULATED_REASON
 
 IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
 COMPUTE_FILE = "suites/scheduling/test_compute_limitations.py"

@@ -1,4 +1,4 @@
-"""xdist spreads the parallel phase by its cost (issue 44, item 4): wincon.scheduling's weights and first
+"""xdist spreads the parallel phase by its cost (issue 44, item 4): wincon.session.scheduling's weights and first
 distribution, and its worksteal scheduler driven by fake workers (no cluster, no xdist workers)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from wincon import scheduling
 from wincon.results import podwaits
+from wincon.session import scheduling
 
 CTRL = "suites/controllers/test_deployments.py"
 NET = "suites/networking/test_dns.py"

@@ -362,7 +362,7 @@ def test_an_unserved_api_skips_at_run_and_at_collection_alike(monkeypatch, serve
         markers=[],
     )
     item.add_marker = lambda mark: item.markers.append(mark.mark)
-    monkeypatch.setattr("wincon.context.get_context", lambda config: NS(api_client=None))
+    monkeypatch.setattr("wincon.session.context.get_context", lambda config: NS(api_client=None))
     assert capabilities.LIVE[capability].read(NS(api_client=None)) == set(served)
     assert capabilities._skip_live(item, capability)
     assert [m.kwargs["reason"] for m in item.markers] == [reason]

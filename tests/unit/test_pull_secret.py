@@ -187,7 +187,7 @@ def test_wincon_run_hands_the_option_to_both_phases(monkeypatch, tmp_path):
 
 
 def test_the_pytest_option_installs_it_on_the_suites_client(monkeypatch):
-    from wincon import context as context_mod
+    from wincon.session import context as context_mod
 
     installed: list[str] = []
     monkeypatch.setattr("wincon.cluster.client.load_api_client", lambda *a: SimpleNamespace())

@@ -233,11 +233,11 @@ def test_the_command_names_the_fix_when_a_registry_wants_credentials(tmp_path, m
 
 
 def test_the_run_preflight_reads_the_registries_with_the_docker_config_option(tmp_path, monkeypatch):
-    """wincon.context.verify_images (the run's and the plan's preflight) hands preflight the credentials of
+    """wincon.session.context.verify_images (the run's and the plan's preflight) hands preflight the credentials of
     --docker-config (or of --image-pull-secret, read from the cluster)."""
     from types import SimpleNamespace
 
-    from wincon import context as context_mod
+    from wincon.session import context as context_mod
 
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps({"auths": {"mirror.example": {"auth": b64("u:p")}}}))

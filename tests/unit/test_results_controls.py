@@ -223,7 +223,7 @@ def test_a_real_run_writes_both_outcomes_into_junit_and_allure(pytester, capsys)
     from tests.unit.test_controls import profile
     from tests.unit.test_plugin import LIMITS
     from wincon.results import junit
-    from wincon.verdicts import CONTROL, CONTROL_OUTCOME, TARGET_OS
+    from wincon.session.verdicts import CONTROL, CONTROL_OUTCOME, TARGET_OS
 
     pytester.makefile(".yaml", limitations=LIMITS)
     pytester.mkdir("suites")

@@ -21,7 +21,7 @@ from wincon.errors import ExitCode
 from wincon.results import artifacts, dashboard, execution, runner
 from wincon.results.gate import judge, load_required
 from wincon.results.model import Verdict
-from wincon.verdicts import ISOLATION, ISOLATION_OBSERVED
+from wincon.session.verdicts import ISOLATION, ISOLATION_OBSERVED
 
 P, F, S, E, X = Verdict.PASSED, Verdict.FAILED, Verdict.SKIPPED, Verdict.ERROR, Verdict.XFAILED
 A = "00000000-0000-4000-8000-00000000000a"
@@ -241,7 +241,7 @@ def test_the_isolation_a_check_asks_for_reaches_its_junit_properties(pytester):
         """
     )
     pytester.makeconftest("")
-    from wincon.collection import record_identity
+    from wincon.session.collection import record_identity
 
     items, _ = pytester.inline_genitems()
     for item in items:

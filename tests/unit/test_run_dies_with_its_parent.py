@@ -4,7 +4,7 @@
 through `wincon run`'s forwarding; a signal to `wincon run`'s process group therefore never reached them, and
 before this change they ran on detached (measured in the issue: 3 minutes after the kill, still running and
 creating namespaces). Now pytest asks Linux to SIGKILL it when `wincon run` dies, and each worker when pytest dies
-(wincon.context.die_with_parent, prctl PR_SET_PDEATHSIG).
+(wincon.session.context.die_with_parent, prctl PR_SET_PDEATHSIG).
 
 The run here is a real `wincon run -n 2` of two tests that record their process and its parent, then sleep: the
 pids are the workers' and pytest's own, read from the processes themselves, not assumed. Ctrl-C/SIGTERM keep

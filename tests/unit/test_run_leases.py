@@ -184,7 +184,7 @@ def test_a_renewal_that_fails_is_tried_again(monkeypatch):
 
 @pytest.mark.parametrize("status", [403])
 def test_a_cluster_that_refuses_the_lease_is_said_in_the_header(monkeypatch, status):
-    from wincon import context
+    from wincon.session import context
 
     api = FakeApi()
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.unit.test_plan_runtime_skips import profile_json
-from wincon import reports
 from wincon.commands import collect
+from wincon.session import reports
 from wincon.windows import output_forms
 
 ROOT = Path(__file__).resolve().parents[2]

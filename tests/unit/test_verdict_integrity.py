@@ -260,7 +260,7 @@ def plan_of(pytester, nodes):
 
 def test_a_kubelet_condition_follows_the_build_each_test_pins_to(pytester):
     """The API server is v1.34; only the ltsc2019 node's kubelet is older than v1.24."""
-    from wincon.fixtures import build_for
+    from wincon.session.fixtures import build_for
 
     plan = plan_of(pytester, [windows_node("old", 17763, "v1.23.17"), windows_node("new", 20348, "v1.34.4")])
     rows = {k: v for k, v in plan.items() if "test_on_its_build" in k}

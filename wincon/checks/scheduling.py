@@ -269,7 +269,7 @@ def cadvisor_placement(nodes: Sequence[NodeProfile], read_gate: Callable[[str], 
 
 def placement_nodes(profile: Any, target_os: str, build: int | None) -> list[NodeProfile]:
     """The nodes a rule of AVOIDS decides among for a check on ``target_os``, in the profile's order, at collection
-    (wincon.collection) and at run time alike: the Ready Windows nodes of the build (their tolerations are the
+    (wincon.session.collection) and at run time alike: the Ready Windows nodes of the build (their tolerations are the
     suite's, wincon.workloads.pinning), or the Ready Linux nodes with a data plane that a Linux control's pod (no
     tolerations) may be scheduled to (no NoSchedule/NoExecute taint)."""
     from wincon.checks.pods import nodes_for
@@ -357,7 +357,7 @@ def projection_placement(rule: str) -> Callable[..., Placement]:
 
 
 # The rules a check names with ``@pytest.mark.avoids(rule)``: the same function decides for the check (with its
-# run-time reads) and for `wincon plan` (the profile alone; wincon.collection), on the nodes placement_nodes gives.
+# run-time reads) and for `wincon plan` (the profile alone; wincon.session.collection), on the nodes placement_nodes gives.
 AVOIDS: dict[str, Callable[..., Placement]] = {
     "hyperv-cpu-count": hyperv_cpu_placement,
     "cri-stats": cadvisor_placement,

@@ -490,7 +490,7 @@ _UNKNOWN = pytest.StashKey[dict[str, str]]()  # per item: capability -> why coll
 
 def live_context(config: pytest.Config) -> Any:
     """The run's context where a live cluster is asked (not a profile file, not lint), else None."""
-    from wincon.context import get_context
+    from wincon.session.context import get_context
 
     if config.getoption("wincon_profile_file", None):
         return None
@@ -542,7 +542,7 @@ def require_live(item: pytest.Item, capability: str) -> Any:
     """At run time, the rule collection applied to ``item``: the answer read once per run (read now where
     collection could not tell, its failure the check's error with the cluster's reason); skips with the same
     reason where the cluster lacks ``capability``. Returns the answer (e.g. GMSA's served version)."""
-    from wincon.context import get_context
+    from wincon.session.context import get_context
 
     context = get_context(item.config)
     answers, read = item.config.stash.setdefault(_ANSWERS, {}), LIVE[capability].read

@@ -1,8 +1,8 @@
 """What a node is, decided in one place: the facts of the nodes an item's pods ran on (read late where the
 profile did not know them), the nodes it may land on, and whether they have a data plane.
 
-Placement (``wincon.workloads.pinning``), the gate (``wincon.fixtures``), collection and the verdict code
-(``wincon.collection``, ``wincon.controls``, ``wincon.reports``) ask this module; it asks none of them.
+Placement (``wincon.workloads.pinning``), the gate (``wincon.session.fixtures``), collection and the verdict code
+(``wincon.session.collection``, ``wincon.session.controls``, ``wincon.session.reports``) ask this module; it asks none of them.
 
 A node the profile did not know when the run started (an autoscaler's new node, a node-image upgrade, a spot
 replacement) is read from the API server when a pod lands on it, and judged by the same rule as every other
@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, node_profile, tolerated
-from wincon.verdicts import ISOLATION_OBSERVED, NODE
+from wincon.session.verdicts import ISOLATION_OBSERVED, NODE
 
 OS_FIXTURE = "target_os"
 LINUX, WINDOWS = "linux", "windows"

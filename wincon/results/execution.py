@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wincon.results.model import CaseResult, Verdict
-from wincon.verdicts import ISOLATION, ISOLATION_OBSERVED, NODE
+from wincon.session.verdicts import ISOLATION, ISOLATION_OBSERVED, NODE
 
 REACHED = (Verdict.PASSED, Verdict.FAILED, Verdict.XFAILED, Verdict.XPASSED)
 KINDS = ("process", "hyperv")

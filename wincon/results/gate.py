@@ -7,7 +7,7 @@ results keyed by those ids. A required test must have run and behaved as documen
 * xfailed: accepted only where the file says ``accept_expected_failures: true`` (a documented
   limitation that applies to this cluster is a known deviation, not a regression);
 * failed, error, skipped, or absent from the run: the gate says no (exit 11); a disruptive check skipped because
-  the run did not opt in (``--allow-disruptive``, wincon.options.DISRUPTIVE_SKIP_REASON) was not run, and its
+  the run did not opt in (``--allow-disruptive``, wincon.session.options.DISRUPTIVE_SKIP_REASON) was not run, and its
   blocking line says so and names the option;
 * xpassed (a limitation appears lifted): the behaviour holds, so it does not block, but it is listed
   as a limitation to review, for every test of the run, required or not.
@@ -34,11 +34,11 @@ from jsonschema import Draft202012Validator
 
 from wincon.documents import releases
 from wincon.errors import UsageError
-from wincon.options import ALLOW_DISRUPTIVE, DISRUPTIVE_SKIP_REASON
 from wincon.results import execution
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict, control_counts, pair
-from wincon.verdicts import CONTROL_HIT
+from wincon.session.options import ALLOW_DISRUPTIVE, DISRUPTIVE_SKIP_REASON
+from wincon.session.verdicts import CONTROL_HIT
 
 DEFAULT_REQUIRED = Path(__file__).resolve().parent.parent.parent / "gating" / "required.yaml"
 _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from wincon.errors import ResultsError
 from wincon.results.model import CaseResult, Verdict, count
-from wincon.verdicts import LIFTED_PHRASE
+from wincon.session.verdicts import LIFTED_PHRASE
 
 # Characters XML 1.0 cannot hold at all (ANSI escapes from a terminal, NULs from a pod log).
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wincon.controls import CLUSTER_WIDE
 from wincon.errors import SUITE_ERROR_PREFIX
-from wincon.verdicts import (
+from wincon.session.controls import CLUSTER_WIDE
+from wincon.session.verdicts import (
     AREA,
     CLUSTER_WIDE_ERROR,
     CONTROL,
@@ -76,7 +76,7 @@ def without_os(name: str) -> str:
     return name[:start] + name[end:]
 
 
-# The verdict names and property keys live in wincon.verdicts (the core plugin writes them); re-exported here.
+# The verdict names and property keys live in wincon.session.verdicts (the core plugin writes them); re-exported here.
 __all__ = ["KNOWN_PROPERTIES", "MULTI_PROPERTIES", "Verdict", "CaseResult", "Check", "classify", "pair"]
 
 

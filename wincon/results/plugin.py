@@ -1,6 +1,6 @@
 """pytest plugin ``wincon_results``: write each suite run's results directory, and label it for Allure.
 
-Inert unless the run is a suite run (``wincon.context.is_suite_run``, or a test carrying a ``test_id``)
+Inert unless the run is a suite run (``wincon.session.context.is_suite_run``, or a test carrying a ``test_id``)
 or ``--results-dir`` is given. Under xdist only the controller writes: every worker's reports reach
 it through ``pytest_runtest_logreport``, so the JUnit file is merged by construction.
 
@@ -27,7 +27,7 @@ import pytest
 from wincon import __version__
 from wincon.results import artifacts, execution, junit
 from wincon.results.model import CaseResult, classify, control_counts, count, swap_os, without_os
-from wincon.verdicts import (
+from wincon.session.verdicts import (
     AREA,
     CONTROL,
     CONTROL_OUTCOME,
@@ -103,7 +103,7 @@ def _records(config: pytest.Config, item: pytest.Item | None = None) -> bool:
     if item is not None and item.get_closest_marker("test_id") is not None:
         return True
     try:
-        from wincon.context import is_suite_run
+        from wincon.session.context import is_suite_run
     except ImportError:  # the core plugin is not installed: only --results-dir turns recording on
         return False
     return bool(is_suite_run(config))
@@ -265,7 +265,7 @@ class RunRecorder:
 
     def _run_id(self) -> str:
         try:
-            from wincon.context import get_run_id
+            from wincon.session.context import get_run_id
 
             run_id = get_run_id(self.config)
         except ImportError:
@@ -376,7 +376,7 @@ class RunRecorder:
 
     def _profile(self) -> dict[str, Any] | None:
         try:
-            from wincon.context import get_profile
+            from wincon.session.context import get_profile
 
             profile = get_profile(self.config)
         except ImportError:

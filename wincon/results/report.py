@@ -18,7 +18,7 @@ from pathlib import Path
 
 from wincon.errors import ResultsError
 from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair, without_os
-from wincon.verdicts import CONTROL_HIT
+from wincon.session.verdicts import CONTROL_HIT
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ALLURE_FIX = (

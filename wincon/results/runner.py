@@ -132,7 +132,7 @@ def pytest_command(
 
 def _run_pytest(command: list[str]) -> int:
     """Run pytest in its own session; our SIGINT/SIGTERM reach it exactly once, as SIGINT. Our death (SIGKILL) ends
-    it and its workers (wincon.context.die_with_parent: it learns our pid from WINCON_PARENT_PID)."""
+    it and its workers (wincon.session.context.die_with_parent: it learns our pid from WINCON_PARENT_PID)."""
     env = {**os.environ, "WINCON_PARENT_PID": str(os.getpid())}
     proc = subprocess.Popen(command, start_new_session=True, env=env)
     forwarded = {"count": 0}

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from wincon.controls import has_control, is_control
+from wincon.session.controls import has_control, is_control
 from wincon.windows import output_forms
 
 MARKER = "windows_form"

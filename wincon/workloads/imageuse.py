@@ -9,7 +9,7 @@ reached counts with all its methods), and keeps the string constants that are ke
 class the code never names; where it finds none the caller requires every image (``None``). The caller asks about
 every Windows key of the catalog (:func:`windows_catalog_keys`), so "none" means none at all: a check that names
 only images that run where it goes is not refused, one naming none is refused by every refusal of its nodes
-(wincon.collection.apply_image_refusals says which case in its message).
+(wincon.session.collection.apply_image_refusals says which case in its message).
 """
 
 from __future__ import annotations

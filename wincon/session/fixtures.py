@@ -16,9 +16,9 @@ from wincon.cluster.kube import Kube
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.collection import APPLIED_KEY
-from wincon.context import NAMESPACES_KEY, WinconContext, get_context
-from wincon.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
+from wincon.session.collection import APPLIED_KEY
+from wincon.session.context import NAMESPACES_KEY, WinconContext, get_context
+from wincon.session.verdicts import COMMAND, SIMULATED_REASON, SIMULATED_SKIP
 
 __all__ = ["build_for"]  # suites pin to a build through the fixtures' module; wincon.clusterinfo.nodes decides it
 

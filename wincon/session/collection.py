@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from wincon import controls
 from wincon.clusterinfo import capabilities, nodes
 from wincon.clusterinfo.nodes import candidate_nodes
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
 from wincon.documents import limitations as limitations_mod
 from wincon.documents import sources
 from wincon.errors import DeviationObserved, InfrastructureError
-from wincon.options import AREAS, MARKERS
-from wincon.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
+from wincon.session import controls
+from wincon.session.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
+from wincon.session.options import AREAS, MARKERS
+from wincon.session.verdicts import AREA, DOC, ISOLATION, LIMITATION, LIMITATION_TITLE, SIMULATED_REASON, TEST_ID
 from wincon.windows import forms
 
 APPLIED_KEY = pytest.StashKey[list]()  # per item: [(Limitation, Match)] that apply

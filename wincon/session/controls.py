@@ -39,7 +39,7 @@ import pytest
 
 from wincon.clusterinfo.nodes import LINUX, OS_FIXTURE, WINDOWS, data_plane_for, is_control, target_os
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.verdicts import (
+from wincon.session.verdicts import (
     CLUSTER_WIDE_ERROR,
     CONTROL,
     CONTROL_HIT,
@@ -137,7 +137,7 @@ def _steps(config: pytest.Config) -> dict[str, tuple[str, str]]:
     return config.stash[_STEPS]
 
 
-_PLUMBING = (Path(contextlib.__file__), Path(__file__).parent / "errors.py")  # expect_deviation's frames
+_PLUMBING = (Path(contextlib.__file__), Path(__file__).parents[1] / "errors.py")  # expect_deviation's frames
 
 
 def _locations(frames: list[tuple[str, int]], root: Path) -> list[str]:

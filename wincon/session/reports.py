@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from wincon import controls
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.collection import APPLIED_KEY
-from wincon.context import NAMESPACES_KEY, get_context
 from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
-from wincon.verdicts import (
+from wincon.session import controls
+from wincon.session.collection import APPLIED_KEY
+from wincon.session.context import NAMESPACES_KEY, get_context
+from wincon.session.verdicts import (
     INFRASTRUCTURE_ERROR,
     INFRASTRUCTURE_PREFIX,
     LIFTED,

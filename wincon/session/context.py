@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from wincon import options
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile
 from wincon.documents import limitations as limitations_mod
 from wincon.errors import InfrastructureError
 from wincon.localcluster import hints
+from wincon.session import options
 
 PROFILE_KEY = pytest.StashKey[ClusterProfile]()
 RUN_ID_KEY = pytest.StashKey[str]()

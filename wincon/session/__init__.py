@@ -1,0 +1,3 @@
+"""The pytest session the plugin (``wincon.plugin``) drives: the run's context, options and markers, fixtures,
+collection, scheduling, Linux controls, reports and verdicts.
+"""
