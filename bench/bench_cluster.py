@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from wincon.errors import WinconError
+from wincon.commandline.errors import WinconError
 from wincon.localcluster import cluster
 from wincon.localcluster.topology import Topology
 

@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--marker", default="networking")
     parser.add_argument("--control-suites", nargs="+", default=["suites/networking"])
     args = parser.parse_args(argv)
-    from wincon.errors import WinconError
+    from wincon.commandline.errors import WinconError
     from wincon.localcluster import cluster
 
     kubeconfig = args.kubeconfig

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from wincon.errors import WinconError
+from wincon.commandline.errors import WinconError
 from wincon.localcluster import cluster, dataplane, hints
 from wincon.localcluster.topology import Topology
 from wincon.workloads.catalog import Catalog

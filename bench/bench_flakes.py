@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workers", type=int, default=0, help="pytest-xdist workers of each run, measured and load (0: one process)"
     )
     args = parser.parse_args(argv)
-    from wincon.errors import WinconError
+    from wincon.commandline.errors import WinconError
     from wincon.localcluster import cluster
 
     kubeconfig = args.kubeconfig

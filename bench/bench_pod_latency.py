@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from kubernetes import client  # noqa: E402
 
-from wincon.errors import WinconError  # noqa: E402
+from wincon.commandline.errors import WinconError  # noqa: E402
 from wincon.localcluster import cluster, latency  # noqa: E402
 from wincon.localcluster.topology import Topology  # noqa: E402
 

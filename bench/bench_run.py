@@ -279,7 +279,7 @@ def main() -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures appear as they come
     pytest_args = [a for a in args.pytest_args if a != "--"] or _existing(DEFAULT_SELECTION)
     print(f"selection: {' '.join(pytest_args)}; -n {args.workers}; model: {args.latency}")
-    from wincon.errors import WinconError
+    from wincon.commandline.errors import WinconError
 
     results = []
     for mode in args.modes.split(","):

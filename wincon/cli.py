@@ -2,7 +2,7 @@
 
 A module that offers commands exposes ``register(subparsers) -> None``; each parser it adds sets
 ``func=handler`` where ``handler(args) -> int`` returns an exit code. Handlers raise
-:class:`wincon.errors.WinconError` for anything the user can fix; this module prints it once, with
+:class:`wincon.commandline.errors.WinconError` for anything the user can fix; this module prints it once, with
 the fix, and exits with the error's documented code.
 """
 
@@ -16,12 +16,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from wincon import __version__
-from wincon.errors import ExitCode, WinconError
+from wincon.commandline.errors import ExitCode, WinconError
 
 # Modules that add sub-commands, in the order they appear in `wincon --help`.
 COMMAND_MODULES = (
     "wincon.localcluster.cli",  # cluster build|up|down|status|kubeconfig
-    "wincon.commands",  # profile, limitations, lint, cleanup, prepull, plan
+    "wincon.commandline.commands",  # profile, limitations, lint, cleanup, prepull, plan
     "wincon.workloads.imageverify",  # images verify
     "wincon.results.cli",  # run, report, publish, dashboard, gate
 )
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE
-    from wincon import verbosity
+    from wincon.commandline import verbosity
 
     stdout, stderr = sys.stdout, sys.stderr
     try:

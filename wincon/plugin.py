@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from wincon.clusterinfo import nodes
-from wincon.errors import WinconError, linux_control
+from wincon.commandline.errors import WinconError, linux_control
 from wincon.session import collection, context, controls, options, reports, scheduling
 from wincon.session.fixtures import (  # noqa: F401  (fixtures the plugin provides)
     api_client,

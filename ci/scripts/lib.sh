@@ -2,7 +2,7 @@
 # Shared helpers of the ci/scripts: printing or running commands (--dry-run), secret redaction,
 # option checks and wincon's exit codes. Source it; it defines functions and constants only.
 
-# Exit codes, as wincon's (wincon/errors.py).
+# Exit codes, as wincon's (wincon/commandline/errors.py).
 readonly EXIT_OK=0 EXIT_TESTS_FAILED=1 EXIT_INTERRUPTED=2 EXIT_INFRA=3 EXIT_USAGE=4 EXIT_NO_TESTS=5 EXIT_PUBLISH=9
 export EXIT_OK EXIT_TESTS_FAILED EXIT_INTERRUPTED EXIT_INFRA EXIT_USAGE EXIT_NO_TESTS EXIT_PUBLISH
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
-    from wincon.optionnames import add_option
+    from wincon.commandline.optionnames import add_option
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     # --k8s-version: the old spelling, hidden, warns (docs/options.md); so not argparse's required=True, which an
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.kubernetes_version:
         parser.error("the following arguments are required: --kubernetes-version")
-    from wincon.errors import WinconError
+    from wincon.commandline.errors import WinconError
     from wincon.results.gate import collect_suite_ids, load_required, minor_of
 
     try:

@@ -13,7 +13,7 @@ from wincon.checks.api_rules import (
 )
 from wincon.checks.hostprocess import as_host_process
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]

@@ -19,7 +19,7 @@ from wincon.checks.api_rules import forbidden_paths_in
 from wincon.checks.pods import create_or_reject, judge_refusal
 from wincon.cluster.waits import pod_failure
 from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, parse_build
-from wincon.errors import SuiteError, expect_deviation
+from wincon.commandline.errors import SuiteError, expect_deviation
 from wincon.windows import forms
 from wincon.workloads.deploy import await_pod, container
 

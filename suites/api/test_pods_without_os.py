@@ -21,7 +21,7 @@ from wincon.checks.node import user_name_command
 from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod, without_os
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, pod_scheduled
-from wincon.errors import InfrastructureError, expect_deviation
+from wincon.commandline.errors import InfrastructureError, expect_deviation
 from wincon.windows import forms
 from wincon.workloads.pinning import assert_ran_on
 

@@ -11,7 +11,7 @@ from wincon.checks.api_rules import (
     with_run_as_user_name,
 )
 from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]

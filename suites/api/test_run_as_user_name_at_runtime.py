@@ -13,7 +13,7 @@ from wincon.checks.node import user_name_command
 from wincon.checks.pods import events_for, eventually, windows_pod
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_scheduled, pod_succeeded
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 from wincon.workloads.deploy import container
 

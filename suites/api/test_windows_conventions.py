@@ -8,7 +8,7 @@ import pytest
 
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.pods import run_windows_pod
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.api]

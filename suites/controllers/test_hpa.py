@@ -8,7 +8,7 @@ from wincon.checks.controllers import metrics_api_available, metrics_api_install
 from wincon.checks.pods import assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, wait_for, wait_for_deployment
-from wincon.errors import InfrastructureError, expect_deviation
+from wincon.commandline.errors import InfrastructureError, expect_deviation
 
 pytestmark = [pytest.mark.controllers]
 

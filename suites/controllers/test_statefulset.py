@@ -8,7 +8,7 @@ from wincon.checks.controllers import Invariant, replicas_ready
 from wincon.checks.pods import PodHistory, assert_all_ran_on
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running_ready, wait_for
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 pytestmark = [pytest.mark.controllers]
 

@@ -13,7 +13,7 @@ from wincon.checks.pods import admitted_and_scheduled, eventually, os_pod, run_o
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed, pod_failure, wait_for_pod
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.flows import no_answer
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

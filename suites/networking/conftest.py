@@ -22,7 +22,7 @@ from wincon.cluster import waves
 from wincon.cluster.kube import Kube
 from wincon.clusterinfo.nodes import target_os as target_os_of
 from wincon.clusterinfo.profile import NodeProfile
-from wincon.errors import SuiteError
+from wincon.commandline.errors import SuiteError
 from wincon.network import modulepods, pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.modulepods import ModulePods, Plan

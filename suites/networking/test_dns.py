@@ -13,7 +13,7 @@ import pytest
 
 from wincon.cluster import waves
 from wincon.clusterinfo import capabilities
-from wincon.errors import SuiteError, expect_deviation
+from wincon.commandline.errors import SuiteError, expect_deviation
 from wincon.network.pods import pod_names, resolver_config
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

@@ -9,7 +9,7 @@ import pytest
 
 from wincon.cluster import waves
 from wincon.clusterinfo import capabilities
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.pods import resolver_config
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

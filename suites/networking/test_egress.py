@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.flows import ping_unanswered
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

@@ -13,7 +13,7 @@ import pytest
 from kubernetes.utils import FailToCreateError
 
 from wincon.cluster.waits import WaitTimeout
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.evidence import DIAL_UNANSWERED, dial_unanswered
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

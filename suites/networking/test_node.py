@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from wincon.cluster.exec import ExecResult
-from wincon.errors import InfrastructureError, expect_deviation
+from wincon.commandline.errors import InfrastructureError, expect_deviation
 from wincon.network.evidence import dial_unanswered
 from wincon.network.flows import FlowChecks, no_answer
 from wincon.network.modulepods import start_own

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from wincon.clusterinfo import capabilities
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.evidence import port_forward_refused
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from wincon.cluster.client import call
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.network.evidence import (
     DIAL_UNANSWERED,
     answered_by_backend,

@@ -43,7 +43,7 @@ from wincon.checks.hostprocess import host_process_pod
 from wincon.checks.node import log_query_off, powershell
 from wincon.checks.pods import eventually, os_pod
 from wincon.cluster.kubelet import kubelet_config, kubelet_json, kubelet_query
-from wincon.errors import InfrastructureError, UnreadableOutput
+from wincon.commandline.errors import InfrastructureError, UnreadableOutput
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]

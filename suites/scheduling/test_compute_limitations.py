@@ -35,7 +35,7 @@ from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, pod_scheduled
 from wincon.clusterinfo.profile import kubelet_feature_gates
-from wincon.errors import InfrastructureError, expect_deviation
+from wincon.commandline.errors import InfrastructureError, expect_deviation
 from wincon.windows import forms
 from wincon.workloads.deploy import apply
 

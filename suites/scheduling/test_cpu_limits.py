@@ -49,7 +49,7 @@ from wincon.checks.pods import eventually, nodes_for, os_pod, windows_pod
 from wincon.checks.scheduling import least_requested
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import pod_failure, pod_running
-from wincon.errors import InfrastructureError, expect_deviation
+from wincon.commandline.errors import InfrastructureError, expect_deviation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]

@@ -12,7 +12,7 @@ from wincon.checks.scheduling import CPU_LIMIT_MILLICORES, LIMIT_COUNT, hyperv_c
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed, pod_failure, pod_running, pod_scheduled, wait_for_pod
 from wincon.clusterinfo import capabilities
-from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.windows import forms
 from wincon.workloads.catalog import Catalog, build_compatible
 

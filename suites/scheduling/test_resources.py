@@ -16,7 +16,7 @@ from wincon.checks.pods import (
 from wincon.checks.scheduling import millicores, unrequested_once_settled
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
-from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.windows import forms
 
 pytestmark = [pytest.mark.scheduling]

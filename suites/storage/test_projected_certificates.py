@@ -16,7 +16,7 @@ from wincon.checks import certificates as certs
 from wincon.checks.pods import os_pod, run_os_pod
 from wincon.checks.scheduling import AVOIDS, PROJECTION_GATES, placement_nodes, read_kubelet_gate
 from wincon.cluster.client import call
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.windows import connectivity as conn
 
 pytestmark = [pytest.mark.storage]

@@ -22,7 +22,7 @@ from wincon.checks.pods import (
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
-from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 from wincon.workloads.deploy import container

@@ -13,7 +13,7 @@ from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException, Kube
 from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.nodes import target_os as os_of
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 from wincon.session.fixtures import make_namespace
 from wincon.windows import connectivity as conn
 from wincon.windows import forms

@@ -14,7 +14,7 @@ import pytest
 from tests.support import browser as chromium
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import artifacts
 from wincon.results.model import Verdict
 

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from wincon.cluster.client import load_api_client
 from wincon.cluster.namespaces import RUN_ID, SELECTOR
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.localcluster import paths
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.support.clusters import fresh_name, removed_after
 from tests.support.waits import eventually
-from wincon.errors import ExitCode, LocalClusterError
+from wincon.commandline.errors import ExitCode, LocalClusterError
 from wincon.localcluster import cluster, cni, paths
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, WINDOWS_RELEASES, Topology
 

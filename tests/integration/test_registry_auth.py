@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.test_image_verify_registry import push_windows_list, serve_registry
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.workloads.catalog import Catalog
 
 USER, PASSWORD = "wincon", "pull-me-7c1f"

@@ -21,7 +21,7 @@ pytest_plugins = ["pytester"]
 SUITE = '''
 import os, signal, time
 import pytest
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 pytestmark = pytest.mark.networking
 
@@ -36,7 +36,7 @@ def test_pod_to_pod():
 @pytest.mark.documents("k8s-windows-intro", "Networking")
 def test_icmp_egress_gets_a_reply():
     """ICMP egress. 000_4130a90def37a825.txt"""
-    from wincon.errors import DeviationObserved
+    from wincon.commandline.errors import DeviationObserved
 
     raise DeviationObserved("no ICMP reply from 192.0.2.1")
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results.report import REPO
 
 pytest_plugins = ["pytester"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results.gate import collect_suite_ids, load_required, validate_against_suite
 
 

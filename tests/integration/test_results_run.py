@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.report import REPO
@@ -42,7 +42,7 @@ def test_pod_to_pod():
 @pytest.mark.test_id("00000000-0000-4000-8000-000000000002")
 @pytest.mark.limitation("icmp-egress-through-vfp")
 def test_icmp_egress_gets_a_reply():
-    from wincon.errors import DeviationObserved
+    from wincon.commandline.errors import DeviationObserved
 
     raise DeviationObserved("no ICMP reply")
 

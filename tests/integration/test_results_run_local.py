@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.clusters import fresh_name, removed_after
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.runner import REPO

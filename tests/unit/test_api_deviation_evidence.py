@@ -11,7 +11,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation
 
 HOST = suites.load("suites/api/test_host_process.py")
 SECURITY = suites.load("suites/api/test_linux_security_fields_on_windows.py")

@@ -17,7 +17,7 @@ import pytest
 from tests.support import synthetic
 from wincon.cli import _subparsers, build_parser, main
 from wincon.cluster.client import load_api_client
-from wincon.errors import ExitCode, KubeconfigError
+from wincon.commandline.errors import ExitCode, KubeconfigError
 from wincon.results import artifacts
 from wincon.results.model import Verdict
 
@@ -181,7 +181,7 @@ def test_plan_hands_pytest_the_kubeconfig_and_profile_it_was_given_relative_to_t
         seen["options"] = options
         return {"tests": []}, ""
 
-    monkeypatch.setattr("wincon.commands.collect", fake_collect)
+    monkeypatch.setattr("wincon.commandline.commands.collect", fake_collect)
     monkeypatch.chdir(tmp_path)
     argv = ["plan", "--kubeconfig", "runner.kubeconfig", "--profile-file", "p.json", "--image-repo-list", "r.yaml"]
     assert main(argv) == ExitCode.NO_TESTS

@@ -17,7 +17,7 @@ import pytest
 from _pytest.config.argparsing import Parser as PytestParser
 
 from wincon.cli import _subparsers, build_parser, main
-from wincon.optionnames import OPTION_NAMES, DeprecatedAlias
+from wincon.commandline.optionnames import OPTION_NAMES, DeprecatedAlias
 from wincon.session.options import add_options
 
 
@@ -175,7 +175,9 @@ def test_pytests_old_profile_option_still_works_and_says_so(pytester):
 def test_plan_takes_the_repo_list_its_registry_errors_name(tmp_path, monkeypatch):
     """The image preflight's errors (which `wincon plan` shows) say to pass --image-repo-list: plan takes it."""
     seen: dict[str, list[str]] = {}
-    monkeypatch.setattr("wincon.commands.collect", lambda paths, options, out: (seen.update(o=options), ({}, ""))[1])
+    monkeypatch.setattr(
+        "wincon.commandline.commands.collect", lambda paths, options, out: (seen.update(o=options), ({}, ""))[1]
+    )
     monkeypatch.chdir(tmp_path)
     main(["plan", "--image-repo-list", "repos.yaml", "--profile-file", "p.json"])
     options = seen["o"]

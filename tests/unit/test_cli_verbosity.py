@@ -16,7 +16,7 @@ import pytest
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = {
@@ -80,7 +80,7 @@ def test_v_shows_the_registry_reads_too(kubeconfig, capsys):
     """The image verification reads registries with urllib.request, not the Kubernetes client's urllib3."""
     import urllib.request
 
-    from wincon import verbosity
+    from wincon.commandline import verbosity
 
     _, port = kubeconfig
     stdout, stderr = sys.stdout, sys.stderr

@@ -15,7 +15,7 @@ from tests.support import suites
 from tests.unit import fakes
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout
-from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation, SuiteError
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, NotTheDeviation, SuiteError
 
 COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
 IMAGES = suites.load("suites/scheduling/test_image_os_version.py")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 from wincon.windows import connectivity as c
 
 # ----------------------------------------------------------------------------- netexec and the dial check

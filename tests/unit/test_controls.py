@@ -49,7 +49,7 @@ def check(windows_ok: bool, linux_ok: bool, limitation: bool = False) -> str:
     )
     return f"""
 import pytest
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 @pytest.mark.test_id("{TID}")
 @pytest.mark.dataplane

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
-from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation, linux_control
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, NotTheDeviation, linux_control
 
 COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
 LIMITED, TWIN = "busy", "busy-twin"

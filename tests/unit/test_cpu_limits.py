@@ -15,7 +15,7 @@ import pytest
 from tests.support import suites
 from wincon.checks.cpu import RATE_WINDOW_SECONDS, cpu_seconds
 from wincon.cluster.kube import ApiException
-from wincon.errors import InfrastructureError, linux_control
+from wincon.commandline.errors import InfrastructureError, linux_control
 
 CPU = suites.load("suites/scheduling/test_cpu_limits.py")
 START = datetime(2026, 11, 24, 14, 0, 0, tzinfo=UTC)

@@ -28,7 +28,7 @@ TWO_BUILDS = [windows_node("win2022", 20348, False), windows_node("win2019", 177
 
 HEAD = """
 import pytest
-from wincon.errors import DeviationObserved
+from wincon.commandline.errors import DeviationObserved
 from wincon.network.pods import PodRef
 from wincon.workloads.pinning import assert_ran_on
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from wincon.errors import ExitCode, LocalClusterError
+from wincon.commandline.errors import ExitCode, LocalClusterError
 from wincon.localcluster import dataplane, images, netns, paths
 from wincon.localcluster.topology import Topology
 from wincon.workloads.catalog import Catalog

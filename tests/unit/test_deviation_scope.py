@@ -11,7 +11,13 @@ import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from wincon.cluster.waits import BehaviourNotObserved
-from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation, SuiteError, expect_deviation
+from wincon.commandline.errors import (
+    DeviationObserved,
+    InfrastructureError,
+    NotTheDeviation,
+    SuiteError,
+    expect_deviation,
+)
 
 
 def test_a_failed_assertion_the_predicate_accepts_is_the_deviation():
@@ -67,7 +73,7 @@ def test_without_accepts_the_block_keeps_its_old_meaning():
 
 TOOL_CHECK = """
 import pytest
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 class Result:
     def __init__(self, ok, stdout, stderr):

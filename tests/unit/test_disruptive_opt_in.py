@@ -18,8 +18,8 @@ import pytest
 from tests.support import synthetic
 from tests.unit import fakes
 from wincon.cli import main
-from wincon.commands import collect
-from wincon.errors import ExitCode
+from wincon.commandline.commands import collect
+from wincon.commandline.errors import ExitCode
 from wincon.results import artifacts
 from wincon.results.gate import judge, load_required
 from wincon.results.model import Verdict

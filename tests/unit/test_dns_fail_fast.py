@@ -191,7 +191,7 @@ def test_the_two_nameserver_check_fails_on_a_silent_resolver_without_taking_curl
 
 
 def test_an_unreadable_look_up_output_is_the_suites_error_not_a_silent_resolver() -> None:
-    from wincon.errors import UnreadableOutput
+    from wincon.commandline.errors import UnreadableOutput
 
     missing = ExecResult(127, "", 'exec: "nslookup": executable file not found in $PATH')
     with pytest.raises(UnreadableOutput, match="nslookup"):

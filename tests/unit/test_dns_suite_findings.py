@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation, SuiteError
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation, SuiteError
 from wincon.network.pods import PodRef, resolver_config
 from wincon.network.services import ServiceRef
 from wincon.windows import connectivity as conn

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation, expect_deviation
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation, expect_deviation
 from wincon.network.flows import no_answer, ping_unanswered
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "windows-outputs"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, InfrastructureError
+from wincon.commandline.errors import DeviationObserved, InfrastructureError
 from wincon.windows import connectivity as conn
 
 NODE = suites.load("suites/networking/test_node.py")

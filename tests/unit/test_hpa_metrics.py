@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from tests.support import suites
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 hpa_suite = suites.load("suites/controllers/test_hpa.py")
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.imageverify import split_reference, verify, windows_builds
 
@@ -221,7 +221,7 @@ def test_prepull_verifies_before_it_deploys_anything_on_real_windows_nodes(monke
     before the DaemonSet exists; with an entry of the node's build the pull goes ahead. Simulated nodes skip it."""
     from types import SimpleNamespace
 
-    from wincon import commands
+    from wincon.commandline import commands
     from wincon.workloads import imageverify, prepull
 
     deployed: list[str] = []

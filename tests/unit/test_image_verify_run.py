@@ -189,7 +189,7 @@ def test_plan_and_run_refuse_the_hyperv_check_and_run_the_process_check_alike(cl
     # ... and `wincon lint` holds the declaration to the code: one whose fixture creates an agnhost pod is reported.
     wrong = rows["test_hyperv_no_pod_declared_wrongly"]["no_pod_problem"]
     assert wrong and "names the catalog image(s) agnhost" in wrong
-    from wincon.commands import lint_problems
+    from wincon.commandline.commands import lint_problems
 
     problems = lint_problems(dump["tests"], {}, sources={})
     assert [p for p in problems if "no_pod declared" in p] == [

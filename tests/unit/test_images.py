@@ -307,7 +307,7 @@ def test_the_reference_scanner_finds_the_forms_the_suites_use(tmp_path):
 
 def test_the_framework_loads_the_catalog_and_picks_images_per_build(catalog):
     pytest.importorskip("wincon.workloads.catalog")
-    from wincon.errors import InfrastructureError
+    from wincon.commandline.errors import InfrastructureError
     from wincon.workloads.catalog import Catalog
 
     loaded = Catalog.load(CATALOG)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from wincon.clusterinfo.profile import node_pod_cidrs, service_families
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 from wincon.localcluster import cli, cluster, cni, dataplane, ipfamily, netns, paths
 from wincon.localcluster.topology import Topology
 

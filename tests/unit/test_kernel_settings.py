@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon.errors import ExitCode, LocalClusterError
+from wincon.commandline.errors import ExitCode, LocalClusterError
 from wincon.localcluster import cluster, kernel
 
 INSTANCES = "fs.inotify.max_user_instances"

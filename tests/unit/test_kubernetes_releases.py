@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from wincon.commandline.errors import LocalClusterError, UsageError
 from wincon.documents import releases as kube_releases
-from wincon.errors import LocalClusterError, UsageError
 from wincon.localcluster import build, cluster, paths
 
 SUPPORTED = ["1.35", "1.36", "1.37", "1.38"]

@@ -171,7 +171,7 @@ class _SilentKube:
 
 
 def test_a_service_left_without_address_where_the_profile_saw_a_provider_is_an_error_not_a_skip():
-    from wincon.errors import InfrastructureError
+    from wincon.commandline.errors import InfrastructureError
     from wincon.network import services
 
     serving = ClusterProfile(server_version="v1.34.4", cloud="kwok", load_balancers=["metallb-system/lb-probe 1.2.3.4"])
@@ -188,7 +188,7 @@ def test_a_service_left_without_address_where_the_profile_saw_a_provider_is_an_e
 def test_start_goes_on_without_metallb_when_its_module_cannot_be_had(monkeypatch, capsys, tmp_path):
     import sys
 
-    from wincon.errors import LocalClusterError
+    from wincon.commandline.errors import LocalClusterError
 
     def no_go() -> None:
         raise LocalClusterError("the Go toolchain is not installed", "install Go")

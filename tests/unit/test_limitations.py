@@ -5,8 +5,8 @@ import pytest
 
 from tests.support import suites
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
+from wincon.commandline.errors import ExitCode, LimitationsError
 from wincon.documents.limitations import Limitation, load, match, parse_version
-from wincon.errors import ExitCode, LimitationsError
 
 ENTRY = """\
 version: 1
@@ -323,7 +323,7 @@ def test_the_env_var_checks_take_the_api_servers_422_refusal_as_the_deviation():
     expected failure where the limitation applies) instead of failing with Rejected; another refusal is not it."""
 
     from wincon.checks.api_rules import Rejection
-    from wincon.errors import DeviationObserved, NotTheDeviation
+    from wincon.commandline.errors import DeviationObserved, NotTheDeviation
 
     module = suites.load("suites/api/test_windows_conventions.py")
     message = 'Invalid value: "Logging:LogLevel": a valid environment variable name must consist of ...'

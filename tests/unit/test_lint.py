@@ -3,7 +3,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from wincon.commands import lint_problems
+from wincon.commandline.commands import lint_problems
 from wincon.documents.limitations import Limitation
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import pytest
 from tests.support import suites
 from tests.unit import fakes
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 MEMORY = suites.load("suites/scheduling/test_memory_limits.py")
 CHECK = MEMORY.test_pod_past_allocatable_memory_fails_scheduling_for_insufficient_memory

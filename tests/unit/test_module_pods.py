@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.network import modulepods
 from wincon.network.modulepods import ModulePods, Plan
 from wincon.network.objects import NetworkObjects

@@ -8,7 +8,7 @@ import pytest
 
 from wincon.cluster.exec import ExecResult
 from wincon.clusterinfo.profile import NodeProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.network import pods, services
 from wincon.network.flows import FlowChecks
 from wincon.network.objects import NetworkObjects

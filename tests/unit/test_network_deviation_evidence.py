@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation
 from wincon.network import evidence
 from wincon.network.flows import FlowChecks
 from wincon.windows import connectivity as conn
@@ -374,7 +374,7 @@ def test_port_forward_answered_by_the_pod_passes(monkeypatch):
 
 def test_a_predicate_is_asked_only_once_the_assertion_failed() -> None:
     asked: list[Any] = []
-    from wincon.errors import expect_deviation
+    from wincon.commandline.errors import expect_deviation
 
     with expect_deviation("x", accepts=lambda: asked.append(1) or True):
         pass

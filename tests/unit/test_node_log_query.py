@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.kubelet import KubeletAnswer
-from wincon.errors import InfrastructureError, UnreadableOutput
+from wincon.commandline.errors import InfrastructureError, UnreadableOutput
 
 SUITE = suites.load("suites/node/test_node_log_query.py")
 

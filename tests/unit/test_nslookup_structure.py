@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from wincon.cluster.exec import ExecResult
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 from wincon.network import flows
 from wincon.windows import connectivity as conn
 

@@ -21,8 +21,8 @@ from wincon.checks.scheduling import AVOIDS, Placement, cadvisor_placement, hype
 from wincon.cluster.exec import ExecResult
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, kubelet_feature_gates, node_profile
-from wincon.commands import collect
-from wincon.errors import InfrastructureError
+from wincon.commandline.commands import collect
+from wincon.commandline.errors import InfrastructureError
 from wincon.session.fixtures import data_plane_gate
 from wincon.session.verdicts import SIMULATED_REASON
 

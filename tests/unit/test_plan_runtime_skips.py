@@ -23,7 +23,7 @@ from tests.unit.test_plan_runtime_facts import run_hyperv
 from wincon.checks.scheduling import hyperv_runtime_class
 from wincon.clusterinfo import capabilities
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.commands import collect
+from wincon.commandline.commands import collect
 
 IMAGES_FILE = "suites/scheduling/test_image_os_version.py"
 HYPERV_FILE = "suites/scheduling/test_hyperv_isolation.py"

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 
 LIMITS = """\
 version: 1
@@ -69,7 +69,7 @@ import pytest
 @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0001")
 @pytest.mark.limitation("icmp-egress")
 def test_icmp():
-    from wincon.errors import expect_deviation
+    from wincon.commandline.errors import expect_deviation
 
     with expect_deviation("icmp-egress"):
         assert {outcome}, "no reply"
@@ -100,7 +100,7 @@ def test_limitation_that_does_not_apply_leaves_a_plain_test(suite):
 def test_infrastructure_error_inside_an_expected_failure_is_an_error_not_an_xfail(suite):
     body = ICMP.replace(
         'assert {outcome}, "no reply"',
-        'from wincon.errors import InfrastructureError\n    raise InfrastructureError("pod never scheduled")',
+        'from wincon.commandline.errors import InfrastructureError\n    raise InfrastructureError("pod never scheduled")',
     )
     result = suite(body)
     result.assert_outcomes(errors=1)
@@ -136,7 +136,7 @@ def test_fails_before_the_gate():
 @pytest.mark.dataplane
 @pytest.mark.test_id("6b1e0d8c-1f51-4a53-9d7e-6c3b0c1a0005")
 def test_errors_before_the_gate():
-    from wincon.errors import InfrastructureError
+    from wincon.commandline.errors import InfrastructureError
     raise InfrastructureError("pod never scheduled")
 
 @pytest.fixture

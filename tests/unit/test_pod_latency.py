@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wincon.commandline.errors import UsageError
 from wincon.documents import upstream
-from wincon.errors import UsageError
 from wincon.localcluster import cli, cluster, latency, paths
 from wincon.localcluster.topology import Topology
 

@@ -15,7 +15,7 @@ from tests.support import suites
 from tests.unit import fakes
 from wincon.checks import overhead
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -28,7 +28,7 @@ from wincon.checks.scheduling import (
 )
 from wincon.clusterinfo import profile as profile_mod
 from wincon.clusterinfo.profile import ClusterProfile, configz_nodes
-from wincon.commands import collect
+from wincon.commandline.commands import collect
 from wincon.session.collection import SIMULATED_REASON
 
 FILE = "suites/storage/test_projected_certificates.py"

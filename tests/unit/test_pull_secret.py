@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, utils
 from kubernetes.client import rest
 
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 from wincon.workloads import pullsecret
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.prepull import daemonset_manifest

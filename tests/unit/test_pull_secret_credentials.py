@@ -15,7 +15,7 @@ import pytest
 
 from wincon.cli import main
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.errors import ExitCode, UsageError
+from wincon.commandline.errors import ExitCode, UsageError
 from wincon.workloads import imageverify, registryauth
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.registryauth import Credentials, RegistryAuthError, load_docker_config, parse_config

@@ -1,5 +1,5 @@
 """The README cannot drift from the code (issue 42, item 6): its commands list names every command `wincon --help`
-lists (and no other), its exit-code table has exactly the codes of wincon.errors.ExitCode, and its list of the
+lists (and no other), its exit-code table has exactly the codes of wincon.commandline.errors.ExitCode, and its list of the
 local cluster's Debian packages is the Makefile's DATAPLANE_PACKAGES."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from wincon.cli import build_parser
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -13,7 +13,7 @@ from tests.support import suites
 from tests.unit.test_os_pods import Catalog
 from wincon.checks import pods
 from wincon.checks.api_rules import Rejection, forbidden_paths_in
-from wincon.errors import DeviationObserved
+from wincon.commandline.errors import DeviationObserved
 from wincon.workloads.deploy import container, pod_manifest
 
 RO_ROOT = "spec.containers[0].securityContext.readOnlyRootFilesystem"

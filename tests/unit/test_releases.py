@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wincon.commandline.errors import UsageError
 from wincon.documents import releases
-from wincon.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = ROOT / "gating" / "required.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import dataplane, netns, procs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="nsenter into a network namespace needs root")

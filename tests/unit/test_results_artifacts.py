@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from tests.support import synthetic
-from wincon.errors import ExitCode, ResultsError
+from wincon.commandline.errors import ExitCode, ResultsError
 from wincon.results import artifacts
 from wincon.results.model import Verdict
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import artifacts, runner
 from wincon.results.gate import judge, load_required
 from wincon.results.model import NO_CONTROL, CaseResult, Verdict, control_counts, pair

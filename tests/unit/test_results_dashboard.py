@@ -6,7 +6,7 @@ import json
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import artifacts
 from wincon.results.dashboard import build_data, load_runs
 from wincon.results.model import Verdict

@@ -17,7 +17,7 @@ import pytest
 from tests.support import synthetic
 from wincon.cli import main
 from wincon.clusterinfo import nodes
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import artifacts, dashboard, execution, runner
 from wincon.results.gate import judge, load_required
 from wincon.results.model import Verdict

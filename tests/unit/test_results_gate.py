@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import synthetic
 from wincon.cli import main
-from wincon.errors import ExitCode, UsageError
+from wincon.commandline.errors import ExitCode, UsageError
 from wincon.results import artifacts
 from wincon.results.gate import DEFAULT_REQUIRED, judge, load_required, minor_of
 from wincon.results.model import Verdict

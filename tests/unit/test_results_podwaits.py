@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from wincon.cluster import waits
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import podwaits, runner
 
 from .test_results_runner import run_dir

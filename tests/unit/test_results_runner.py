@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wincon.errors import ExitCode
+from wincon.commandline.errors import ExitCode
 from wincon.results import runner
 from wincon.results.runner import combine_exit_codes, merge_phase, phase_args, pytest_command
 

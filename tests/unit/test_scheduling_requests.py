@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit import fakes
 from wincon.checks import scheduling
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 
 def pod(name: str, cpu: str | None, phase: str = "Running", deleting: bool = False, init: str | None = None):

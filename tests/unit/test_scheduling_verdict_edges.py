@@ -13,7 +13,7 @@ import pytest
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
 from wincon.clusterinfo.profile import NodeProfile
-from wincon.errors import DeviationObserved, InfrastructureError
+from wincon.commandline.errors import DeviationObserved, InfrastructureError
 
 COMPUTE = suites.load("suites/scheduling/test_compute_limitations.py")
 IMAGES = suites.load("suites/scheduling/test_image_os_version.py")

@@ -12,7 +12,7 @@ from tests.unit.test_os_pods import Catalog
 from tests.unit.test_refusal_fields import load_suite_module, windows_rule
 from wincon.checks.pods import Rejected
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation, SuiteError
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation, SuiteError
 from wincon.workloads.deploy import container, pod_manifest
 
 SUITE = load_suite_module()

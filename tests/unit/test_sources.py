@@ -3,7 +3,7 @@
 import pytest
 
 from tests.unit.test_lint import U1, row
-from wincon.commands import lint_problems
+from wincon.commandline.commands import lint_problems
 from wincon.documents import sources
 
 TABLE = """

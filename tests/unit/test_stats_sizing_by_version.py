@@ -12,7 +12,7 @@ import pytest
 from tests.support import suites
 from tests.unit import fakes
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 KUBELET = suites.load("suites/node/test_kubelet.py")
 TEN = KUBELET.test_stats_summary_answers_within_10_seconds_with_10_pods

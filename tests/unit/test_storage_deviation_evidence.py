@@ -16,7 +16,7 @@ from tests.unit import fakes
 from wincon.checks import pods as PODS
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import WaitTimeout
-from wincon.errors import DeviationObserved, InfrastructureError, NotTheDeviation
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, NotTheDeviation
 from wincon.workloads import deploy as DEPLOY
 
 LIM = suites.load("suites/storage/test_volume_limitations.py")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support import suites
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.workloads.sharedpods import SharedPods, parts_to_run
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from wincon.cluster import exec as exec_mod
-from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
+from wincon.commandline.errors import InfrastructureError, SuiteError, UnreadableOutput
 
 # The exec's error channel as containerd's CRI streaming server writes it (a Failure Status, reason InternalError,
 # wrapping the runtime's error). The two runc texts were recorded on the local cluster's real Linux node
@@ -127,7 +127,7 @@ SUITE = """
 import json
 import pytest
 from wincon.cluster.exec import exit_code_from_status
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 MISSING = json.dumps({{"status": "Failure", "reason": "InternalError", "message": {message!r}}})
 
@@ -157,7 +157,7 @@ def test_a_missing_tool_inside_a_deviation_block_is_never_the_deviation(suite): 
 
 PARSER = """
 import pytest
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 
 def parse(output):
     raise UnreadableOutput("no ping statistics in the output", tool="ping", output=output)

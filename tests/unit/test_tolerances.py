@@ -19,7 +19,13 @@ from wincon.checks import pods as PODS
 from wincon.cluster import client as CLIENT
 from wincon.cluster.exec import ExecResult
 from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed
-from wincon.errors import DeviationObserved, InfrastructureError, SuiteError, UnreadableOutput, linux_control
+from wincon.commandline.errors import (
+    DeviationObserved,
+    InfrastructureError,
+    SuiteError,
+    UnreadableOutput,
+    linux_control,
+)
 from wincon.workloads.pinning import WrongNode
 
 TYPES = suites.load("suites/storage/test_volume_types.py")

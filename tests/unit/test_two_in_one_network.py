@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult
-from wincon.errors import DeviationObserved, NotTheDeviation, linux_control
+from wincon.commandline.errors import DeviationObserved, NotTheDeviation, linux_control
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 

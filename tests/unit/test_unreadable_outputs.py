@@ -12,8 +12,8 @@ import pytest
 from tests.unit.test_controls import suite  # noqa: F401  (the pytester fixture)
 from tests.unit.test_network import CLIENT, FakeKube
 from wincon.cluster.exec import ExecResult
+from wincon.commandline.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.documents.upstream import ensure_module
-from wincon.errors import InfrastructureError, SuiteError, UnreadableOutput
 from wincon.network.flows import FlowChecks
 from wincon.windows import connectivity as c
 
@@ -118,7 +118,7 @@ DIAL_CHECK = """
 import json
 import pytest
 from wincon.windows import connectivity as conn
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 ANSWERS = {{"linux": json.dumps({{"responses": ["netserver-0"]}}), "windows": {windows!r}}}
 

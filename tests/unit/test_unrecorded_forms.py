@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_plan_runtime_skips import profile_json
-from wincon.commands import collect
+from wincon.commandline.commands import collect
 from wincon.session import reports
 from wincon.windows import output_forms
 

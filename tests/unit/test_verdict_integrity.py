@@ -10,7 +10,13 @@ import textwrap
 import pytest
 
 from tests.unit import fakes
-from wincon.errors import DeviationObserved, ExitCode, FrameworkFailure, InfrastructureError, expect_deviation
+from wincon.commandline.errors import (
+    DeviationObserved,
+    ExitCode,
+    FrameworkFailure,
+    InfrastructureError,
+    expect_deviation,
+)
 
 LIMITS = """\
 version: 1
@@ -47,7 +53,7 @@ PROFILE = {
 
 HEAD = """
 import pytest
-from wincon.errors import DeviationObserved, InfrastructureError, expect_deviation
+from wincon.commandline.errors import DeviationObserved, InfrastructureError, expect_deviation
 from wincon.cluster.waits import WaitTimeout, WorkloadFailed
 from wincon.checks.pods import Rejected
 from wincon.workloads.pinning import WrongNode

@@ -16,7 +16,7 @@ from wincon.results.report import table
 HEAD = """
 import pytest
 from wincon.cluster.waits import WorkloadFailed
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 def helper(ok):
     assert ok, "no reply"
@@ -157,7 +157,7 @@ def test_a_linux_control_failing_inside_a_deviation_block_fails_as_itself(suite)
 
 IN_A_HELPER = """
 import pytest
-from wincon.errors import expect_deviation
+from wincon.commandline.errors import expect_deviation
 
 def observe(ok):
     with expect_deviation("icmp-egress"):

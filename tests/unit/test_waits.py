@@ -9,7 +9,7 @@ import pytest
 
 from wincon.cluster import waits
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, WorkloadFailed, hint_for, wait_for
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 
 def deployment(ready: int = 0, want: int = 2) -> NS:

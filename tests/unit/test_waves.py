@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from wincon.cluster import waves
-from wincon.errors import SuiteError
+from wincon.commandline.errors import SuiteError
 
 
 @waves.pod("client", "dns-default", dnsPolicy="Default")

@@ -13,7 +13,7 @@ import pytest
 from tests.support import suites
 from tests.unit import fakes
 from wincon.cluster.exec import ExecResult
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 from wincon.network import flows
 from wincon.network.pods import PodRef
 from wincon.windows import connectivity as conn

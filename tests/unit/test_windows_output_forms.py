@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import suites
 from wincon.cluster.exec import ExecResult, missing_executable
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 from wincon.network import flows
 from wincon.windows import connectivity as conn
 from wincon.windows import nltest, output_forms

@@ -6,7 +6,7 @@ from wincon.cluster.diagnostics import scrub
 from wincon.cluster.exec import exit_code_from_status
 from wincon.cluster.waits import pod_failure
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.errors import InfrastructureError, UsageError
+from wincon.commandline.errors import InfrastructureError, UsageError
 from wincon.localcluster import hints
 from wincon.workloads.catalog import Catalog, build_compatible, load_repo_list
 from wincon.workloads.pinning import WrongNode, assert_ran_on, pin_linux, pin_windows

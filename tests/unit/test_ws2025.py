@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile, node_profile
-from wincon.commands import collect
+from wincon.commandline.commands import collect
 from wincon.documents.limitations import Limitation, component_version, load, match, parse_version
 from wincon.localcluster.topology import DEFAULT_WINDOWS_VERSIONS, WINDOWS_RELEASES, Topology
 

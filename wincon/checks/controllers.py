@@ -16,7 +16,7 @@ from kubernetes import client
 
 from wincon.checks.pods import label_selector
 from wincon.cluster.client import call
-from wincon.errors import FrameworkFailure
+from wincon.commandline.errors import FrameworkFailure
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

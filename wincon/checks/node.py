@@ -23,7 +23,7 @@ from wincon.cluster.kubelet import (  # noqa: F401 - their home is wincon.cluste
     kubelet_json,
     kubelet_query,
 )
-from wincon.errors import SuiteError
+from wincon.commandline.errors import SuiteError
 
 OS_NAMES = ("windows", "linux")
 

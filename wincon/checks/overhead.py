@@ -29,8 +29,8 @@ from kubernetes.utils import parse_quantity
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.scheduling import allocatable, requested, unrequested_once_settled
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.commandline.errors import InfrastructureError
 from wincon.documents import releases
-from wincon.errors import InfrastructureError
 
 MIB = 1024 * 1024
 SAFETY_BUFFER = 256 * MIB  # upstream utils.go:119 (v1.37.2), windowsTestMemorySafetyBuffer

@@ -21,7 +21,7 @@ from wincon.cluster.client import call
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.nodes import nodes_for, windows_nodes_of_build  # noqa: F401 - the picks' one home, named here too
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.errors import FrameworkFailure, InfrastructureError
+from wincon.commandline.errors import FrameworkFailure, InfrastructureError
 from wincon.workloads.deploy import await_pod, container, pod_manifest
 from wincon.workloads.pinning import WINDOWS_TOLERATIONS, WrongNode, assert_ran_on, pin_linux, pin_windows
 
@@ -206,7 +206,7 @@ def create_or_reject(api_client: client.ApiClient, namespace: str, body: dict[st
 def judge_refusal(rejection: Any, paths: list[str], limitation: str, body: dict[str, Any]) -> NoReturn:
     """A refusal of ``body``: ``DeviationObserved`` where the API server's own Windows rule names one of ``paths``
     (the limitation's fields), else ``Rejected`` (a refusal the check did not ask about)."""
-    from wincon.errors import DeviationObserved
+    from wincon.commandline.errors import DeviationObserved
 
     refusal = rejection.describe()
     named = rejection.windows_rule_for(*paths)
@@ -253,7 +253,7 @@ def run_unless_mount_refused(
     once the pod is shown to sit where its spec pins it. Any other end (a pod failure, the wait running out) is
     what ``await_pod`` makes of it. The storage checks whose deviation is a volume the kubelet cannot mount."""
     from wincon.cluster.waits import pod_failure, pod_running_ready
-    from wincon.errors import DeviationObserved
+    from wincon.commandline.errors import DeviationObserved
     from wincon.workloads.deploy import check_placement
 
     name = body["metadata"]["name"]

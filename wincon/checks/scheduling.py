@@ -18,7 +18,7 @@ from kubernetes.utils import parse_quantity
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
 from wincon.clusterinfo.profile import NodeProfile, runtime_class_pairs, schedulable_untolerated
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 # The Windows release names the KEP's taint example uses ("os=Win1809:NoSchedule"), per build.
 TAINT_VALUES = {17763: "Win1809", 20348: "Win2022", 26100: "Win2025"}

@@ -26,7 +26,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from wincon.errors import InfrastructureError, KubeconfigError
+from wincon.commandline.errors import InfrastructureError, KubeconfigError
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 
-from wincon.errors import InfrastructureError, SuiteError
+from wincon.commandline.errors import InfrastructureError, SuiteError
 
 # How a runtime says the executable of an exec does not exist in the container's image: the suite's own gap
 # (its image lacks the tool), never the cluster's. The text reaches the exec's error channel as the message of

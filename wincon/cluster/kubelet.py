@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 
 
 @dataclass(frozen=True)

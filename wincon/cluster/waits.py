@@ -28,7 +28,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from wincon.cluster.client import call, is_transient
-from wincon.errors import FrameworkFailure, InfrastructureError
+from wincon.commandline.errors import FrameworkFailure, InfrastructureError
 from wincon.results.podwaits import LEDGER_ENV
 
 Condition = Callable[[Any], bool]

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from wincon.errors import SuiteError
+from wincon.commandline.errors import SuiteError
 
 WAVE_ATTR = "wincon_wave_pods"  # on a test function: the PodDecl it declared
 F = TypeVar("F", bound=Callable[..., Any])

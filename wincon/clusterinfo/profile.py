@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from wincon.clusterinfo import aks
+from wincon.commandline.errors import InfrastructureError, UsageError
 from wincon.documents import releases
-from wincon.errors import InfrastructureError, UsageError
 
 # Windows builds and the OS versions they are known by. Hosts older than ltsc2022 run only images of
 # their exact build; ltsc2022 and later also run images from the previous LTSC up to their own build.

@@ -21,8 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
+from wincon.commandline.errors import LimitationsError
 from wincon.documents import releases
-from wincon.errors import LimitationsError
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "limitations.yaml"
 

@@ -29,7 +29,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 
 VERSIONS_FILE = Path(__file__).parents[1] / "localcluster" / "versions.toml"
 # Read by the command line alone (wincon cluster, wincon run --local): no module below it reads the environment.

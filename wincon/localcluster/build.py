@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from wincon.commandline.errors import LocalClusterError
 from wincon.documents import releases
-from wincon.errors import LocalClusterError
 from wincon.localcluster import paths
 
 HEARTBEAT_SECONDS = 30.0

@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any
 
+from wincon.commandline.errors import ExitCode
 from wincon.documents import releases as kube_releases
-from wincon.errors import ExitCode
 from wincon.localcluster import build, cluster, ipfamily, latency, paths
 from wincon.localcluster.topology import (
     CNI_CHOICES,
@@ -33,7 +33,7 @@ No packet leaves this machine.
 
 
 def _add_name(parser: argparse.ArgumentParser) -> None:
-    from wincon.optionnames import add_option
+    from wincon.commandline.optionnames import add_option
 
     add_option(  # `wincon run --cluster-name` names the same cluster; `--name` is the old spelling
         parser,

@@ -31,8 +31,8 @@ from typing import Any, TextIO, TypeVar
 
 import yaml
 
+from wincon.commandline.errors import LocalClusterError
 from wincon.documents import releases as kube_releases
-from wincon.errors import LocalClusterError
 from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
 from wincon.localcluster.kernel import ensure_kernel_settings
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology

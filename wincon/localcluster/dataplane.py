@@ -45,8 +45,8 @@ from typing import Any, TextIO
 
 import yaml
 
+from wincon.commandline.errors import LocalClusterError
 from wincon.documents import releases
-from wincon.errors import LocalClusterError
 from wincon.localcluster import egress, images, ipfamily, journal, netns, paths, procs
 
 POD_RANGE = "10.244.0.0/16"

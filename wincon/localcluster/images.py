@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import consumer, paths
 
 LOCAL_REGISTRY = "wincon.local"

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 from wincon.localcluster import egress
 
 

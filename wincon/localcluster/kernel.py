@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 
 PROC_SYS = Path("/proc/sys")
 

@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, TextIO
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import addons, dataplane, images, netns, paths
 
 NAME = "kube-router"  # its addons.toml entry and DaemonSet; the processes are <node>-kube-router

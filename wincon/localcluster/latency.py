@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from wincon.errors import LocalClusterError, UsageError
+from wincon.commandline.errors import LocalClusterError, UsageError
 
 # Upstream's own Windows density test allows, for a batch of 10 pods, p50 30 s, p90 54 s, p99 59 s
 # (k8s.io/kubernetes v1.34.4, test/e2e/windows/density.go:57-59).

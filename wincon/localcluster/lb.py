@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import addons, build, dataplane, images, netns, paths
 
 NAME = "metallb"  # the controller's process name and log (dataplane root); the speakers are <node>-metallb-speaker

@@ -31,7 +31,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import ipfamily
 
 NODE_SUBNET_BASE = "172.30.0.0/16"  # one /24 per cluster out of this range

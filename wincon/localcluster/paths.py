@@ -21,8 +21,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from wincon.commandline.errors import UsageError
 from wincon.documents import releases as kube_releases
-from wincon.errors import UsageError
 
 DEFAULT_CLUSTER_NAME = "wincon"
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 
 
 def cmdline(pid: int) -> str | None:

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 from typing import Any, TextIO
 
-from wincon.errors import LocalClusterError
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import addons, dataplane, images, netns, paths
 
 NAME = "local-path-provisioner"  # its addons.toml entry, process name and log (dataplane root)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 
 # Windows Server LTSC releases as a kubelet reports them (kernelVersion is the full build.revision), with the
 # containerd each release's nodes run on the cloud the nodes imitate (AKS): 1.7 on Windows Server 2019 and 2022

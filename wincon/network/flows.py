@@ -17,7 +17,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult
-from wincon.errors import InfrastructureError, UnreadableOutput
+from wincon.commandline.errors import InfrastructureError, UnreadableOutput
 from wincon.network.pods import PodRef
 from wincon.network.services import endpoint_slice_ips, kubernetes_service, slices_lister
 from wincon.windows import connectivity as conn

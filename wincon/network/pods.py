@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from wincon.checks.pods import Rejected
 from wincon.clusterinfo.nodes import schedulable  # noqa: F401 - a Ready node ordinary pods may land on: the suite's one rule
 from wincon.clusterinfo.profile import NodeProfile
-from wincon.errors import InfrastructureError, SuiteError
+from wincon.commandline.errors import InfrastructureError, SuiteError
 from wincon.windows import connectivity as conn
 from wincon.workloads.deploy import check_placement, container, pod_manifest
 

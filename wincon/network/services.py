@@ -15,8 +15,8 @@ from kubernetes.client.exceptions import ApiException
 
 from wincon.cluster.client import call
 from wincon.cluster.waits import WaitTimeout
+from wincon.commandline.errors import InfrastructureError
 from wincon.documents import releases
-from wincon.errors import InfrastructureError
 from wincon.windows import connectivity as conn
 from wincon.workloads.render import render
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from wincon.errors import ResultsError
+from wincon.commandline.errors import ResultsError
 from wincon.results import junit
 from wincon.results.model import CaseResult
 

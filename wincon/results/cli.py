@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wincon.commandline.errors import ExitCode, UsageError
 from wincon.documents import releases
-from wincon.errors import ExitCode, UsageError
 
 
 def register(subparsers: Any) -> None:
     from wincon.cli import add_cluster_options
-    from wincon.optionnames import add_option
+    from wincon.commandline.optionnames import add_option
 
     run = subparsers.add_parser(
         "run",

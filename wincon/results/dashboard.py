@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from wincon import __version__
-from wincon.errors import ResultsError
+from wincon.commandline.errors import ResultsError
 from wincon.results import execution
 from wincon.results.artifacts import Run, atomic_write_bytes, find_run_dirs, load_run
 from wincon.results.model import NO_CONTROL, Check, Verdict, control_counts, count, pair

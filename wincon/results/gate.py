@@ -32,8 +32,8 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from wincon.commandline.errors import UsageError
 from wincon.documents import releases
-from wincon.errors import UsageError
 from wincon.results import execution
 from wincon.results.artifacts import Run
 from wincon.results.model import CaseResult, Verdict, control_counts, pair
@@ -286,7 +286,7 @@ def judge(run: Run, required: Required, minor: str | None = None) -> GateResult:
 
 def collect_suite_ids(paths: list[str] | None = None) -> dict[str, str]:
     """{test id: node id} of the suite tests, from the core plugin's collect-only dump (no cluster needed)."""
-    from wincon.commands import collect
+    from wincon.commandline.commands import collect
 
     dump, output = collect(paths or ["suites"], [], "--wincon-lint-out")
     if not dump:

@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from wincon.errors import ResultsError
+from wincon.commandline.errors import ResultsError
 from wincon.results.model import CaseResult, Verdict, count
 from wincon.session.verdicts import LIFTED_PHRASE
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wincon.errors import SUITE_ERROR_PREFIX
+from wincon.commandline.errors import SUITE_ERROR_PREFIX
 from wincon.session.controls import CLUSTER_WIDE
 from wincon.session.verdicts import (
     AREA,

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from wincon.errors import PublishError, UsageError
+from wincon.commandline.errors import PublishError, UsageError
 from wincon.results.artifacts import LATEST_BUILD, Run, atomic_write_bytes, load_run
 
 T = TypeVar("T")

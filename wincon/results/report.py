@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from wincon.errors import ResultsError
+from wincon.commandline.errors import ResultsError
 from wincon.results.model import CaseResult, Check, Verdict, control_counts, count, pair, without_os
 from wincon.session.verdicts import CONTROL_HIT
 

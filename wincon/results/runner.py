@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wincon.errors import ExitCode, WinconError
+from wincon.commandline.errors import ExitCode, WinconError
 from wincon.results import artifacts, dashboard, execution, podwaits, report
 from wincon.results.plugin import write_finished
 

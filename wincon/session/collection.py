@@ -15,9 +15,9 @@ import pytest
 from wincon.clusterinfo import capabilities, nodes
 from wincon.clusterinfo.nodes import candidate_nodes
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.commandline.errors import DeviationObserved, InfrastructureError
 from wincon.documents import limitations as limitations_mod
 from wincon.documents import sources
-from wincon.errors import DeviationObserved, InfrastructureError
 from wincon.session import controls
 from wincon.session.context import IMAGES_NOTE_KEY, get_image_refusals, get_limitations, get_profile
 from wincon.session.options import AREAS, MARKERS

@@ -19,8 +19,8 @@ import pytest
 
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.commandline.errors import InfrastructureError
 from wincon.documents import limitations as limitations_mod
-from wincon.errors import InfrastructureError
 from wincon.localcluster import hints
 from wincon.session import options
 

@@ -137,7 +137,10 @@ def _steps(config: pytest.Config) -> dict[str, tuple[str, str]]:
     return config.stash[_STEPS]
 
 
-_PLUMBING = (Path(contextlib.__file__), Path(__file__).parents[1] / "errors.py")  # expect_deviation's frames
+_PLUMBING = (
+    Path(contextlib.__file__),
+    Path(__file__).parents[1] / "commandline" / "errors.py",
+)  # expect_deviation's frames
 
 
 def _locations(frames: list[tuple[str, int]], root: Path) -> list[str]:
@@ -167,7 +170,7 @@ def failed_step(item: pytest.Item, call: pytest.CallInfo[Any]) -> str:
     frames = [(str(entry.path), entry.lineno + 1) for entry in entries]
     exc = excinfo.value
     cause = exc.__cause__
-    from wincon.errors import DeviationObserved, NotTheDeviation
+    from wincon.commandline.errors import DeviationObserved, NotTheDeviation
 
     if isinstance(exc, (DeviationObserved, NotTheDeviation)) and isinstance(cause, AssertionError):
         # expect_deviation re-raised it: the step is the assertion inside the block (its own chain from the test

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from wincon.optionnames import add_option
+from wincon.commandline.optionnames import add_option
 
 AREAS = ("networking", "dns", "storage", "probes", "lifecycle", "controllers", "scheduling", "api")
 MARKERS = {

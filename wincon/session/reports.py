@@ -9,7 +9,7 @@ import pytest
 
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
+from wincon.commandline.errors import SUITE_ERROR_PREFIX, ExitCode, FrameworkFailure, InfrastructureError, SuiteError
 from wincon.session import controls
 from wincon.session.collection import APPLIED_KEY
 from wincon.session.context import NAMESPACES_KEY, get_context

@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, stop_after_attempt, stop_any, wait_fixed
 from tenacity.stop import stop_base
 
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 
 OS = Literal["windows", "linux"]
 OPERATING_SYSTEMS: tuple[str, ...] = ("windows", "linux")

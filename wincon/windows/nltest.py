@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wincon.errors import UnreadableOutput
+from wincon.commandline.errors import UnreadableOutput
 
 COMPLETED = "The command completed successfully"
 NERR_SUCCESS = "NERR_Success"

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from wincon.clusterinfo.profile import OS_VERSION_BUILDS
-from wincon.errors import InfrastructureError, UsageError
+from wincon.commandline.errors import InfrastructureError, UsageError
 
 DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "images" / "catalog.yaml"
 LTSC2022 = 20348

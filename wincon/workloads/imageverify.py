@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, ClusterProfile, NodeProfile, parse_build
-from wincon.errors import ExitCode, InfrastructureError, UsageError
+from wincon.commandline.errors import ExitCode, InfrastructureError, UsageError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.platforms import Verdict, pick_entry
 from wincon.workloads.registryauth import CREDENTIALS_FIX, HELPER_FIX, Credential, Credentials, RegistryAuthError

@@ -11,7 +11,7 @@ from typing import Any
 
 from wincon.clusterinfo import nodes
 from wincon.clusterinfo.profile import ClusterProfile, NodeProfile
-from wincon.errors import FrameworkFailure, InfrastructureError
+from wincon.commandline.errors import FrameworkFailure, InfrastructureError
 
 # The taints Windows node pools commonly carry: the KEP's, AKS's and GKE's conventions.
 WINDOWS_TOLERATIONS: tuple[dict[str, str], ...] = (

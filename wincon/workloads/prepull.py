@@ -16,7 +16,7 @@ from kubernetes import client
 from wincon.cluster.client import call
 from wincon.cluster.namespaces import NamespaceRegistry
 from wincon.clusterinfo.profile import ClusterProfile
-from wincon.errors import InfrastructureError
+from wincon.commandline.errors import InfrastructureError
 from wincon.workloads.catalog import Catalog
 from wincon.workloads.pinning import pin_windows
 

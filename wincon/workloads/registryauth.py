@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wincon.errors import ExitCode, UsageError, WinconError
+from wincon.commandline.errors import ExitCode, UsageError, WinconError
 
 DEFAULT_SECRET_NAMESPACE = "default"
 DOCKER_HUB_KEYS = ("index.docker.io", "docker.io", "registry-1.docker.io")

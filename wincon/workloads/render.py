@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from wincon.errors import UsageError
+from wincon.commandline.errors import UsageError
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 

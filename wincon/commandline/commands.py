@@ -14,12 +14,12 @@ from typing import Any
 
 from wincon.cli import add_cluster_options
 from wincon.clusterinfo.profile import ClusterProfile
+from wincon.commandline.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
+from wincon.commandline.optionnames import add_option
 from wincon.documents import limitations as limitations_mod
-from wincon.errors import ExitCode, InfrastructureError, KubeconfigError, UsageError, WinconError
-from wincon.optionnames import add_option
 from wincon.windows import forms
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SUITES = REPO / "suites"
 
 
