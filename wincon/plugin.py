@@ -1,10 +1,10 @@
 """The wincon pytest plugin: its hooks, each small and named after the decision it makes.
 
-The work lives by concern: ``wincon.session.options`` (options, markers), ``wincon.session.context`` (profile, run id,
-``WinconContext``, start and sweep of a run), ``wincon.session.fixtures`` (fixtures, ``kube``), ``wincon.session.collection``
-(limitations to marks, plan rows), ``wincon.session.reports`` (reports into verdicts, diagnostics, exit status) and
-``wincon.session.verdicts`` (verdict names, texts, result property keys). The plugin is active for suite runs only
-(paths under ``suites/``, or ``--wincon``), so the project's own tests run without a cluster.
+The work lives by concern in ``wincon.session``: ``options`` (options, markers), ``context`` (profile, run id,
+``WinconContext``, start and sweep of a run), ``fixtures`` (fixtures, ``kube``), ``collection`` (limitations to
+marks, plan rows), ``reports`` (reports into verdicts, diagnostics, exit status) and ``verdicts`` (verdict names,
+texts, result property keys). The plugin is active for suite runs only (paths under ``suites/``, or ``--wincon``),
+so the project's own tests run without a cluster.
 """
 
 from __future__ import annotations

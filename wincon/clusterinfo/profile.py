@@ -535,9 +535,8 @@ def _windows_nodes(objects: NetworkObjects) -> list[dict[str, Any]]:
 
 def detect_pod_network(objects: NetworkObjects) -> tuple[str, str | None]:
     """The pod network and its backend from what the providers deploy: ("unknown", None) when nothing shows it."""
-    if objects.cloud == "azure" and aks.is_aks(
-        objects.nodes
-    ):  # AKS's node labels say its mode (wincon.clusterinfo.aks)
+    # AKS's node labels say its mode (wincon.clusterinfo.aks)
+    if objects.cloud == "azure" and aks.is_aks(objects.nodes):
         return aks.pod_network(objects.nodes)[0]
     names = list(objects.daemonsets)
     for cni, patterns in CNI_DAEMONSETS:

@@ -137,10 +137,8 @@ def _steps(config: pytest.Config) -> dict[str, tuple[str, str]]:
     return config.stash[_STEPS]
 
 
-_PLUMBING = (
-    Path(contextlib.__file__),
-    Path(__file__).parents[1] / "commandline" / "errors.py",
-)  # expect_deviation's frames
+# expect_deviation's frames
+_PLUMBING = (Path(contextlib.__file__), Path(__file__).parents[1] / "commandline" / "errors.py")
 
 
 def _locations(frames: list[tuple[str, int]], root: Path) -> list[str]:
