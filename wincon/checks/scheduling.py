@@ -105,6 +105,11 @@ def unrequested_once_settled(api_client: client.ApiClient, node: str, resource: 
             f"pods requesting {resource} on {node} still being deleted after {timeout:.0f}s: {', '.join(left)}",
             "the node must let deleted pods go before the check can fill it",
         ) from exc
+    return unrequested(api_client, node, resource)
+
+
+def unrequested(api_client: client.ApiClient, node: str, resource: str) -> Decimal:
+    """Allocatable minus requested ``resource`` of ``node``, now."""
     return allocatable(api_client, node, resource) - requested(api_client, node, resource)
 
 
@@ -118,8 +123,7 @@ def least_requested(api_client: client.ApiClient, nodes: Sequence[str], resource
     tie. A check that needs a node's CPU for its own load takes it, so that another run's load on the same cluster
     (a second suite, the flake benchmark's load run) does not hold the node it pins to: with the first node always,
     two runs' CPU pairs met on one node and one stayed Unschedulable for 91 s (an error, bench at 86ee81d)."""
-    free = {node: allocatable(api_client, node, resource) - requested(api_client, node, resource) for node in nodes}
-    return max(nodes, key=lambda node: (free[node], -nodes.index(node)))
+    return max(nodes, key=lambda node: unrequested(api_client, node, resource))  # max keeps the first of equals
 
 
 def millicores(value: Decimal) -> str:
