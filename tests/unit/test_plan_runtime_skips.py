@@ -394,3 +394,17 @@ def test_docker_nodes_plan_the_legacy_hyperv_annotation_check(tmp_path):
     row = plan(data, tmp_path, IMAGES_FILE)[TWO]
     assert row["outcome"] in ("run", "xfail"), row
     assert capabilities.has(ClusterProfile.from_dict(data), "docker-runtime") is True
+
+
+def test_the_gmsa_checks_run_time_skips_are_planned_as_decided_at_run_time(tmp_path):
+    """The two gMSA checks that skip in their body (no domain named by the environment; an API server refusing
+    inline credential specs) say so in the plan, so a skip there is as planned (before: the plan said a bare
+    "run" for both, and the run's skip disagreed with it)."""
+    rows = plan(profile_json(), tmp_path, "suites/gmsa/test_gmsa.py")
+    domain = rows["test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa"]
+    kubelet = rows["test_kubelet_passes_the_credential_spec_down_to_each_container"]
+    assert "decided at run time: the run skips where WINCON_GMSA_CREDSPEC" in (domain.get("reason") or ""), domain
+    assert kubelet["outcome"] == "run", kubelet
+    assert "decided at run time: the run skips where the API server refuses the pod's inline credential specs" in (
+        kubelet.get("reason") or ""
+    ), kubelet
