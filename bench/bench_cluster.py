@@ -5,7 +5,7 @@ on the 2-core machines): up under 60 s, down under 10 s. With ``--dataplane none
 the targets of issue 2 apply: up under 30 s, down under 5 s. Prints each run and the median; exits 0
 whatever the figures (a benchmark reports, the reader judges), 10 when the cluster cannot be started.
 
-    python bench/bench_cluster.py [--runs 3] [--name lc-bench] [--dataplane linux|none]
+    python bench/bench_cluster.py [--runs 3] [--cluster-name lc-bench] [--dataplane linux|none]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import time
 
 from wincon.commandline.errors import WinconError
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.localcluster import cluster
 from wincon.localcluster.topology import Topology
 
@@ -25,7 +26,7 @@ TARGETS = {"linux": (60.0, 10.0), "none": (30.0, 5.0)}  # data plane -> (up, dow
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--name", default="lc-bench")
+    add_option(parser, "--cluster-name", deprecated=("--name",), dest="name", default="lc-bench")
     parser.add_argument("--dataplane", choices=tuple(TARGETS), default="linux")
     args = parser.parse_args(argv)
     up_target, down_target = TARGETS[args.dataplane]

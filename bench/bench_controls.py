@@ -14,10 +14,10 @@
 Every run is a real pytest run of the suites against the cluster; the outcome counts are printed beside each
 wall time (a ratio of runs whose controls skipped would mean nothing).
 
-    python bench/bench_controls.py [--name bench-ctl | --kubeconfig PATH] [--runs 1] [--only a|b]
+    python bench/bench_controls.py [--cluster-name bench-ctl | --kubeconfig PATH] [--runs 1] [--only a|b]
         [--suites suites/networking] [--marker networking] [--control-suites suites/networking]
 
-Without --kubeconfig the local cluster ``--name`` is started (default topology: two real Linux workers) and
+Without --kubeconfig the local cluster ``--cluster-name`` is started (default topology: two real Linux workers) and
 brought down at the end. Exits 0 whatever the figures (the reader judges), 10 when the cluster cannot start.
 """
 
@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.session.verdicts import TARGET_OS  # the user property naming the OS an item checks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,7 +179,14 @@ def parallel_controls(kubeconfig: str, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default="bench-ctl", help="local cluster to start (without --kubeconfig)")
+    add_option(
+        parser,
+        "--cluster-name",
+        deprecated=("--name",),
+        dest="name",
+        default="bench-ctl",
+        help="local cluster to start (without --kubeconfig)",
+    )
     parser.add_argument("--kubeconfig", help="an existing cluster's kubeconfig (nothing is started or stopped)")
     parser.add_argument("--runs", type=int, default=1, help="runs of each configuration (the median is used)")
     parser.add_argument("--only", choices=("a", "b"), help="run only part (a) or (b)")

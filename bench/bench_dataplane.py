@@ -17,7 +17,7 @@ and the framework's tests, and the bare client's pods they are compared with, st
 simulated Windows nodes instead of a Linux pod: the framework's overhead where pods take as long as on real Windows
 nodes.
 
-Usage: python bench/bench_dataplane.py [--name dp-bench] [--pods 20] [--tests 10] [--repo CHECKOUT]
+Usage: python bench/bench_dataplane.py [--cluster-name dp-bench] [--pods 20] [--tests 10] [--repo CHECKOUT]
            [--windows-pod-latency SPEC]
 Exits 0 whatever the figures (the reader judges), 10 when the cluster cannot be started.
 """
@@ -41,6 +41,7 @@ from pathlib import Path
 from kubernetes import client
 
 from wincon.commandline.errors import WinconError
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.localcluster import cluster, dataplane, hints
 from wincon.localcluster.topology import Topology
 from wincon.workloads.catalog import Catalog
@@ -237,7 +238,7 @@ def floor_run(repo: Path = REPO) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default="dp-bench")
+    add_option(parser, "--cluster-name", deprecated=("--name",), dest="name", default="dp-bench")
     parser.add_argument("--pods", type=int, default=20)
     parser.add_argument("--tests", type=int, default=10)
     parser.add_argument(

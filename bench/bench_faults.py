@@ -1,6 +1,6 @@
 """Benchmark: the networking controls as a whole, clean and with one kind of traffic silenced (issue 22, item 5).
 
-On a running local cluster (``--name``, started with ``wincon cluster up``), runs ``pytest <selection> -m
+On a running local cluster (``--cluster-name``, started with ``wincon cluster up``), runs ``pytest <selection> -m
 control`` (one process, as tests/faults runs its checks) first as the cluster is, then with a fault: by default
 pod-to-pod TCP silenced, an iptables DROP of 10.244.0.0/16 -> 10.244.0.0/16 TCP first in the FORWARD chain of
 every real node's namespace (the "one kind of traffic silenced" of the issue); ``reject`` refuses it instead
@@ -11,7 +11,7 @@ check that failed with the fault and the time it took (target: within 60 s each;
 machine's load average beside each run. Asserts nothing: exits 0 whatever the figures, 10 when the cluster is
 not up.
 
-    python bench/bench_faults.py --name wincon-h6 [--fault drop|reject|service-rules|external-down]
+    python bench/bench_faults.py --cluster-name wincon-h6 [--fault drop|reject|service-rules|external-down]
         [--only clean|fault] [-- SELECTION...]
 """
 
@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.localcluster import cluster, dataplane, netns  # noqa: E402
 from wincon.results.junit import CaseResult, parse  # noqa: E402
 
@@ -124,7 +125,13 @@ def show(label: str, wall: float, cases: list[CaseResult], loads: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default=os.environ.get("WINCON_CLUSTER_NAME", "wincon"))
+    add_option(
+        parser,
+        "--cluster-name",
+        deprecated=("--name",),
+        dest="name",
+        default=os.environ.get("WINCON_CLUSTER_NAME", "wincon"),
+    )
     parser.add_argument("--fault", choices=(*FAULTS, *OTHER_FAULTS), default="drop")
     parser.add_argument("--only", choices=("clean", "fault"))
     parser.add_argument("selection", nargs=argparse.REMAINDER)
@@ -132,7 +139,7 @@ def main() -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     selection = [a for a in args.selection if a != "--"] or DEFAULT_SELECTION
     if cluster.status(args.name).get("state") != "running":
-        print(f"cluster {args.name} is not running: wincon cluster up --name {args.name}", file=sys.stderr)
+        print(f"cluster {args.name} is not running: wincon cluster up --cluster-name {args.name}", file=sys.stderr)
         return 10
     kubeconfig = cluster.kubeconfig_path(args.name)
     tmp = Path(tempfile.mkdtemp(prefix="bench-faults-"))

@@ -13,10 +13,10 @@ are counted, and listed only with ``--all``. For the whole: false failures per r
 executions, and the checks that failed in every run apart (a failure in every run is no flake: the cluster's gap or
 a real finding, to read).
 
-    python bench/bench_flakes.py [--name bench-flakes | --kubeconfig PATH] [--runs 2] [--suites suites]
+    python bench/bench_flakes.py [--cluster-name bench-flakes | --kubeconfig PATH] [--runs 2] [--suites suites]
         [--marker control] [--no-load] [--all] [--timeout 3600] [--workers 0]
 
-Without --kubeconfig the local cluster ``--name`` is started (default topology: two real Linux workers) and brought
+Without --kubeconfig the local cluster ``--cluster-name`` is started (default topology: two real Linux workers) and brought
 down at the end (also after a failure or an interrupt). Each pytest run is bounded by ``--timeout`` seconds (killed
 after it: its checks count as not run, and the script says so). Exits 0 whatever the figures (the reader judges), 10
 when the cluster cannot start.
@@ -41,6 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_controls import is_control, outcome  # noqa: E402 - the same JUnit reading as the controls' benchmark
+
+from wincon.commandline.optionnames import add_option  # noqa: E402
 
 MESSAGE_CHARS = 300  # a failure's message, first line, at most this long
 MESSAGES_PER_CHECK = 5  # at most this many distinct messages printed per check
@@ -202,7 +204,14 @@ def report(runs: list[Run], load: Load | None, show_all: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default="bench-flakes", help="local cluster to start (without --kubeconfig)")
+    add_option(
+        parser,
+        "--cluster-name",
+        deprecated=("--name",),
+        dest="name",
+        default="bench-flakes",
+        help="local cluster to start (without --kubeconfig)",
+    )
     parser.add_argument("--kubeconfig", help="an existing cluster's kubeconfig (nothing is started or stopped)")
     parser.add_argument("--runs", type=int, default=2, help="measured runs of the checks, one after another")
     parser.add_argument("--suites", nargs="+", default=["suites"])

@@ -1,11 +1,11 @@
 """The Windows pod-latency model as it behaves (issue 22, item 1); prints figures, asserts nothing.
 
-Starts the all-simulated local cluster ``--name`` (``--dataplane none``: no real node is needed for this) with
+Starts the all-simulated local cluster ``--cluster-name`` (``--dataplane none``: no real node is needed for this) with
 ``--windows-pod-latency MODEL``, creates ``--pods`` pods at once on the Windows nodes and as many on the
 simulated Linux node, and measures each pod's create -> Ready and delete -> gone (polled every 0.2 s): the
 quantiles against the model's, and the Linux pods' (which the model must leave alone). Then ``down``.
 
-    python bench/bench_pod_latency.py [--name wincon-lat] [--model p50=30s,p90=54s] [--pods 20]
+    python bench/bench_pod_latency.py [--cluster-name wincon-lat] [--model p50=30s,p90=54s] [--pods 20]
 
 Exits 0 whatever the figures (the reader judges), 10 when the cluster cannot start.
 """
@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 from kubernetes import client  # noqa: E402
 
 from wincon.commandline.errors import WinconError  # noqa: E402
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.localcluster import cluster, latency  # noqa: E402
 from wincon.localcluster.topology import Topology  # noqa: E402
 
@@ -82,7 +83,7 @@ def measure(core: client.CoreV1Api, namespace: str, os_name: str, count: int, ti
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default="wincon-lat")
+    add_option(parser, "--cluster-name", deprecated=("--name",), dest="name", default="wincon-lat")
     parser.add_argument("--model", default="p50=30s,p90=54s")
     parser.add_argument("--pods", type=int, default=20)
     args = parser.parse_args()

@@ -18,7 +18,7 @@ service-account token volume projects): where the pod comes first, the kubelet r
 
 Prints the median, min and max per mode and the machine's load. Asserts nothing.
 
-    python bench/bench_pod_start.py --name wincon-h6b [--pods 10]
+    python bench/bench_pod_start.py --cluster-name wincon-h6b [--pods 10]
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from kubernetes import client  # noqa: E402
 
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.localcluster import cluster, hints  # noqa: E402
 
 MODES = ("old", "fresh", "fresh-ready", "fresh-no-token")
@@ -67,7 +68,13 @@ def namespace_ready(core: Any, ns: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default=os.environ.get("WINCON_CLUSTER_NAME", "wincon"))
+    add_option(
+        parser,
+        "--cluster-name",
+        deprecated=("--name",),
+        dest="name",
+        default=os.environ.get("WINCON_CLUSTER_NAME", "wincon"),
+    )
     parser.add_argument("--pods", type=int, default=10)
     args = parser.parse_args()
     api = cluster._api_client(cluster.kubeconfig_path(args.name))

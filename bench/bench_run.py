@@ -1,6 +1,6 @@
 """Benchmark of a whole `wincon run` with and without the Windows pod-latency model (issue 22, item 2).
 
-For each mode (the model off, then on) the local cluster ``--name`` is started with that topology, ``wincon run``
+For each mode (the model off, then on) the local cluster ``--cluster-name`` is started with that topology, ``wincon run``
 runs the selection (both phases: the parallel one with ``-n``, then the serial one), and the cluster goes down.
 Printed per mode:
 
@@ -28,7 +28,7 @@ model their pods take as long as the model draws to become Ready (and to be dele
 skip at the data-plane gate (after their pods ran: fixtures.data_plane_gate), so the model adds what a real
 cluster's Windows pods would cost in pod start, not the checks' own traffic.
 
-    python bench/bench_run.py [--name wincon-bench] [--latency p50=30s,p90=54s] [-n 4]
+    python bench/bench_run.py [--cluster-name wincon-bench] [--latency p50=30s,p90=54s] [-n 4]
         [--modes off,on] [-- PYTEST_ARGS...]
 
 Without pytest arguments the selection is a representative subset (DEFAULT_SELECTION: the networking pods and
@@ -52,6 +52,7 @@ from typing import Any, cast
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from wincon.commandline.optionnames import add_option  # noqa: E402
 from wincon.results import podwaits  # noqa: E402
 
 DEFAULT_SELECTION = [
@@ -269,7 +270,7 @@ def floor_lines(wall: float, floor: podwaits.Floor, chains: list[podwaits.Chain]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", default="wincon-bench")
+    add_option(parser, "--cluster-name", deprecated=("--name",), dest="name", default="wincon-bench")
     parser.add_argument("--latency", default="p50=30s,p90=54s")
     parser.add_argument("-n", "--workers", type=int, default=4)
     parser.add_argument("--modes", default="off,on", help="off, on, or off,on (default)")

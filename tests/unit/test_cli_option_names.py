@@ -191,3 +191,29 @@ def test_docs_options_md_shows_the_table():
     assert options_table() in text, "docs/options.md's table differs; paste options_table() of this test:\n" + (
         options_table()
     )
+
+
+def test_the_benchmarks_take_the_canonical_spellings() -> None:
+    """bench/*.py take each concept's one spelling (``--cluster-name``; the old ``--name`` only as a hidden
+    deprecated alias through add_option), so a command copied from wincon's docs works on a benchmark too."""
+    import ast
+
+    # --timeout is deprecated as the pod start timeout only: it is `cluster up`'s canonical spelling, and the
+    # benchmarks' own bound of a run.
+    deprecated = {old for name in OPTION_NAMES for old in name.deprecated} - {name.canonical for name in OPTION_NAMES}
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    primary: dict[str, list[str]] = defaultdict(list)
+    for script in sorted(bench.glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            # add_argument(name, ...) spells its first argument; add_option(parser, canonical, ...) its second.
+            first = {"add_argument": 0, "add_option": 1}.get(called)
+            if first is None or len(node.args) <= first or not isinstance(node.args[first], ast.Constant):
+                continue
+            if node.args[first].value in deprecated:
+                primary[script.name].append(node.args[first].value)
+    assert not primary, f"benchmarks that take a deprecated spelling as their option's name: {dict(primary)}"
+    assert "--cluster-name" in (bench / "bench_flakes.py").read_text()
