@@ -11,12 +11,20 @@ import re
 
 import pytest
 
+from tests.support import shared_use
 from tests.support.clusters import fresh_name, removed_after
 from wincon.cli import main
 from wincon.commandline.errors import ExitCode
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.runner import REPO
+
+# The CPU-limit checks (their Linux controls keep a limited pod and its unlimited twin busy): pytest -k keywords.
+CPU_LIMIT_CHECKS = "cpu_limit_caps_a_busy_container or cpu_limit_in_either_spelling_holds_a_busy_pod_under_it"
+CPU_LIMIT_CONTROLS = {
+    "test_cpu_limit_caps_a_busy_container[linux]",
+    "test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it[linux]",
+}
 
 
 @pytest.fixture
@@ -60,23 +68,37 @@ def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):
 def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
     """Every data-plane check on the local cluster: the Linux controls really run on the real Linux nodes and
     pass (at least 60 of them); no Windows item passes on the simulated Windows nodes; nothing fails; and every
-    item ends as `wincon plan` said before the run (run -> passed, skip -> skipped, xfail -> xfailed)."""
+    item ends as `wincon plan` said before the run (run -> passed, skip -> skipped, xfail -> xfailed). Two runs on
+    the one cluster: every data-plane check but the CPU-limit checks, then those two in the CPU-measuring slot."""
     results = tmp_path / "results" / "dataplane"
-    code = main(
-        ["run", "--local", "--cluster-name", own_cluster, "--results-dir", str(results), "--", "-m", "dataplane"]
-    )
-    out = capsys.readouterr().out
-    run = load_run(results)
-    controls = [c for c in run.cases if c.prop("os") == "linux"]
-    windows = [c for c in run.cases if c.prop("os") == "windows"]
+
+    def run_part(part: str, keyword: str) -> tuple[int, str]:
+        args = ["run", "--local", "--cluster-name", own_cluster, "--results-dir", str(results / part)]
+        code = main([*args, "--", "-m", "dataplane", "-k", keyword])
+        return code, capsys.readouterr().out
+
+    # The CPU-limit checks run on their own afterwards, in the machine's one CPU-measuring slot: another cluster's
+    # run of them (the CPU fault tests) would starve their unlimited twins (tests/support/shared_use.py).
+    code, out = run_part("rest", f"not ({CPU_LIMIT_CHECKS})")
+    with shared_use.measuring_cpu():
+        cpu_code, cpu_out = run_part("cpu", CPU_LIMIT_CHECKS)
+    runs = [load_run(results / "rest"), load_run(results / "cpu")]
+    cases = [case for run in runs for case in run.cases]
+    controls = [c for c in cases if c.prop("os") == "linux"]
+    windows = [c for c in cases if c.prop("os") == "windows"]
     passed = [c for c in controls if c.verdict is Verdict.PASSED]
     assert len(passed) >= 60, f"{len(passed)} Linux controls passed: {[c.name for c in controls if c not in passed]}"
     assert not [c.name for c in windows if c.verdict is Verdict.PASSED], "a Windows item passed on simulated nodes"
-    bad = {c.name: c.verdict.value for c in run.cases if c.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)}
-    assert not bad, f"failed or errored: {bad}\n{out[-3000:]}"
+    cpu_passed = {c.name.rsplit("::", 1)[1] for c in runs[1].cases if c.verdict is Verdict.PASSED}
+    assert cpu_passed == CPU_LIMIT_CONTROLS, f"the CPU-limit controls that passed: {cpu_passed}\n{cpu_out[-3000:]}"
+    bad = {c.name: c.verdict.value for c in cases if c.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)}
+    assert not bad, f"failed or errored: {bad}\n{out[-3000:]}\n{cpu_out[-3000:]}"
     assert code == ExitCode.OK, out[-3000:]
-    summary = re.search(r"controls: (\d+) passed / (\d+) run", out)
-    assert summary and int(summary.group(1)) == len(passed), out[-1000:]
+    assert cpu_code == ExitCode.OK, cpu_out[-3000:]
+    for part_out, run in zip((out, cpu_out), runs, strict=True):
+        summary = re.search(r"controls: (\d+) passed / (\d+) run", part_out)
+        run_passed = [c for c in run.cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED]
+        assert summary and int(summary.group(1)) == len(run_passed), part_out[-1000:]
 
     from wincon.localcluster.cluster import kubeconfig_path
 
@@ -89,7 +111,7 @@ def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(o
     # the run may skip it: a skip there is as planned.
     decided = {row["nodeid"] for row in rows if "decided at run time" in (row.get("reason") or "")}
     decided |= {nodeid.split("::", 1)[1] for nodeid in decided}
-    ended = {case.name: case.verdict for case in run.cases}
+    ended = {case.name: case.verdict for case in cases}
     differ = {
         name: (planned.get(name), verdict)
         for name, verdict in ended.items()
