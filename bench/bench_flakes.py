@@ -5,7 +5,8 @@ The checks chosen (default: the Linux controls of every suite, ``-m control``; `
 checks, which on the local cluster run as far as its simulated Windows nodes let them: every Windows data-plane item
 skips at the gate) run ``--runs`` times, one pytest run after another, against one clean cluster, while a second
 pytest run of the same checks runs beside them as load (started again each time it ends, in its own results
-directory and namespaces; its verdicts are not counted, only how many load runs there were and how they ended).
+directory and namespaces; its verdicts are not counted, only how many load runs there were and how they ended),
+the two CPU-limit checks left out of it (``CPU_LIMIT_CHECKS``).
 
 On a clean cluster a failure or an error of a check is the suite's own: printed per check are its runs (executions
 that did not skip), its failures (failed or error) and each failure's first message line; checks that never failed
@@ -88,6 +89,19 @@ def kill(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
 
 
+# The CPU-limit checks keep a limited pod and its unlimited twin busy and judge the limit only once the twin got
+# 0.75 core. Here every node shares this machine's two cores: a load run's copy of them beside the measured run's
+# starves both twins, and the measured check errs "the node could not show the limit matters" (run 1 at 86ee81d),
+# an honest verdict for such a node that says nothing of the suite. On a real cluster the second run's pods go to
+# another node (least_requested). The load run leaves them out; the measured runs keep them.
+CPU_LIMIT_CHECKS = "cpu_limit_caps_a_busy_container or cpu_limit_in_either_spelling_holds_a_busy_pod_under_it"
+
+
+def load_deselection(tag: str) -> list[str]:
+    """The arguments that keep the load run off the CPU-limit checks; none for a measured run."""
+    return ["-k", f"not ({CPU_LIMIT_CHECKS})"] if tag == "load" else []
+
+
 def run_pytest(kubeconfig: str, args: argparse.Namespace, tag: str) -> Run:
     """One bounded pytest run of the chosen checks against the cluster, read back from its JUnit."""
     with tempfile.TemporaryDirectory(prefix=f"bench-flakes-{tag}-") as tmp:
@@ -100,6 +114,7 @@ def run_pytest(kubeconfig: str, args: argparse.Namespace, tag: str) -> Run:
             cmd += ["-m", args.marker]
         if args.workers:
             cmd += ["-n", str(args.workers)]  # as `wincon run` does (its default: 2)
+        cmd += load_deselection(tag)
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)  # fmt: skip

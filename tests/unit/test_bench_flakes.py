@@ -45,3 +45,16 @@ def test_a_failures_message_is_its_first_line_bounded() -> None:
     assert BENCH.first_line(case) == "first" and BENCH.nodeid(case) == "m::t"
     long = ET.fromstring(f'<testcase classname="m" name="t"><error message="{"y" * 900}"/></testcase>')
     assert BENCH.first_line(long) == "y" * BENCH.MESSAGE_CHARS
+
+
+def test_only_the_load_run_leaves_the_cpu_limit_checks_out() -> None:
+    """The measured runs keep every check; the load run beside them deselects the two CPU-limit checks, which would
+    starve the measured ones' unlimited twins on this machine's shared cores."""
+    assert BENCH.load_deselection("run1") == []
+    load = BENCH.load_deselection("load")
+    assert load[0] == "-k" and load[1].startswith("not (")
+    for check in (
+        "test_cpu_limit_caps_a_busy_container",
+        "test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it",
+    ):
+        assert check.removeprefix("test_") in load[1]
