@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,6 +111,11 @@ KCM = "kube-controller-manager"
 # seen in the local cluster's log at v1.37.2): their lines show a new instance went through its controllers.
 OFF_BY_DEFAULT = ("bootstrap-signer-controller", "selinux-warning-controller", "token-cleaner-controller")
 LEASE_SECONDS = 90.0  # a new instance takes the leader lease once the old one's (15 s by default) runs out
+START_SECONDS = 60.0  # without election a new instance starts its controllers within seconds (3 s at v1.37.2)
+# Its /healthz?verbose lists one check per controller ("[+]cronjob-controller ok", seen on the local cluster's at
+# v1.37.2) once it has built them all, right before it runs them (BuildControllers registers them last, after the
+# disabled controllers' lines; controllermanager.go at v1.37.2); before that, none (or the leader election's alone).
+CONTROLLER_CHECK = re.compile(r"^\[\+\][a-z0-9-]+-controller ok$", re.MULTILINE)
 
 
 def _kcm_pid(name: str) -> int:
@@ -117,22 +124,56 @@ def _kcm_pid(name: str) -> int:
     return comp.pid
 
 
+def _elects(args: list[str]) -> bool:
+    """Whether a controller manager of this command line elects a leader: on unless told off (the local
+    cluster's is told --leader-elect=false, cluster._kwokctl_config); the last such flag wins."""
+    flags = [a.partition("=")[2] for a in args if a == "--leader-elect" or a.startswith("--leader-elect=")]
+    return not flags or flags[-1] in ("", "true")
+
+
 def _lease_holder(kubeconfig: Path) -> str:
+    """The holder of the controller managers' leader lease ('' none, or no lease: an instance that never
+    elected, as with --leader-elect=false, writes none)."""
     api = cluster._api_client(kubeconfig)
     try:
         lease = client.CoordinationV1Api(api).read_namespaced_lease(KCM, "kube-system")
         return lease.spec.holder_identity or ""
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return ""
+        raise
     finally:
         api.close()
 
 
+def _controller_checks(args: list[str]) -> list[str]:
+    """The controllers' checks the controller manager of ``args`` lists on /healthz?verbose, on its own secure
+    port (kwokctl's --secure-port, on --bind-address; the path is allowed without credentials by
+    --authorization-always-allow-paths); none while it does not answer or answers other than ok."""
+    flags = {key: value for key, _, value in (a[2:].partition("=") for a in args if a.startswith("--"))}
+    url = f"https://{flags.get('bind-address', '127.0.0.1')}:{flags.get('secure-port', '10257')}/healthz?verbose"
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE  # its serving certificate is self-signed in memory
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=insecure) as answer:
+            body = answer.read().decode(errors="replace")
+    except (OSError, ValueError):  # refused while it starts; 500 while a check fails
+        return []
+    return CONTROLLER_CHECK.findall(body) if "healthz check passed" in body else []
+
+
 def _restart_kcm(name: str, kubeconfig: Path, args: list[str]) -> tuple[int, int]:
     """Stop the running controller manager (SIGTERM, then SIGKILL) and start ``args`` in its place, as kwokctl
-    does (its directory, its log appended, its pid file); wait until the new one holds the leader lease (its
-    controllers run only then). Returns the new pid and the log's size before it started."""
+    does (its directory, its log appended, its pid file); wait until the new one runs its controllers: with
+    leader election on (``_elects``), once it holds the leader lease (its controllers run only then); with it off
+    (the local cluster's), once its log from its start names the controllers left off by default (it went
+    through its controllers) and its /healthz?verbose passes with its controllers' checks (registered once
+    all are built, right before they run). Returns the new pid and the log's size before it started."""
     kdir = paths.kwok_cluster_dir(name)
     log = kdir / "logs" / f"{KCM}.log"
-    holder = _lease_holder(kubeconfig)
+    elects = _elects(args)
+    holder = _lease_holder(kubeconfig) if elects else ""
     old = _kcm_pid(name)
     if procs.cmdline(old):
         os.kill(old, signal.SIGTERM)
@@ -147,15 +188,28 @@ def _restart_kcm(name: str, kubeconfig: Path, args: list[str]) -> tuple[int, int
             args, cwd=kdir, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
     (kdir / "pids" / f"{KCM}.pid").write_text(f"{proc.pid}\n")
-    deadline = time.monotonic() + LEASE_SECONDS
+
+    def running() -> bool:
+        if elects:
+            return _lease_holder(kubeconfig) not in ("", holder)
+        started = all(d in log.read_text(errors="replace")[offset:] for d in OFF_BY_DEFAULT)
+        return started and bool(_controller_checks(args))
+
+    wait = LEASE_SECONDS if elects else START_SECONDS
+    deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         assert proc.poll() is None, (
             f"the restarted {KCM} exited ({proc.returncode}): {log.read_text()[offset:][-2000:]}"
         )
-        if _lease_holder(kubeconfig) not in ("", holder):
+        if running():
             return proc.pid, offset
         time.sleep(1)
-    pytest.fail(f"the restarted {KCM} did not take the leader lease within {LEASE_SECONDS:.0f} s")
+    if elects:
+        pytest.fail(f"the restarted {KCM} did not take the leader lease within {wait:.0f} s")
+    pytest.fail(
+        f"the restarted {KCM} (no leader election) did not start its controllers within {wait:.0f} s "
+        f"(its /healthz?verbose lists none, or its log from its start lacks {', '.join(OFF_BY_DEFAULT)})"
+    )
 
 
 def kcm_command_line(name: str) -> list[str]:
