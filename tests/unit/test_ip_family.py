@@ -67,7 +67,7 @@ def test_ipv4_changes_no_flag_and_no_configuration(tmp_path):
     plan = _plan("ipv4")
     config = _kwokctl(plan, tmp_path)
     assert "service-cluster-ip-range" not in config["flags"]["kube-apiserver"]
-    assert "kube-controller-manager" not in config["flags"]
+    assert config["flags"]["kube-controller-manager"] == {"leader-elect": "false"}  # no family flag beside it
     assert config["options"]["kubeApiserverCertSANs"] == ["172.30.9.1", "10.0.0.1"]
     node = plan.nodes[0]
     ipam = json.loads(dataplane._cni_config(plan, node, tmp_path))["plugins"][0]["ipam"]
@@ -330,3 +330,13 @@ def test_the_profile_falls_back_to_node_pod_cidrs_where_service_cidrs_cannot_be_
         networking.return_value.list_service_cidr.return_value.items = [mock.Mock(spec=["spec"])]
         networking.return_value.list_service_cidr.return_value.items[0].spec.cidrs = ["10.0.0.0/24"]
         assert profile._service_ip_families(core, nodes) == ["IPv4"]  # the Service ranges win where readable
+
+
+def test_the_single_controller_manager_and_scheduler_elect_no_leader(tmp_path):
+    """A missed lease renewal under load ends an electing controller-manager, and kwokctl starts none again; with one
+    instance there is nothing to elect. The family flags still reach the controller-manager beside it."""
+    for family in ("ipv4", "dual"):
+        config = _kwokctl(_plan(family), tmp_path)
+        assert config["flags"]["kube-controller-manager"]["leader-elect"] == "false"
+        assert config["flags"]["kube-scheduler"]["leader-elect"] == "false"
+    assert config["flags"]["kube-controller-manager"]["cluster-cidr"] == "10.244.0.0/16,fd00:10:244::/56"

@@ -449,6 +449,13 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
             "manage-all-nodes": "false",
             "manage-nodes-with-annotation-selector": f"{SIMULATED_ANNOTATION}=fake",
         },
+        # One instance of each, so no leader to elect. With election on, a controller-manager that misses its lease
+        # renewal under load exits ("leaderelection lost") and kwokctl does not start it again. The flake benchmark
+        # at 86ee81d (load average 20) lost its controller-manager so, by all signs (its logs went with the
+        # cluster): from its ninth run on, new namespaces got no default ServiceAccount and 138 checks were refused.
+        # (tests/faults/test_fault_counter_cases.py's _restart_kcm tells from this flag what to wait for.)
+        "kube-controller-manager": {"leader-elect": "false"},
+        "kube-scheduler": {"leader-elect": "false"},
     }
     if plan:
         options["kubeApiserverCertSANs"] = [plan.gateway, "10.0.0.1"]
@@ -478,7 +485,7 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
         options["kubeApiserverCertSANs"] += ipfamily.cert_sans(plan, plan.ip_family)
         patches["kube-apiserver"] |= ipfamily.apiserver_flags(plan, plan.ip_family)
         if cm_flags := ipfamily.controller_manager_flags(plan.ip_family):
-            patches["kube-controller-manager"] = cm_flags
+            patches["kube-controller-manager"] |= cm_flags
     doc = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
