@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -39,6 +40,7 @@ MANIFESTS: dict[str, dict[str, Any]] = {
     "CronJob": {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj"},
                 "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": TEMPLATE}}}},
 }  # fmt: skip
+SERVICE_ACCOUNT = re.compile(r"/api/v1/namespaces/([^/]+)/serviceaccounts/default")
 CREATE = {
     "Pod": lambda api: client.CoreV1Api(api).create_namespaced_pod,
     "Deployment": lambda api: client.AppsV1Api(api).create_namespaced_deployment,
@@ -53,7 +55,8 @@ CREATE = {
 
 class Recorder:
     """An ApiClient whose transport records each request (path, method, body as sent) and answers 201 with the
-    body sent, as the API server answers a create with the object it stored."""
+    body sent, as the API server answers a create with the object it stored; a read of a namespace's default
+    ServiceAccount (NamespaceRegistry.create waits for it) is answered 200 with that ServiceAccount."""
 
     def __init__(self) -> None:
         self.api = client.ApiClient(client.Configuration())
@@ -67,7 +70,14 @@ class Recorder:
         if not request.raw:  # the client's releases before 37: call_api deserializes itself
             return None
         headers = {"content-type": "application/json"}
-        answer = SimpleNamespace(status=201, reason="Created", data=json.dumps(body or {}).encode(), headers=headers)
+        account = SERVICE_ACCOUNT.fullmatch(request.path)
+        if request.method == "GET" and account:
+            stored = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+            stored["metadata"]["namespace"] = account.group(1)
+            answer = SimpleNamespace(status=200, reason="OK", data=json.dumps(stored).encode(), headers=headers)
+        else:
+            data = json.dumps(body or {}).encode()
+            answer = SimpleNamespace(status=201, reason="Created", data=data, headers=headers)
         return rest.RESTResponse(answer)
 
 
@@ -135,13 +145,14 @@ def test_each_namespace_created_gets_a_copy_of_the_secret_under_its_name(recorde
     from wincon.cluster.namespaces import NamespaceRegistry
 
     name = NamespaceRegistry(recorder.api, "run1", "gw0").create("secrets")
-    (ns_path, ns_method, _), (path, method, body) = recorder.sent
+    (ns_path, ns_method, _), (path, method, body), (sa_path, sa_method, _) = recorder.sent
     assert (ns_path, ns_method) == ("/api/v1/namespaces", "POST")
     assert (path, method) == (f"/api/v1/namespaces/{name}/secrets", "POST")
     assert body["metadata"]["name"] == "regcred" and body["metadata"]["namespace"] == name
     assert body["type"] == "kubernetes.io/dockerconfigjson" and body["data"] == SECRET["data"]
+    assert (sa_path, sa_method) == (f"/api/v1/namespaces/{name}/serviceaccounts/default", "GET")  # there at once
     client.CoreV1Api(recorder.api).create_namespace({"metadata": {"name": "wincon-system"}})  # the Leases'
-    assert [(p, m) for p, m, _ in recorder.sent[2:]] == [("/api/v1/namespaces", "POST")]  # no copy outlives the run
+    assert [(p, m) for p, m, _ in recorder.sent[3:]] == [("/api/v1/namespaces", "POST")]  # no copy outlives the run
 
 
 def test_the_prepull_daemonset_names_it_and_installing_twice_adds_nothing(recorder):

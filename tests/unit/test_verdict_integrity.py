@@ -318,3 +318,44 @@ def test_a_run_where_no_windows_node_can_take_a_pod_stops_at_once_with_one_infra
         ["*no Windows node can take the suite's pods (win1: taints gpu=true:NoSchedule; win2: NotReady)*"]
     )
     assert pytester.runpytest_subprocess(*args, "--collect-only").ret == ExitCode.OK  # the plan still shows
+
+
+def test_a_namespace_without_its_default_service_account_is_an_infrastructure_error(run_limited):
+    """kube-controller-manager lost: the namespace fixture's NamespaceRegistry.create waits out its 2 minutes (on a
+    fake clock) for the default ServiceAccount. Before, the namespace was handed over at once and every pod of the
+    check was refused ('error looking up service account'), a Rejected: FAILED, though no node was looked at."""
+    fixture = """
+    import time
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from wincon.cluster.namespaces import NamespaceRegistry
+
+
+    class WithoutControllerManager:
+        def create_namespace(self, body, **_):
+            return body
+
+        def read_namespaced_service_account(self, name, namespace, **_):
+            raise ApiException(status=404, reason="Not Found")
+
+
+    @pytest.fixture
+    def prepared(monkeypatch):
+        now = [0.0]
+        monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+        monkeypatch.setattr(time, "monotonic", lambda: 100.0 + now[0])
+        namespaces = NamespaceRegistry(client.ApiClient(client.Configuration()), "run1", "gw0")
+        namespaces.core = WithoutControllerManager()
+        yield namespaces.create("limited")
+    """
+    result = run_limited('raise Rejected("error looking up service account ns/default")', fixture)
+    result.assert_outcomes(errors=1)
+    assert result.ret == ExitCode.INFRASTRUCTURE
+    result.stdout.fnmatch_lines(
+        [
+            "*infrastructure error (not a node failure)*got no default ServiceAccount within 120 s*",
+            "*fix: the ServiceAccount controller of kube-controller-manager makes it*",
+        ]
+    )

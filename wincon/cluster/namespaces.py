@@ -19,8 +19,10 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from wincon.cluster.client import call
+from wincon.commandline.errors import InfrastructureError
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "wincon"
@@ -34,6 +36,15 @@ OWNER_PID = "wincon.io/owner-pid"
 OWNER_START = "wincon.io/owner-start"
 SELECTOR = f"{MANAGED_BY}={MANAGER}"
 DEFAULT_TTL_SECONDS = 3600
+
+# A new namespace's "default" ServiceAccount: the API server admits no pod that names no ServiceAccount (every pod of
+# the checks) in a namespace until the ServiceAccount controller of kube-controller-manager has made it. Upstream's e2e
+# framework waits for it after creating each test namespace (test/e2e/framework/util.go: CreateTestingNS calls
+# WaitForDefaultServiceAccountInNamespace), for up to ServiceAccountProvisionTimeout, 2 * time.Minute. Upstream
+# watches the ServiceAccount; it is read here every 2 s, the framework's Poll interval.
+DEFAULT_SERVICE_ACCOUNT = "default"
+SERVICE_ACCOUNT_TIMEOUT = 120.0
+SERVICE_ACCOUNT_POLL = 2.0
 
 
 def namespace_name(prefix: str, run_id: str, worker: str) -> str:
@@ -76,6 +87,8 @@ class NamespaceRegistry:
         # Registered before the call returns: an interrupt between create and register leaks nothing.
         self.live.append(name)
         call(self.core.create_namespace, namespace_body(name, self.run_id, self.worker, labels))
+        # Still registered when the wait raises: it exists, and goes at teardown as every other one.
+        wait_for_default_service_account(self.core, name)
         return name
 
     def delete(self, name: str) -> None:
@@ -96,6 +109,43 @@ class NamespaceRegistry:
             except Exception:  # best effort at exit; the reaper finds what is left
                 continue
         return deleted
+
+
+def has_service_account(core: client.CoreV1Api, namespace: str, name: str = DEFAULT_SERVICE_ACCOUNT) -> bool:
+    """Whether ServiceAccount ``namespace/name`` exists (a 404 says it does not yet)."""
+    try:
+        call(core.read_namespaced_service_account, name, namespace, _request_timeout=15)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def wait_for_default_service_account(
+    core: client.CoreV1Api,
+    namespace: str,
+    timeout: float = SERVICE_ACCOUNT_TIMEOUT,
+    interval: float = SERVICE_ACCOUNT_POLL,
+) -> None:
+    """Return once ``namespace`` has its ``default`` ServiceAccount (read every ``interval`` s, tenacity).
+
+    None within ``timeout`` s: an InfrastructureError naming kube-controller-manager, whose ServiceAccount controller
+    makes it. Without it every pod a check creates there is refused ('error looking up service account
+    <ns>/default'), which is the cluster's failure, never the node's."""
+    retrying = Retrying(
+        retry=retry_if_result(lambda found: not found), stop=stop_after_delay(timeout), wait=wait_fixed(interval)
+    )
+    try:
+        retrying(has_service_account, core, namespace)
+    except RetryError as exc:
+        raise InfrastructureError(
+            f"namespace {namespace} got no {DEFAULT_SERVICE_ACCOUNT} ServiceAccount within {timeout:.0f} s, so the "
+            f"API server would refuse every pod of the check there ('error looking up service account "
+            f"{namespace}/{DEFAULT_SERVICE_ACCOUNT}')",
+            "the ServiceAccount controller of kube-controller-manager makes it: kube-controller-manager is likely "
+            "down or not running that controller (see its --controllers); check it and its log",
+        ) from exc
 
 
 def delete_namespace(core: client.CoreV1Api, name: str) -> None:

@@ -83,11 +83,12 @@ def prepull(
 
         install(api_client, pull_secret)
     registry = NamespaceRegistry(api_client, run_id, "prepull")
-    namespace = registry.create("prepull")
     apps = client.AppsV1Api(api_client)
     core = client.CoreV1Api(api_client)
     nodes = {n.name for n in profile.ready_windows_nodes}
     try:
+        # Inside the try: a namespace whose default ServiceAccount never came is deleted too.
+        namespace = registry.create("prepull")
         for build in profile.windows_builds:
             call(apps.create_namespaced_daemon_set, namespace, daemonset_manifest(catalog, build))
         deadline = time.monotonic() + timeout
