@@ -56,7 +56,7 @@ def test_the_namespace_is_handed_over_once_its_default_service_account_appears(c
     name = namespaces.create("dns")
     assert cluster.created == [name] and namespaces.live == [name]
     assert cluster.reads == [(name, "default")] * 4
-    assert clock[0] == 3 * ns.SERVICE_ACCOUNT_POLL  # three polls 2 s apart, as upstream's framework polls
+    assert clock[0] == 3 * ns.SERVICE_ACCOUNT_POLL  # three polls SERVICE_ACCOUNT_POLL apart
 
 
 def test_an_account_already_there_costs_one_read_and_no_wait(clock: list[float]) -> None:
