@@ -46,6 +46,10 @@ DEFAULT_TTL_SECONDS = 3600
 DEFAULT_SERVICE_ACCOUNT = "default"
 SERVICE_ACCOUNT_TIMEOUT = 120.0
 SERVICE_ACCOUNT_POLL = 0.5
+# Once one namespace of this process got none in SERVICE_ACCOUNT_TIMEOUT, the cluster has shown its controller is
+# gone: each later one is given this long (a controller back at work makes an account within a second or two), so
+# a run against such a cluster ends with its errors in minutes, not two minutes per check module.
+SERVICE_ACCOUNT_TIMEOUT_AFTER_ONE_MISSED = 15.0
 
 
 def namespace_name(prefix: str, run_id: str, worker: str) -> str:
@@ -82,6 +86,7 @@ class NamespaceRegistry:
         self.worker = worker
         self.keep = keep
         self.live: list[str] = []
+        self.missed_service_account = ""  # the first namespace that got no default ServiceAccount in time
 
     def create(self, prefix: str, labels: dict[str, str] | None = None) -> str:
         name = namespace_name(prefix, self.run_id, self.worker)
@@ -89,7 +94,19 @@ class NamespaceRegistry:
         self.live.append(name)
         call(self.core.create_namespace, namespace_body(name, self.run_id, self.worker, labels))
         # Still registered when the wait raises: it exists, and goes at teardown as every other one.
-        wait_for_default_service_account(self.core, name)
+        if not self.missed_service_account:
+            try:
+                wait_for_default_service_account(self.core, name)
+            except InfrastructureError:
+                self.missed_service_account = name
+                raise
+        else:
+            wait_for_default_service_account(
+                self.core,
+                name,
+                SERVICE_ACCOUNT_TIMEOUT_AFTER_ONE_MISSED,
+                because=f"namespace {self.missed_service_account} got none within {SERVICE_ACCOUNT_TIMEOUT:.0f} s",
+            )
         return name
 
     def delete(self, name: str) -> None:
@@ -128,21 +145,24 @@ def wait_for_default_service_account(
     namespace: str,
     timeout: float = SERVICE_ACCOUNT_TIMEOUT,
     interval: float = SERVICE_ACCOUNT_POLL,
+    because: str = "",
 ) -> None:
     """Return once ``namespace`` has its ``default`` ServiceAccount (read every ``interval`` s, tenacity).
 
     None within ``timeout`` s: an InfrastructureError naming kube-controller-manager, whose ServiceAccount controller
     makes it. Without it every pod a check creates there is refused ('error looking up service account
-    <ns>/default'), which is the cluster's failure, never the node's."""
+    <ns>/default'), which is the cluster's failure, never the node's. ``because``: why ``timeout`` is shorter than
+    SERVICE_ACCOUNT_TIMEOUT, said in the error."""
     retrying = Retrying(
         retry=retry_if_result(lambda found: not found), stop=stop_after_delay(timeout), wait=wait_fixed(interval)
     )
     try:
         retrying(has_service_account, core, namespace)
     except RetryError as exc:
+        shortened = f" (shortened: {because})" if because else ""
         raise InfrastructureError(
-            f"namespace {namespace} got no {DEFAULT_SERVICE_ACCOUNT} ServiceAccount within {timeout:.0f} s, so the "
-            f"API server would refuse every pod of the check there ('error looking up service account "
+            f"namespace {namespace} got no {DEFAULT_SERVICE_ACCOUNT} ServiceAccount within {timeout:.0f} s{shortened}, "
+            f"so the API server would refuse every pod of the check there ('error looking up service account "
             f"{namespace}/{DEFAULT_SERVICE_ACCOUNT}')",
             "the ServiceAccount controller of kube-controller-manager makes it: kube-controller-manager is likely "
             "down or not running that controller (see its --controllers); check it and its log",
