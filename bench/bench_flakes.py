@@ -155,6 +155,8 @@ class Load:
         while not self.stopping.is_set():
             self.runs.append(run_pytest(self.kubeconfig, self.args, "load"))
             print(f"  load run {len(self.runs)} {self.runs[-1].describe()}", flush=True)
+            for key, message in sorted(self.runs[-1].messages.items()):  # not counted, but shown: what erred
+                print(f"    {key}: {message}", flush=True)
 
     def start(self) -> None:
         self.thread.start()

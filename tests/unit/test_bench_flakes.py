@@ -58,3 +58,18 @@ def test_only_the_load_run_leaves_the_cpu_limit_checks_out() -> None:
         "test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it",
     ):
         assert check.removeprefix("test_") in load[1]
+
+
+def test_a_load_runs_failures_are_printed_though_not_counted(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A load run's verdicts are not counted, but each failure's first line is printed beside its run's line."""
+    load = BENCH.Load("kubeconfig", None)
+    erred = BENCH.Run(400.0, 1, verdicts={"a::t": "error"}, messages={"a::t": "infrastructure error: x"})
+
+    def one_run(*_args):
+        load.stopping.set()
+        return erred
+
+    monkeypatch.setattr(BENCH, "run_pytest", one_run)
+    load.loop()
+    out = capsys.readouterr().out
+    assert "load run 1" in out and "    a::t: infrastructure error: x" in out
