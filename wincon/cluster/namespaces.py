@@ -93,20 +93,16 @@ class NamespaceRegistry:
         # Registered before the call returns: an interrupt between create and register leaks nothing.
         self.live.append(name)
         call(self.core.create_namespace, namespace_body(name, self.run_id, self.worker, labels))
+        timeout, because = SERVICE_ACCOUNT_TIMEOUT, ""
+        if self.missed_service_account:
+            timeout = SERVICE_ACCOUNT_TIMEOUT_AFTER_ONE_MISSED
+            because = f"namespace {self.missed_service_account} got none within {SERVICE_ACCOUNT_TIMEOUT:.0f} s"
         # Still registered when the wait raises: it exists, and goes at teardown as every other one.
-        if not self.missed_service_account:
-            try:
-                wait_for_default_service_account(self.core, name)
-            except InfrastructureError:
-                self.missed_service_account = name
-                raise
-        else:
-            wait_for_default_service_account(
-                self.core,
-                name,
-                SERVICE_ACCOUNT_TIMEOUT_AFTER_ONE_MISSED,
-                because=f"namespace {self.missed_service_account} got none within {SERVICE_ACCOUNT_TIMEOUT:.0f} s",
-            )
+        try:
+            wait_for_default_service_account(self.core, name, timeout, because=because)
+        except InfrastructureError:
+            self.missed_service_account = self.missed_service_account or name
+            raise
         return name
 
     def delete(self, name: str) -> None:
