@@ -13,8 +13,9 @@ import uuid
 
 import pytest
 
-# xdist_groups: `--dist loadgroup` keeps each xdist_group on one worker under pytest 9.2 too (see its docstring).
-pytest_plugins = ["pytester", "tests.support.xdist_groups"]
+# xdist_groups: `--dist loadgroup` keeps each xdist_group on one worker under pytest 9.2 too (see its docstring);
+# ordering: the heaviest tests start first (marker weight) and the marker measures_cpu (see its docstring).
+pytest_plugins = ["pytester", "tests.support.xdist_groups", "tests.support.ordering"]
 
 # The tests interrupt the runs they start with SIGINT, as a user's Ctrl-C would. A background job of a
 # non-interactive shell starts with SIGINT ignored, and an ignored signal stays ignored in every child: those runs

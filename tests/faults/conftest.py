@@ -1,8 +1,14 @@
-"""Fault-injection tests share the integration tests' fixtures (binaries present, cluster names) and one local
-cluster of the default topology: every fault module on it runs on one xdist worker (group "faults"), one fault at a
-time, and each restores what it broke, so a cluster per module would only add its start (about 20 s) each. The two
-modules with a cluster of their own (test_faults.py, test_fault_ipv6.py) are groups of their own, so that they run
-beside that group on the other worker (tests/support/xdist_groups.py keeps each group on one worker).
+"""Fault-injection tests share the integration tests' fixtures (binaries present, cluster names) and a local
+cluster of the default topology per xdist worker (``fault_cluster``, session-scoped). The fault tests fall in two
+xdist groups, each on one worker, one fault at a time: ``DATA_PATH`` (what the checks' traffic and pods go through:
+the cluster DNS, the pod network, the external host, probe targets, the volume provisioner) and ``COMPONENTS`` (a
+control-plane or add-on component stopped: kube-controller-manager's controllers, metrics-server, MetalLB's
+controller, the policy engine). Each fault restores what it broke, so one cluster could serve both; two groups let
+them run at once on two workers (about 800 s each in a make test at d83e1a7, where the one group took 1,900 s
+alone) for the price of a second cluster's start (about 20 s). The two modules with a cluster of their own
+(test_faults.py, test_fault_ipv6.py) are groups of their own. The CPU-limit fault tests (test_fault_cpu.py) are in
+no group: they are marked ``measures_cpu`` and ``make test`` runs them after every other test, alone
+(tests/support/ordering.py).
 
 The shape every fault test shares lives here: run the affected Linux controls (``run_checks``), clean and then
 under the fault (``stopped`` for a process killed as a crash is), and ``assert_broken``, which first prints
@@ -16,10 +22,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -30,8 +37,31 @@ from wincon.localcluster.topology import Topology
 from wincon.results.junit import parse
 
 REPO = Path(__file__).resolve().parents[2]
+F = TypeVar("F", bound=Callable[..., object])
+DATA_PATH = "faults"  # the xdist group of the faults in what the checks' traffic and pods go through
+COMPONENTS = "faults-components"  # the xdist group of the faults that stop a cluster component
+# Each group's seconds in a make test at d83e1a7 (its tests' --durations summed): every test of the group carries
+# it as its weight, so the group starts among the first and its tests keep their order (tests/support/ordering.py).
+GROUP_SECONDS = {DATA_PATH: 800, COMPONENTS: 770}
 FAIL_WITHIN = 60.0  # issue 22, item 5: an affected check fails within this long of its fault
 RATIO_TARGET = 2.0  # ... and the affected controls as a whole take at most twice their clean time
+
+
+def in_group(name: str) -> list[pytest.MarkDecorator]:
+    """A fault module's ``pytestmark``: its xdist group and the group's weight."""
+    return [pytest.mark.xdist_group(name), pytest.mark.weight(GROUP_SECONDS[name])]
+
+
+def grouped(name: str) -> Callable[[F], F]:
+    """One fault test's group and the group's weight, where its module's tests fall in more than one group (a
+    module-wide group would join with a test's own into a third one)."""
+
+    def mark(test: F) -> F:
+        for marker in in_group(name):
+            test = marker(test)
+        return test
+
+    return mark
 
 
 def own_cluster(prefix: str, topology: Topology | None = None) -> AbstractContextManager[tuple[str, Path]]:

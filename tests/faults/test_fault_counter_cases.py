@@ -27,11 +27,20 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.faults.conftest import FAIL_WITHIN, Run, assert_broken, node_namespaces, run_checks
+from tests.faults.conftest import (
+    COMPONENTS,
+    DATA_PATH,
+    FAIL_WITHIN,
+    Run,
+    assert_broken,
+    grouped,
+    node_namespaces,
+    run_checks,
+)
 from tests.faults.test_faults import FAULT_TABLE, connections_refused, forwarded_tcp_refused
 from wincon.localcluster import cluster, dataplane, netns, paths, procs
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+# Each test names its group (tests/faults/conftest.py): a module-wide group would join with it into a third one.
 
 POD_CIDR = "10.244.0.0/16"
 # Every Linux control of test_dns.py that asks the cluster DNS for a name (dnsPolicy None's too: it names the
@@ -251,17 +260,21 @@ def controller_stopped(name: str, kubeconfig: Path, controller: str) -> Iterator
 # --- the tests -----------------------------------------------------------------------------------------------------
 
 
+@grouped(DATA_PATH)
 def test_stopped_cluster_dns_fails_the_dns_checks(fault_cluster, tmp_path):
     """The look-up tries of test_dns.py (and FlowChecks.lookup) tolerate a resolver that did not answer yet: with
-    no cluster DNS at all every check that resolves through it fails, within 60 s."""
+    no cluster DNS at all every check that resolves through it fails, within 60 s. Both runs take two xdist
+    workers, as `wincon run` does by default: each check waits for the resolver on its own, and in one process,
+    one check after another, this test took 297 s in a make test at d83e1a7."""
     _, kubeconfig = fault_cluster
-    before = run_checks(kubeconfig, DNS, tmp_path)
+    before = run_checks(kubeconfig, DNS, tmp_path, "-n", "2")
     with cluster_dns_stopped(kubeconfig):
-        after = run_checks(kubeconfig, DNS, tmp_path)
+        after = run_checks(kubeconfig, DNS, tmp_path, "-n", "2")
     assert_broken("cluster DNS stopped", before, after)
     assert_within(after, FAIL_WITHIN)
 
 
+@grouped(DATA_PATH)
 def test_refused_pod_to_pod_tcp_fails_the_hybrid_checks(fault_cluster, tmp_path):
     """test_hybrid.py's warm-up (30 s) and its polls of 3 tries each: a TCP flow between pods refused throughout
     fails every HTTP check, within 60 s."""
@@ -273,6 +286,7 @@ def test_refused_pod_to_pod_tcp_fails_the_hybrid_checks(fault_cluster, tmp_path)
     assert_within(after, FAIL_WITHIN)
 
 
+@grouped(DATA_PATH)
 def test_external_host_down_during_the_window_fails_the_external_host_by_name_check(fault_cluster, tmp_path):
     """EXTERNAL_TRIES (10 per poll of the 10 s window): the external host taken down once the check has reached it
     (its HTTP server logged a GET from this run), so the warm-up passed and a poll of the window must fail; the
@@ -307,6 +321,7 @@ def test_external_host_down_during_the_window_fails_the_external_host_by_name_ch
     assert not unheld, f"these failed outside the window's polls: {unheld}"
 
 
+@grouped(DATA_PATH)
 def test_closed_probe_targets_fail_the_every_kind_probe_check(fault_cluster, tmp_path):
     """STARTUP (15 tries, 2 s apart): a startup probe whose target is closed never passes, the pod stays unready,
     and the every-kind check fails in its behaviour wait for the pod's readiness."""
@@ -318,6 +333,7 @@ def test_closed_probe_targets_fail_the_every_kind_probe_check(fault_cluster, tmp
     assert_within(after, PROBE_BOUND + SETUP_ALLOWANCE)
 
 
+@grouped(COMPONENTS)
 def test_stopped_hpa_controller_fails_the_hpa_check(fault_cluster, tmp_path):
     """SCALE_UP_SECONDS (300): with the metrics API available and the HPA controller not running, the HPA never
     scales up and the check fails (a BehaviourNotObserved, not the metrics API's error) within its wait."""
@@ -329,6 +345,7 @@ def test_stopped_hpa_controller_fails_the_hpa_check(fault_cluster, tmp_path):
     assert_within(after, HPA_BOUND + SETUP_ALLOWANCE)
 
 
+@grouped(COMPONENTS)
 def test_stopped_cronjob_controller_fails_the_cronjob_check(fault_cluster, tmp_path):
     """CRON_WAIT_SECONDS (80): a CronJob that never fires (its controller not running) fails the check."""
     name, kubeconfig = fault_cluster
@@ -339,6 +356,15 @@ def test_stopped_cronjob_controller_fails_the_cronjob_check(fault_cluster, tmp_p
     assert_within(after, CRON_BOUND + SETUP_ALLOWANCE)
 
 
+@grouped(COMPONENTS)
+def test_the_controller_manager_runs_every_controller_afterwards(fault_cluster):
+    """After the controller-stopped faults of its group, on the group's cluster: the original command line."""
+    name, _ = fault_cluster
+    args = kcm_command_line(name)
+    assert not any(a.startswith("--controllers") for a in args), f"{KCM} still runs a controller selection: {args}"
+
+
+@grouped(DATA_PATH)
 def test_every_counter_case_fault_is_gone_afterwards(fault_cluster):
     name, kubeconfig = fault_cluster
     for ns in node_namespaces(name):
@@ -346,8 +372,6 @@ def test_every_counter_case_fault_is_gone_afterwards(fault_cluster):
         assert "prohibit" not in netns.run(["ip", "rule", "list"], netns=ns), f"{ns}: a prohibit rule was left"
     link = netns.run(["ip", "link", "show", "eth0"], netns=netns.netns_name(name, "ext"))
     assert "state DOWN" not in link, f"the external host's link was left down: {link}"
-    args = kcm_command_line(name)
-    assert not any(a.startswith("--controllers") for a in args), f"{KCM} still runs a controller selection: {args}"
     apps, _, api = _apps(kubeconfig)
     try:
         # The fault's own leftover is a Deployment scaled to 0: asserted at once. Its pods being available is the

@@ -34,7 +34,9 @@ from tests.faults.conftest import assert_broken, run_checks
 from tests.support.shared_use import measuring_cpu
 from wincon.localcluster import cluster, netns
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+# Run by make test after every other test, alone on the machine (tests/support/ordering.py), on a fault cluster of
+# their own; the CPU-measuring slot still keeps them apart from any other run of the CPU-limit checks.
+pytestmark = pytest.mark.measures_cpu
 
 CPU_CAP = ("suites/scheduling/test_compute_limitations.py", "cpu_limit_caps_a_busy_container")
 LIMITED_POD = "busy"  # the check's pod under the 500m limit (CPU_LIMITED there); its twin has no limit to lift

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import assert_broken, run_checks, stopped
+from tests.faults.conftest import COMPONENTS, assert_broken, in_group, run_checks, stopped
 from wincon.localcluster import lb
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = in_group(COMPONENTS)  # one worker, one cluster, one fault at a time (conftest)
 
 LOADBALANCER = ("suites/networking/test_services.py", "loadbalancer_service_reaches_windows_pods")
 

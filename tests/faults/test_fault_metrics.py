@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import assert_broken, run_checks, stopped
+from tests.faults.conftest import COMPONENTS, assert_broken, in_group, run_checks, stopped
 from wincon.localcluster import cluster, consumer, metrics
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = in_group(COMPONENTS)  # one worker, one cluster, one fault at a time (conftest)
 
 HPA = ("suites/controllers/test_hpa.py", "hpa_scales_a_windows_deployment_under_cpu_load")
 APISERVICE_SECONDS = 120.0

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import assert_broken, node_processes, run_checks, stopped
+from tests.faults.conftest import COMPONENTS, assert_broken, in_group, node_processes, run_checks, stopped
 from wincon.localcluster import kuberouter
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = in_group(COMPONENTS)  # one worker, one cluster, one fault at a time (conftest)
 
 POLICY = ("suites/networking/test_network_policy.py", "policy")
 

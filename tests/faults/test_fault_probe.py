@@ -27,14 +27,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from kubernetes import client
 
-from tests.faults.conftest import assert_broken, run_checks
+from tests.faults.conftest import DATA_PATH, assert_broken, in_group, run_checks
 from tests.support import suites
 from wincon.localcluster import cluster, images, netns
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = in_group(DATA_PATH)  # one worker, one cluster, one fault at a time (conftest)
 
 EVERY_KIND = ("suites/probes/test_probes.py", "probes_of_every_kind_are_accepted")
 POD = "all-probes"  # the every-kind check's pod

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import assert_broken, run_checks, stopped
+from tests.faults.conftest import DATA_PATH, assert_broken, in_group, run_checks, stopped
 from wincon.localcluster import dataplane, procs, storage
 
-pytestmark = pytest.mark.xdist_group("faults")  # one worker, one cluster, one fault at a time
+pytestmark = in_group(DATA_PATH)  # one worker, one cluster, one fault at a time (conftest)
 
 PVC = ("suites/storage/test_volume_types.py", "persistent_volume_claim_of_the_default_storage_class")
 

@@ -39,9 +39,10 @@ from tests.faults.conftest import (
 )
 from wincon.localcluster import cluster, dataplane, netns, paths
 
-# One worker, one fault at a time on this module's own cluster: a group of its own (not "faults"), so that it runs
-# beside the shared fault cluster's modules, on the other worker.
-pytestmark = pytest.mark.xdist_group("faults-own-cluster")
+# One worker, one fault at a time on this module's own cluster: a group of its own, so that it runs beside the
+# other fault groups, on another worker; weighted by its seconds in a make test at d83e1a7 (about 350 s, its
+# cluster's start included), so that it starts among the first (tests/support/ordering.py).
+pytestmark = [pytest.mark.xdist_group("faults-own-cluster"), pytest.mark.weight(350)]
 
 # The checks each fault must break: Linux controls, by suite file and keyword.
 POD_TO_POD = "suites/networking/test_pod_to_pod.py"

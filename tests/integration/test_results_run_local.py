@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -65,44 +66,42 @@ def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):
     assert json.loads((results / "artifacts" / "profile.json").read_text())["simulated"] is True
 
 
-def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
-    """Every data-plane check on the local cluster: the Linux controls really run on the real Linux nodes and
-    pass (at least 60 of them); no Windows item passes on the simulated Windows nodes; nothing fails; and every
-    item ends as `wincon plan` said before the run (run -> passed, skip -> skipped, xfail -> xfailed). Two runs on
-    the one cluster: every data-plane check but the CPU-limit checks, then those two in the CPU-measuring slot."""
-    results = tmp_path / "results" / "dataplane"
+def run_data_plane(cluster_name: str, results: Path, keyword: str, capsys) -> tuple[int, str, list]:
+    """``wincon run --local -- -m dataplane -k keyword`` on the cluster: its exit code, output and cases."""
+    code = main(
+        [
+            "run",
+            "--local",
+            "--cluster-name",
+            cluster_name,
+            "--results-dir",
+            str(results),
+            "--",
+            "-m",
+            "dataplane",
+            "-k",
+            keyword,
+        ]
+    )
+    return code, capsys.readouterr().out, load_run(results).cases
 
-    def run_part(part: str, keyword: str) -> tuple[int, str]:
-        args = ["run", "--local", "--cluster-name", own_cluster, "--results-dir", str(results / part)]
-        code = main([*args, "--", "-m", "dataplane", "-k", keyword])
-        return code, capsys.readouterr().out
 
-    # The CPU-limit checks run on their own afterwards, in the machine's one CPU-measuring slot: another cluster's
-    # run of them (the CPU fault tests) would starve their unlimited twins (tests/support/shared_use.py).
-    code, out = run_part("rest", f"not ({CPU_LIMIT_CHECKS})")
-    with shared_use.measuring_cpu():
-        cpu_code, cpu_out = run_part("cpu", CPU_LIMIT_CHECKS)
-    runs = [load_run(results / "rest"), load_run(results / "cpu")]
-    cases = [case for run in runs for case in run.cases]
-    controls = [c for c in cases if c.prop("os") == "linux"]
+def assert_as_planned(cluster_name: str, code: int, out: str, cases: list, capsys) -> None:
+    """What every data-plane run must show: no Windows item passed on the simulated Windows nodes; nothing failed
+    or erred; exit 0; the summary's control count is the run's; and every item ended as `wincon plan` says before
+    the run (run -> passed, skip -> skipped, xfail -> xfailed)."""
     windows = [c for c in cases if c.prop("os") == "windows"]
-    passed = [c for c in controls if c.verdict is Verdict.PASSED]
-    assert len(passed) >= 60, f"{len(passed)} Linux controls passed: {[c.name for c in controls if c not in passed]}"
     assert not [c.name for c in windows if c.verdict is Verdict.PASSED], "a Windows item passed on simulated nodes"
-    cpu_passed = {c.name.rsplit("::", 1)[1] for c in runs[1].cases if c.verdict is Verdict.PASSED}
-    assert cpu_passed == CPU_LIMIT_CONTROLS, f"the CPU-limit controls that passed: {cpu_passed}\n{cpu_out[-3000:]}"
     bad = {c.name: c.verdict.value for c in cases if c.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)}
-    assert not bad, f"failed or errored: {bad}\n{out[-3000:]}\n{cpu_out[-3000:]}"
+    assert not bad, f"failed or errored: {bad}\n{out[-3000:]}"
     assert code == ExitCode.OK, out[-3000:]
-    assert cpu_code == ExitCode.OK, cpu_out[-3000:]
-    for part_out, run in zip((out, cpu_out), runs, strict=True):
-        summary = re.search(r"controls: (\d+) passed / (\d+) run", part_out)
-        run_passed = [c for c in run.cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED]
-        assert summary and int(summary.group(1)) == len(run_passed), part_out[-1000:]
+    summary = re.search(r"controls: (\d+) passed / (\d+) run", out)
+    run_passed = [c for c in cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED]
+    assert summary and int(summary.group(1)) == len(run_passed), out[-1000:]
 
     from wincon.localcluster.cluster import kubeconfig_path
 
-    assert main(["plan", "--kubeconfig", str(kubeconfig_path(own_cluster)), "--json", "--", "-m", "dataplane"]) == 0
+    assert main(["plan", "--kubeconfig", str(kubeconfig_path(cluster_name)), "--json", "--", "-m", "dataplane"]) == 0
     rows = json.loads(capsys.readouterr().out)
     expected = {"run": Verdict.PASSED, "skip": Verdict.SKIPPED, "xfail": Verdict.XFAILED, "error": Verdict.ERROR}
     planned = {row["nodeid"]: expected[row["outcome"]] for row in rows}
@@ -118,3 +117,28 @@ def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(o
         if planned.get(name) is not verdict and not (name in decided and verdict is Verdict.SKIPPED)
     }
     assert not differ, f"the run did not end as planned (plan, run): {differ}"
+
+
+@pytest.mark.weight(600)  # seconds in a make test at d83e1a7: the longest test starts first (tests/support/ordering.py)
+def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
+    """Every data-plane check but the CPU-limit checks (the next test's) on the local cluster: the Linux controls
+    really run on the real Linux nodes and pass (at least 60 of them), and the run ends as planned
+    (``assert_as_planned``)."""
+    code, out, cases = run_data_plane(own_cluster, tmp_path / "results", f"not ({CPU_LIMIT_CHECKS})", capsys)
+    controls = [c for c in cases if c.prop("os") == "linux"]
+    passed = [c for c in controls if c.verdict is Verdict.PASSED]
+    assert len(passed) >= 60, f"{len(passed)} Linux controls passed: {[c.name for c in controls if c not in passed]}"
+    assert_as_planned(own_cluster, code, out, cases, capsys)
+
+
+@pytest.mark.measures_cpu
+def test_local_run_of_the_cpu_limit_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
+    """The two CPU-limit checks, the data-plane checks the test above leaves out: their Linux controls pass and the
+    run ends as planned. ``make test`` runs this after every other test, alone on the machine (marker
+    measures_cpu), and in the machine's one CPU-measuring slot: another run of them, or any other load, would
+    starve their unlimited twins (tests/support/shared_use.py)."""
+    with shared_use.measuring_cpu():
+        code, out, cases = run_data_plane(own_cluster, tmp_path / "results", CPU_LIMIT_CHECKS, capsys)
+    passed = {c.name.rsplit("::", 1)[1] for c in cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED}
+    assert passed == CPU_LIMIT_CONTROLS, f"the CPU-limit controls that passed: {passed}\n{out[-3000:]}"
+    assert_as_planned(own_cluster, code, out, cases, capsys)

@@ -13,6 +13,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "your-cluster.md"
 CHECKED = re.compile(r"<!-- walkthrough: checked(?: exit ([0-9 ]+))? -->\n```bash\n(.*?)\n```", re.S)
@@ -33,6 +35,7 @@ def test_the_page_has_checked_blocks_for_every_step():
     assert "wincon run" in text and "wincon gate" in text
 
 
+@pytest.mark.weight(88)  # seconds in a make test at d83e1a7: among the first to start (tests/support/ordering.py)
 def test_the_walkthrough_runs_as_written(kubeconfig, tmp_path):
     (tmp_path / "manifests").symlink_to(REPO / "manifests")
     env = {
