@@ -38,6 +38,12 @@ def test_g(): pass
 """
 
 
+@pytest.fixture(autouse=True)
+def _project_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytester subprocesses import tests.support from the project (as tests/unit/test_xdist_groups.py's do)."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+
+
 def _order(pytester: pytest.Pytester, *plugin: str) -> list[str]:
     pytester.makepyfile(test_one=MODULE, test_two=OTHER)
     result = pytester.runpytest_subprocess("-p", "no:randomly", *plugin, "--collect-only", "-q")
