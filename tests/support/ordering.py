@@ -43,5 +43,4 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Heaviest first; equal weights in the collection order (``sorted`` is stable)."""
-    weights = {item.nodeid: weight_of(item) for item in items}
-    items[:] = sorted(items, key=lambda item: -weights[item.nodeid])
+    items[:] = sorted(items, key=lambda item: -weight_of(item))
