@@ -87,6 +87,19 @@ def missing() -> list[str]:
     return [c.name for c in components() if binary(c.name) is None]
 
 
+def prepare_module(builder: build._Builder, comp: build.Component, entry: dict[str, Any], workdir: Path) -> Path:
+    """Write add-on ``comp``'s wrapper module under ``workdir`` and resolve its dependencies (``go mod tidy``, which
+    downloads them); return its directory."""
+    moddir = workdir / comp.name
+    moddir.mkdir()
+    (moddir / "go.mod").write_text(
+        f"module wincon.local/{comp.name}build\n\ngo {GO_DIRECTIVE}\n\nrequire {entry['module']} {entry['version']}\n"
+    )
+    (moddir / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport (\n\t_ "{comp.package}"\n)\n')
+    builder.run(f"resolving the {comp.name} module (go mod tidy)", [builder.go, "mod", "tidy"], moddir)
+    return moddir
+
+
 def build_all(out: TextIO | None = None) -> Path:
     """Build every add-on not yet built, each into its own directory; return the add-ons' root."""
     out = out or sys.stderr
@@ -110,17 +123,8 @@ def build_all(out: TextIO | None = None) -> Path:
             with log_path.open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-addons-") as tmp:
                 builder = build._Builder(go, bindir, log, out)
                 start = time.monotonic()
-                moddir = Path(tmp) / comp.name
-                moddir.mkdir()
-                (moddir / "go.mod").write_text(
-                    f"module wincon.local/{comp.name}build\n\ngo {GO_DIRECTIVE}\n\n"
-                    f"require {entry['module']} {entry['version']}\n"
-                )
-                (moddir / "tools.go").write_text(
-                    f'//go:build tools\n\npackage tools\n\nimport (\n\t_ "{comp.package}"\n)\n'
-                )
                 builder.say(f"[{comp.name}] building {comp.package} {entry['version']} into {bindir} ...")
-                builder.run(f"resolving the {comp.name} module (go mod tidy)", [go, "mod", "tidy"], moddir)
+                moddir = prepare_module(builder, comp, entry, Path(tmp))
                 version_line = builder.build(comp, moddir)
                 builder.say(f"[{comp.name}] built in {build._fmt(time.monotonic() - start)}: {version_line}")
     return root

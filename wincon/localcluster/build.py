@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -179,6 +180,9 @@ class _Builder:
         self.log_path = Path(log.name)
         self.out = out
         self.peak_rss_kib = 0
+        # Set by a caller on another thread (wincon.localcluster.prefetch): the go command running is killed and
+        # run() raises LocalClusterError, so that nothing of it outlives the build it served.
+        self.stop: threading.Event | None = None
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -205,6 +209,8 @@ class _Builder:
                     if pid:
                         proc.returncode = os.waitstatus_to_exitcode(status)
                         break
+                    if self.stop is not None and self.stop.is_set():
+                        raise LocalClusterError(f"{what} was stopped", "nothing to do: the build it served ended")
                     now = time.monotonic()
                     if now >= next_beat:
                         self.say(f"    ... still {what} ({_fmt(now - start)})")

@@ -129,13 +129,16 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def _build(args: argparse.Namespace) -> int:
     # The one place `wincon cluster build` reads $WINCON_KUBERNETES_VERSION; the release is passed down from here.
     release = kube_releases.requested(args.kubernetes_version, os.environ) or kube_releases.default_release()
-    build.build(release=release)
-    from wincon.localcluster import addons  # optional components, cached under their own key (addons.toml)
+    from wincon.localcluster import (
+        addons,  # optional components, cached under their own key (addons.toml)
+        consumer,  # upstream's resource-consumer image, cached under its own key
+        prefetch,  # later modules download while the first compile
+    )
 
-    addons.build_all()
-    from wincon.localcluster import consumer  # upstream's resource-consumer image, cached under its own key
-
-    consumer.build_binaries(versions=kube_releases.get(release).versions())
+    with prefetch.warming(release, sys.stderr):
+        build.build(release=release)
+        addons.build_all()
+        consumer.build_binaries(versions=kube_releases.get(release).versions())
     return ExitCode.OK
 
 

@@ -76,6 +76,25 @@ def binaries(versions: dict[str, Any] | None = None) -> dict[str, Path] | None:
     return found
 
 
+def prepare_module(builder: build._Builder, versions: dict[str, Any], workdir: Path) -> Path:
+    """Write the wrapper module of both binaries under ``workdir`` (the release's k8s.io/kubernetes, every staging
+    module replaced by its published version) and resolve its dependencies (``go mod tidy``, which downloads them);
+    return its directory."""
+    k8s = _kubernetes(versions)
+    moddir = workdir / NAME
+    moddir.mkdir()
+    staging = builder.staging_modules(k8s["module"], k8s["version"], workdir)
+    replaces = "".join(f"\t{mod} => {mod} {k8s['staging_version']}\n" for mod in staging)
+    (moddir / "go.mod").write_text(
+        f"module wincon.local/{NAME}build\n\ngo 1.24.0\n\n"
+        f"require {k8s['module']} {k8s['version']}\n\nreplace (\n{replaces})\n"
+    )
+    imports = "".join(f'\t_ "{comp.package}"\n' for comp in components(versions))
+    (moddir / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports})\n")
+    builder.run(f"resolving the {NAME} module (go mod tidy)", [builder.go, "mod", "tidy"], moddir)
+    return moddir
+
+
 def build_binaries(out: TextIO | None = None, versions: dict[str, Any] | None = None) -> Path:
     """Build both binaries of a release (``versions``: its wincon.documents.releases.Release.versions(); None: the default
     release's) if they are not built yet; return their directory."""
@@ -95,18 +114,8 @@ def build_binaries(out: TextIO | None = None, versions: dict[str, Any] | None = 
         with (bindir / "build.log").open("a") as log, tempfile.TemporaryDirectory(prefix="wincon-consumer-") as tmp:
             builder = build._Builder(go, bindir, log, out, build.go_environment(versions, go))
             start = time.monotonic()
-            moddir = Path(tmp) / NAME
-            moddir.mkdir()
-            staging = builder.staging_modules(k8s["module"], k8s["version"], Path(tmp))
-            replaces = "".join(f"\t{mod} => {mod} {k8s['staging_version']}\n" for mod in staging)
-            (moddir / "go.mod").write_text(
-                f"module wincon.local/{NAME}build\n\ngo 1.24.0\n\n"
-                f"require {k8s['module']} {k8s['version']}\n\nreplace (\n{replaces})\n"
-            )
-            imports = "".join(f'\t_ "{comp.package}"\n' for comp in components(versions))
-            (moddir / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports})\n")
             builder.say(f"[{NAME}] building {k8s['module']}@{k8s['version']} {SOURCE} into {bindir} ...")
-            builder.run(f"resolving the {NAME} module (go mod tidy)", [go, "mod", "tidy"], moddir)
+            moddir = prepare_module(builder, versions, Path(tmp))
             for comp in components(versions):
                 line = builder.build(comp, moddir)
                 builder.say(f"[{NAME}] {comp.name} built: {line}")
