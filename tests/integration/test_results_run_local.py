@@ -1,7 +1,12 @@
 """`wincon run --local` for real: start the local simulated cluster, run suites on it, show the results.
 
 Skipped (with the fix) when the local cluster's binaries are not built (`wincon cluster build`).
-The cluster gets a name of its own and is removed at the end.
+Both tests run on one cluster of this module's own (one xdist group), removed at the end.
+
+Every data-plane check runs for real in the main job (`make main`: `wincon run --local --allow-disruptive`, which
+exits non-zero unless each item ends as `wincon plan` says), and its Linux controls' machinery again in the fault
+tests' clean runs. Here, the project's own test of the local run's data-plane path takes one check of each
+data-plane module (``sample``): the whole set again took 582 s + 158 s of a make test that has 20 minutes (issue 41).
 """
 
 from __future__ import annotations
@@ -12,26 +17,30 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import shared_use
-from tests.support.clusters import fresh_name, removed_after
+from tests.support.clusters import own_cluster as own_local_cluster
 from wincon.cli import main
 from wincon.commandline.errors import ExitCode
 from wincon.results.artifacts import load_run
 from wincon.results.model import Verdict
 from wincon.results.runner import REPO
 
-# The CPU-limit checks (their Linux controls keep a limited pod and its unlimited twin busy): pytest -k keywords.
-CPU_LIMIT_CHECKS = "cpu_limit_caps_a_busy_container or cpu_limit_in_either_spelling_holds_a_busy_pod_under_it"
-CPU_LIMIT_CONTROLS = {
-    "test_cpu_limit_caps_a_busy_container[linux]",
-    "test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it[linux]",
-}
+# Left out of the sample (each module's first Linux control that runs): the CPU-limit checks, which measure CPU and
+# must run alone (tests/faults/test_fault_cpu.py's clean runs are their controls in make test), and checks marked
+# slow (the HPA scaling and the ten-pod density checks: the COMPONENTS fault group's clean HPA run is the former's).
+CPU_LIMIT_CHECKS = (
+    "test_cpu_limit_caps_a_busy_container",
+    "test_cpu_limit_in_either_spelling_holds_a_busy_pod_under_it",
+)
+LEFT_OUT_MARKERS = {"slow"}
+MIN_MODULES = 20  # data-plane modules with a Linux control that runs on the default cluster: 29 at e1e22d2
+
+pytestmark = [pytest.mark.xdist_group("results-run-local"), pytest.mark.weight(400)]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_cluster(localcluster_binaries):
-    """A cluster of this test's own: two tests of this module may run at once under xdist."""
-    with removed_after(fresh_name("wincon-results")) as name:
+    """A running cluster of this module's own (its two tests share it, one after the other on one worker)."""
+    with own_local_cluster("wincon-results") as (name, _):
         yield name
 
 
@@ -66,8 +75,36 @@ def test_local_run_of_the_api_suite(own_cluster, tmp_path, capsys):
     assert json.loads((results / "artifacts" / "profile.json").read_text())["simulated"] is True
 
 
-def run_data_plane(cluster_name: str, results: Path, keyword: str, capsys) -> tuple[int, str, list]:
-    """``wincon run --local -- -m dataplane -k keyword`` on the cluster: its exit code, output and cases."""
+def plan_rows(cluster_name: str, capsys, *selection: str) -> list[dict]:
+    """``wincon plan --json -- -m dataplane [selection]`` against the cluster: its rows."""
+    from wincon.localcluster.cluster import kubeconfig_path
+
+    args = ["plan", "--kubeconfig", str(kubeconfig_path(cluster_name)), "--json", "--", "-m", "dataplane", *selection]
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def sample(rows: list[dict]) -> list[str]:
+    """One check of each data-plane module: the function (both its Windows item and its Linux control) of the
+    module's first Linux control the plan runs, the CPU-limit checks and those marked slow left out."""
+    chosen: dict[str, str] = {}
+    for row in rows:
+        nodeid = row["nodeid"]
+        module, _, name = nodeid.partition("::")
+        if (
+            module in chosen
+            or not nodeid.endswith("[linux]")
+            or row["outcome"] != "run"
+            or name.split("[")[0] in CPU_LIMIT_CHECKS
+            or LEFT_OUT_MARKERS & set(row["markers"])
+        ):
+            continue
+        chosen[module] = nodeid.rsplit("[", 1)[0]
+    return list(chosen.values())
+
+
+def run_data_plane(cluster_name: str, results: Path, selection: list[str], capsys) -> tuple[int, str, list]:
+    """``wincon run --local -- -m dataplane selection`` on the cluster: its exit code, output and cases."""
     code = main(
         [
             "run",
@@ -79,14 +116,13 @@ def run_data_plane(cluster_name: str, results: Path, keyword: str, capsys) -> tu
             "--",
             "-m",
             "dataplane",
-            "-k",
-            keyword,
+            *selection,
         ]
     )
     return code, capsys.readouterr().out, load_run(results).cases
 
 
-def assert_as_planned(cluster_name: str, code: int, out: str, cases: list, capsys) -> None:
+def assert_as_planned(cluster_name: str, selection: list[str], code: int, out: str, cases: list, capsys) -> None:
     """What every data-plane run must show: no Windows item passed on the simulated Windows nodes; nothing failed
     or erred; exit 0; the summary's control count is the run's; and every item ended as `wincon plan` says before
     the run (run -> passed, skip -> skipped, xfail -> xfailed)."""
@@ -99,10 +135,7 @@ def assert_as_planned(cluster_name: str, code: int, out: str, cases: list, capsy
     run_passed = [c for c in cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED]
     assert summary and int(summary.group(1)) == len(run_passed), out[-1000:]
 
-    from wincon.localcluster.cluster import kubeconfig_path
-
-    assert main(["plan", "--kubeconfig", str(kubeconfig_path(cluster_name)), "--json", "--", "-m", "dataplane"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = plan_rows(cluster_name, capsys, *selection)
     expected = {"run": Verdict.PASSED, "skip": Verdict.SKIPPED, "xfail": Verdict.XFAILED, "error": Verdict.ERROR}
     planned = {row["nodeid"]: expected[row["outcome"]] for row in rows}
     planned |= {row["nodeid"].split("::", 1)[1]: expected[row["outcome"]] for row in rows}  # JUnit's short name
@@ -119,26 +152,18 @@ def assert_as_planned(cluster_name: str, code: int, out: str, cases: list, capsy
     assert not differ, f"the run did not end as planned (plan, run): {differ}"
 
 
-@pytest.mark.weight(600)  # seconds in a make test at d83e1a7: the longest test starts first (tests/support/ordering.py)
-def test_local_run_of_the_data_plane_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
-    """Every data-plane check but the CPU-limit checks (the next test's) on the local cluster: the Linux controls
-    really run on the real Linux nodes and pass (at least 60 of them), and the run ends as planned
-    (``assert_as_planned``)."""
-    code, out, cases = run_data_plane(own_cluster, tmp_path / "results", f"not ({CPU_LIMIT_CHECKS})", capsys)
-    controls = [c for c in cases if c.prop("os") == "linux"]
-    passed = [c for c in controls if c.verdict is Verdict.PASSED]
-    assert len(passed) >= 60, f"{len(passed)} Linux controls passed: {[c.name for c in controls if c not in passed]}"
-    assert_as_planned(own_cluster, code, out, cases, capsys)
-
-
-@pytest.mark.measures_cpu
-def test_local_run_of_the_cpu_limit_checks_runs_their_linux_controls_for_real(own_cluster, tmp_path, capsys):
-    """The two CPU-limit checks, the data-plane checks the test above leaves out: their Linux controls pass and the
-    run ends as planned. ``make test`` runs this after every other test, alone on the machine (marker
-    measures_cpu), and in the machine's one CPU-measuring slot: another run of them, or any other load, would
-    starve their unlimited twins (tests/support/shared_use.py)."""
-    with shared_use.measuring_cpu():
-        code, out, cases = run_data_plane(own_cluster, tmp_path / "results", CPU_LIMIT_CHECKS, capsys)
-    passed = {c.name.rsplit("::", 1)[1] for c in cases if c.prop("os") == "linux" and c.verdict is Verdict.PASSED}
-    assert passed == CPU_LIMIT_CONTROLS, f"the CPU-limit controls that passed: {passed}\n{out[-3000:]}"
-    assert_as_planned(own_cluster, code, out, cases, capsys)
+def test_local_run_of_one_data_plane_check_per_module_runs_its_linux_control_for_real(own_cluster, tmp_path, capsys):
+    """One data-plane check of each data-plane module (``sample``) on the local cluster: each one's Linux control
+    really runs on the real Linux nodes and passes, and the run ends as planned (``assert_as_planned``)."""
+    selection = sample(plan_rows(own_cluster, capsys))
+    modules = {nodeid.split("::")[0] for nodeid in selection}
+    assert len(modules) >= MIN_MODULES, f"the sample took {len(modules)} data-plane modules: {sorted(modules)}"
+    code, out, cases = run_data_plane(own_cluster, tmp_path / "results", selection, capsys)
+    passed = {
+        c.name.rsplit("::", 1)[-1].split("[")[0]
+        for c in cases
+        if c.prop("os") == "linux" and c.verdict is Verdict.PASSED
+    }
+    wanted = {nodeid.split("::")[1] for nodeid in selection}
+    assert passed == wanted, f"sampled controls that did not pass: {sorted(wanted - passed)}\n{out[-3000:]}"
+    assert_as_planned(own_cluster, selection, code, out, cases, capsys)
