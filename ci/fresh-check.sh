@@ -27,12 +27,15 @@ while [[ $# -gt 0 ]]; do
 done
 repo=$(cd "$(dirname "$0")/.." && pwd)
 commit=$(git -C "$repo" rev-parse --verify "$ref^{commit}")
-if [[ $dry -eq 1 ]]; then work=${FRESH_CHECK_DIR:-/tmp/wincon-fresh.XXXXXX}; else work=${FRESH_CHECK_DIR:-$(mktemp -d /tmp/wincon-fresh.XXXXXX)}; fi
+# Short paths: a kubelet's unix sockets live under WINCON_CACHE/clusters/<name>/ and a socket path has at most 107
+# bytes (the first run, under /tmp/wincon-fresh.XXXXXX/wincon-cache and fresh-<hex>-ipf, hit that limit: "bind: invalid
+# argument" for the kubelet's pod-resources socket).
+if [[ $dry -eq 1 ]]; then work=${FRESH_CHECK_DIR:-/tmp/wf.XXXXXX}; else work=${FRESH_CHECK_DIR:-$(mktemp -d /tmp/wf.XXXXXX)}; fi
 suffix=$(printf '%s' "$work" | md5sum | cut -c1-6)
 env_vars=(
-  "GOPATH=$work/gopath" "GOMODCACHE=$work/gopath/pkg/mod" "GOCACHE=$work/gocache" "WINCON_CACHE=$work/wincon-cache"
+  "GOPATH=$work/gopath" "GOMODCACHE=$work/gopath/pkg/mod" "GOCACHE=$work/gocache" "WINCON_CACHE=$work/c"
   "PIP_CACHE_DIR=$work/pip-cache" "npm_config_cache=$work/npm-cache"
-  "CLUSTER=fresh-$suffix" "WINCON_CLUSTER_NAME=fresh-test-$suffix" "CI=true"
+  "CLUSTER=f$suffix" "WINCON_CLUSTER_NAME=ft$suffix" "CI=true"
 )
 if [[ $dry -eq 1 ]]; then
   echo "git clone --quiet $repo $work/wincon && git -C $work/wincon checkout --quiet $commit"
