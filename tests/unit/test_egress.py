@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from wincon.commandline.errors import LocalClusterError
 from wincon.localcluster import dataplane, egress
 
 
@@ -115,3 +116,36 @@ def test_the_api_servers_egress_selector_names_the_proxy_socket(tmp_path):
         "transport": {"uds": {"udsName": str(dataplane.egress_socket("wincon-h6"))}},
     }
     assert dataplane.egress_ranges(plan) == ["10.244.0.0/16", "10.0.0.0/24", "172.30.9.0/24", "10.224.0.0/16"]
+
+
+def _plan(name: str) -> dataplane.Plan:
+    return dataplane.Plan(
+        name,
+        "172.30.9.0/24",
+        "172.30.9.1",
+        "172.30.9.254",
+        [dataplane.RealNode("worker-0", 0, "172.30.9.2", "10.244.2.0/24")],
+    )
+
+
+def test_a_kubelet_socket_path_too_long_is_refused_before_anything_starts_naming_the_fix(tmp_path, monkeypatch):
+    """The first fresh-check run (cache /tmp/wincon-fresh.XXXXXX/wincon-cache, cluster fresh-<hex>-ipf) started the
+    control plane, then worker-0's kubelet exited with 'bind: invalid argument' on its pod-resources socket (115 bytes).
+    Now writing the API server's configuration refuses such a plan with the path, its length and the fix."""
+    monkeypatch.setenv("WINCON_CACHE", "/tmp/wincon-fresh.x6Gdrr/wincon-cache")
+    with pytest.raises(LocalClusterError) as refused:
+        dataplane.write_egress_config(_plan("fresh-3130ce-ipf"), tmp_path)
+    message = str(refused.value)
+    assert "worker-0/kubelet/pod-resources/0000000000 would be 115 bytes" in message
+    assert "8 characters shorter (--cluster-name)" in refused.value.fix and "WINCON_CACHE" in refused.value.fix
+    assert not (tmp_path / dataplane.EGRESS_CONFIG_FILE).exists()
+
+
+def test_a_kubelet_socket_path_that_fits_is_taken(tmp_path, monkeypatch):
+    """The counter-case: the same cluster under the fresh-check's short cache, and the default cache's longest name."""
+    monkeypatch.setenv("WINCON_CACHE", "/tmp/wf.XHjLpq/c")
+    assert dataplane.write_egress_config(_plan("fd590da-ipf"), tmp_path).is_file()
+    monkeypatch.setenv("WINCON_CACHE", "/root/.cache/wincon")
+    assert dataplane.write_egress_config(_plan("w" * 26), tmp_path).is_file()  # 107 bytes
+    with pytest.raises(LocalClusterError, match="108 bytes"):
+        dataplane.write_egress_config(_plan("w" * 27), tmp_path)

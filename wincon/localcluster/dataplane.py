@@ -83,6 +83,10 @@ KUBE_RESERVED = {"cpu": "100m", "memory": "128Mi"}
 SYSTEM_RESERVED = {"cpu": "100m", "memory": "128Mi"}
 EGRESS_CONFIG_FILE = "egress-selector.yaml"
 UDS_PATH_MAX = 107  # sun_path is 108 bytes with its terminating NUL
+# The longest Unix socket path a real node's kubelet binds under its --root-dir: its pod-resources socket, first bound
+# under a name of 10 digits (a kubelet's log at v1.37.2: "Failed to create listener for podResources endpoint"
+# err="listen unix .../worker-0/kubelet/pod-resources/3505636126: bind: invalid argument", where the path was 115 bytes).
+KUBELET_LONGEST_SOCKET = "kubelet/pod-resources/" + "0" * 10
 
 
 @dataclass
@@ -123,6 +127,22 @@ class Plan:
         return cls(**{**data, "nodes": nodes})
 
 
+def check_kubelet_sockets(plan: Plan) -> None:
+    """Raise a LocalClusterError naming the fix where a real node's kubelet could not bind its Unix sockets: the path
+    under the node's directory (the wincon cache, the cluster's name, the node's) would pass UDS_PATH_MAX bytes, and the
+    kubelet would exit while starting with 'bind: invalid argument'."""
+    for node in plan.nodes:
+        longest = node_dir(plan.cluster, node.name) / KUBELET_LONGEST_SOCKET
+        size = len(os.fsencode(longest))
+        if size > UDS_PATH_MAX:
+            raise LocalClusterError(
+                f"cluster {plan.cluster}: the kubelet of {node.name} could not bind its Unix sockets: {longest} would be "
+                f"{size} bytes, and a Unix socket path may have at most {UDS_PATH_MAX}",
+                f"use a cluster name {size - UDS_PATH_MAX} characters shorter (--cluster-name), or a shorter cache "
+                f"directory than {paths.cache_root()} (WINCON_CACHE)",
+            )
+
+
 def make_plan(cluster: str, count: int, first_pod_subnet: int, ip_family: str = ipfamily.DEFAULT) -> Plan:
     """Pick the cluster's /24 and lay out ``count`` real nodes (pod subnets from ``10.244.<first>.0/24``)."""
     subnet = netns.pick_subnet(cluster)
@@ -161,6 +181,7 @@ def write_egress_config(plan: Plan, directory: Path) -> Path:
             f"the egress proxy's socket path {sock} is longer than a Unix socket path may be ({UDS_PATH_MAX} bytes)",
             "use a shorter cluster name or cache directory",
         )
+    check_kubelet_sockets(plan)
     config = {
         "apiVersion": "apiserver.k8s.io/v1beta1",
         "kind": "EgressSelectorConfiguration",
