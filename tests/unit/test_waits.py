@@ -276,3 +276,33 @@ def test_an_unschedulable_pod_for_any_other_reason_ends_its_wait_at_once(capacit
     with pytest.raises(InfrastructureError, match="Unschedulable: 0/4 nodes"):
         wait_for(pod_listing([waiting]), "no-such-build", waits.pod_running, waits.pod_failure, 60, namespace="ns")
     assert RecordingWatch.windows == []
+
+
+CLAIM = '0/4 nodes are available: persistentvolumeclaim "data" not found.'
+
+
+def test_a_pod_whose_claim_the_scheduler_has_not_seen_yet_is_scheduled_once_it_has(capacity, monkeypatch):
+    """make fresh-check at cd05e04: the PVC check created its claim, then its pod, and the scheduler had not seen the
+    claim yet: the wait ended at once as an infrastructure error. The scheduler tries again once it sees it."""
+    monkeypatch.setattr(waits, "CLAIM_GRACE", 0.3)
+    waiting = pod("pvc-user", unschedulable=CLAIM)
+    waiting.spec = NS(node_name=None)
+    placed = scheduled("pvc-user")
+    got = wait_for(
+        pod_listing([waiting, waiting, placed]), "pvc-user", waits.pod_running, waits.pod_failure, 60, namespace="ns"
+    )
+    assert got is placed
+
+
+def test_a_claim_that_never_appears_still_ends_the_wait_with_the_schedulers_message(capacity, monkeypatch):
+    """The counter-case of the claim's grace: after CLAIM_GRACE the same message is the reason, as it was at once."""
+    monkeypatch.setattr(waits, "CLAIM_GRACE", 0.3)
+    waiting = pod("pvc-user", unschedulable=CLAIM)
+    waiting.spec = NS(node_name=None)
+    assert waits.pod_failure(waiting) is None  # within the grace
+    time.sleep(0.35)
+    reason = waits.pod_failure(waiting) or ""
+    assert reason.startswith("Unschedulable for 0 s, its claim still not found") and CLAIM in reason
+    assert "untaint" in hint_for(reason)
+    with pytest.raises(InfrastructureError, match="its claim still not found by the scheduler"):
+        wait_for(pod_listing([waiting]), "pvc-user", waits.pod_running, waits.pod_failure, 60, namespace="ns")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -299,6 +300,20 @@ CAPACITY_RECHECK = 5.0  # while a pod waits for capacity, read it this often (th
 _capacity_since: dict[str, float] = {}  # pod uid -> when this process first saw it wait only for capacity
 
 
+# The scheduler's words for a claim it has not seen yet: a check creates its PersistentVolumeClaim, then its pod,
+# and the scheduler's informer may not have the claim when it first tries the pod (make fresh-check at cd05e04:
+# "0/4 nodes are available: persistentvolumeclaim "data" not found", the claim created just before). The scheduler
+# tries the pod again once it sees the claim, so a setup wait gives it CLAIM_GRACE seconds; a claim that never
+# appears still ends the wait with the scheduler's message then.
+CLAIM_NOT_SEEN = re.compile(r'persistentvolumeclaim "[^"]+" not found')
+CLAIM_GRACE = 30.0
+
+
+def claim_not_seen(message: str) -> bool:
+    """Whether the scheduler's message says it has not found the pod's claim (see CLAIM_NOT_SEEN)."""
+    return bool(CLAIM_NOT_SEEN.search(message))
+
+
 def capacity_only(message: str) -> bool:
     """Whether the scheduler's message names a reason other pods will free (see CAPACITY_REASONS)."""
     return any(reason in message for reason in CAPACITY_REASONS)
@@ -312,12 +327,15 @@ def _pod_key(pod: Any) -> str:
 
 def _unschedulable(pod: Any, message: str) -> str | None:
     """The reason a pod cannot be scheduled; None while it waits for capacity and CAPACITY_GRACE has not passed."""
-    if not capacity_only(message):
+    capacity = capacity_only(message)
+    if not capacity and not claim_not_seen(message):
         return f"Unschedulable: {message}"
     now = time.monotonic()
     since = _capacity_since.setdefault(_pod_key(pod), now)
-    if now - since < CAPACITY_GRACE:
+    if now - since < (CAPACITY_GRACE if capacity else CLAIM_GRACE):
         return None
+    if not capacity:
+        return f"Unschedulable for {now - since:.0f} s, its claim still not found by the scheduler: {message}"
     return f"Unschedulable for {now - since:.0f} s, the capacity it needs still held by other pods: {message}"
 
 
