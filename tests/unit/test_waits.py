@@ -196,6 +196,7 @@ def test_a_failure_outside_the_object_is_seen_within_the_recheck_not_the_watchs_
 
 
 CAPACITY = "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't match Pod's node affinity/selector."
+CLAIM = '0/4 nodes are available: persistentvolumeclaim "data" not found.'
 
 
 @pytest.fixture
@@ -244,8 +245,14 @@ def test_an_unschedulable_pod_waiting_only_for_capacity_is_given_the_grace_first
     assert "untaint" in hint_for(reason)
 
 
-def test_a_pod_waiting_for_capacity_is_read_again_every_few_seconds_and_scheduled_once_freed(capacity):
-    waiting = pod("pinned", unschedulable=CAPACITY)
+@pytest.mark.parametrize("message", ["capacity", "claim"])
+def test_a_pod_waiting_for_capacity_or_its_claim_is_read_again_every_few_seconds_and_scheduled_once_it_can_be(
+    capacity, message
+):
+    """The claim: make fresh-check at cd05e04, where the PVC check created its claim, then its pod, and the scheduler
+    had not seen the claim yet: the wait ended at once as an infrastructure error. The scheduler tries again once it
+    sees the claim."""
+    waiting = pod("pinned", unschedulable=CAPACITY if message == "capacity" else CLAIM)
     waiting.spec = NS(node_name=None)
     placed = scheduled("pinned")
     got = wait_for(
@@ -276,22 +283,6 @@ def test_an_unschedulable_pod_for_any_other_reason_ends_its_wait_at_once(capacit
     with pytest.raises(InfrastructureError, match="Unschedulable: 0/4 nodes"):
         wait_for(pod_listing([waiting]), "no-such-build", waits.pod_running, waits.pod_failure, 60, namespace="ns")
     assert RecordingWatch.windows == []
-
-
-CLAIM = '0/4 nodes are available: persistentvolumeclaim "data" not found.'
-
-
-def test_a_pod_whose_claim_the_scheduler_has_not_seen_yet_is_scheduled_once_it_has(capacity, monkeypatch):
-    """make fresh-check at cd05e04: the PVC check created its claim, then its pod, and the scheduler had not seen the
-    claim yet: the wait ended at once as an infrastructure error. The scheduler tries again once it sees it."""
-    monkeypatch.setattr(waits, "CLAIM_GRACE", 0.3)
-    waiting = pod("pvc-user", unschedulable=CLAIM)
-    waiting.spec = NS(node_name=None)
-    placed = scheduled("pvc-user")
-    got = wait_for(
-        pod_listing([waiting, waiting, placed]), "pvc-user", waits.pod_running, waits.pod_failure, 60, namespace="ns"
-    )
-    assert got is placed
 
 
 def test_a_claim_that_never_appears_still_ends_the_wait_with_the_schedulers_message(capacity, monkeypatch):
