@@ -297,7 +297,7 @@ def pod_failure(pod: Any) -> str | None:
 CAPACITY_REASONS = ("Insufficient ", "Too many pods", "didn't have free ports", "exceed max volume count")
 CAPACITY_GRACE = 90.0
 CAPACITY_RECHECK = 5.0  # while a pod waits for capacity, read it this often (the scheduler's retries change nothing)
-_capacity_since: dict[str, float] = {}  # pod uid -> when this process first saw it wait only for capacity
+_capacity_since: dict[str, float] = {}  # pod uid -> when this process first saw it wait for capacity (or a claim)
 
 
 # The scheduler's words for a claim it has not seen yet: a check creates its PersistentVolumeClaim, then its pod,
@@ -326,7 +326,8 @@ def _pod_key(pod: Any) -> str:
 
 
 def _unschedulable(pod: Any, message: str) -> str | None:
-    """The reason a pod cannot be scheduled; None while it waits for capacity and CAPACITY_GRACE has not passed."""
+    """The reason a pod cannot be scheduled; None while it waits for capacity and CAPACITY_GRACE has not passed, or
+    for a claim the scheduler has not seen yet and CLAIM_GRACE has not passed (both remembered in _capacity_since)."""
     capacity = capacity_only(message)
     if not capacity and not claim_not_seen(message):
         return f"Unschedulable: {message}"
