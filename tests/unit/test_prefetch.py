@@ -26,6 +26,7 @@ case "$1 $2" in
   "mod tidy")
     echo $$ > "$RECORD.pid"
     [ -n "$SLOW" ] && exec sleep "$SLOW"
+    grep -q "$FAIL" go.mod 2>/dev/null && [ -n "$FAIL" ] && { echo "fake go: refused" >&2; exit 1; }
     head -n 1 go.mod >> "$RECORD" ;;
   *) echo "fake go: $*" >&2; exit 2 ;;
 esac
@@ -108,3 +109,20 @@ def test_the_end_of_the_block_kills_the_go_command_it_runs_and_joins_the_thread(
     assert not fake_go.exists(), "a tidy finished although it was stopped"
     log = (Path(os.environ["WINCON_CACHE"]) / "prefetch.log").read_text()
     assert "was stopped" in log and "fetched in" not in log
+
+
+def test_a_fetch_that_fails_is_logged_and_the_next_one_still_runs(
+    fake_go: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure is swallowed on the thread (the build's own tidy reports it): the log says so, it is not counted as
+    fetched, and the modules after it are still fetched."""
+    monkeypatch.setenv("FAIL", "wincon.local/corednsbuild")
+    todo = prefetch.jobs("1.37")
+    with prefetch.warming("1.37", io.StringIO(), todo) as thread:
+        assert thread is not None
+        thread.join(timeout=60)
+    log = (Path(os.environ["WINCON_CACHE"]) / "prefetch.log").read_text()
+    assert "[coredns] not fetched: resolving the coredns module (go mod tidy) failed (exit 1)" in log
+    assert "[coredns] fetched in" not in log
+    after = [label for label, _ in todo][[label for label, _ in todo].index("coredns") + 1 :]
+    assert after and all(f"[{label}] fetched in" in log for label in after), log
