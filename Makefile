@@ -88,19 +88,24 @@ main-ip-families:
 	  [ $$status -eq 0 ] || exit $$status; \
 	done
 
-# The project's own tests: lint, then unit, integration and fault tests in two runs. The first, on TEST_WORKERS
-# workers, is every test but those that measure a container's CPU use: each xdist_group runs on one worker
-# (tests/support/xdist_groups.py), the heaviest start first (marker weight, tests/support/ordering.py; hence
-# --no-loadscope-reorder, which keeps that order). The second runs those (marker measures_cpu) alone on the machine,
-# where other tests' load cannot starve the unlimited twins they judge the limit by. Both always run; the first
-# failure's exit code is make's. The slowest phases are printed, to see where the time goes.
+# The project's own tests: lint beside unit, integration and fault tests in two runs. Lint (mypy, ruff, wincon
+# lint, the import-cycle test) runs in the background during the first run, its output printed after it: that run
+# spends most of its time waiting on clusters. The first run, on TEST_WORKERS workers, is every test but those that
+# measure a container's CPU use: each xdist_group runs on one worker (tests/support/xdist_groups.py), the heaviest
+# start first (marker weight, tests/support/ordering.py; hence --no-loadscope-reorder, which keeps that order). The
+# second runs those (marker measures_cpu) alone on the machine, after lint has ended, where other tests' load
+# cannot starve the unlimited twins they judge the limit by. All three always run; the first failure's exit code
+# is make's (the first run's, then lint's, then the second run's). The slowest phases are printed, to see where the
+# time goes.
 TEST_WORKERS ?= 4
-test: setup binaries lint
-	status=0; \
+test: setup binaries
+	status=0; lint=0; cpu=0; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	( $(LINT) ) >"$$log" 2>&1 & pid=$$!; \
 	$(PYTHON) -m pytest tests -p no:randomly -m "not measures_cpu" -n $(TEST_WORKERS) --dist loadgroup \
 	  --no-loadscope-reorder -q -rfEs --durations=30 || status=$$?; \
-	cpu=0; $(PYTHON) -m pytest tests -p no:randomly -m measures_cpu -q -rfEs --durations=5 || cpu=$$?; \
-	[ $$status -ne 0 ] || status=$$cpu; \
+	wait $$pid || lint=$$?; echo "== lint (ran beside the first run): exit $$lint"; cat "$$log"; \
+	$(PYTHON) -m pytest tests -p no:randomly -m measures_cpu -q -rfEs --durations=5 || cpu=$$?; \
+	[ $$status -ne 0 ] || status=$$lint; [ $$status -ne 0 ] || status=$$cpu; \
 	exit $$status
 
 test-unit: setup-python
@@ -110,11 +115,14 @@ test-unit: setup-python
 test-integration: setup binaries
 	$(PYTHON) -m pytest tests/integration -p no:randomly -n $(WORKERS) --dist loadgroup -q -rfEs
 
-lint: setup-python typecheck
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m wincon lint
-	$(PYTHON) -m pytest tests/unit/test_import_cycles.py -q -p no:randomly -p no:cacheprovider  # no import cycle inside wincon/
+# Lint's steps, in order, the first failure ending them: mypy, ruff's lint and format, wincon lint, and no import
+# cycle inside wincon/. One shell line, so that make test can run it in the background (not through $(MAKE), whose
+# line `make -n` would run).
+LINT = $(PYTHON) -m mypy && $(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check . \
+  && $(PYTHON) -m wincon lint \
+  && $(PYTHON) -m pytest tests/unit/test_import_cycles.py -q -p no:randomly -p no:cacheprovider
+lint: setup-python
+	$(LINT)
 
 # mypy on wincon/ (configuration in pyproject.toml).
 typecheck: setup-python

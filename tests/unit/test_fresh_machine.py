@@ -188,8 +188,24 @@ def test_every_python_command_of_the_readmes_targets_runs_from_the_virtualenv(tm
     bare = [line for line in lines if PYTHON_TOOLS.search(line.replace(f"{venv}/bin/python", "VENV_PYTHON"))]
     assert bare == [], "a Python tool run from outside the virtualenv"
     assert not any("pip install" in line for line in lines), "an up-to-date virtualenv installs nothing"
-    if target == "lint":
-        assert f"{venv}/bin/python -m ruff check ." in lines and f"{venv}/bin/python -m ruff format --check ." in lines
+    if target in ("lint", "test"):  # make test runs lint's line too, in the background
+        text = "\n".join(lines)
+        assert f"{venv}/bin/python -m ruff check ." in text and f"{venv}/bin/python -m ruff format --check ." in text
+
+
+@needs_make
+@pytest.mark.parametrize("target", ["main", "test", "lint"])
+def test_make_n_of_the_readmes_targets_runs_nothing(tmp_path, target):
+    """`make -n` prints a target's commands and runs none, except a line that names $(MAKE), which it runs whole
+    (an earlier make test ran its lint through `$(MAKE) lint &` on the line of the first run, so `make -n test`
+    ran the whole suite). The virtualenv's python here records each call."""
+    venv = fake_venv(tmp_path, stamp_newer=True)
+    calls = tmp_path / "calls"
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    python.chmod(0o755)
+    assert make_n(target, venv=venv)
+    assert not calls.exists(), f"`make -n {target}` ran: {calls.read_text()}"
 
 
 @needs_make

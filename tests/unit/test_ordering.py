@@ -145,9 +145,13 @@ def test_the_guard_finds_an_unmarked_test_that_takes_the_slot(tmp_path):
     assert slot_takers(path) == {"test_x": False}
 
 
-def test_make_test_runs_the_cpu_measuring_tests_apart_and_both_runs_always():
+def test_make_test_runs_the_cpu_measuring_tests_apart_and_every_run_always():
     recipe = re.search(r"^test: .*?\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(), re.M)
     assert recipe, "the Makefile has no test target"
     lines = recipe.group(1)
     assert '-m "not measures_cpu" -n $(TEST_WORKERS)' in lines and "--no-loadscope-reorder" in lines
     assert "-m measures_cpu -q" in lines and "|| cpu=$$?" in lines and "|| status=$$?" in lines
+    # lint runs beside the first run, not beside the CPU-measuring one: it has ended (waited for) before that starts
+    assert "( $(LINT) )" in lines and lines.index("( $(LINT) )") < lines.index("wait $$pid || lint=$$?")
+    assert lines.index("wait $$pid || lint=$$?") < lines.index("-m measures_cpu -q")
+    assert "status=$$lint" in lines
