@@ -1,9 +1,10 @@
 """Fault-injection tests share the integration tests' fixtures (binaries present, cluster names) and a local
 cluster of the default topology per xdist worker (``fault_cluster``, session-scoped). The fault tests fall in two
 xdist groups, each on one worker, one fault at a time: ``DATA_PATH`` (what the checks' traffic and pods go through:
-the cluster DNS, the pod network, the external host, probe targets, the volume provisioner) and ``COMPONENTS`` (a
-control-plane or add-on component stopped: kube-controller-manager's controllers, metrics-server, MetalLB's
-controller, the policy engine). Each fault restores what it broke, so one cluster could serve both; two groups let
+the cluster DNS, the pod network, the external host, probe targets, the volume provisioner, the LoadBalancer
+address's controller) and ``COMPONENTS`` (a control-plane or add-on component stopped: kube-controller-manager's
+controllers, metrics-server, the policy engine). MetalLB's controller is a component too; it sits in DATA_PATH to
+even the two groups' times. Each fault restores what it broke, so one cluster could serve both; two groups let
 them run at once on two workers (about 800 s each in a make test at d83e1a7, where the one group took 1,900 s
 alone) for the price of a second cluster's start (about 20 s). The two modules with a cluster of their own
 (test_faults.py, test_fault_ipv6.py) are groups of their own. The CPU-limit fault tests (test_fault_cpu.py) are in
