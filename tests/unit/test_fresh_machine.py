@@ -121,10 +121,18 @@ def test_ci_does_nothing_the_readme_does_not():
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
 
 
+def make_env() -> dict[str, str]:
+    """This environment without make's own variables and without those the Makefile lets the environment set
+    (``NAME ?= default``): the Makefile's defaults are what these tests read (ci/fresh-check.sh sets CLUSTER)."""
+    overridable = re.findall(r"^([A-Za-z_][A-Za-z0-9_]*) *\?=", (ROOT / "Makefile").read_text(), re.M)
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", *overridable)}
+
+
 def make_n(*args: str, venv: Path | None = None) -> list[str]:
-    """`make -n ARGS` in the checkout: the commands make would run (recursive makes print theirs too)."""
+    """`make -n ARGS` in the checkout (environment: ``make_env``): the commands make would run (recursive makes
+    print theirs too)."""
     extra = [f"VENV={venv}"] if venv else []
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env = make_env()
     result = subprocess.run(
         ["make", "-n", "--no-print-directory", *extra, *args],
         capture_output=True,
@@ -162,7 +170,7 @@ def test_a_missing_virtualenv_is_made_with_the_machines_python3_and_the_project_
 
 @needs_make
 def test_an_up_to_date_virtualenv_costs_nothing_and_a_newer_pyproject_reinstalls(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env = make_env()
     up_to_date = fake_venv(tmp_path / "a", stamp_newer=True)
     question = ["make", "-q", f"VENV={up_to_date}", "setup-python"]
     assert subprocess.run(question, cwd=ROOT, env=env, capture_output=True, timeout=60).returncode == 0
@@ -211,7 +219,7 @@ def test_make_n_of_the_readmes_targets_runs_nothing(tmp_path, target):
 @needs_make
 def test_the_virtualenv_comes_first_on_the_makefiles_path(tmp_path):
     venv = fake_venv(tmp_path, stamp_newer=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env = make_env()
     result = subprocess.run(
         ["make", "-s", "--no-print-directory", "-f", "-", f"VENV={venv}", "show"],
         input=(ROOT / "Makefile").read_text() + '\nshow:\n\t@echo "$$PATH"\n',
