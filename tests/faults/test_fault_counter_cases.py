@@ -264,15 +264,16 @@ def controller_stopped(name: str, kubeconfig: Path, controller: str) -> Iterator
 @grouped(DATA_PATH)
 def test_stopped_cluster_dns_fails_the_dns_checks(fault_cluster, tmp_path):
     """The look-up tries of test_dns.py (and FlowChecks.lookup) tolerate a resolver that did not answer yet: with
-    no cluster DNS at all every check that resolves through it fails, within 60 s. The clean run takes two xdist
-    workers, as `wincon run` does by default; the faulted one takes four (FAULTED_DNS_WORKERS): there each check
-    spends its time waiting for a resolver that never answers, not on the CPU, so the checks' waits overlap.
-    Its time in make test: 297 s with both runs in one process (d83e1a7); 354 s with both on two workers
-    (a75cab6), the longest test of its group, which is the first run's critical path."""
+    no cluster DNS at all every check that resolves through it fails, within 60 s. Both runs take xdist's
+    worksteal, as `wincon run` does (the plugin turns plain `-n`'s load into loadscope, one module to one worker:
+    with `-n 4` alone all 13 checks ran on gw0, the faulted run 246 s); the clean run on two workers, the faulted one
+    on four (FAULTED_DNS_WORKERS), where each check spends its time waiting for a resolver that never answers, not on
+    the CPU: measured 110.6 s, every check failed within 32 s. This test took 354 s in make test at a75cab6, the
+    longest of its group, which is the first run's critical path."""
     _, kubeconfig = fault_cluster
-    before = run_checks(kubeconfig, DNS, tmp_path, "-n", "2")
+    before = run_checks(kubeconfig, DNS, tmp_path, "-n", "2", "--dist", "worksteal")
     with cluster_dns_stopped(kubeconfig):
-        after = run_checks(kubeconfig, DNS, tmp_path, "-n", str(FAULTED_DNS_WORKERS))
+        after = run_checks(kubeconfig, DNS, tmp_path, "-n", str(FAULTED_DNS_WORKERS), "--dist", "worksteal")
     assert_broken("cluster DNS stopped", before, after)
     assert_within(after, FAIL_WITHIN)
 
