@@ -89,8 +89,8 @@ main-ip-families:
 	done
 
 # The project's own tests: lint beside unit, integration and fault tests in two runs. Lint (mypy, ruff, wincon
-# lint, the import-cycle test) runs in the background during the first run, its output printed after it: that run
-# spends most of its time waiting on clusters. The first run, on TEST_WORKERS workers, is every test but those that
+# lint, the import-cycle test) runs in the background during the first run, its output printed after it (lint took
+# about 20 s on a fresh machine; the first run is CPU-bound on 2 cores, so this saves at most that). The first run, on TEST_WORKERS workers, is every test but those that
 # measure a container's CPU use: each xdist_group runs on one worker (tests/support/xdist_groups.py), the heaviest
 # start first (marker weight, tests/support/ordering.py; hence --no-loadscope-reorder, which keeps that order). The
 # second runs those (marker measures_cpu) alone on the machine, after lint has ended, where other tests' load
