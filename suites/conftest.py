@@ -9,7 +9,7 @@ import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile
 from wincon.session.context import WinconContext
-from wincon.session.fixtures import build_for, release_pods
+from wincon.session.fixtures import build_of, release_pods
 
 
 @pytest.fixture
@@ -24,5 +24,4 @@ def namespace(wincon: WinconContext, fresh_namespace: str) -> Iterator[str]:
 def build(request: pytest.FixtureRequest, profile: ClusterProfile) -> int | None:
     """The Windows build this test pins its pods to: each test gets one of the Ready nodes' builds, so
     a run covers every build and spreads its pods over the Windows nodes."""
-    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
-    return build_for(request.node.nodeid, builds)
+    return build_of(request.node.nodeid, profile)

@@ -24,6 +24,7 @@ from wincon.session.fixtures import (  # noqa: F401  (fixtures the plugin provid
     data_plane,
     fresh_namespace,
     kube,
+    made_ahead,
     make_priority_class,
     make_runtime_class,
     namespace,

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from wincon.checks.node import consistently
-from wincon.checks.pods import events_for, eventually, os_pod, run_os_pod, wait_for_event
+from wincon.checks.pods import create_or_reject, events_for, eventually, os_pod, run_os_pod, wait_for_event
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_running_ready
 from wincon.windows import forms
@@ -38,6 +39,8 @@ REPORT_SECONDS = 5
 # FAST, one refused or slow first try restarted the container of the every-kind check in a clean-clone CI run
 # (stop 38: started and ready, restart_count 1).
 STARTUP = {"periodSeconds": 2, "failureThreshold": 15, "timeoutSeconds": 5}
+# The initial-delay check's startup probe waits this long before its first try.
+STARTUP_DELAY = 15
 
 
 def _timing(spec: dict) -> tuple[int, int, int, int]:
@@ -177,28 +180,34 @@ def startup_probe_gave_up(api_client, namespace: str):
     return failure
 
 
-@pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
-def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
-    kube, wincon, namespace, build, data_plane, target_os
-):
-    """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
-    liveness = probe("exec", True, target_os=target_os, timing=TOLERANT_LIVENESS)
-    readiness = probe("httpGet", True, timing=TOLERANT)
-    body = os_pod(
+def all_probes_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The every-kind check's pod: passing exec liveness, httpGet readiness and tcpSocket startup probes."""
+    return os_pod(
         wincon,
         "all-probes",
         target_os,
         build,
         args=NETEXEC,
         container_extra={
-            "livenessProbe": liveness,
-            "readinessProbe": readiness,
+            "livenessProbe": probe("exec", True, target_os=target_os, timing=TOLERANT_LIVENESS),
+            "readinessProbe": probe("httpGet", True, timing=TOLERANT),
             "startupProbe": probe("tcpSocket", True, timing=STARTUP),
         },
     )
+
+
+@pytest.mark.test_id("73559298-0a87-4182-8572-c82422d843e0")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(all_probes_pod)
+def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
+    kube, wincon, namespace, build, data_plane, target_os
+):
+    """ "Readiness and Liveness probes" are supported for Windows containers (002_8a7e76f95009f44f.txt, Pods): a pod with passing exec, httpGet and tcpSocket probes starts, becomes ready and is never restarted."""
+    body = all_probes_pod(wincon, target_os, build)
+    liveness = body["spec"]["containers"][0]["livenessProbe"]
+    readiness = body["spec"]["containers"][0]["readinessProbe"]
     pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane("wait for startup (tcpSocket) and readiness (httpGet) to pass; liveness (exec) must not restart")
     # Positive evidence from the kubelet, not the stored spec: the probes ran and passed.
@@ -232,6 +241,27 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
     )
 
 
+def liveness_pod(wincon, target_os: str, build: int | None, kind: str) -> dict:
+    """The liveness check's pod: container main with a passing ``kind`` liveness probe, container failing with a
+    failing one."""
+    body = os_pod(
+        wincon,
+        f"liveness-{kind.lower()}",
+        target_os,
+        build,
+        args=NETEXEC,
+        container_extra={"livenessProbe": probe(kind, True, target_os=target_os, timing=TOLERANT_LIVENESS)},
+    )
+    first = body["spec"]["containers"][0]
+    pull = {"imagePullPolicy": first["imagePullPolicy"]} if "imagePullPolicy" in first else {}
+    body["spec"]["containers"].append(
+        container(
+            "failing", first["image"], args=SIDE_NETEXEC, livenessProbe=probe(kind, False, 8082, target_os), **pull
+        )
+    )
+    return body
+
+
 @pytest.mark.test_id("42dd3323-fd33-4a32-bfce-3dc12f12acc7")
 @pytest.mark.dataplane
 @pytest.mark.parametrize(
@@ -243,26 +273,13 @@ def test_probes_of_every_kind_are_accepted_and_the_pod_is_scheduled(
     ],
 )
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+@waves.ahead(liveness_pod)
 def test_failing_liveness_probe_restarts_the_container_and_passing_one_does_not(
     kube, wincon, namespace, build, data_plane, kind, target_os
 ):
     """ "Readiness and Liveness probes" work on Windows (003_414b2f1c5dd978a2.txt, What works today): a failing liveness probe restarts its container; a passing one leaves its neighbour alone."""
-    main_probe = probe(kind, True, target_os=target_os, timing=TOLERANT_LIVENESS)
-    body = os_pod(
-        wincon,
-        f"liveness-{kind.lower()}",
-        target_os,
-        build,
-        args=NETEXEC,
-        container_extra={"livenessProbe": main_probe},
-    )
-    first = body["spec"]["containers"][0]
-    pull = {"imagePullPolicy": first["imagePullPolicy"]} if "imagePullPolicy" in first else {}
-    body["spec"]["containers"].append(
-        container(
-            "failing", first["image"], args=SIDE_NETEXEC, livenessProbe=probe(kind, False, 8082, target_os), **pull
-        )
-    )
+    body = liveness_pod(wincon, target_os, build, kind)
+    main_probe = body["spec"]["containers"][0]["livenessProbe"]
     pod = run_os_pod(wincon, namespace, body, ready=False)
     data_plane(f"wait for the {kind} liveness probe of container failing to restart it", where=pod.metadata.name)
     restarted = kube.wait_pod(
@@ -318,14 +335,9 @@ def service(name: str, selector: dict) -> dict:
     }
 
 
-@pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
-def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build, target_os):
-    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
-    ready_file = marker_file(target_os, "ready.txt")
-    gate = {"exec": {"command": file_exists(ready_file)}, **FAST}
+def toggle_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The readiness toggle's Service toggle, then its pod ready-toggle (exec readiness probe on a file)."""
+    gate = {"exec": {"command": file_exists(marker_file(target_os, "ready.txt"))}, **FAST}
     body = os_pod(
         wincon,
         "ready-toggle",
@@ -335,7 +347,19 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
         labels={"app": "toggle"},
         container_extra={"readinessProbe": gate},
     )
-    kube.create(service("toggle", {"app": "toggle"}))
+    return [service("toggle", {"app": "toggle"}), body]
+
+
+@pytest.mark.test_id("39e25e34-7865-4018-9c8f-7ae93971f80e")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(toggle_objects)
+def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wincon, namespace, build, target_os):
+    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): when the exec readiness probe starts failing, the pod leaves the Service's ready endpoints, and returns when it passes."""
+    ready_file = marker_file(target_os, "ready.txt")
+    toggle, body = toggle_objects(wincon, target_os, build)
+    kube.create(toggle)
     pod = run_os_pod(wincon, namespace, body, ready=False)
     listed = eventually(
         lambda: endpoint_readiness(kube, namespace, "toggle").get("ready-toggle") is not None or None,
@@ -366,18 +390,11 @@ def test_failing_readiness_probe_takes_the_pod_out_of_service_endpoints(kube, wi
     )
 
 
-@pytest.mark.test_id("b130ff0d-f21e-4483-be4c-76cef745b53f")
-@pytest.mark.dataplane
-@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(same_as_control=True)
-def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
-    kube, wincon, namespace, build, data_plane, kind, target_os
-):
-    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
+def readiness_pair(wincon, target_os: str, build: int | None, kind: str) -> list[dict]:
+    """Pods rd-<kind>-good and rd-<kind>-bad (``kind`` readiness probes that pass and fail), then their Service."""
     app = f"rd-{kind.lower()}"
-    for name, passing in ((f"{app}-good", True), (f"{app}-bad", False)):
-        body = os_pod(
+    bodies = [
+        os_pod(
             wincon,
             name,
             target_os,
@@ -386,8 +403,26 @@ def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
             labels={"app": app},
             container_extra={"readinessProbe": probe(kind, passing, target_os=target_os)},
         )
-        kube.create(body)
-    kube.create(service(app, {"app": app}))
+        for name, passing in ((f"{app}-good", True), (f"{app}-bad", False))
+    ]
+    return [*bodies, service(app, {"app": app})]
+
+
+@pytest.mark.test_id("b130ff0d-f21e-4483-be4c-76cef745b53f")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(readiness_pair)
+def test_pod_whose_readiness_probe_fails_is_not_a_ready_endpoint(
+    kube, wincon, namespace, build, data_plane, kind, target_os
+):
+    """ "Readiness and Liveness probes" (002_8a7e76f95009f44f.txt, Pods): of two pods behind one Service, only the one whose readiness probe passes is a ready endpoint."""
+    app = f"rd-{kind.lower()}"
+    *bodies, endpoints = readiness_pair(wincon, target_os, build, kind)
+    for body in bodies:
+        create_or_reject(wincon.api_client, namespace, body)
+    kube.create(endpoints)
     for name in (f"{app}-good", f"{app}-bad"):
         kube.wait_pod(
             name,
@@ -464,18 +499,10 @@ def test_startup_probe_holds_liveness_and_readiness_back_until_it_succeeds(
     assert status.started and status.ready and status.restart_count == 0, status
 
 
-@pytest.mark.test_id("667d1b7e-ac4a-479e-b1f1-8da9a30540f6")
-@pytest.mark.dataplane
-@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
-@pytest.mark.documents("kep-windows-node-support", "What works today")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
-def test_startup_probe_delays_readiness_by_its_initial_delay(
-    kube, wincon, namespace, build, data_plane, kind, target_os
-):
-    """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
-    delay = 15
-    startup = {**probe(kind, True, timing=TOLERANT), "initialDelaySeconds": delay}
-    body = os_pod(
+def startup_delay_pod(wincon, target_os: str, build: int | None, kind: str) -> dict:
+    """The initial-delay check's pod: a ``kind`` startup probe after 15 s, a readiness probe that passes at once."""
+    startup = {**probe(kind, True, timing=TOLERANT), "initialDelaySeconds": STARTUP_DELAY}
+    return os_pod(
         wincon,
         f"startup-{kind.lower()}",
         target_os,
@@ -483,7 +510,20 @@ def test_startup_probe_delays_readiness_by_its_initial_delay(
         args=NETEXEC,
         container_extra={"startupProbe": startup, "readinessProbe": probe("exec", True, target_os=target_os)},
     )
-    pod = run_os_pod(wincon, namespace, body, ready=False)
+
+
+@pytest.mark.test_id("667d1b7e-ac4a-479e-b1f1-8da9a30540f6")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["httpGet", "tcpSocket"])
+@pytest.mark.documents("kep-windows-node-support", "What works today")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(startup_delay_pod)
+def test_startup_probe_delays_readiness_by_its_initial_delay(
+    kube, wincon, namespace, build, data_plane, kind, target_os
+):
+    """ "Readiness and Liveness probes" (003_414b2f1c5dd978a2.txt, What works today): a readiness probe that passes at once is held back until the startup probe first passes."""
+    delay = STARTUP_DELAY
+    pod = run_os_pod(wincon, namespace, startup_delay_pod(wincon, target_os, build, kind), ready=False)
     data_plane(
         f"compare the Ready time with the container start (startup {kind} after {delay} s)", where=pod.metadata.name
     )

@@ -23,6 +23,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from wincon.cluster import waves
 from wincon.cluster.client import call
 
 FORBIDDEN_FOR_WINDOWS = "cannot be set for a windows pod"
@@ -423,6 +424,10 @@ def submit_pod(
     Returns (created object as a dict, None) or (None, Rejection) for a 400/403/422 answer; any other
     error propagates (transient ones are retried).
     """
+    if not dry_run:
+        made = waves.adopt(namespace, body, waves.POD_CREATE)
+        if made is not None:  # made ahead while the checks before this one ran (wincon.cluster.waves.ahead)
+            return made.result  # type: ignore[no-any-return]
     core = client.CoreV1Api(api_client)
     kwargs = {"dry_run": "All"} if dry_run else {}
     try:

@@ -48,6 +48,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.exec import ExecResult, exec_in_pod
 from wincon.cluster.namespaces import MANAGED_BY, MANAGER, RUN_ID
@@ -234,6 +235,7 @@ class Kube:
 
     def create_pod(self, manifest: dict[str, Any]) -> Any:
         """Create the pod and return at once (for checks that watch it start, or fail to)."""
+        waves.adopt(self.namespace, manifest, "kube.create_pod")  # a pod made ahead is created with run_os_pod: errs
         return call(self.core.create_namespaced_pod, self.namespace, manifest)
 
     def delete_pod(self, name: str, grace: int | None = None) -> None:

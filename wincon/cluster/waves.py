@@ -179,3 +179,165 @@ def one_at_a_time(await_each: Callable[[list[dict[str, Any]]], dict[str, Any]]) 
 def decls_by_item(items: Iterable[pytest.Item]) -> list[tuple[pytest.Item, PodDecl]]:
     """Every (item, declared pod) of ``items``, in their order."""
     return [(item, decl) for item in items for decl in declared(item)]
+
+
+# ----------------------------------------------------------------------------- ahead: a check's objects made before it runs
+
+AHEAD_ATTR = "wincon_ahead_builders"  # on a test function: the builders of what it creates before it first waits
+# How many pods made ahead and not yet handed to their check one worker keeps at most: each worker's next checks
+# start while it runs the current one, and a run of four workers leaves most of two Windows nodes' 30 pods each free.
+AHEAD_PODS = 8
+
+
+def ahead(*builders: Callable[..., Any]) -> Callable[[F], F]:
+    """Declare on a test function what it creates before it first waits, so that it is made ahead, while the checks
+    before it run: ``@waves.ahead(reader_pod)``. Each builder takes parameters by name (``wincon``, ``target_os``,
+    ``build``, and the check's own parameters) and returns one manifest or a list of them, in the order the check
+    creates them; the check builds them with the same builders and creates them as before (``run_os_pod``,
+    ``kube.create``), which then adopt the object made ahead where its manifest is the one the check asks for."""
+
+    def mark(function: F) -> F:
+        setattr(function, AHEAD_ATTR, (*getattr(function, AHEAD_ATTR, ()), *builders))
+        return function
+
+    return mark
+
+
+def ahead_builders(item: pytest.Item) -> tuple[Callable[..., Any], ...]:
+    return tuple(getattr(getattr(item, "function", None), AHEAD_ATTR, ()))
+
+
+@dataclass
+class Made:
+    """One object made ahead: its manifest, what creating it returned, or what creating it raised."""
+
+    manifest: dict[str, Any]
+    result: Any = None
+    error: BaseException | None = None
+
+
+# (namespace, kind, name) -> the object made ahead, until its check creates it: one registry per worker process.
+_MADE: dict[tuple[str, str, str], Made] = {}
+
+
+def _key(namespace: str, manifest: Mapping[str, Any]) -> tuple[str, str, str]:
+    return namespace, str(manifest.get("kind", "Pod")), str(manifest["metadata"]["name"])
+
+
+def adopt(namespace: str, manifest: Mapping[str, Any], how: str) -> Made | None:
+    """The object made ahead for ``manifest`` in ``namespace`` (what its creation returned; its error is raised), or
+    None where nothing was. Made ahead with another manifest than the one the check creates, or by another way
+    than ``how``, the suite errs: what the check observes must be what it asked for."""
+    made = _MADE.pop(_key(namespace, manifest), None)
+    if made is None:
+        return None
+    if made.manifest != dict(manifest):
+        raise SuiteError(
+            f"{manifest.get('kind', 'Pod')} {manifest['metadata']['name']} was made ahead from another manifest than "
+            "the check creates",
+            "make the check build what it creates with the builders it declares in waves.ahead",
+        )
+    if how != _how(made.manifest):
+        raise SuiteError(
+            f"{manifest.get('kind', 'Pod')} {manifest['metadata']['name']} was made ahead as {_how(made.manifest)} "
+            f"but the check creates it with {how}",
+            f"create a pod made ahead with {POD_CREATE}, any other object with {OBJECT_CREATE}",
+        )
+    if made.error is not None:
+        raise made.error
+    return made
+
+
+POD_CREATE = "submit_pod (run_os_pod, create_or_reject)"
+OBJECT_CREATE = "kube.create (deploy.apply)"
+
+
+def _how(manifest: Mapping[str, Any]) -> str:
+    """How an object made ahead is created, and so how its check must create it: a pod as ``run_os_pod`` does."""
+    return POD_CREATE if manifest.get("kind", "Pod") == "Pod" else OBJECT_CREATE
+
+
+class Ahead:
+    """One module's checks on one worker whose objects are made ahead: ``top_up(items)`` reserves the namespace of
+    each next check that declared builders and makes its objects there, until ``AHEAD_PODS`` pods wait for their
+    checks; ``namespace_for(item)`` hands a check its reserved namespace (its objects then count as its own);
+    ``close()`` deletes the namespaces reserved for checks that did not run here (skipped, or stolen by another
+    worker) with what was made in them."""
+
+    def __init__(
+        self,
+        reserve: Callable[[pytest.Item], str],
+        make: Callable[[str, dict[str, Any]], Any],
+        arguments: Callable[[pytest.Item], dict[str, Any]],
+        release: Callable[[str], None],
+        pods: int = AHEAD_PODS,
+    ) -> None:
+        self.reserve, self.make, self.arguments, self.release, self.pods = reserve, make, arguments, release, pods
+        self.reserved: dict[str, tuple[str, int]] = {}  # nodeid -> (namespace, pods made there)
+        self.handed: set[str] = set()
+
+    def waiting(self) -> int:
+        return sum(pods for nodeid, (_, pods) in self.reserved.items() if nodeid not in self.handed)
+
+    def manifests(self, item: pytest.Item) -> list[dict[str, Any]]:
+        """What ``item``'s builders return for its parameters, in order."""
+        import inspect
+
+        given = self.arguments(item)
+        out: list[dict[str, Any]] = []
+        for builder in ahead_builders(item):
+            names = list(inspect.signature(builder).parameters)
+            missing = [n for n in names if n not in given]
+            if missing:
+                raise SuiteError(
+                    f"{builder.__name__} (declared in waves.ahead by {item.nodeid}) takes {', '.join(missing)}",
+                    "a builder takes only wincon, target_os, build and the check's own parameters",
+                )
+            built = builder(**{n: given[n] for n in names})
+            out.extend(built if isinstance(built, list) else [built])
+        return out
+
+    def top_up(self, items: Iterable[pytest.Item]) -> None:
+        """Make ahead the objects of the next ``items`` that declared builders, in order, while fewer than
+        ``pods`` pods made ahead wait for their checks."""
+        for item in items:
+            if self.waiting() >= self.pods:
+                return
+            if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
+                continue
+            manifests = self.manifests(item)
+            try:
+                namespace = self.reserve(item)
+            except OUTCOMES:  # the check creates its namespace itself when it runs, and meets this error as its own
+                return
+            pods = 0
+            self.reserved[item.nodeid] = (namespace, 0)
+            for manifest in manifests:
+                made = Made(manifest)
+                pods += manifest.get("kind", "Pod") == "Pod"
+                try:
+                    made.result = self.make(namespace, manifest)
+                except OUTCOMES as exc:  # the check that creates it raises it; what it would create next is not made
+                    made.error = exc
+                finally:  # registered once made: the create that made it does not adopt it
+                    _MADE[_key(namespace, manifest)] = made
+                if made.error is not None:
+                    break
+            self.reserved[item.nodeid] = (namespace, pods)
+
+    def namespace_for(self, item: pytest.Item) -> str | None:
+        """The namespace reserved for ``item`` (its objects made there), now its own; None where none was."""
+        reserved = self.reserved.get(item.nodeid)
+        if reserved is None:
+            return None
+        self.handed.add(item.nodeid)
+        return reserved[0]
+
+    def close(self) -> None:
+        """Delete what was made for checks that did not take it, and forget what none adopted."""
+        for nodeid, (namespace, _) in self.reserved.items():
+            if nodeid not in self.handed:
+                self.release(namespace)
+            for key in [k for k in _MADE if k[0] == namespace]:
+                del _MADE[key]
+        self.reserved.clear()

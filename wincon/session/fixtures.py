@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import Kube
 from wincon.clusterinfo import nodes
@@ -71,10 +72,64 @@ def namespace(request: pytest.FixtureRequest, wincon: WinconContext) -> Iterator
     yield from make_namespace(request, wincon, module_prefix(request))
 
 
+def build_of(nodeid: str, profile: ClusterProfile) -> int | None:
+    """The Windows build check ``nodeid`` pins its pods to (the ``build`` fixture of suites/conftest.py): one of the
+    Ready nodes' builds, so that a run covers every build and spreads its pods over the Windows nodes."""
+    builds = sorted({n.windows_build for n in profile.ready_windows_nodes if n.windows_build})
+    return build_for(nodeid, builds)
+
+
+@pytest.fixture(scope="module")
+def made_ahead(wincon: WinconContext) -> Iterator[waves.Ahead]:
+    """The module's checks whose objects are made ahead on this worker (``wincon.cluster.waves.ahead``): each
+    check's namespace and what it declared it creates first, made while the checks before it run."""
+
+    def arguments(item: pytest.Item) -> dict[str, Any]:
+        callspec = getattr(item, "callspec", None)
+        params = dict(callspec.params) if callspec is not None else {}
+        return {"wincon": wincon, "build": build_of(item.nodeid, wincon.profile), **params}
+
+    made = waves.Ahead(
+        reserve=lambda item: wincon.namespaces.create(item.name),
+        make=make_ahead(wincon.api_client),
+        arguments=arguments,
+        release=wincon.namespaces.delete,
+    )
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def make_ahead(api_client: Any) -> Callable[[str, dict[str, Any]], Any]:
+    """How an object is made ahead: as its check creates it (a pod by ``submit_pod``, anything else by
+    ``deploy.apply``), so that adopting it returns what the check's own create would have."""
+    from wincon.checks.api_rules import submit_pod
+    from wincon.workloads.deploy import apply
+
+    def make(namespace: str, manifest: dict[str, Any]) -> Any:
+        if manifest.get("kind", "Pod") == "Pod":
+            return submit_pod(api_client, namespace, manifest, dry_run=False)
+        return apply(api_client, namespace, manifest)
+
+    return make
+
+
 @pytest.fixture
-def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext) -> Iterator[str]:
-    """A namespace for this test alone, for checks that must not share state."""
-    yield from make_namespace(request, wincon, request.node.name)
+def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext, made_ahead: waves.Ahead) -> Iterator[str]:
+    """A namespace for this test alone, for checks that must not share state. The module's next checks that declared
+    ``waves.ahead`` get theirs now, with what they create first made in it; this check takes its own where it got
+    one so."""
+    made_ahead.top_up(waves.items_from(request.node))
+    name = made_ahead.namespace_for(request.node)
+    if name is None:
+        yield from make_namespace(request, wincon, request.node.name)
+        return
+    request.node.stash.setdefault(NAMESPACES_KEY, []).append(name)
+    try:
+        yield name
+    finally:
+        wincon.namespaces.delete(name)
 
 
 def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[..., None]:

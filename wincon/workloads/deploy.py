@@ -10,6 +10,7 @@ from typing import Any
 
 from kubernetes import client, utils
 
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, wait_for_pod
 from wincon.clusterinfo.profile import WINDOWS_BUILD_LABEL, parse_build
@@ -54,7 +55,11 @@ def pod_manifest(
 
 
 def apply(api_client: client.ApiClient, namespace: str, manifest: dict[str, Any]) -> Any:
-    """Create one object of any kind the client knows; transient API errors are retried."""
+    """Create one object of any kind the client knows; transient API errors are retried. An object made ahead for
+    the check (``wincon.cluster.waves.ahead``) is adopted: what creating it returned then."""
+    made = waves.adopt(namespace, manifest, waves.OBJECT_CREATE)
+    if made is not None:
+        return made.result
     created = call(utils.create_from_dict, api_client, manifest, namespace=namespace)
     return created[0] if isinstance(created, list) and len(created) == 1 else created
 
@@ -69,6 +74,7 @@ def run_pod(
     core = client.CoreV1Api(wincon.api_client)
     name = manifest["metadata"]["name"]
     with steps.deploy(f"pod {namespace}/{name} ({manifest['spec'].get('os', {}).get('name', 'linux')})"):
+        waves.adopt(namespace, manifest, "deploy.run_pod")  # a pod made ahead is created with run_os_pod: errs
         call(core.create_namespaced_pod, namespace, manifest)
     return await_pod(wincon, namespace, manifest, ready)
 
