@@ -1,0 +1,239 @@
+"""What a check creates first, made ahead while the checks before it run (issue 44, item 2): wincon.cluster.waves'
+``ahead`` without a cluster. Objects are made in each check's own reserved namespace, in the check's order, while
+fewer than the limit of pods wait for their checks; the check's own create adopts exactly what it asks for, or errs;
+an error making one is that check's, and what it would create next is not made; what no check took is deleted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from wincon.checks import api_rules
+from wincon.checks.pods import Rejected, create_or_reject
+from wincon.cluster import waves
+from wincon.commandline.errors import SuiteError
+from wincon.session.fixtures import make_ahead
+from wincon.workloads import deploy
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [], **spec}}
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+
+
+def two_pods(target_os: str, kind: str) -> list[dict[str, Any]]:
+    return [pod(f"{kind}-a", os=target_os), pod(f"{kind}-b", os=target_os)]
+
+
+def one_pod(target_os: str) -> dict[str, Any]:
+    return pod("one", os=target_os)
+
+
+def map_then_pod(target_os: str, build: int | None) -> list[dict[str, Any]]:
+    return [config_map("settings"), pod("reader", os=target_os, build=build)]
+
+
+def takes_a_fixture(kube: Any) -> dict[str, Any]:
+    return pod("never")
+
+
+def check_a() -> None:
+    """A check without builders."""
+
+
+@waves.ahead(two_pods)
+def check_b() -> None:
+    """Declares two pods."""
+
+
+@waves.ahead(one_pod)
+def check_c() -> None:
+    """Declares one pod."""
+
+
+@waves.ahead(map_then_pod)
+def check_d() -> None:
+    """Declares a ConfigMap, then a pod that reads it."""
+
+
+class Item:
+    def __init__(self, name: str, function: Any, **params: Any) -> None:
+        self.nodeid, self.name, self.function = f"suites/x.py::{name}", name, function
+        self.callspec = SimpleNamespace(params={"target_os": "windows", **params})
+
+
+class Cluster:
+    """Reserves namespaces and makes objects, recording each step; ``refuse``: names whose making raises."""
+
+    def __init__(self, refuse: dict[str, BaseException] | None = None, reserve_fails: bool = False) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.refuse, self.reserve_fails = refuse or {}, reserve_fails
+
+    def reserve(self, item: Any) -> str:
+        if self.reserve_fails:
+            raise RuntimeError("namespace got no default ServiceAccount in time")
+        self.log.append(("reserve", item.name))
+        return f"ns-{item.name}"
+
+    def make(self, namespace: str, manifest: dict[str, Any]) -> str:
+        name = manifest["metadata"]["name"]
+        self.log.append(("make", f"{namespace}/{name}"))
+        if name in self.refuse:
+            raise self.refuse[name]
+        return f"made {namespace}/{name}"
+
+    def release(self, namespace: str) -> None:
+        self.log.append(("release", namespace))
+
+    def ahead(self, pods: int = waves.AHEAD_PODS) -> waves.Ahead:
+        return waves.Ahead(self.reserve, self.make, lambda item: {"build": 26100, **item.callspec.params},
+                           self.release, pods=pods)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def empty_registry() -> Iterator[None]:
+    waves._MADE.clear()
+    yield
+    waves._MADE.clear()
+
+
+def test_each_declared_check_gets_a_namespace_of_its_own_with_its_objects_made_in_its_order() -> None:
+    cluster = Cluster()
+    ahead = cluster.ahead()
+    items = [Item("a", check_a), Item("b", check_b, kind="exec"), Item("d", check_d)]
+    ahead.top_up(items)
+    assert cluster.log == [
+        ("reserve", "b"),
+        ("make", "ns-b/exec-a"),
+        ("make", "ns-b/exec-b"),
+        ("reserve", "d"),
+        ("make", "ns-d/settings"),
+        ("make", "ns-d/reader"),
+    ]
+    assert ahead.waiting() == 3  # pods only: the ConfigMap does not count
+    assert ahead.namespace_for(items[0]) is None  # a check that declared nothing creates its own namespace
+    assert ahead.namespace_for(items[1]) == "ns-b" and ahead.waiting() == 1
+    ahead.top_up(items)  # nothing is made twice
+    assert len(cluster.log) == 6
+
+
+def test_no_more_than_the_limit_of_pods_waits_and_handing_one_over_makes_room() -> None:
+    cluster = Cluster()
+    ahead = cluster.ahead(pods=2)
+    items = [Item("b", check_b, kind="x"), Item("c", check_c), Item("d", check_d)]
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "b")]
+    assert ahead.namespace_for(items[0]) == "ns-b"
+    ahead.top_up(items[1:])
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "b"), ("reserve", "c"),
+                                                                      ("reserve", "d")]  # fmt: skip
+
+
+def test_the_check_adopts_exactly_what_it_asks_for_once() -> None:
+    cluster = Cluster()
+    ahead = cluster.ahead()
+    item = Item("d", check_d)
+    ahead.top_up([item])
+    namespace = ahead.namespace_for(item)
+    assert namespace == "ns-d"
+    made = waves.adopt(namespace, config_map("settings"), waves.OBJECT_CREATE)
+    assert made is not None and made.result == "made ns-d/settings"
+    assert waves.adopt(namespace, config_map("settings"), waves.OBJECT_CREATE) is None  # taken: created anew
+    with pytest.raises(SuiteError, match="from another manifest"):
+        waves.adopt(namespace, pod("reader", os="windows", build=20348), waves.POD_CREATE)
+    assert waves.adopt("ns-other", pod("reader", os="windows", build=26100), waves.POD_CREATE) is None
+
+
+def test_a_pod_made_ahead_and_created_another_way_errs() -> None:
+    Cluster().ahead().top_up([Item("c", check_c)])
+    with pytest.raises(SuiteError, match="was made ahead as submit_pod .* but the check creates it with kube.create"):
+        waves.adopt("ns-c", one_pod("windows"), waves.OBJECT_CREATE)
+
+
+def test_an_error_making_an_object_is_its_checks_and_what_it_creates_next_is_not_made() -> None:
+    refused = RuntimeError("admission webhook denied settings")
+    cluster = Cluster(refuse={"settings": refused})
+    ahead = cluster.ahead()
+    ahead.top_up([Item("d", check_d), Item("c", check_c)])
+    assert ("make", "ns-d/reader") not in cluster.log and ("make", "ns-c/one") in cluster.log
+    with pytest.raises(RuntimeError) as raised:
+        waves.adopt("ns-d", config_map("settings"), waves.OBJECT_CREATE)
+    assert raised.value is refused
+    made = waves.adopt("ns-c", one_pod("windows"), waves.POD_CREATE)
+    assert made is not None and made.result == "made ns-c/one"
+
+
+def test_a_namespace_that_cannot_be_reserved_is_left_to_the_check() -> None:
+    cluster = Cluster(reserve_fails=True)
+    ahead = cluster.ahead()
+    item = Item("c", check_c)
+    ahead.top_up([item])
+    assert cluster.log == [] and ahead.namespace_for(item) is None and not waves._MADE
+
+
+def test_close_deletes_what_checks_that_did_not_run_here_left_and_forgets_every_object() -> None:
+    cluster = Cluster()
+    ahead = cluster.ahead()
+    ran, stolen = Item("c", check_c), Item("b", check_b, kind="y")
+    ahead.top_up([ran, stolen])
+    assert ahead.namespace_for(ran) == "ns-c"  # its own teardown deletes it
+    ahead.close()
+    assert cluster.log[-1] == ("release", "ns-b") and ("release", "ns-c") not in cluster.log
+    assert not waves._MADE and not ahead.reserved
+
+
+def test_a_builder_takes_only_what_the_suite_can_give() -> None:
+    @waves.ahead(takes_a_fixture)
+    def check_x() -> None:
+        """Declares a builder that asks for a fixture."""
+
+    with pytest.raises(SuiteError, match="takes_a_fixture .* takes kube"):
+        Cluster().ahead().top_up([Item("x", check_x)])
+
+
+def test_made_ahead_by_the_real_create_and_adopted_by_create_or_reject_without_a_second_create(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counter-case of the first version's bug: the ahead's own submit_pod adopted the entry it had just
+    registered, so nothing was made ahead and the check created its pod itself, late. The API sees one create, by
+    the ahead; the check's create_or_reject returns what that create returned."""
+    creates: list[str] = []
+
+    def fake_call(fn: Any, namespace: str, body: dict[str, Any], **kwargs: Any) -> Any:
+        creates.append(f"{fn.__name__} {namespace}/{body['metadata']['name']}")
+        return SimpleNamespace(data=json.dumps({"metadata": {"name": body["metadata"]["name"], "uid": "u1"}}))
+
+    monkeypatch.setattr(api_rules, "call", fake_call)
+    monkeypatch.setattr(deploy, "call", lambda fn, *a, **k: f"applied {k['namespace']}/{a[1]['metadata']['name']}")
+    ahead = waves.Ahead(lambda item: f"ns-{item.name}", make_ahead(object()),
+                        lambda item: {"build": 26100, **item.callspec.params}, lambda ns: None)  # fmt: skip
+    ahead.top_up([Item("d", check_d)])
+    assert creates == ["create_namespaced_pod ns-d/reader"]
+    assert deploy.apply(object(), "ns-d", config_map("settings")) == "applied ns-d/settings"
+    created = create_or_reject(object(), "ns-d", pod("reader", os="windows", build=26100))
+    assert created == {"metadata": {"name": "reader", "uid": "u1"}} and len(creates) == 1
+    create_or_reject(object(), "ns-d", pod("reader", os="windows", build=26100))  # taken: a create of its own
+    assert len(creates) == 2
+
+
+def test_a_refusal_made_ahead_is_the_checks_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    def refuse(fn: Any, namespace: str, body: dict[str, Any], **kwargs: Any) -> Any:
+        exc = ApiException(status=422, reason="Unprocessable Entity")
+        exc.body = json.dumps({"kind": "Status", "message": "spec.os: Invalid value", "details": {"causes": []}})
+        raise exc
+
+    monkeypatch.setattr(api_rules, "call", refuse)
+    ahead = waves.Ahead(lambda item: f"ns-{item.name}", make_ahead(object()),
+                        lambda item: {"build": None, **item.callspec.params}, lambda ns: None)  # fmt: skip
+    ahead.top_up([Item("c", check_c)])
+    with pytest.raises(Rejected, match="refused pod one"):
+        create_or_reject(object(), "ns-c", one_pod("windows"))
