@@ -146,7 +146,14 @@ def module_pods(request: pytest.FixtureRequest, net: NetworkObjects, pod_wave: w
                 found |= {key for key in modulepods.needs(later) if key[1] == own}
         return found
 
-    return ModulePods(net.kube.create_pod, net.await_each, wanted, {"servers": servers, "client": client, "host": host})
+    def later(item: Any) -> set[tuple[str, str]]:
+        """What the module's checks of the other OS after the asking one on this worker need: created while the
+        asking check (a Linux control, before its Windows twins) runs, awaited by the first that needs each."""
+        own = target_os_of(item)
+        return {key for i in waves.items_from(item) for key in modulepods.needs(i) if key[1] != own}
+
+    plans = {"servers": servers, "client": client, "host": host}
+    return ModulePods(net.kube.create_pod, net.await_each, wanted, plans, later=later)
 
 
 def asking_item(request: pytest.FixtureRequest) -> Any:

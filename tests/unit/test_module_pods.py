@@ -308,3 +308,44 @@ def test_start_own_joins_its_waits_and_raises_the_module_pods_error():
     with pytest.raises(InfrastructureError, match="client never ran"):
         modulepods.start_own(lambda m: None, await_each, [manifest("a")], client)
     assert finished == ["own"], "no wait is left running behind the check"
+
+
+def test_the_other_oss_pods_later_checks_need_are_created_with_the_first_start_and_awaited_by_their_first_check():
+    """Issue 44, item 2: a Linux control's start also creates its Windows twins' pods (``later``), awaiting none of
+    them; the first Windows check that needs them awaits them, without creating them again."""
+    starts = Starts()
+    pods = ModulePods(starts.create, starts.await_each, both("linux"), plans(),
+                      later=lambda it: {("servers", "windows"), ("client", "windows")})  # fmt: skip
+    assert pods.get("client", "linux", item()) == "linux-client"
+    assert starts.events == [
+        "create linux-client",
+        "create linux-netserver-0",
+        "create linux-netserver-1",
+        "await ['linux-client', 'linux-netserver-0', 'linux-netserver-1']",
+        "create windows-client",
+        "create windows-netserver-0",
+        "create windows-netserver-1",
+    ]
+    assert pods.get("servers", "windows", item()) == ["windows-netserver-0", "windows-netserver-1"]
+    assert starts.events[-1] == "await ['windows-netserver-0', 'windows-netserver-1']"
+    assert pods.get("client", "windows", item()) == "windows-client"
+    assert starts.events[-1] == "await ['windows-client']"
+    assert [e for e in starts.events if e.startswith("create")] == [
+        "create linux-client", "create linux-netserver-0", "create linux-netserver-1",
+        "create windows-client", "create windows-netserver-0", "create windows-netserver-1",
+    ]  # fmt: skip
+
+
+def test_a_pod_made_ahead_that_fails_is_the_error_of_the_check_that_awaits_it_and_a_refusal_its_skip():
+    starts = Starts(broken=("windows-netserver-1",))
+
+    def refuse(manifest: dict[str, Any]) -> None:
+        pytest.skip("HostProcess pods are not allowed here")
+
+    pods = ModulePods(starts.create, starts.await_each, both("linux"), plans(host_create=refuse),
+                      later=lambda it: {("servers", "windows"), ("host", "windows")})  # fmt: skip
+    assert pods.get("client", "linux", item()) == "linux-client"  # the Linux control is untouched
+    with pytest.raises(pytest.skip.Exception, match="not allowed"):
+        pods.get("host", "windows", item())
+    with pytest.raises(InfrastructureError, match="windows-netserver-1 never ran"):
+        pods.get("servers", "windows", item())

@@ -10,6 +10,11 @@ error because a netserver failed to start. Where that check needs only one kind,
 (the others when a later check needs them): the run starts no pod it did not start before. A kind whose creation
 is refused (a HostProcess pod the cluster's policy does not allow: a skip) keeps that outcome for every check
 that asks; where it is the kind the check asked for first, nothing else is created for that check.
+
+Ahead (issue 44, item 2): when a check starts its pods, the pods of the other OS that the module's later checks on
+this worker need (``later``: a Linux control's Windows twins') are created too, and awaited by the first check that
+needs each, so the Windows pods start while the Linux controls run. They are the same shared pods, made sooner: a
+pod made for checks that then do not run here (skipped, or stolen by another worker) goes with the namespace.
 """
 
 from __future__ import annotations
@@ -86,12 +91,17 @@ class ModulePods:
         await_each: Callable[[list[dict[str, Any]]], dict[str, Any]],
         wanted: Callable[[Any], Iterable[tuple[str, str]]],
         plans: dict[str, Callable[[str], Plan]],
+        later: Callable[[Any], Iterable[tuple[str, str]]] | None = None,
     ) -> None:
         """``create(manifest)`` creates one pod; ``await_each(manifests)`` waits for each (side by side) and
         checks where it ran: name -> pod, or the exception its wait or placement check raised. ``wanted(item)``:
-        the (kind, os) the asking check needs; ``plans[kind](os)``: that kind's Plan."""
+        the (kind, os) the asking check needs; ``plans[kind](os)``: that kind's Plan. ``later(item)``: the (kind, os)
+        the module's checks after the asking one need (the other OS's), created when the asking check's own are
+        started and awaited only by the check that first needs each (issue 44, item 2)."""
         self._create, self._await_each, self._wanted, self._plans = create, await_each, wanted, plans
+        self._later = later
         self._done: dict[tuple[str, str], Any] = {}
+        self._created: dict[tuple[str, str], Plan] = {}  # created ahead, not yet awaited
 
     def get(self, kind: str, os_name: str, item: Any = None) -> Any:
         """The fixture value of ``kind`` of ``os_name``, started on first use together with every other kind the
@@ -100,15 +110,37 @@ class ModulePods:
         if key not in self._done:
             others = {k for k in (self._wanted(item) if item is not None else ()) if k[0] in self._plans}
             self._start([key, *sorted(others - {key} - set(self._done))])
+            if self._later is not None and item is not None:
+                self.ahead([k for k in sorted(set(self._later(item))) if k[0] in self._plans])
         value = self._done[key]
         if isinstance(value, BaseException):
             raise value
         return value.value
 
+    def ahead(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Create the pods of ``keys`` not yet created, awaiting none: the check that first needs one awaits it (a
+        creation's error or skip is kept for the checks that ask, as ``_start`` keeps it)."""
+        for key in keys:
+            if key in self._done or key in self._created:
+                continue
+            try:
+                plan = self._plans[key[0]](key[1])
+                create = plan.create or self._create
+                for manifest in plan.manifests:
+                    create(manifest)
+            except OUTCOMES as exc:
+                self._done[key] = exc
+                continue
+            self._created[key] = plan
+
     def _start(self, keys: list[tuple[str, str]]) -> None:
-        """Create every pod of ``keys`` (the asked one first), then wait for all of them at once."""
+        """Create every pod of ``keys`` (the asked one first) not created ahead, then wait for all of them at
+        once."""
         plans: dict[tuple[str, str], Plan] = {}
         for key in keys:
+            if key in self._created:
+                plans[key] = self._created.pop(key)
+                continue
             try:
                 plan = self._plans[key[0]](key[1])
                 create = plan.create or self._create
