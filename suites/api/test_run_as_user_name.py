@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from wincon.checks.api_rules import (
@@ -10,7 +12,8 @@ from wincon.checks.api_rules import (
     run_as_user_name_path,
     with_run_as_user_name,
 )
-from wincon.checks.pods import admitted_and_scheduled, run_windows_pod
+from wincon.checks.pods import admitted_and_scheduled, run_windows_pod, windows_pod
+from wincon.cluster import waves
 from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 
@@ -48,11 +51,22 @@ def test_run_as_user_name_format_rules_are_enforced(kube, make_pod, case, scope)
     )
 
 
+def containeruser_pod(wincon, build: int | None) -> dict[str, Any]:
+    """The admission check's pod, naming ContainerUser (made ahead: ``waves.ahead``)."""
+    return with_run_as_user_name(windows_pod(wincon, "run-as-containeruser", build), "ContainerUser")
+
+
+def whoami_pod(wincon, build: int | None) -> dict[str, Any]:
+    """The runtime check's pod, naming ContainerUser (made ahead: ``waves.ahead``)."""
+    return with_run_as_user_name(windows_pod(wincon, "whoami-containeruser", build), "ContainerUser")
+
+
 @pytest.mark.test_id("9b74f825-4c77-4ba9-9880-cb82dd5ec941")
 @pytest.mark.documents("k8s-windows-guide", "Security")
-def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, namespace, make_pod):
+@waves.ahead(containeruser_pod)
+def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, namespace, build):
     """RunAsUserName (002_8a7e76f95009f44f.txt, Security): a pod naming ContainerUser is admitted, stored with the name and placed on a Windows node (API and scheduler; the runtime effect: test_container_runs_as_the_user_named_by_run_as_user_name)."""
-    body = with_run_as_user_name(make_pod("run-as-containeruser"), "ContainerUser")
+    body = containeruser_pod(wincon, build)
     pod = admitted_and_scheduled(wincon, namespace, body)
     assert pod.spec.security_context.windows_options.run_as_user_name == "ContainerUser"
 
@@ -62,9 +76,10 @@ def test_pod_with_run_as_user_name_is_created_and_scheduled_on_windows(wincon, n
 @pytest.mark.limitation("run-as-username-unavailable")
 @pytest.mark.documents("k8s-windows-intro", "Security")
 @pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
-def test_container_runs_as_the_user_named_by_run_as_user_name(kube, wincon, namespace, make_pod):
+@waves.ahead(whoami_pod)
+def test_container_runs_as_the_user_named_by_run_as_user_name(kube, wincon, namespace, build):
     """ "The workaround is to create local accounts ... The RunAsUsername capability is planned for future release" (000_4130a90def37a825.txt, Security): the container's process runs as ContainerUser."""
-    body = with_run_as_user_name(make_pod("whoami-containeruser"), "ContainerUser")
+    body = whoami_pod(wincon, build)
     pod = run_windows_pod(wincon, namespace, body)
     command = ["cmd", "/S", "/C", "echo %username%"]
     result = kube.exec(pod, command)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from wincon.checks.api_rules import submit_pod
-from wincon.checks.pods import run_windows_pod
+from wincon.checks.pods import run_windows_pod, windows_pod
+from wincon.cluster import waves
 from wincon.commandline.errors import expect_deviation
 from wincon.windows import forms
 
@@ -44,14 +45,22 @@ def test_environment_variable_name_with_a_colon_is_admitted_for_a_windows_pod(wi
     assert names == ["Logging:LogLevel"], f"the API server stored the env names {names}"
 
 
+def env_colon_pod(wincon, build: int | None) -> dict[str, Any]:
+    """The data-plane check's pod: env name Logging:LogLevel (made ahead: ``waves.ahead``)."""
+    return windows_pod(
+        wincon, "env-colon", build, container_extra={"env": [{"name": "Logging:LogLevel", "value": "Debug"}]}
+    )
+
+
 @pytest.mark.test_id("769516df-c829-4e82-8f4c-9d9fafa81618")
 @pytest.mark.dataplane
 @pytest.mark.limitation("env-var-name-colon")
 @pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
 @pytest.mark.windows_form(forms.BUSYBOX_SH_ENV)
-def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon, namespace, make_pod):
+@waves.ahead(env_colon_pod)
+def test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, wincon, namespace, build):
     """ "For .NET containers that need to use `:` as an environment variable, you can replace `:` ... with `__`" (001_feb1108140134f87.txt, Other Known Issues): a name with ':' should be accepted and visible."""
-    body = make_pod("env-colon", container_extra={"env": [{"name": "Logging:LogLevel", "value": "Debug"}]})
+    body = env_colon_pod(wincon, build)
     refusal_is_the_deviation(submit_pod(wincon.api_client, namespace, body, dry_run=True)[1])
     pod = run_windows_pod(wincon, namespace, body)
     assert pod.spec.containers[0].env[0].name == "Logging:LogLevel", "the API server must store the name as given"
@@ -84,6 +93,17 @@ def slash_path_refused(result: Any) -> bool:
     return SYNTAX_INCORRECT in result.stdout + result.stderr and "slash-ok" not in result.stdout
 
 
+def slash_paths_pod(wincon, build: int | None) -> dict[str, Any]:
+    """The path check's pod: an emptyDir at C:\\data (made ahead: ``waves.ahead``)."""
+    return windows_pod(
+        wincon,
+        "slash-paths",
+        build,
+        container_extra={"volumeMounts": [{"name": "data", "mountPath": "C:\\data"}]},
+        volumes=[{"name": "data", "emptyDir": {}}],
+    )
+
+
 @pytest.mark.test_id("cab6c720-3f1c-4273-bf5f-fae10fae6034")
 @pytest.mark.dataplane
 @pytest.mark.limitation("backslash-paths-in-commands")
@@ -91,13 +111,10 @@ def slash_path_refused(result: Any) -> bool:
 @pytest.mark.windows_form(
     forms.CMD_ECHO_TO_FILE, forms.CMD_TYPE, "tests/data/windows-outputs/cmd-type-unquoted-forward-slash-path.txt"
 )
-def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace, make_pod):
+@waves.ahead(slash_paths_pod)
+def test_forward_slash_path_works_in_a_container_command(kube, wincon, namespace, build):
     """ "The Go IO libraries typically accept both ... but when you're setting a path or command line that's interpreted inside a container, \\ may be needed in windows" (000_4130a90def37a825.txt, API File paths)."""
-    body = make_pod(
-        "slash-paths",
-        container_extra={"volumeMounts": [{"name": "data", "mountPath": "C:\\data"}]},
-        volumes=[{"name": "data", "emptyDir": {}}],
-    )
+    body = slash_paths_pod(wincon, build)
     pod = run_windows_pod(wincon, namespace, body)
     write = ["cmd", "/c", "echo slash-ok> C:\\data\\file.txt"]
     assert kube.exec(pod, write).ok
