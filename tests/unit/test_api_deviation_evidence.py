@@ -113,10 +113,9 @@ def env_colon(stdout: str, monkeypatch) -> None:
     pod = NS(metadata=NS(name="env-colon"), spec=NS(containers=[NS(env=[NS(name="Logging:LogLevel")])]))
     monkeypatch.setattr(CONVENTIONS, "submit_pod", lambda *a, **k: (a[2], None))
     monkeypatch.setattr(CONVENTIONS, "run_windows_pod", lambda *a, **k: pod)
+    monkeypatch.setattr(CONVENTIONS, "windows_pod", lambda wincon, name, build, **k: make_pod(name, **k))
     kube = FakeKube({"sh -c env": ExecResult(0, stdout, "")})
-    CONVENTIONS.test_environment_variable_name_with_a_colon_is_accepted_and_set(
-        kube, NS(api_client=None), "ns", make_pod
-    )
+    CONVENTIONS.test_environment_variable_name_with_a_colon_is_accepted_and_set(kube, NS(api_client=None), "ns", None)
 
 
 ENV = "KUBERNETES_SERVICE_HOST=10.96.0.1\nPATH=C:\\bin\n"
@@ -141,10 +140,11 @@ def test_the_variable_with_another_value_is_not_the_deviation(monkeypatch):
 
 def slash_path(result: ExecResult, monkeypatch) -> None:
     monkeypatch.setattr(CONVENTIONS, "run_windows_pod", lambda *a, **k: NS(metadata=NS(name="slash-paths")))
+    monkeypatch.setattr(CONVENTIONS, "windows_pod", lambda wincon, name, build, **k: make_pod(name, **k))
     kube = FakeKube(
         {"cmd /c echo slash-ok> C:\\data\\file.txt": ExecResult(0, "", ""), "cmd /c type C:/data/file.txt": result}
     )
-    CONVENTIONS.test_forward_slash_path_works_in_a_container_command(kube, NS(), "ns", make_pod)
+    CONVENTIONS.test_forward_slash_path_works_in_a_container_command(kube, NS(), "ns", None)
 
 
 def test_the_file_read_through_slashes_is_the_behaviour_holding(monkeypatch):
