@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from wincon.checks.pods import admitted_and_scheduled, eventually, os_pod, run_os_pod, windows_pod
+from wincon.checks.pods import admitted_and_scheduled, create_or_reject, eventually, os_pod, run_os_pod, windows_pod
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WorkloadFailed, pod_failure, wait_for_pod
@@ -104,14 +105,16 @@ def gone(kube, name):
     return None
 
 
-@pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(same_as_control=True)
-def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build, target_os):
-    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads (agnhost mounttest writes and reads it on both OSes)."""
+def poststart_paths(target_os: str) -> tuple[str, str]:
+    """The post-start check's shared directory and the file its hook writes there."""
     shared = "C:\\shared" if target_os == "windows" else "/shared"
-    file = f"{shared}\\poststart.txt" if target_os == "windows" else f"{shared}/poststart.txt"
+    return shared, f"{shared}\\poststart.txt" if target_os == "windows" else f"{shared}/poststart.txt"
+
+
+def poststart_exec_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The post-start check's pod: container main's exec postStart hook writes a file into a shared emptyDir,
+    container observer (pause) mounts it too."""
+    shared, file = poststart_paths(target_os)
     mounts = [{"name": "shared", "mountPath": shared}]
     hook = {"exec": {"command": ["/agnhost", "mounttest", f"--new-file-0644={file}"]}}
     body = os_pod(
@@ -126,7 +129,19 @@ def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, winc
     body["spec"]["containers"].append(
         container("observer", first["image"], args=["pause"], **with_pull_policy(first, {"volumeMounts": mounts}))
     )
-    pod = run_hooked_pod(kube, wincon, namespace, body)
+    return body
+
+
+# Made ahead: the hook's file stays in the pod's emptyDir, read whenever the check comes to it.
+@pytest.mark.test_id("463adfaa-a39f-4c7c-85ae-6cd4518fcdb2")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(poststart_exec_pod)
+def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, wincon, namespace, build, target_os):
+    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): an exec postStart hook writes a file a second container of the pod reads (agnhost mounttest writes and reads it on both OSes)."""
+    _, file = poststart_paths(target_os)
+    pod = run_hooked_pod(kube, wincon, namespace, poststart_exec_pod(wincon, target_os, build))
     result = kube.exec(pod, ["/agnhost", "mounttest", f"--file-content={file}"], container="observer")
     # mounttest prints the path with Go's %q (a Windows path's backslashes doubled): read it as the storage checks do.
     content = conn.mounttest_content(result.stdout or "", file) if result.ok else None
@@ -222,8 +237,9 @@ def terminated(pod):
 
 
 def run_to_exit(kube, data_plane, body, what, failure=None):
-    """Create a run-once pod, pass the data-plane gate, and wait until its container has exited."""
-    kube.create(body)
+    """Create a run-once pod (made ahead where its check declared it), pass the data-plane gate, and wait until its
+    container has exited."""
+    create_or_reject(kube.api_client, kube.namespace, body)
     name = body["metadata"]["name"]
     data_plane(what, where=name)
     return wait_for_pod(
@@ -236,20 +252,27 @@ def run_to_exit(kube, data_plane, body, what, failure=None):
     )
 
 
+# The run-once checks below are made ahead: with restartPolicy Never the container exits once and its terminated
+# state (exit code, message, the pod's phase) is final, the same whenever the check reads it; nothing is timed.
+def message_default_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The default-path check's run-once pod: writes all-done to /dev/termination-log (C:\\dev\\termination-log)."""
+    write = (
+        "echo all-done> C:\\dev\\termination-log" if target_os == "windows" else "echo all-done > /dev/termination-log"
+    )
+    return os_pod(wincon, "message-default", target_os, build, command=shell(target_os, write), restartPolicy="Never")
+
+
 @pytest.mark.test_id("67c59a4a-ebd3-4f2e-8bb3-26e030bb65e1")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.terminationMessagePath")
 @pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(message_default_pod)
 def test_termination_message_written_to_the_default_path_is_reported(kube, wincon, build, data_plane, target_os):
     """ "V1.Container.terminationMessagePath ... The default value is /dev/termination-log, which does work because it does not exist on Windows by default" (000_4130a90def37a825.txt)."""
-    write = (
-        "echo all-done> C:\\dev\\termination-log" if target_os == "windows" else "echo all-done > /dev/termination-log"
-    )
-    body = os_pod(wincon, "message-default", target_os, build, command=shell(target_os, write), restartPolicy="Never")
     pod = run_to_exit(
         kube,
         data_plane,
-        body,
+        message_default_pod(wincon, target_os, build),
         "wait for container main to exit, then read status.containerStatuses[0].state.terminated.message",
     )
     state = terminated(pod)
@@ -258,16 +281,11 @@ def test_termination_message_written_to_the_default_path_is_reported(kube, winco
     )
 
 
-@pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
-@pytest.mark.dataplane
-@pytest.mark.limitation("termination-message-path")
-@pytest.mark.documents("k8s-windows-intro", "Feature Restrictions")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
-def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane, target_os):
-    """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
+def message_custom_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The custom-path check's run-once pod: writes done to its terminationMessagePath C:\\dev\\msg (/dev/msg)."""
     message_path = "C:\\dev\\msg" if target_os == "windows" else "/dev/msg"
     write = f"echo done> {message_path}" if target_os == "windows" else f"echo done > {message_path}"
-    body = os_pod(
+    return os_pod(
         wincon,
         "message-custom",
         target_os,
@@ -276,6 +294,17 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
         restartPolicy="Never",
         container_extra={"terminationMessagePath": message_path},
     )
+
+
+@pytest.mark.test_id("bac55e0a-2f06-460e-ba74-e1604cb79709")
+@pytest.mark.dataplane
+@pytest.mark.limitation("termination-message-path")
+@pytest.mark.documents("k8s-windows-intro", "Feature Restrictions")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(message_custom_pod)
+def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, build, data_plane, target_os):
+    """ "Termination message: to be implemented with CRI-ContainerD" and "Single file mapping" (000_4130a90def37a825.txt, Feature Restrictions): a message written to terminationMessagePath C:\\dev\\msg is reported."""
+    body = message_custom_pod(wincon, target_os, build)
     pod = run_to_exit(kube, data_plane, body, "wait for container main to exit, then read its termination message")
     with expect_deviation(
         "termination-message-path",
@@ -285,14 +314,10 @@ def test_termination_message_written_to_a_custom_path_is_reported(kube, wincon, 
         assert (terminated(pod).message or "").strip() == "done", f"message {terminated(pod).message!r}"
 
 
-@pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-intro", "API")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
-def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane, target_os):
-    """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
+def exit_three_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The exit-code check's run-once pod: prints fatal: wincon-exit and exits 3 (FallbackToLogsOnError)."""
     fail = "echo fatal: wincon-exit & exit 3" if target_os == "windows" else "echo fatal: wincon-exit; exit 3"
-    body = os_pod(
+    return os_pod(
         wincon,
         "exit-three",
         target_os,
@@ -301,10 +326,19 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
         restartPolicy="Never",
         container_extra={"terminationMessagePolicy": "FallbackToLogsOnError"},
     )
+
+
+@pytest.mark.test_id("53240027-69a2-499f-ac02-fb455135c129")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-intro", "API")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE)
+@waves.ahead(exit_three_pod)
+def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, data_plane, target_os):
+    """ "Exit Codes follow the same convention where 0 is success, nonzero is failure ... exit codes passed from the Kubernetes components (kubelet, kube-proxy) are unchanged" (000_4130a90def37a825.txt, API)."""
     pod = run_to_exit(
         kube,
         data_plane,
-        body,
+        exit_three_pod(wincon, target_os, build),
         "wait for container main to exit 3; FallbackToLogsOnError puts its log in the message",
     )
     # The kubelet may store the container's exit a sync before the pod's phase (seen on the Linux control).
@@ -316,13 +350,8 @@ def test_exit_code_and_log_tail_are_reported_on_failure(kube, wincon, build, dat
     assert "fatal: wincon-exit" in (state.message or ""), f"message {state.message!r}"
 
 
-@pytest.mark.test_id("a08e313d-3ad8-4b73-a8d7-64ebd26a1cfe")
-@pytest.mark.dataplane
-@pytest.mark.limitation("multi-container-pods-pre-1709")
-@pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
-@pytest.mark.windows_form(forms.CURL_EXE_EXEC, same_as_control=True)
-def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
-    """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
+def two_in_one_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The shared-network check's pod: container main serves netexec, container client (pause) beside it."""
     # Ready only once netexec listens (the kubelet's own connection to the pod's IP): a Running container whose
     # server had not bound its port yet refused the client's first curl on a loaded node (a clean-clone run here).
     serving = {"readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}
@@ -331,7 +360,19 @@ def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, t
     body["spec"]["containers"].append(
         container("client", first["image"], args=["pause"], **with_pull_policy(first, {}))
     )
-    pod = run_os_pod(wincon, namespace, body)
+    return body
+
+
+# Made ahead: two long-running servers; what one container reaches of the other does not depend on when.
+@pytest.mark.test_id("a08e313d-3ad8-4b73-a8d7-64ebd26a1cfe")
+@pytest.mark.dataplane
+@pytest.mark.limitation("multi-container-pods-pre-1709")
+@pytest.mark.documents("k8s-handbook-windows", "Other Known Issues")
+@pytest.mark.windows_form(forms.CURL_EXE_EXEC, same_as_control=True)
+@waves.ahead(two_in_one_pod)
+def test_containers_of_a_pod_share_its_network(kube, wincon, namespace, build, target_os):
+    """ "Only Windows Server 1709 or later versions support running multiple containers in a Pod" (001_feb1108140134f87.txt, Other Known Issues): two containers share the pod's IP and reach each other on localhost."""
+    pod = run_os_pod(wincon, namespace, two_in_one_pod(wincon, target_os, build))
     url = "http://localhost:8080/hostname"
     # The control's very command line, curl.exe for curl, exec'd as itself on both OSes (no cmd /c: upstream execs
     # curl.exe so in a Windows pod, forms.CURL_EXE_EXEC), so the exec's exit status is curl's own.
