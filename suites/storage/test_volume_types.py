@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods, run_unless_mount_refused
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException, Kube
 from wincon.clusterinfo.nodes import build_for
@@ -68,30 +69,34 @@ def echo_env(target_os: str, variable: str) -> list[str]:
     return ["sh", "-c", f"echo ${variable}"]
 
 
+def empty_dir_pod(wincon, target_os: str, build: int | None, mount_path: str) -> dict:
+    """The emptyDir check's pod: an emptyDir at ``mount_path`` (the Linux control's at /cache)."""
+    name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
+    if target_os == "linux":
+        mount_path = "/cache"
+    return mounted_pod(
+        wincon,
+        name,
+        target_os,
+        build,
+        [{"name": "cache", "mountPath": mount_path}],
+        [{"name": "cache", "emptyDir": {}}],
+    )
+
+
 @pytest.mark.test_id("2c0a8f0f-5078-4881-a22b-15eeceaf31ac")
 @pytest.mark.dataplane
 @pytest.mark.parametrize("mount_path", ["C:\\cache", "C:/scratch"], ids=["backslash", "forward-slash"])
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
 @pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(empty_dir_pod)
 def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, kube, mount_path, target_os):
     r"""The format for the Volume's path "needs to be mountPath: "C:\\etc\\foo" or mountPath: "C:/etc/foo"" (001_feb1108140134f87.txt, Volume Support): an emptyDir on disk is writable either way.
 
     Linux control: the same emptyDir written and read at /cache (the spelling is Windows'; the volume is not)."""
-    name = "emptydir-bs" if "\\" in mount_path else "emptydir-fs"
+    pod = run_os_pod(wincon, namespace, empty_dir_pod(wincon, target_os, build, mount_path))
     if target_os == "linux":
         mount_path = "/cache"
-    pod = run_os_pod(
-        wincon,
-        namespace,
-        mounted_pod(
-            wincon,
-            name,
-            target_os,
-            build,
-            [{"name": "cache", "mountPath": mount_path}],
-            [{"name": "cache", "emptyDir": {}}],
-        ),
-    )
     target = mount_path.replace("/", "\\") + "\\wincon.txt" if target_os == "windows" else "/cache/wincon.txt"
     result = kube.exec(pod.metadata.name, write_and_read(target))
     assert content(result, target) == NEW_FILE, f"{result.stdout} {result.stderr}"
@@ -411,12 +416,8 @@ def test_downward_api_volume_exposes_labels_and_name(reader, target_os):
         assert 'tier="wincon"' in (content(labels, labels_file) or ""), f"{labels.stdout!r} {labels.stderr}"
 
 
-@pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(same_as_control=True)
-def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube, target_os):
-    """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
+def two_containers_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The sharing check's pod: container main mounts an emptyDir at /shared, container second the same at /other."""
     body = mounted_pod(
         wincon,
         "two-containers",
@@ -431,7 +432,17 @@ def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, k
     body["spec"]["containers"].append(
         container("second", first["image"], args=["pause"], volumeMounts=[second], **pull)
     )
-    pod = run_os_pod(wincon, namespace, body)
+    return body
+
+
+@pytest.mark.test_id("f5b22662-2694-489f-bd34-a20d2014d913")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(two_containers_pod)
+def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, kube, target_os):
+    """ "Single or multiple containers per Pod with process isolation and volume sharing" (002_8a7e76f95009f44f.txt, Pods): what one container writes, the other reads."""
+    pod = run_os_pod(wincon, namespace, two_containers_pod(wincon, target_os, build))
     note = path(target_os, "shared", "note.txt")
     wrote = kube.exec(pod.metadata.name, write_and_read(note), container="main")
     assert content(wrote, note) == NEW_FILE, f"{wrote.stdout!r} {wrote.stderr}"
@@ -440,18 +451,23 @@ def test_volume_is_shared_by_two_containers_of_a_pod(wincon, namespace, build, k
     assert content(seen, other) == NEW_FILE, f"{seen.stdout!r} {seen.stderr}"
 
 
-@pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "Storage")
-@pytest.mark.windows_form(forms.ACCESS_DENIED, same_as_control=True)
-def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube, target_os):
-    """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
+def read_only_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The read-only check's pod: one emptyDir mounted at /rw and, readOnly, at /ro."""
     mounts = [
         {"name": "data", "mountPath": path(target_os, "rw")},
         {"name": "data", "mountPath": path(target_os, "ro"), "readOnly": True},
     ]
-    body = mounted_pod(wincon, "read-only", target_os, build, mounts, [{"name": "data", "emptyDir": {}}])
-    pod = run_os_pod(wincon, namespace, body)
+    return mounted_pod(wincon, "read-only", target_os, build, mounts, [{"name": "data", "emptyDir": {}}])
+
+
+@pytest.mark.test_id("1d2251b4-cd79-48a1-8aea-2e20c0afba8a")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.ACCESS_DENIED, same_as_control=True)
+@waves.ahead(read_only_pod)
+def test_read_only_volume_mount_refuses_writes(wincon, namespace, build, kube, target_os):
+    """ "Read-only filesystems are not supported ... However, read-only volumes are supported" (002_8a7e76f95009f44f.txt, Storage): a write to a readOnly mount fails."""
+    pod = run_os_pod(wincon, namespace, read_only_pod(wincon, target_os, build))
     allowed = path(target_os, "rw", "allowed.txt")
     writable = kube.exec(pod.metadata.name, write_and_read(allowed))
     assert content(writable, allowed) == NEW_FILE, f"the writable mount of the same volume refused a write: {writable}"
@@ -467,25 +483,15 @@ def default_storage_class(kube):
     return next((c for c in classes if (c.metadata.annotations or {}).get(DEFAULT_CLASS) == "true"), None)
 
 
-@pytest.mark.test_id("f75f284e-9493-4750-b9d6-a2f8899d7e27")
-@pytest.mark.dataplane
-@pytest.mark.limitation("csi-plugins-need-privileged")
-@pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
-@pytest.mark.documents("k8s-windows-guide", "Storage")
-@pytest.mark.windows_form(same_as_control=True)
-@pytest.mark.requires("default-storage-class")
-def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube, target_os):
-    """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
-    storage_class = default_storage_class(kube)
-    if storage_class is None:
-        pytest.skip("the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned")
+def claim_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The claim check's PersistentVolumeClaim data (no storageClassName: the default class's), then its pod
+    pvc-user mounting it at /data."""
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
-    kube.create(claim)
     body = mounted_pod(
         wincon,
         "pvc-user",
@@ -494,6 +500,24 @@ def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace,
         [{"name": "data", "mountPath": path(target_os, "data")}],
         [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
     )
+    return [claim, body]
+
+
+@pytest.mark.test_id("f75f284e-9493-4750-b9d6-a2f8899d7e27")
+@pytest.mark.dataplane
+@pytest.mark.limitation("csi-plugins-need-privileged")
+@pytest.mark.documents("sig-windows-intro", "persistentVolumeClaim")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
+@pytest.mark.requires("default-storage-class")
+@waves.ahead(claim_objects)
+def test_persistent_volume_claim_of_the_default_storage_class(wincon, namespace, build, kube, target_os):
+    """ "PersistentVolumeClaim" volumes (004_7d0b0aa3086f85ad.txt, persistentVolumeClaim; 002_8a7e76f95009f44f.txt, Storage): a claim of the default StorageClass is written and read back."""
+    storage_class = default_storage_class(kube)
+    if storage_class is None:
+        pytest.skip("the cluster has no default StorageClass: a claim without storageClassName cannot be provisioned")
+    claim, body = claim_objects(wincon, target_os, build)
+    kube.create(claim)
     if target_os == "windows":
         pod = run_unless_csi_driver_missing(wincon, kube, namespace, body, "data", storage_class.provisioner)
     else:
