@@ -19,6 +19,7 @@ from wincon.checks.pods import (
     run_windows_pod,
     windows_nodes_of_build,
 )
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
@@ -77,6 +78,13 @@ def at(target_os: str, path: str) -> str:
 OCTAL_MODE = re.compile(r"[0-7]{1,4}")
 
 
+def secret_manifest(name="creds", data=None):
+    """The checks' Secret: a username and a password (or ``data``)."""
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
+    body["stringData"] = data or {"username": "wincon-user", "password": "s3cr3t-wincon"}
+    return body
+
+
 def ensure_secret(kube, name="creds", data=None):
     core = kube.core
     try:
@@ -84,9 +92,7 @@ def ensure_secret(kube, name="creds", data=None):
     except ApiException as exc:
         if exc.status != 404:
             raise
-        body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
-        body["stringData"] = data or {"username": "wincon-user", "password": "s3cr3t-wincon"}
-        kube.create(body)
+        kube.create(secret_manifest(name, data))
 
 
 def host_process_pod(kube, name, build, node, command):
@@ -98,13 +104,8 @@ def host_process_pod(kube, name, build, node, command):
     return body
 
 
-@pytest.mark.test_id("e04dae75-7c50-4a32-82f6-bf7172b94151")
-@pytest.mark.dataplane
-@pytest.mark.limitation("emptydir-medium-memory")
-@pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
-@pytest.mark.windows_form(forms.BUSYBOX_W32_DD, forms.BUSYBOX_SH_PROBE, same_as_control=True)
-def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube, target_os):
-    """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
+def memory_medium_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The Memory emptyDir check's pod: a Memory-medium emptyDir at C:\\mem, its container limited to 64 MiB."""
     body = mounted_pod(
         wincon,
         "memory-medium",
@@ -114,6 +115,18 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
         target_os=target_os,
     )
     body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}}
+    return body
+
+
+@pytest.mark.test_id("e04dae75-7c50-4a32-82f6-bf7172b94151")
+@pytest.mark.dataplane
+@pytest.mark.limitation("emptydir-medium-memory")
+@pytest.mark.documents("k8s-windows-intro", "V1.emptyDirVolumeSource")
+@pytest.mark.windows_form(forms.BUSYBOX_W32_DD, forms.BUSYBOX_SH_PROBE, same_as_control=True)
+@waves.ahead(memory_medium_pod)
+def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespace, build, kube, target_os):
+    """ "V1.emptyDirVolumeSource - the Node default medium is disk on Windows. Memory is not supported, as Windows does not have a built-in RAM disk" (000_4130a90def37a825.txt)."""
+    body = memory_medium_pod(wincon, target_os, build)
 
     root = "C:" if target_os == "windows" else ""  # busybox's dd and stat on both OSes (C:\bin on Windows)
 
@@ -164,19 +177,24 @@ def test_memory_medium_empty_dir_counts_against_the_memory_limit(wincon, namespa
         )
 
 
+def subpath_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The subPath check's pod: one emptyDir mounted whole at C:\\data and its subdirectory sub at C:\\sub."""
+    mounts = [
+        {"name": "data", "mountPath": at(target_os, "C:\\data")},
+        {"name": "data", "mountPath": at(target_os, "C:\\sub"), "subPath": "sub"},
+    ]
+    return mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
+
+
 @pytest.mark.test_id("29aa9b27-9c9b-4ae6-b316-696cb12de18f")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-volume-mounts")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
 @pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(subpath_pod)
 def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, kube, target_os):
     """ "Volume subpath mounts. Only the entire volume can be mounted in a Windows container" (002_8a7e76f95009f44f.txt, Storage)."""
-    mounts = [
-        {"name": "data", "mountPath": at(target_os, "C:\\data")},
-        {"name": "data", "mountPath": at(target_os, "C:\\sub"), "subPath": "sub"},
-    ]
-    body = mounted_pod(wincon, "subpath", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
-    pod = run_os_pod(wincon, namespace, body)
+    pod = run_os_pod(wincon, namespace, subpath_pod(wincon, target_os, build))
     written, seen = at(target_os, "C:\\sub\\hello.txt"), at(target_os, "C:\\data\\sub\\hello.txt")
     wrote = kube.exec(pod.metadata.name, write_new(written))
     shown = kube.exec(pod.metadata.name, read(seen))
@@ -191,17 +209,23 @@ def test_sub_path_mount_shows_only_its_subdirectory(wincon, namespace, build, ku
         )
 
 
+def secret_subpath_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The Secret creds, then the pod secret-subpath mounting its key username with subPath at C:\\app\\username."""
+    mounts = [{"name": "creds", "mountPath": at(target_os, "C:\\app\\username"), "subPath": "username"}]
+    volumes = [{"name": "creds", "secret": {"secretName": "creds"}}]
+    return [secret_manifest(), mounted_pod(wincon, "secret-subpath", build, mounts, volumes, target_os=target_os)]
+
+
 @pytest.mark.test_id("83f6e438-d85a-42a4-ae30-f9d2f75378de")
 @pytest.mark.dataplane
 @pytest.mark.limitation("subpath-secret-volume")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
 @pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(secret_subpath_objects)
 def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, kube, target_os):
     """ "Subpath volume mounting for Secrets" is not supported (002_8a7e76f95009f44f.txt, Storage)."""
-    ensure_secret(kube)
-    mounts = [{"name": "creds", "mountPath": at(target_os, "C:\\app\\username"), "subPath": "username"}]
-    volumes = [{"name": "creds", "secret": {"secretName": "creds"}}]
-    body = mounted_pod(wincon, "secret-subpath", build, mounts, volumes, target_os=target_os)
+    secret, body = secret_subpath_objects(wincon, target_os, build)
+    kube.create(secret)  # the test's own namespace: no Secret creds there before
     pod = run_os_pod(wincon, namespace, body)
     file = at(target_os, "C:\\app\\username")
     result = kube.exec(pod.metadata.name, read(file))
@@ -213,23 +237,29 @@ def test_secret_key_mounted_with_sub_path_is_readable(wincon, namespace, build, 
         assert content(result, file) == "wincon-user", f"{result.stdout!r} {result.stderr}"
 
 
-@pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
-@pytest.mark.dataplane
-@pytest.mark.limitation("single-file-volume-mount")
-@pytest.mark.documents("k8s-windows-intro", "Storage")
-@pytest.mark.windows_form(same_as_control=True)
-def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube, target_os):
-    """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
+def single_file_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The ConfigMap settings, then the pod single-file mounting its key settings.txt onto C:\\app\\settings.txt."""
     cm = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "settings"},
         "data": {"settings.txt": "level=debug"},
     }
-    kube.create(cm)
     mounts = [{"name": "settings", "mountPath": at(target_os, "C:\\app\\settings.txt"), "subPath": "settings.txt"}]
     volumes = [{"name": "settings", "configMap": {"name": "settings"}}]
-    body = mounted_pod(wincon, "single-file", build, mounts, volumes, target_os=target_os)
+    return [cm, mounted_pod(wincon, "single-file", build, mounts, volumes, target_os=target_os)]
+
+
+@pytest.mark.test_id("8bf23c2c-d652-4866-926e-6e5cd0c05ad2")
+@pytest.mark.dataplane
+@pytest.mark.limitation("single-file-volume-mount")
+@pytest.mark.documents("k8s-windows-intro", "Storage")
+@pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(single_file_objects)
+def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kube, target_os):
+    """ "Volume mounts can only target a directory in the container, not an individual file" (000_4130a90def37a825.txt, Storage); "Single file mapping: to be implemented with CRI-ContainerD"."""
+    cm, body = single_file_objects(wincon, target_os, build)
+    kube.create(cm)
     pod = run_os_pod(wincon, namespace, body)
     file = at(target_os, "C:\\app\\settings.txt")
     result = kube.exec(pod.metadata.name, read(file))
@@ -241,14 +271,8 @@ def test_config_map_key_mounted_onto_a_single_file(wincon, namespace, build, kub
         assert content(result, file) == "level=debug", f"{result.stdout!r} {result.stderr}"
 
 
-@pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
-@pytest.mark.dataplane
-@pytest.mark.limitation("volume-defaultmode")
-@pytest.mark.documents("k8s-windows-guide", "Storage")
-@pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
-def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube, target_os):
-    """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
-    ensure_secret(kube)
+def modes_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The Secret creds, then the pod modes mounting it at C:\\creds with defaultMode 0400 and password's mode 0440."""
     volume = {
         "name": "creds",
         "secret": {
@@ -258,7 +282,20 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
         },
     }
     mounts = [{"name": "creds", "mountPath": at(target_os, "C:\\creds")}]
-    pod = run_os_pod(wincon, namespace, mounted_pod(wincon, "modes", build, mounts, [volume], target_os=target_os))
+    return [secret_manifest(), mounted_pod(wincon, "modes", build, mounts, [volume], target_os=target_os)]
+
+
+@pytest.mark.test_id("4d1427c3-357e-4649-8d00-b8d7dfb77409")
+@pytest.mark.dataplane
+@pytest.mark.limitation("volume-defaultmode")
+@pytest.mark.documents("k8s-windows-guide", "Storage")
+@pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
+@waves.ahead(modes_objects)
+def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build, kube, target_os):
+    """ "DefaultMode (due to UID/GID dependency)" is not supported (002_8a7e76f95009f44f.txt, Storage): files should carry modes 0400 and 0440."""
+    secret, body = modes_objects(wincon, target_os, build)
+    kube.create(secret)  # the test's own namespace: no Secret creds there before
+    pod = run_os_pod(wincon, namespace, body)
     root = "C:" if target_os == "windows" else ""  # stat of the image's busybox on both OSes
     result = kube.exec(pod.metadata.name, ["sh", "-c", f"stat -L -c %a {root}/creds/username {root}/creds/password"])
     assert result.ok and len(result.stdout.split()) == 2, (
@@ -272,16 +309,23 @@ def test_secret_volume_default_mode_and_item_mode_apply(wincon, namespace, build
         assert result.stdout.split() == ["400", "440"], f"modes reported: {result.stdout.split()}"
 
 
+def fs_group_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The fsGroup check's pod: an emptyDir at C:\\data, the pod's fsGroup 2000."""
+    mounts = [{"name": "data", "mountPath": at(target_os, "C:\\data")}]
+    body = mounted_pod(wincon, "fsgroup", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
+    body["spec"]["securityContext"] = {"fsGroup": 2000}
+    return body
+
+
 @pytest.mark.test_id("12b219f8-1986-4fe2-8af8-8284f3892a90")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-ownership-permissions")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
 @pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
+@waves.ahead(fs_group_pod)
 def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube, target_os):
     """ "Volume user-masks and permissions are not available ... All permissions are resolved within the context of the container" (002_8a7e76f95009f44f.txt, Storage): files should belong to fsGroup 2000."""
-    mounts = [{"name": "data", "mountPath": at(target_os, "C:\\data")}]
-    body = mounted_pod(wincon, "fsgroup", build, mounts, [{"name": "data", "emptyDir": {}}], target_os=target_os)
-    body["spec"]["securityContext"] = {"fsGroup": 2000}
+    body = fs_group_pod(wincon, target_os, build)
     root = "C:" if target_os == "windows" else ""
     command = ["sh", "-c", f"touch {root}/data/owned && stat -c %g {root}/data/owned"]
     kube.gate(command, where="pod fsgroup")  # before the API server's answer decides anything
@@ -292,16 +336,22 @@ def test_fs_group_owns_files_created_in_a_volume(wincon, namespace, build, kube,
         assert result.stdout.strip() == "2000", f"the file belongs to group {result.stdout.strip()}, not fsGroup 2000"
 
 
+def read_only_root_pod(wincon, target_os: str, build: int | None) -> dict:
+    """The read-only root check's pod: its container's securityContext sets readOnlyRootFilesystem."""
+    return os_pod(
+        wincon, "ro-root", target_os, build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}}
+    )
+
+
 @pytest.mark.test_id("b08d526f-64bc-4357-b3bd-7cab1b9bd4f5")
 @pytest.mark.dataplane
 @pytest.mark.limitation("readonly-root-filesystem")
 @pytest.mark.documents("k8s-windows-guide", "Storage")
 @pytest.mark.windows_form(forms.ACCESS_DENIED, same_as_control=True)
+@waves.ahead(read_only_root_pod)
 def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube, target_os):
     """ "Read-only root filesystem. Mapped volumes still support readOnly" is not supported (002_8a7e76f95009f44f.txt, Storage): a write to C:\\ should be denied."""
-    body = os_pod(
-        wincon, "ro-root", target_os, build, container_extra={"securityContext": {"readOnlyRootFilesystem": True}}
-    )
+    body = read_only_root_pod(wincon, target_os, build)
     command = write_new(at(target_os, "C:\\probe.txt"))
     kube.gate(command, where="pod ro-root")  # before the API server's answer decides anything
     pod = run_or_refused(wincon, namespace, body, "readonly-root-filesystem")
