@@ -102,6 +102,23 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ku
     assert content(result, target) == NEW_FILE, f"{result.stdout} {result.stderr}"
 
 
+def host_path_pair(wincon, target_os: str, build: int | None, host_path: str, namespace: str) -> list[dict]:
+    """The hostPath check's writer and reader, both on the first Ready node of the OS (and build), sharing a
+    DirectoryOrCreate hostPath named after the check's namespace (Linux: the fixed LINUX_HOST_DIR); none where no
+    such node is Ready (the check skips)."""
+    nodes = nodes_for(wincon.profile, target_os, build)
+    if not nodes:
+        return []
+    tag = "bs" if "\\" in host_path else "fs"
+    host = host_path.format(ns=namespace) if target_os == "windows" else LINUX_HOST_DIR
+    volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
+    mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
+    return [
+        mounted_pod(wincon, f"hp-{role}-{tag}", target_os, build, mounts, volumes, node=nodes[0].name)
+        for role in ("writer", "reader")
+    ]
+
+
 @pytest.mark.test_id("b3a63dac-b08c-41e4-bbcc-427c24ee6916")
 @pytest.mark.dataplane
 @pytest.mark.parametrize(
@@ -110,6 +127,7 @@ def test_empty_dir_on_disk_is_writable_and_readable(wincon, namespace, build, ku
 @pytest.mark.documents("k8s-windows-guide", "V1.Pod.volumes")
 @pytest.mark.documents("k8s-handbook-windows", "Volume Support")
 @pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(host_path_pair)
 def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
     wincon, namespace, build, kube, host_path, target_os
 ):
@@ -117,23 +135,13 @@ def test_host_path_directory_or_create_is_shared_by_pods_on_the_node(
 
     Linux control: the same two pods share the Linux worker's /tmp/wincon-tests, through a file named after the
     namespace, which the reader removes afterwards (the local cluster's workers share this machine's /tmp)."""
-    nodes = nodes_for(wincon.profile, target_os, build)
-    if not nodes:
+    pair = host_path_pair(wincon, target_os, build, host_path, namespace)
+    if not pair:
         pytest.skip(f"no Ready {target_os} node")
-    node = nodes[0].name
+    node = pair[0]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
     tag = "bs" if "\\" in host_path else "fs"
-    host = host_path.format(ns=namespace) if target_os == "windows" else LINUX_HOST_DIR
-    volumes = [{"name": "host", "hostPath": {"path": host, "type": "DirectoryOrCreate"}}]
-    mounts = [{"name": "host", "mountPath": path(target_os, "host")}]
     # Both pods created before either is waited for: their starts overlap (one pod start's wait, not two).
-    writer, reader = run_os_pods(
-        wincon,
-        namespace,
-        [
-            mounted_pod(wincon, f"hp-{role}-{tag}", target_os, build, mounts, volumes, node=node)
-            for role in ("writer", "reader")
-        ],
-    )
+    writer, reader = run_os_pods(wincon, namespace, pair)
     assert writer.spec.node_name == reader.spec.node_name == node
     shared = path(target_os, "host", "shared.txt" if target_os == "windows" else f"{namespace}-{tag}.txt")
     wrote = kube.exec(writer.metadata.name, write_and_read(shared))

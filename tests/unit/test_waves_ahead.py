@@ -237,3 +237,29 @@ def test_a_refusal_made_ahead_is_the_checks_rejected(monkeypatch: pytest.MonkeyP
     ahead.top_up([Item("c", check_c)])
     with pytest.raises(Rejected, match="refused pod one"):
         create_or_reject(object(), "ns-c", one_pod("windows"))
+
+
+def named_after_its_namespace(target_os: str, namespace: str) -> dict[str, Any]:
+    return pod("hp-writer", os=target_os, volumes=[{"hostPath": {"path": f"C:\\wincon-tests\\{namespace}"}}])
+
+
+@waves.ahead(named_after_its_namespace)
+def check_e() -> None:
+    """Declares a pod whose hostPath is named after the check's namespace."""
+
+
+def test_a_builder_may_take_the_checks_own_namespace_and_one_that_raises_leaves_it_to_close() -> None:
+    cluster = Cluster()
+    ahead = cluster.ahead()
+    ahead.top_up([Item("e", check_e)])
+    made = waves.adopt("ns-e", named_after_its_namespace("windows", "ns-e"), waves.POD_CREATE)
+    assert made is not None and made.result == "made ns-e/hp-writer"
+
+    @waves.ahead(takes_a_fixture)
+    def check_x() -> None:
+        """Declares a builder that asks for a fixture."""
+
+    with pytest.raises(SuiteError):
+        ahead.top_up([Item("x", check_x)])
+    ahead.close()
+    assert ("release", "ns-x") in cluster.log and ("release", "ns-e") in cluster.log  # neither was handed over

@@ -192,7 +192,7 @@ AHEAD_PODS = 8
 def ahead(*builders: Callable[..., Any]) -> Callable[[F], F]:
     """Declare on a test function what it creates before it first waits, so that it is made ahead, while the checks
     before it run: ``@waves.ahead(reader_pod)``. Each builder takes parameters by name (``wincon``, ``target_os``,
-    ``build``, and the check's own parameters) and returns one manifest or a list of them, in the order the check
+    ``build``, ``namespace``: the check's own, and the check's own parameters) and returns one manifest or a list of them, in the order the check
     creates them; the check builds them with the same builders and creates them as before (``run_os_pod``,
     ``kube.create``), which then adopt the object made ahead where its manifest is the one the check asks for."""
 
@@ -279,11 +279,11 @@ class Ahead:
     def waiting(self) -> int:
         return sum(pods for nodeid, (_, pods) in self.reserved.items() if nodeid not in self.handed)
 
-    def manifests(self, item: pytest.Item) -> list[dict[str, Any]]:
-        """What ``item``'s builders return for its parameters, in order."""
+    def manifests(self, item: pytest.Item, namespace: str) -> list[dict[str, Any]]:
+        """What ``item``'s builders return for its parameters and its (reserved) ``namespace``, in order."""
         import inspect
 
-        given = self.arguments(item)
+        given = {**self.arguments(item), "namespace": namespace}
         out: list[dict[str, Any]] = []
         for builder in ahead_builders(item):
             names = list(inspect.signature(builder).parameters)
@@ -291,7 +291,7 @@ class Ahead:
             if missing:
                 raise SuiteError(
                     f"{builder.__name__} (declared in waves.ahead by {item.nodeid}) takes {', '.join(missing)}",
-                    "a builder takes only wincon, target_os, build and the check's own parameters",
+                    "a builder takes only wincon, target_os, build, namespace and the check's own parameters",
                 )
             built = builder(**{n: given[n] for n in names})
             out.extend(built if isinstance(built, list) else [built])
@@ -305,13 +305,13 @@ class Ahead:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
                 continue
-            manifests = self.manifests(item)
             try:
                 namespace = self.reserve(item)
             except OUTCOMES:  # the check creates its namespace itself when it runs, and meets this error as its own
                 return
             pods = 0
-            self.reserved[item.nodeid] = (namespace, 0)
+            self.reserved[item.nodeid] = (namespace, 0)  # released by close() should its builders raise
+            manifests = self.manifests(item, namespace)
             for manifest in manifests:
                 made = Made(manifest)
                 pods += manifest.get("kind", "Pod") == "Pod"
