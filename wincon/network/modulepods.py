@@ -128,7 +128,7 @@ class ModulePods:
                 create = plan.create or self._create
                 for manifest in plan.manifests:
                     create(manifest)
-            except OUTCOMES as exc:
+            except OUTCOMES as exc:  # this kind's outcome (a refusal, a skip), for each check that asks
                 self._done[key] = exc
                 continue
             self._created[key] = plan
@@ -138,20 +138,12 @@ class ModulePods:
         once."""
         plans: dict[tuple[str, str], Plan] = {}
         for key in keys:
-            if key in self._created:
-                plans[key] = self._created.pop(key)
-                continue
-            try:
-                plan = self._plans[key[0]](key[1])
-                create = plan.create or self._create
-                for manifest in plan.manifests:
-                    create(manifest)
-            except OUTCOMES as exc:  # this kind's outcome (a refusal, a skip), for each check that asks
-                self._done[key] = exc
+            self.ahead([key])  # created now, unless it was ahead
+            if key not in self._created:  # its creation's outcome is kept in _done
                 if key == keys[0]:
                     return  # the asking check stops here: nothing else is started for it
                 continue
-            plans[key] = plan
+            plans[key] = self._created.pop(key)
         started = self._await_each([m for plan in plans.values() for m in plan.manifests])
         for key, plan in plans.items():
             mine = {m["metadata"]["name"]: started[m["metadata"]["name"]] for m in plan.manifests}
