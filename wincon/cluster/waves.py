@@ -23,6 +23,7 @@ How a module uses it:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -181,7 +182,7 @@ def decls_by_item(items: Iterable[pytest.Item]) -> list[tuple[pytest.Item, PodDe
     return [(item, decl) for item in items for decl in declared(item)]
 
 
-# ----------------------------------------------------------------------------- ahead: a check's objects made before it runs
+# ------------------------------------------------------------------------- ahead: a check's objects made before it runs
 
 AHEAD_ATTR = "wincon_ahead_builders"  # on a test function: the builders of what it creates before it first waits
 # How many pods made ahead and not yet handed to their check one worker keeps at most: each worker's next checks
@@ -192,9 +193,10 @@ AHEAD_PODS = 8
 def ahead(*builders: Callable[..., Any]) -> Callable[[F], F]:
     """Declare on a test function what it creates before it first waits, so that it is made ahead, while the checks
     before it run: ``@waves.ahead(reader_pod)``. Each builder takes parameters by name (``wincon``, ``target_os``,
-    ``build``, ``namespace``: the check's own, and the check's own parameters) and returns one manifest or a list of them, in the order the check
-    creates them; the check builds them with the same builders and creates them as before (``run_os_pod``,
-    ``kube.create``), which then adopt the object made ahead where its manifest is the one the check asks for."""
+    ``build``, ``namespace``: the check's own, and the check's own parameters) and returns one manifest or a list of
+    them, in the order the check creates them; the check builds them with the same builders and creates them as
+    before (``run_os_pod``, ``kube.create``), which then adopt the object made ahead where its manifest is the one
+    the check asks for."""
 
     def mark(function: F) -> F:
         setattr(function, AHEAD_ATTR, (*getattr(function, AHEAD_ATTR, ()), *builders))
@@ -220,8 +222,13 @@ class Made:
 _MADE: dict[tuple[str, str, str], Made] = {}
 
 
+def kind_of(manifest: Mapping[str, Any]) -> str:
+    """A manifest's kind; a pod's manifests from ``os_pod`` may leave it out."""
+    return str(manifest.get("kind", "Pod"))
+
+
 def _key(namespace: str, manifest: Mapping[str, Any]) -> tuple[str, str, str]:
-    return namespace, str(manifest.get("kind", "Pod")), str(manifest["metadata"]["name"])
+    return namespace, kind_of(manifest), str(manifest["metadata"]["name"])
 
 
 def adopt(namespace: str, manifest: Mapping[str, Any], how: str) -> Made | None:
@@ -233,13 +240,13 @@ def adopt(namespace: str, manifest: Mapping[str, Any], how: str) -> Made | None:
         return None
     if made.manifest != dict(manifest):
         raise SuiteError(
-            f"{manifest.get('kind', 'Pod')} {manifest['metadata']['name']} was made ahead from another manifest than "
+            f"{kind_of(manifest)} {manifest['metadata']['name']} was made ahead from another manifest than "
             "the check creates",
             "make the check build what it creates with the builders it declares in waves.ahead",
         )
     if how != _how(made.manifest):
         raise SuiteError(
-            f"{manifest.get('kind', 'Pod')} {manifest['metadata']['name']} was made ahead as {_how(made.manifest)} "
+            f"{kind_of(manifest)} {manifest['metadata']['name']} was made ahead as {_how(made.manifest)} "
             f"but the check creates it with {how}",
             f"create a pod made ahead with {POD_CREATE}, any other object with {OBJECT_CREATE}",
         )
@@ -254,7 +261,7 @@ OBJECT_CREATE = "kube.create (deploy.apply)"
 
 def _how(manifest: Mapping[str, Any]) -> str:
     """How an object made ahead is created, and so how its check must create it: a pod as ``run_os_pod`` does."""
-    return POD_CREATE if manifest.get("kind", "Pod") == "Pod" else OBJECT_CREATE
+    return POD_CREATE if kind_of(manifest) == "Pod" else OBJECT_CREATE
 
 
 class Ahead:
@@ -281,8 +288,6 @@ class Ahead:
 
     def manifests(self, item: pytest.Item, namespace: str) -> list[dict[str, Any]]:
         """What ``item``'s builders return for its parameters and its (reserved) ``namespace``, in order."""
-        import inspect
-
         given = {**self.arguments(item), "namespace": namespace}
         out: list[dict[str, Any]] = []
         for builder in ahead_builders(item):
@@ -314,7 +319,7 @@ class Ahead:
             manifests = self.manifests(item, namespace)
             for manifest in manifests:
                 made = Made(manifest)
-                pods += manifest.get("kind", "Pod") == "Pod"
+                pods += kind_of(manifest) == "Pod"
                 try:
                     made.result = self.make(namespace, manifest)
                 except OUTCOMES as exc:  # the check that creates it raises it; what it would create next is not made
