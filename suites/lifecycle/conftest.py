@@ -23,9 +23,8 @@ import pytest
 
 from wincon.checks.pods import create_or_reject, os_pod
 from wincon.clusterinfo import capabilities
-from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.nodes import target_os as os_of
-from wincon.session.fixtures import make_namespace
+from wincon.session.fixtures import build_of, make_namespace
 from wincon.workloads.deploy import await_pod
 
 
@@ -139,10 +138,9 @@ def recorder_namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[
 @pytest.fixture(scope="module")
 def recorders(request: pytest.FixtureRequest, wincon: Any, recorder_namespace: str) -> Recorders:
     """The module's recorders (see the module's docstring), created in ``recorder_namespace``."""
-    builds = sorted({n.windows_build for n in wincon.profile.ready_windows_nodes if n.windows_build})
 
     def key_of(item: pytest.Item) -> RecorderKey:
-        return recorder_key(os_of(item), build_for(item.nodeid, builds))
+        return recorder_key(os_of(item), build_of(item.nodeid, wincon.profile))
 
     def create(key: RecorderKey) -> dict[str, Any]:
         os_name, build = key

@@ -12,10 +12,9 @@ from wincon.checks.pods import nodes_for, os_pod, run_os_pod, run_os_pods, run_u
 from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import ApiException, Kube
-from wincon.clusterinfo.nodes import build_for
 from wincon.clusterinfo.nodes import target_os as os_of
 from wincon.commandline.errors import expect_deviation
-from wincon.session.fixtures import make_namespace
+from wincon.session.fixtures import build_of, make_namespace
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
 from wincon.workloads.deploy import container
@@ -278,10 +277,9 @@ def reader_namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[st
 def reader_pods(request: pytest.FixtureRequest, wincon: Any, reader_namespace: str) -> Iterator[SharedPods]:
     """The shared reading pod of each (OS, build), started when the first reading check of that key asks."""
     setup = Kube(wincon, reader_namespace)  # creates and waits; commands run through each check's own gate
-    builds = sorted({n.windows_build for n in wincon.profile.ready_windows_nodes if n.windows_build})
 
     def key_of(item: Any) -> tuple[str, int | None]:
-        return reader_key(os_of(item), build_for(item.nodeid, builds))
+        return reader_key(os_of(item), build_of(item.nodeid, wincon.profile))
 
     def start(key: Any, part: str) -> tuple[Any, set[str]]:
         os_name, build = key

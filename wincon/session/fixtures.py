@@ -50,7 +50,12 @@ def api_client(wincon: WinconContext) -> Any:
 def make_namespace(request: pytest.FixtureRequest, wincon: WinconContext, prefix: str) -> Iterator[str]:
     """Create a namespace (unique across workers, labelled with the run id), record it on the requesting
     node for failure diagnostics, and delete it when the fixture ends."""
-    name = wincon.namespaces.create(prefix)
+    yield from own_namespace(request, wincon, wincon.namespaces.create(prefix))
+
+
+def own_namespace(request: pytest.FixtureRequest, wincon: WinconContext, name: str) -> Iterator[str]:
+    """Namespace ``name`` (created already), recorded on the requesting node for failure diagnostics and deleted
+    when the fixture ends."""
     request.node.stash.setdefault(NAMESPACES_KEY, []).append(name)
     try:
         yield name
@@ -108,7 +113,7 @@ def make_ahead(api_client: Any) -> Callable[[str, dict[str, Any]], Any]:
     from wincon.workloads.deploy import apply
 
     def make(namespace: str, manifest: dict[str, Any]) -> Any:
-        if manifest.get("kind", "Pod") == "Pod":
+        if waves.kind_of(manifest) == "Pod":
             return submit_pod(api_client, namespace, manifest, dry_run=False)
         return apply(api_client, namespace, manifest)
 
@@ -121,15 +126,8 @@ def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext, made_
     ``waves.ahead`` get theirs now, with what they create first made in it; this check takes its own where it got
     one so."""
     made_ahead.top_up(waves.items_from(request.node))
-    name = made_ahead.namespace_for(request.node)
-    if name is None:
-        yield from make_namespace(request, wincon, request.node.name)
-        return
-    request.node.stash.setdefault(NAMESPACES_KEY, []).append(name)
-    try:
-        yield name
-    finally:
-        wincon.namespaces.delete(name)
+    reserved = made_ahead.namespace_for(request.node)
+    yield from own_namespace(request, wincon, reserved or wincon.namespaces.create(request.node.name))
 
 
 def data_plane_gate(node: pytest.Item, profile: ClusterProfile) -> Callable[..., None]:
