@@ -21,7 +21,10 @@ Printed per mode:
   draws is shorter, and the ratio says how far the run is from overlapping all its waits;
 * the ten longest chains of waits (wincon.results.podwaits.chains): per xdist worker and test module, the union of
   the waits that worker made for the module's tests one after another, with the tests on it and each test's own
-  waited seconds: the waits a module's wave of pod starts could overlap.
+  waited seconds: the waits a module's wave of pod starts could overlap;
+* per phase, its tests' own time in all (JUnit: set-up, call and teardown), for the parallel phase also over its
+  workers (the shortest the phase could be with every worker busy to its end), and the ten costliest modules by
+  that time: where the checks' own work, not a chain of waits, makes the phase long.
 
 Then the ratios on/off in the same invocation. On the local cluster the Windows nodes are simulated: with the
 model their pods take as long as the model draws to become Ready (and to be deleted), then the Windows checks
@@ -218,6 +221,8 @@ def run_mode(name: str, latency: str | None, workers: int, pytest_args: list[str
         "figures": figures,
         "floor": floor,
         "chains": podwaits.chains(ledger, top=10),
+        "modules": module_times(results / "artifacts"),
+        "workers": workers,
         "verdicts": (finished.get("metadata") or {}).get("verdicts", {}),
         "summary": next((line for line in proc.stdout.splitlines() if line.startswith("wincon run:")), ""),
         "stderr_tail": proc.stderr.strip().splitlines()[-3:],
@@ -246,6 +251,37 @@ def show(result: dict[str, Any]) -> None:
     )
     for line in floor_lines(result["wall"], result["floor"], result["chains"]):
         print(line)
+    for line in module_lines(result["modules"], result["workers"]):
+        print(line)
+
+
+def module_times(artifacts: Path) -> dict[str, dict[str, tuple[float, int]]]:
+    """Per phase (the JUnit file's suffix: ``01`` the parallel phase, ``02`` the serial one), per test module, the
+    seconds its tests took (pytest's own durations: set-up, call and teardown) and how many there were."""
+    import xml.etree.ElementTree as ET
+
+    phases: dict[str, dict[str, tuple[float, int]]] = {}
+    for path in sorted(artifacts.glob("junit_*.xml")):
+        phase = "serial" if path.stem.endswith("_02") else "parallel"
+        modules = phases.setdefault(phase, {})
+        for case in ET.parse(path).getroot().iter("testcase"):
+            module = (case.get("name") or "?").split("::", 1)[0]  # the name is the test's node id
+            seconds, count = modules.get(module, (0.0, 0))
+            modules[module] = (seconds + float(case.get("time") or 0), count + 1)
+    return phases
+
+
+def module_lines(phases: dict[str, dict[str, tuple[float, int]]], workers: int, top: int = 10) -> list[str]:
+    """Each phase's test time in all (the parallel phase's over its workers too: the shortest it could be with
+    every worker busy to its end) and its ``top`` modules by test time."""
+    lines = []
+    for phase, modules in sorted(phases.items()):
+        total = sum(seconds for seconds, _ in modules.values())
+        over = f", {total / max(workers, 1):.1f} s per worker over {workers}" if phase == "parallel" else ""
+        lines.append(f"  {phase} phase: its tests took {total:.1f} s in all (JUnit){over}; the costliest modules:")
+        for module, (seconds, count) in sorted(modules.items(), key=lambda kv: -kv[1][0])[:top]:
+            lines.append(f"    {seconds:7.1f} s  {module} ({count} tests)")
+    return lines
 
 
 def floor_lines(wall: float, floor: podwaits.Floor, chains: list[podwaits.Chain]) -> list[str]:

@@ -101,3 +101,22 @@ def test_bench_run_prints_the_floor_the_ratio_and_the_chains(tmp_path: Path) -> 
     assert f"110.0 s  gw0   {NET}: 4 waits, 3 tests" in text
     assert "40.0 s  test_a[windows]" in text
     assert "n/a" in "\n".join(BENCH.floor_lines(10.0, podwaits.floor([]), []))
+
+
+def test_bench_run_prints_each_phases_test_time_and_its_costliest_modules(tmp_path: Path) -> None:
+    """From the run's JUnit files: the parallel phase's (``_01``) time in all and over its workers, the serial
+    phase's (``_02``), each module's sum of its tests' times, costliest first."""
+    cases = {
+        "junit_wincon_20261129-1800_01.xml": [(f"{NET}::test_a[linux]", 10.0), (f"{NET}::test_a[windows]", 50.0),
+                                               ("suites/controllers/test_jobs.py::test_j", 80.0)],
+        "junit_wincon_20261129-1800_02.xml": [("suites/node/test_density.py::test_d", 40.5)],
+    }  # fmt: skip
+    for name, tests in cases.items():
+        body = "".join(f'<testcase name="{n}" classname="area" time="{t:.3f}"/>' for n, t in tests)
+        (tmp_path / name).write_text(f"<testsuites><testsuite>{body}</testsuite></testsuites>")
+    phases = BENCH.module_times(tmp_path)
+    assert phases["parallel"] == {NET: (60.0, 2), "suites/controllers/test_jobs.py": (80.0, 1)}
+    text = "\n".join(BENCH.module_lines(phases, workers=4))
+    assert "parallel phase: its tests took 140.0 s in all (JUnit), 35.0 s per worker over 4" in text
+    assert text.index("suites/controllers/test_jobs.py (1 tests)") < text.index(f"{NET} (2 tests)")
+    assert "serial phase: its tests took 40.5 s in all (JUnit); the costliest modules:" in text
