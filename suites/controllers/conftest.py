@@ -7,23 +7,18 @@ from typing import Any
 
 import pytest
 
-from wincon.checks.pods import pin_template, pin_template_linux
-from wincon.workloads.render import render
+from wincon.checks import controllers
 
 
 @pytest.fixture
 def pinned(build) -> Callable[..., list[dict[str, Any]]]:
     """``pinned(template, **params)``: the documents of manifests/controllers/<template>.yaml, pod templates
-    pinned to Windows and the target build (Services and other kinds unchanged)."""
+    pinned to Windows and the target build (Services and other kinds unchanged); ``target_os="linux"``: a Linux
+    control's manifests (pod templates pinned to Linux instead). See wincon.checks.controllers.pinned."""
 
     def factory(
         template: str, pin_build: bool = True, target_os: str = "windows", **params: Any
     ) -> list[dict[str, Any]]:
-        """``target_os="linux"``: a Linux control's manifests (pod templates pinned to Linux instead)."""
-        docs = render(f"controllers/{template}.yaml", **params)
-        kinds = {"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob"}
-        if target_os == "linux":
-            return [pin_template_linux(d) if d["kind"] in kinds else d for d in docs]
-        return [pin_template(d, build if pin_build else None) if d["kind"] in kinds else d for d in docs]
+        return controllers.pinned(template, build, pin_build=pin_build, target_os=target_os, **params)
 
     return factory

@@ -10,11 +10,13 @@ from wincon.checks.controllers import (
     REVISION_HISTORY,
     Invariant,
     history,
+    pinned,
     scale,
     set_image,
     undo,
 )
 from wincon.checks.pods import assert_all_ran_on
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import deployment_available, deployment_failure, wait_for
 
@@ -68,28 +70,39 @@ def running_images(kube, name):
     return {c.image for p in kube.pods({"app": name}) for c in p.spec.containers}
 
 
+def agnhost_deployment(wincon, build: int | None, name: str, replicas: int, args: list[str]) -> dict:
+    image = wincon.catalog.image("agnhost", "windows", build)
+    (manifest,) = pinned("deployment", build, name=name, replicas=replicas, container="main", image=image, port=8080)
+    manifest["spec"]["template"]["spec"]["containers"][0]["args"] = args
+    return manifest
+
+
+def web_deployment(wincon, build: int | None) -> dict:
+    return agnhost_deployment(wincon, build, "web", 3, ["netexec", "--http-port=8080"])
+
+
 @pytest.mark.test_id("2181ad08-4842-438e-8308-400e8a6d5544")
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, pinned, build, profile):
+@waves.ahead(web_deployment)
+def test_deployment_runs_its_replicas_on_windows_nodes(kube, wincon, build, profile):
     """Deployments are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): every replica runs on a Windows node."""
-    image = wincon.catalog.image("agnhost", "windows", build)
-    (manifest,) = pinned("deployment", name="web", replicas=3, container="main", image=image, port=8080)
-    manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["netexec", "--http-port=8080"]
-    kube.create(manifest)
+    kube.create(web_deployment(wincon, build))
     dep = wait_rolled_out(kube, "web")
     pods = kube.pods({"app": "web"})
     assert len(pods) == 3 and dep.status.available_replicas == 3
     assert_all_ran_on(pods, profile, "windows", build)
 
 
+def scaled_deployment(wincon, build: int | None) -> dict:
+    return agnhost_deployment(wincon, build, "scaled", 2, ["pause"])
+
+
 @pytest.mark.test_id("5214dfb7-002d-4cf0-88dc-5e98f2ff9e65")
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, profile):
+@waves.ahead(scaled_deployment)
+def test_deployment_scales_up_and_down(kube, wincon, namespace, build, profile):
     """ "Kubernetes controllers handle the desired state of Pods" (002_8a7e76f95009f44f.txt, Controllers): scaling a Windows Deployment to 4 and back to 1 is followed."""
-    image = wincon.catalog.image("agnhost", "windows", build)
-    (manifest,) = pinned("deployment", name="scaled", replicas=2, container="main", image=image, port=8080)
-    manifest["spec"]["template"]["spec"]["containers"][0]["args"] = ["pause"]
-    kube.create(manifest)
+    kube.create(scaled_deployment(wincon, build))
     # The scale-up starts once the controller has made the first 2 pods, not once they run: on Windows nodes the
     # 2 starts then overlap the 2 the scale-up adds (one pod start's wait instead of two in a row). That the
     # 2 first pods become available is test_deployment_runs_its_replicas_on_windows_nodes' evidence; here all 4
@@ -121,19 +134,25 @@ def test_deployment_scales_up_and_down(kube, wincon, namespace, pinned, build, p
         assert_all_ran_on(pods, profile, "windows", build)
 
 
-@pytest.mark.test_id("825b1a7e-229a-4a25-a93c-4ab3a40ebdbb")
-@pytest.mark.documents("k8s-windows-intro", "IIS Upgrade/Rollback")
-def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, pinned, build, profile):
-    """ "kubectl --record ... set image deployment.v1.apps/iisn iis-container=...", "kubectl rollout history", "kubectl rollout undo" (000_4130a90def37a825.txt, IIS Upgrade/Rollback): each step holds for Windows pods."""
-    v1 = wincon.catalog.image("iis", "windows", build)
-    v2 = wincon.catalog.image("iis-v2", "windows", build)
+def iis_deployment(wincon, build: int | None) -> dict:
     # One replica, as upstream's RollingUpdate conformance test has it (k8s.io/kubernetes v1.34.4,
     # test/e2e/apps/deployment.go:749): each rollout is then one Windows pod start (maxSurge 1, maxUnavailable 0:
     # the new pod first, the old one deleted once it is available), not one per replica in a row.
+    v1 = wincon.catalog.image("iis", "windows", build)
     (manifest,) = pinned(
-        "deployment", name="iisn", replicas=IIS_REPLICAS, container="iis-container", image=v1, port=IIS_PORT
+        "deployment", build, name="iisn", replicas=IIS_REPLICAS, container="iis-container", image=v1, port=IIS_PORT
     )
-    kube.create(manifest)
+    return manifest
+
+
+@pytest.mark.test_id("825b1a7e-229a-4a25-a93c-4ab3a40ebdbb")
+@pytest.mark.documents("k8s-windows-intro", "IIS Upgrade/Rollback")
+@waves.ahead(iis_deployment)
+def test_iis_rolling_update_history_and_undo(kube, wincon, namespace, build, profile):
+    """ "kubectl --record ... set image deployment.v1.apps/iisn iis-container=...", "kubectl rollout history", "kubectl rollout undo" (000_4130a90def37a825.txt, IIS Upgrade/Rollback): each step holds for Windows pods."""
+    v1 = wincon.catalog.image("iis", "windows", build)
+    v2 = wincon.catalog.image("iis-v2", "windows", build)
+    kube.create(iis_deployment(wincon, build))
     wait_rolled_out(kube, "iisn")
     assert running_images(kube, "iisn") == {v1}
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.controllers import metrics_api_available, metrics_api_installed
+from wincon.checks.controllers import metrics_api_available, metrics_api_installed, pinned
 from wincon.checks.pods import assert_all_ran_on
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, wait_for, wait_for_deployment
 from wincon.commandline.errors import InfrastructureError, expect_deviation
@@ -26,16 +27,33 @@ def hpa_condition(hpa, kind):
     return next((c for c in (hpa.status.conditions if hpa.status else None) or [] if c.type == kind), None)
 
 
-def deploy_consumer(kube, pinned, name, build, target_os="windows"):
-    image = kube.catalog.image("resource-consumer", target_os, build if target_os == "windows" else None)
+def consumer_deployment(catalog, name: str, build: int | None, target_os: str = "windows") -> dict:
+    build = build if target_os == "windows" else None
+    image = catalog.image("resource-consumer", target_os, build)
     (manifest,) = pinned(
-        "deployment", name=name, replicas=1, container="main", image=image, port=CONSUMER_PORT, target_os=target_os
+        "deployment",
+        build,
+        name=name,
+        replicas=1,
+        container="main",
+        image=image,
+        port=CONSUMER_PORT,
+        target_os=target_os,
     )
     manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "200m", "memory": "128Mi"},
         "limits": {"cpu": "200m", "memory": "128Mi"},
     }
+    return manifest
+
+
+def consumer(wincon, build: int | None) -> dict:
+    return consumer_deployment(wincon.catalog, "consumer", build)
+
+
+def deploy_consumer(kube, manifest):
     kube.create(manifest)
+    name = manifest["metadata"]["name"]
     return wait_for_deployment(kube.api_client, kube.namespace, name, kube.pod_start_timeout)
 
 
@@ -102,9 +120,10 @@ def create_hpa(kube, name, target, max_replicas=3):
 
 @pytest.mark.test_id("f6b9e10b-af3a-437e-9f5d-26aeb20055d6")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
-def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, pinned, build, profile):
+@waves.ahead(consumer)
+def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, wincon, namespace, build, profile):
     """ "Horizontal Pod Autoscaling using all metrics" works for Windows (003_414b2f1c5dd978a2.txt, What works today): the HPA controller takes up an HPA on a Windows Deployment."""
-    deploy_consumer(kube, pinned, "consumer", build)
+    deploy_consumer(kube, consumer(wincon, build))
     assert_all_ran_on(kube.pods({"app": "consumer"}), profile, "windows", build)
     create_hpa(kube, "consumer", "consumer")
     autoscaling = kube.autoscaling
@@ -130,10 +149,10 @@ def test_hpa_object_is_accepted_and_taken_up_by_the_controller(kube, namespace, 
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(same_as_control=True)
 @pytest.mark.requires("resource-consumer-image", "metrics-api")
-def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, pinned, build, profile, data_plane, target_os):
+def test_hpa_scales_a_windows_deployment_under_cpu_load(kube, namespace, build, profile, data_plane, target_os):
     """ "Horizontal Pod Autoscaler support" (002_8a7e76f95009f44f.txt, Supported Functionality): CPU load above the target adds Windows replicas."""
     require_metrics_api(kube)
-    deploy_consumer(kube, pinned, "loaded", build, target_os)
+    deploy_consumer(kube, consumer_deployment(kube.catalog, "loaded", build, target_os))
     service = {
         "apiVersion": "v1",
         "kind": "Service",

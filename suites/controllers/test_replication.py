@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.controllers import replicas_ready, scale
+from wincon.checks.controllers import pinned, replicas_ready, scale
 from wincon.checks.pods import assert_all_ran_on, eventually
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, wait_for
 
@@ -64,18 +65,22 @@ def described(pods, originals) -> str:
     return "live pods: " + (", ".join(listed) or "none")
 
 
+def replicated(wincon, build: int | None, kind: str) -> dict:
+    template, _ = KINDS[kind]
+    image = wincon.catalog.image("agnhost", "windows", build)
+    (manifest,) = pinned(template, build, name=template[:11], replicas=3, image=image)
+    return manifest
+
+
 @pytest.mark.test_id("ab93f2ee-cbff-4682-82bd-e07178161891")
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
-    kube, wincon, namespace, pinned, build, profile, kind
-):
+@waves.ahead(replicated)
+def test_replica_controller_replaces_a_deleted_windows_pod_and_scales(kube, wincon, namespace, build, profile, kind):
     """ReplicaSet and ReplicationController are "supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): a deleted pod is replaced, and scaling to 1 is followed."""
     template, _ = KINDS[kind]
     name = template[:11]
-    image = wincon.catalog.image("agnhost", "windows", build)
-    (manifest,) = pinned(template, name=name, replicas=3, image=image)
-    kube.create(manifest)
+    kube.create(replicated(wincon, build, kind))
     # The victim is the first of the 3 pods to run: the controller replaces a lost pod whatever its siblings are
     # doing, so the others' starts need not be awaited before the deletion (they overlap the replacement's).
     _, lister = KINDS[kind]

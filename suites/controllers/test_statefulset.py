@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.controllers import Invariant, replicas_ready
+from wincon.checks.controllers import Invariant, pinned, replicas_ready
 from wincon.checks.pods import PodHistory, assert_all_ran_on
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running_ready, wait_for
 from wincon.commandline.errors import expect_deviation
@@ -62,13 +63,14 @@ def started_out_of_order(timeline, name, replicas):
 @pytest.mark.test_id("701f7fc9-962d-4303-8b0f-64097b5cb221")
 @pytest.mark.limitation("statefulset-unsupported-pre-1-14")
 @pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namespace, pinned, build, profile):
+def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namespace, build, profile):
     """StatefulSets are among "the following workload controllers ... supported with Windows containers" (002_8a7e76f95009f44f.txt, Controllers): web-0, web-1, web-2 start one after another."""
     image = wincon.catalog.image("agnhost", "windows", build)
     ordered = Invariant(replicas_ready(REPLICAS), at_most_one_unready)
-    # The pod history as the API server stores it, watched from before the StatefulSet exists.
+    # The pod history as the API server stores it, watched from before the StatefulSet exists (so it is not made
+    # ahead, waves.ahead: its first pods would have started before the watch).
     with PodHistory(wincon.api_client, namespace, {"app": "web"}) as history:
-        for manifest in pinned("statefulset", name="web", replicas=REPLICAS, image=image):
+        for manifest in pinned("statefulset", build, name="web", replicas=REPLICAS, image=image):
             kube.create(manifest)
         apps = kube.apps
         try:
@@ -107,16 +109,22 @@ def test_statefulset_starts_pods_in_order_with_stable_names(kube, wincon, namesp
             assert pod.spec.hostname == pod.metadata.name and pod.spec.subdomain == "web"
 
 
-@pytest.mark.test_id("d55b27f3-8a81-470b-b31a-48c1a18fd398")
-@pytest.mark.documents("k8s-windows-guide", "Controllers")
-def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, namespace, pinned, build, profile):
-    """A StatefulSet gives Windows pods a stable identity (002_8a7e76f95009f44f.txt, Controllers): a deleted member comes back with the same name and hostname."""
-    image = wincon.catalog.image("agnhost", "windows", build)
+def db_statefulset(wincon, build: int | None) -> list[dict]:
     # One member, as upstream's check that a StatefulSet re-creates its pod has it (k8s.io/kubernetes v1.34.4,
     # test/e2e/apps/statefulset.go:841): a second member would add a Windows pod start in a row (OrderedReady)
-    # and nothing to the identity observed. The pod is deleted with grace 0, so the StatefulSet, which by design
-    # waits until its old pod is gone before it makes the new one, does not wait for a Windows node to remove it.
-    for manifest in pinned("statefulset", name="db", replicas=1, image=image):
+    # and nothing to the identity observed.
+    image = wincon.catalog.image("agnhost", "windows", build)
+    return pinned("statefulset", build, name="db", replicas=1, image=image)
+
+
+@pytest.mark.test_id("d55b27f3-8a81-470b-b31a-48c1a18fd398")
+@pytest.mark.documents("k8s-windows-guide", "Controllers")
+@waves.ahead(db_statefulset)
+def test_statefulset_recreates_a_deleted_pod_under_the_same_name(kube, wincon, namespace, build, profile):
+    """A StatefulSet gives Windows pods a stable identity (002_8a7e76f95009f44f.txt, Controllers): a deleted member comes back with the same name and hostname."""
+    # The pod is deleted with grace 0, so the StatefulSet, which by design waits until its old pod is gone before
+    # it makes the new one, does not wait for a Windows node to remove it.
+    for manifest in db_statefulset(wincon, build):
         kube.create(manifest)
     apps = kube.apps
     wait_for(

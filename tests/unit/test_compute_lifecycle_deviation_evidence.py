@@ -286,6 +286,7 @@ def test_a_dir_that_fails_on_c_is_the_suites_error_and_never_the_deviation(monke
 
 def hpa(wait_raises: Exception, monkeypatch) -> None:
     monkeypatch.setattr(HPA, "require_metrics_api", lambda kube: None)
+    monkeypatch.setattr(HPA, "consumer_deployment", lambda *a, **k: {})
     monkeypatch.setattr(HPA, "deploy_consumer", lambda *a, **k: None)
     monkeypatch.setattr(HPA, "create_hpa", lambda *a, **k: None)
     monkeypatch.setattr(HPA, "consume_cpu", lambda *a, **k: "ConsumeCPU 300 millicores 240 durationSec")
@@ -296,7 +297,8 @@ def hpa(wait_raises: Exception, monkeypatch) -> None:
     monkeypatch.setattr(HPA, "wait_for", wait_for)
     kube = FakeKube()
     kube.autoscaling = NS(list_namespaced_horizontal_pod_autoscaler=None)
-    HPA.test_hpa_scales_a_windows_deployment_under_cpu_load(kube, "ns", None, 17763, None, no_gate, "windows")
+    kube.catalog = None
+    HPA.test_hpa_scales_a_windows_deployment_under_cpu_load(kube, "ns", 17763, None, no_gate, "windows")
 
 
 def test_an_hpa_that_never_scaled_is_the_deviation_and_nothing_else_is(monkeypatch):

@@ -120,8 +120,9 @@ def replication(monkeypatch, states: list[Any], after_delete: list[Any], pod_sta
     monkeypatch.setattr(REPLICATION, "assert_all_ran_on", lambda pods, profile, os_name, build: None)
     monkeypatch.setattr(REPLICATION, "call", lambda fn, name, namespace, **kw: cluster.steps.append(f"{fn} {name}"))
     monkeypatch.setattr(REPLICATION, "scale", lambda api, namespace, kind, name, n: cluster.steps.append(f"scale {n}"))
+    monkeypatch.setattr(REPLICATION, "pinned", lambda template, build, **kw: (manifest(template),))
     REPLICATION.test_replica_controller_replaces_a_deleted_windows_pod_and_scales(
-        Kube(cluster), wincon(), "ns", lambda template, **kw: (manifest(template),), 17763, None, "ReplicaSet"
+        Kube(cluster), wincon(), "ns", 17763, None, "ReplicaSet"
     )
     return cluster
 
@@ -174,9 +175,8 @@ def deployment_scale(monkeypatch, *states: list[Any]) -> Cluster:
     monkeypatch.setattr(DEPLOYMENT, "wait_for", cluster.wait_for)
     monkeypatch.setattr(DEPLOYMENT, "assert_all_ran_on", lambda pods, profile, os_name, build: None)
     monkeypatch.setattr(DEPLOYMENT, "scale", lambda api, namespace, kind, name, n: cluster.steps.append(f"scale {n}"))
-    DEPLOYMENT.test_deployment_scales_up_and_down(
-        Kube(cluster), wincon(), "ns", lambda template, **kw: (manifest(kw["name"]),), 17763, None
-    )
+    monkeypatch.setattr(DEPLOYMENT, "pinned", lambda template, build, **kw: (manifest(kw["name"]),))
+    DEPLOYMENT.test_deployment_scales_up_and_down(Kube(cluster), wincon(), "ns", 17763, None)
     return cluster
 
 
@@ -205,10 +205,9 @@ def test_a_new_template_never_taken_up_is_the_behaviour_not_holding(monkeypatch)
     )
     monkeypatch.setattr(DEPLOYMENT, "wait_for", cluster.wait_for)
     monkeypatch.setattr(DEPLOYMENT, "set_image", lambda *a, **kw: cluster.steps.append("set image"))
+    monkeypatch.setattr(DEPLOYMENT, "pinned", lambda template, build, **kw: (manifest(kw["name"]),))
     with pytest.raises(BehaviourNotObserved, match="taking up the v2 template"):
-        DEPLOYMENT.test_iis_rolling_update_history_and_undo(
-            Kube(cluster), wincon(), "ns", lambda template, **kw: (manifest(kw["name"]),), 17763, None
-        )
+        DEPLOYMENT.test_iis_rolling_update_history_and_undo(Kube(cluster), wincon(), "ns", 17763, None)
     assert cluster.steps == ["create iisn", "set image"]
 
 
@@ -242,9 +241,8 @@ def statefulset_order(monkeypatch, made: list[Any]) -> None:
     cluster = Cluster([], lambda steps: made)
     monkeypatch.setattr(STATEFULSET, "wait_for", cluster.wait_for)
     monkeypatch.setattr(STATEFULSET, "PodHistory", History)
-    STATEFULSET.test_statefulset_starts_pods_in_order_with_stable_names(
-        Kube(cluster), wincon(), "ns", lambda template, **kw: [manifest(kw["name"])], 17763, None
-    )
+    monkeypatch.setattr(STATEFULSET, "pinned", lambda template, build, **kw: [manifest(kw["name"])])
+    STATEFULSET.test_statefulset_starts_pods_in_order_with_stable_names(Kube(cluster), wincon(), "ns", 17763, None)
 
 
 def test_no_next_member_made_after_the_others_are_ready_is_the_behaviour_not_holding(monkeypatch):
@@ -264,9 +262,8 @@ def statefulset_recreate(monkeypatch, db0: list[Any]) -> Cluster:
     monkeypatch.setattr(STATEFULSET, "assert_all_ran_on", lambda pods, profile, os_name, build: None)
     old = pod("db-0", "old")
     monkeypatch.setattr(STATEFULSET, "call", lambda fn, name, namespace, **kw: old)
-    STATEFULSET.test_statefulset_recreates_a_deleted_pod_under_the_same_name(
-        Kube(cluster), wincon(), "ns", lambda template, **kw: [manifest(kw["name"])], 17763, None
-    )
+    monkeypatch.setattr(STATEFULSET, "pinned", lambda template, build, **kw: [manifest(kw["name"])])
+    STATEFULSET.test_statefulset_recreates_a_deleted_pod_under_the_same_name(Kube(cluster), wincon(), "ns", 17763, None)
     return cluster
 
 

@@ -136,6 +136,36 @@ def test_no_more_than_the_limit_of_pods_waits_and_handing_one_over_makes_room() 
                                                                       ("reserve", "d")]  # fmt: skip
 
 
+def deployment(replicas: int | None) -> dict[str, Any]:
+    spec = {"template": {"spec": {"containers": []}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": spec if replicas is None else {"replicas": replicas, **spec}}  # fmt: skip
+
+
+def three_replicas() -> dict[str, Any]:
+    return deployment(3)
+
+
+@waves.ahead(three_replicas)
+def check_deployment() -> None:
+    """Declares a Deployment of three replicas."""
+
+
+def test_a_controller_made_ahead_counts_the_pods_it_starts() -> None:
+    """A Deployment of 3 replicas is 3 pods waiting, not none: with a limit of 3, a second one waits until the first
+    check takes its own. Counted as one pod each (``kind == "Pod"``), both would be made at once."""
+    assert [waves.pods_of(m) for m in (pod("p"), deployment(3), deployment(None), config_map("c"))] == [1, 3, 1, 0]
+    cluster = Cluster()
+    ahead = cluster.ahead(pods=3)
+    items = [Item("e1", check_deployment), Item("e2", check_deployment)]
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "e1")]
+    assert ahead.waiting() == 3
+    ahead.namespace_for(items[0])
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "e1"), ("reserve", "e2")]
+
+
 def test_the_check_adopts_exactly_what_it_asks_for_once() -> None:
     cluster = Cluster()
     ahead = cluster.ahead()

@@ -14,9 +14,10 @@ from typing import Any
 
 from kubernetes import client
 
-from wincon.checks.pods import label_selector
+from wincon.checks.pods import label_selector, pin_template, pin_template_linux
 from wincon.cluster.client import call
 from wincon.commandline.errors import FrameworkFailure
+from wincon.workloads.render import render
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -33,6 +34,24 @@ DEPLOYMENT_ONLY_ANNOTATIONS = frozenset(
         "deprecated.deployment.rollback.to",
     }
 )
+
+
+# The kinds whose pod template is pinned: what a controller makes its pods from.
+POD_TEMPLATE_KINDS = frozenset(
+    {"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+)
+
+
+def pinned(
+    template: str, build: int | None, pin_build: bool = True, target_os: str = "windows", **params: Any
+) -> list[dict[str, Any]]:
+    """The documents of manifests/controllers/<template>.yaml, pod templates pinned to Windows and ``build`` (to
+    Linux with ``target_os="linux"``: a Linux control's), Services and other kinds unchanged. The controllers
+    suite's ``pinned`` fixture, and the builders its checks declare in ``waves.ahead``, both build with it."""
+    docs = render(f"controllers/{template}.yaml", **params)
+    if target_os == "linux":
+        return [pin_template_linux(d) if d["kind"] in POD_TEMPLATE_KINDS else d for d in docs]
+    return [pin_template(d, build if pin_build else None) if d["kind"] in POD_TEMPLATE_KINDS else d for d in docs]
 
 
 class RolloutError(FrameworkFailure):

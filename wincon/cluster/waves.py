@@ -227,6 +227,22 @@ def kind_of(manifest: Mapping[str, Any]) -> str:
     return str(manifest.get("kind", "Pod"))
 
 
+def pods_of(manifest: Mapping[str, Any]) -> int:
+    """The pods an object made ahead starts: a pod one, a Deployment, ReplicaSet, ReplicationController or
+    StatefulSet its replicas (1 where unset, as the API server defaults it); anything else none (a Job or a
+    DaemonSet is not made ahead: see docs/local-cluster.md)."""
+    kind = kind_of(manifest)
+    if kind == "Pod":
+        return 1
+    if kind in REPLICATED_KINDS:
+        replicas = (manifest.get("spec") or {}).get("replicas")
+        return 1 if replicas is None else int(replicas)
+    return 0
+
+
+REPLICATED_KINDS = frozenset({"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"})
+
+
 def _key(namespace: str, manifest: Mapping[str, Any]) -> tuple[str, str, str]:
     return namespace, kind_of(manifest), str(manifest["metadata"]["name"])
 
@@ -264,12 +280,22 @@ def _how(manifest: Mapping[str, Any]) -> str:
     return POD_CREATE if kind_of(manifest) == "Pod" else OBJECT_CREATE
 
 
+class NotYet(Exception):
+    """Raised by a supplier (``Ahead.provide``): what a builder takes is not there yet (a module's recorder pod still
+    starting); the check's objects are made at a later top-up, or by the check itself."""
+
+
 class Ahead:
     """One module's checks on one worker whose objects are made ahead: ``top_up(items)`` reserves the namespace of
     each next check that declared builders and makes its objects there, until ``AHEAD_PODS`` pods wait for their
     checks; ``namespace_for(item)`` hands a check its reserved namespace (its objects then count as its own);
     ``close()`` deletes the namespaces reserved for checks that did not run here (skipped, or stolen by another
-    worker) with what was made in them."""
+    worker) with what was made in them.
+
+    A builder may also take one of the check's own fixtures that its module supplies, once it is there without
+    waiting: ``provide(name, supplier)``, ``supplier(item)`` giving the value the check's fixture will give, or
+    raising ``NotYet``. Until a supplier gives it (before the module's fixture registered one, or while it raises
+    ``NotYet``) that check is passed over and tried again at the next top-up."""
 
     def __init__(
         self,
@@ -282,13 +308,37 @@ class Ahead:
         self.reserve, self.make, self.arguments, self.release, self.pods = reserve, make, arguments, release, pods
         self.reserved: dict[str, tuple[str, int]] = {}  # nodeid -> (namespace, pods made there)
         self.handed: set[str] = set()
+        self.suppliers: dict[str, Callable[[pytest.Item], Any]] = {}
+
+    def provide(self, name: str, supplier: Callable[[pytest.Item], Any]) -> None:
+        """Builders taking ``name`` (a fixture of their check) get ``supplier(item)`` (see the class)."""
+        self.suppliers[name] = supplier
+
+    def supplied(self, item: pytest.Item) -> dict[str, Any] | None:
+        """The values of the check's own fixtures its builders take, from their suppliers; None where one is not
+        there yet. A name that is neither a fixture of the check nor anything the suite gives is left to
+        ``manifests``, which says so."""
+        names = {n for builder in ahead_builders(item) for n in inspect.signature(builder).parameters}
+        values: dict[str, Any] = {}
+        for name in sorted(names & set(getattr(item, "fixturenames", ()))):
+            if name in self.suppliers:
+                try:
+                    values[name] = self.suppliers[name](item)
+                except NotYet:
+                    return None
+            elif name not in {"wincon", "target_os", "build", "namespace"} and name not in self.arguments(item):
+                return None  # its module has not supplied it (yet)
+        return values
 
     def waiting(self) -> int:
         return sum(pods for nodeid, (_, pods) in self.reserved.items() if nodeid not in self.handed)
 
-    def manifests(self, item: pytest.Item, namespace: str) -> list[dict[str, Any]]:
-        """What ``item``'s builders return for its parameters and its (reserved) ``namespace``, in order."""
-        given = {**self.arguments(item), "namespace": namespace}
+    def manifests(
+        self, item: pytest.Item, namespace: str, supplied: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """What ``item``'s builders return for its parameters, its (reserved) ``namespace`` and what was
+        ``supplied`` for it, in order."""
+        given = {**self.arguments(item), **(supplied or {}), "namespace": namespace}
         out: list[dict[str, Any]] = []
         for builder in ahead_builders(item):
             names = list(inspect.signature(builder).parameters)
@@ -296,7 +346,8 @@ class Ahead:
             if missing:
                 raise SuiteError(
                     f"{builder.__name__} (declared in waves.ahead by {item.nodeid}) takes {', '.join(missing)}",
-                    "a builder takes only wincon, target_os, build, namespace and the check's own parameters",
+                    "a builder takes only wincon, target_os, build, namespace, the check's own parameters and "
+                    "fixtures of the check its module supplies (Ahead.provide)",
                 )
             built = builder(**{n: given[n] for n in names})
             out.extend(built if isinstance(built, list) else [built])
@@ -310,16 +361,19 @@ class Ahead:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
                 continue
+            supplied = self.supplied(item)
+            if supplied is None:
+                continue  # tried again at the next top-up
             try:
                 namespace = self.reserve(item)
             except OUTCOMES:  # the check creates its namespace itself when it runs, and meets this error as its own
                 return
             pods = 0
             self.reserved[item.nodeid] = (namespace, 0)  # released by close() should its builders raise
-            manifests = self.manifests(item, namespace)
+            manifests = self.manifests(item, namespace, supplied)
             for manifest in manifests:
                 made = Made(manifest)
-                pods += kind_of(manifest) == "Pod"
+                pods += pods_of(manifest)
                 try:
                     made.result = self.make(namespace, manifest)
                 except OUTCOMES as exc:  # the check that creates it raises it; what it would create next is not made
