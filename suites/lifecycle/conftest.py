@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from wincon.checks.pods import create_or_reject, os_pod
+from wincon.cluster import waves
 from wincon.clusterinfo import capabilities
 from wincon.clusterinfo.nodes import target_os as os_of
 from wincon.session.fixtures import build_of, make_namespace
-from wincon.workloads.deploy import await_pod
+from wincon.workloads.deploy import await_pod, read_ready
 
 
 @pytest.fixture
@@ -86,8 +87,9 @@ class Recorders:
         create: Callable[[RecorderKey], dict[str, Any]],
         wait: Callable[[dict[str, Any]], Any],
         wanted: Callable[[], Iterable[RecorderKey]],
+        peek: Callable[[dict[str, Any]], Any] = lambda body: None,
     ) -> None:
-        self._create, self._wait, self._wanted = create, wait, wanted
+        self._create, self._wait, self._wanted, self._peek = create, wait, wanted, peek
         self._bodies: dict[RecorderKey, dict[str, Any]] = {}
         self._created: dict[RecorderKey, Exception | None] = {}
         self._running: dict[RecorderKey, Recorder] = {}
@@ -119,14 +121,29 @@ class Recorders:
         except Exception as exc:
             self._errors[key] = exc
             raise
-        self._running[key] = Recorder(
-            name=pod.metadata.name,
-            namespace=pod.metadata.namespace,
-            node=pod.spec.node_name,
-            os=key[0],
-            ip=pod.status.pod_ip,
-        )
+        self._running[key] = self._recorder(key, pod)
         return self._running[key]
+
+    @staticmethod
+    def _recorder(key: RecorderKey, pod: Any) -> Recorder:
+        return Recorder(
+            name=pod.metadata.name, namespace=pod.metadata.namespace, node=pod.spec.node_name, os=key[0],
+            ip=pod.status.pod_ip,
+        )  # fmt: skip
+
+    def ready(self, key: RecorderKey) -> Recorder:
+        """The recorder of ``key`` where it is there without waiting: asked for already, or created and now
+        running and ready (``peek``: one read); ``waves.NotYet`` otherwise (not created yet, still starting, or
+        failed: its checks meet that error themselves). Only for what is made ahead (the builders' ``recorder``):
+        a check's own ``get`` still waits for it and checks where it runs."""
+        if key in self._running:
+            return self._running[key]
+        if key in self._errors or self._created.get(key, RuntimeError()) is not None:
+            raise waves.NotYet(f"recorder {recorder_name(key)} not created, or refused")
+        pod = self._peek(self._bodies[key])
+        if pod is None:
+            raise waves.NotYet(f"recorder {recorder_name(key)} still starting")
+        return self._recorder(key, pod)
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +153,12 @@ def recorder_namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[
 
 
 @pytest.fixture(scope="module")
-def recorders(request: pytest.FixtureRequest, wincon: Any, recorder_namespace: str) -> Recorders:
-    """The module's recorders (see the module's docstring), created in ``recorder_namespace``."""
+def recorders(
+    request: pytest.FixtureRequest, wincon: Any, recorder_namespace: str, made_ahead: waves.Ahead
+) -> Recorders:
+    """The module's recorders (see the module's docstring), created in ``recorder_namespace``. Builders declared
+    in ``waves.ahead`` that take ``recorder`` get it once it runs (``Recorders.ready``), so the checks after the
+    first that asked have their pods made ahead with its IP."""
 
     def key_of(item: pytest.Item) -> RecorderKey:
         return recorder_key(os_of(item), build_of(item.nodeid, wincon.profile))
@@ -152,7 +173,15 @@ def recorders(request: pytest.FixtureRequest, wincon: Any, recorder_namespace: s
         mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
         return keys_to_run(mine, key_of)
 
-    return Recorders(create, lambda body: await_pod(wincon, recorder_namespace, body), wanted)
+    def peek(body: dict[str, Any]) -> Any:
+        try:
+            return read_ready(wincon.api_client, recorder_namespace, body)
+        except Exception:  # noqa: BLE001 - not there yet for what is made ahead; the check's own get() meets it
+            return None
+
+    made = Recorders(create, lambda body: await_pod(wincon, recorder_namespace, body), wanted, peek)
+    made_ahead.provide("recorder", lambda item: made.ready(key_of(item)))
+    return made
 
 
 @pytest.fixture

@@ -148,36 +148,30 @@ def test_post_start_exec_hook_effect_is_seen_by_a_neighbour_container(kube, winc
     assert content == "mount-tester new file", f"{result.stdout!r} {result.stderr}"
 
 
+# The recorder checks below are made ahead once their recorder runs (Recorders.ready: their manifests hold its IP,
+# and a postStart hook must reach it): each hook's request stays in the recorder's log, and a preStop hook or a
+# trap runs only when the check deletes its pod.
+def poststart_http_pod(wincon, target_os: str, build: int | None, recorder) -> dict:
+    hook = http_hook(recorder, "poststart-http")
+    return os_pod(wincon, "poststart-http", target_os, build, container_extra={"lifecycle": {"postStart": hook}})
+
+
 @pytest.mark.test_id("1e89770b-1e55-4e62-90ab-1fdfaad07a1f")
 @pytest.mark.dataplane
 @pytest.mark.documents("kep-windows-node-support", "What works today")
 @pytest.mark.windows_form(same_as_control=True)
+@waves.ahead(poststart_http_pod)
 def test_post_start_http_hook_reaches_the_recorder(kube, wincon, namespace, build, recorder, data_plane, target_os):
     """ "postStart & preStop container lifecycle events" (003_414b2f1c5dd978a2.txt, What works today): an httpGet postStart hook calls the recorder pod."""
-    body = os_pod(
-        wincon,
-        "poststart-http",
-        target_os,
-        build,
-        container_extra={"lifecycle": {"postStart": http_hook(recorder, "poststart-http")}},
-    )
-    pod = run_hooked_pod(kube, wincon, namespace, body)
+    pod = run_hooked_pod(kube, wincon, namespace, poststart_http_pod(wincon, target_os, build, recorder))
     data_plane("read the recorder's log for GET /echo?msg=poststart-http", where=f"pod {pod.metadata.name}")
     assert "GET /echo?msg=poststart-http" in wait_recorded(kube, recorder, "msg=poststart-http")
 
 
-@pytest.mark.test_id("d3018cb5-8026-4a27-b6d2-f65d229f4bcb")
-@pytest.mark.dataplane
-@pytest.mark.parametrize("kind", ["exec", "httpGet"])
-@pytest.mark.documents("k8s-windows-guide", "Pods")
-@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
-def test_pre_stop_hook_runs_when_the_pod_is_deleted(
-    kube, wincon, namespace, build, recorder, data_plane, kind, target_os
-):
-    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
+def prestop_pod(wincon, target_os: str, build: int | None, recorder, kind: str) -> dict:
     message = f"prestop-{kind.lower()}"
     hook = curl_hook(recorder, message, target_os) if kind == "exec" else http_hook(recorder, message)
-    body = os_pod(
+    return os_pod(
         wincon,
         message,
         target_os,
@@ -185,7 +179,20 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(
         terminationGracePeriodSeconds=30,
         container_extra={"lifecycle": {"preStop": hook}},
     )
-    pod = run_os_pod(wincon, namespace, body)
+
+
+@pytest.mark.test_id("d3018cb5-8026-4a27-b6d2-f65d229f4bcb")
+@pytest.mark.dataplane
+@pytest.mark.parametrize("kind", ["exec", "httpGet"])
+@pytest.mark.documents("k8s-windows-guide", "Pods")
+@pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@waves.ahead(prestop_pod)
+def test_pre_stop_hook_runs_when_the_pod_is_deleted(
+    kube, wincon, namespace, build, recorder, data_plane, kind, target_os
+):
+    """ "postStart & preStop container lifecycle events" (002_8a7e76f95009f44f.txt, Pods): deleting the pod runs its preStop hook, which the recorder sees."""
+    message = f"prestop-{kind.lower()}"
+    pod = run_os_pod(wincon, namespace, prestop_pod(wincon, target_os, build, recorder, kind))
     data_plane(f"delete pod {message}, then read the recorder's log for msg={message}", where=pod.spec.node_name)
     call(kube.core.delete_namespaced_pod, message, namespace)
     # The hook runs before the container is stopped: its request is the evidence, the deletion's end is not.
@@ -193,29 +200,36 @@ def test_pre_stop_hook_runs_when_the_pod_is_deleted(
     assert f"msg={message}" in log, f"the recorder heard no msg={message} before the pod was gone: {log[-500:]!r}"
 
 
-@pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
-@pytest.mark.dataplane
-@pytest.mark.limitation("termination-grace-period")
-@pytest.mark.documents("k8s-windows-intro", "V1.Pod.terminationGracePeriodSeconds")
-@pytest.mark.windows_form(forms.PRESTOP_SH_CURL, forms.BUSYBOX_W32_APPLETS, same_as_control=True)
-def test_pre_stop_hook_may_use_the_termination_grace_period(
-    kube, wincon, namespace, build, recorder, data_plane, target_os
-):
-    """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
-    ip = recorder.ip
+def grace_steps(recorder) -> str:
     # The same sh line on both OSes: upstream's conformance preStop hook runs `sh -c "curl http://..."` in the
     # agnhost image on Windows nodes too (lifecycle_hook.go:161), and seq and sleep are busybox applets of the
     # Windows image (test/images/busybox/Dockerfile_windows, BUSYBOX_EXES; agnhost's Windows BASEIMAGE).
-    steps = f"for i in $(seq 1 20); do curl -s http://{ip}:8080/echo?msg=grace-step-$i; sleep 1; done"
-    body = os_pod(
+    return f"for i in $(seq 1 20); do curl -s http://{recorder.ip}:8080/echo?msg=grace-step-$i; sleep 1; done"
+
+
+def grace_pod(wincon, target_os: str, build: int | None, recorder) -> dict:
+    return os_pod(
         wincon,
         "grace",
         target_os,
         build,
         terminationGracePeriodSeconds=30,
-        container_extra={"lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", steps]}}}},
+        container_extra={"lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", grace_steps(recorder)]}}}},
     )
-    pod = run_os_pod(wincon, namespace, body)
+
+
+@pytest.mark.test_id("e99e3084-4237-47f8-b65c-0a521ad527bf")
+@pytest.mark.dataplane
+@pytest.mark.limitation("termination-grace-period")
+@pytest.mark.documents("k8s-windows-intro", "V1.Pod.terminationGracePeriodSeconds")
+@pytest.mark.windows_form(forms.PRESTOP_SH_CURL, forms.BUSYBOX_W32_APPLETS, same_as_control=True)
+@waves.ahead(grace_pod)
+def test_pre_stop_hook_may_use_the_termination_grace_period(
+    kube, wincon, namespace, build, recorder, data_plane, target_os
+):
+    """ "V1.Pod.terminationGracePeriodSeconds - ... the ENTRYPOINT process is sent CTRL_SHUTDOWN_EVENT, then Windows waits 5 seconds by default" (000_4130a90def37a825.txt): a 20 s shutdown step within a 30 s grace period completes."""
+    pod = run_os_pod(wincon, namespace, grace_pod(wincon, target_os, build, recorder))
+    steps = grace_steps(recorder)
     data_plane(f"delete pod grace; its preStop hook reports 20 steps, one a second: {steps}", where=pod.spec.node_name)
     call(kube.core.delete_namespaced_pod, "grace", namespace)
     # The 20th step reported completes the evidence; a hook cut off short of it is known once the pod is gone.
@@ -497,19 +511,29 @@ def test_container_killed_for_a_failing_liveness_probe_reports_exit_code_137(
         assert code == 137, f"the killed container reported exit code {code}"
 
 
+def trap_script(recorder) -> tuple[str, str]:
+    """The trap's report to the recorder, and the shell line that traps TERM with it."""
+    report = f"curl -s http://{recorder.ip}:8080/echo?msg=sigterm-trapped"
+    return report, f"trap '{report}; exit 0' TERM; while true; do sleep 1; done"
+
+
+def trap_pod(wincon, target_os: str, build: int | None, recorder) -> dict:
+    _, script = trap_script(recorder)
+    return os_pod(wincon, "trap-term", target_os, build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
+
+
 @pytest.mark.test_id("74bb818c-146a-44d5-8c78-47585f954947")
 @pytest.mark.dataplane
 @pytest.mark.limitation("termination-signals-differ")
 @pytest.mark.documents("k8s-windows-intro", "API")
 @pytest.mark.windows_form(forms.BUSYBOX_SH_PROBE, same_as_control=True)
+@waves.ahead(trap_pod)
 def test_container_receives_sigterm_when_its_pod_is_deleted(
     kube, wincon, namespace, build, recorder, data_plane, target_os
 ):
     """ "Signals - Windows interactive apps handle termination differently ... Console apps handle ctrl-c or ctrl-break using a Control Handler" (000_4130a90def37a825.txt, API): a SIGTERM trap should fire on deletion."""
-    report = f"curl -s http://{recorder.ip}:8080/echo?msg=sigterm-trapped"
-    script = f"trap '{report}; exit 0' TERM; while true; do sleep 1; done"
-    body = os_pod(wincon, "trap-term", target_os, build, command=["sh", "-c", script], terminationGracePeriodSeconds=20)
-    pod = run_os_pod(wincon, namespace, body)
+    report, script = trap_script(recorder)
+    pod = run_os_pod(wincon, namespace, trap_pod(wincon, target_os, build, recorder))
     data_plane(f"delete pod trap-term; its shell trap reports to the recorder: {script}", where=pod.spec.node_name)
     # The report is shown to reach the recorder from this very pod first (the trap's own curl, another message):
     # only then does a report that never came say the trap never fired. Not heard: a failure (the pod-to-pod flow).

@@ -10,6 +10,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from tests.support import suites
+from wincon.cluster import waves
 
 conftest = suites.load("suites/lifecycle/conftest.py")
 lifecycle = suites.load("suites/lifecycle/test_lifecycle.py")
@@ -88,6 +89,64 @@ def test_a_recorder_that_cannot_run_is_the_error_of_each_check_asking_for_it():
             recorders.get(LINUX)
     assert cluster.log.count(("wait", LINUX)) == 1, "a recorder that never ran is not waited for again"
     assert ("wait", WIN_B) not in cluster.log
+
+
+def test_ready_gives_a_recorder_only_once_it_runs_without_waiting_for_it():
+    """What is made ahead takes the recorder's IP: ``ready`` gives it once the pod runs (one read, ``peek``), and
+    ``waves.NotYet`` before it was created, while it starts and where it was refused; it never waits."""
+    cluster = Cluster(refuse=[WIN_B])
+    started: set = set()
+    recorders = conftest.Recorders(
+        cluster.create,
+        cluster.wait,
+        lambda: [LINUX, WIN_A, WIN_B],
+        lambda body: running(body) if body["key"] in started else None,
+    )
+    with pytest.raises(waves.NotYet):
+        recorders.ready(WIN_A)  # not created yet: no check has asked
+    recorders.get(LINUX)
+    with pytest.raises(waves.NotYet, match="still starting"):
+        recorders.ready(WIN_A)
+    started.add(WIN_A)
+    assert recorders.ready(WIN_A).ip == running({"metadata": {"name": "recorder-windows-17763"}}).status.pod_ip
+    with pytest.raises(waves.NotYet, match="refused"):
+        recorders.ready(WIN_B)
+    assert ("wait", WIN_A) not in cluster.log, "ready() must never wait for a recorder"
+    assert recorders.ready(LINUX) == recorders.get(LINUX)
+
+
+def test_the_recorder_checks_are_made_ahead_with_the_recorders_ip_once_it_runs():
+    """The Ahead of the module passes over a check whose builder takes ``recorder`` until the supplier gives it,
+    then makes its pod with that recorder's IP in its hook: the very manifest the check builds."""
+    made: list[dict] = []
+    ahead = waves.Ahead(lambda item: f"ns-{item.name}", lambda ns, m: made.append(m), lambda item: {},
+                        lambda ns: None)  # fmt: skip
+    item = NS(
+        nodeid="suites/lifecycle/test_lifecycle.py::test_post_start_http_hook_reaches_the_recorder[windows]",
+        name="test_post_start_http_hook_reaches_the_recorder[windows]",
+        function=lifecycle.test_post_start_http_hook_reaches_the_recorder,
+        fixturenames=["kube", "wincon", "namespace", "build", "recorder", "data_plane", "target_os"],
+    )
+    wincon = NS(catalog=NS(image=lambda *a: "agnhost:2.59"), pull_policy=None)
+    arguments = {"wincon": wincon, "target_os": "windows", "build": 26100}
+    ahead.arguments = lambda it: arguments
+    ahead.top_up([item])
+    assert made == [], "made before the module supplied a recorder"
+    recorder = conftest.Recorder("recorder-windows-26100", "rec", "node-a", "windows", "10.0.0.9")
+    ready = {"now": False}
+
+    def supplier(it):
+        if not ready["now"]:
+            raise waves.NotYet("still starting")
+        return recorder
+
+    ahead.provide("recorder", supplier)
+    ahead.top_up([item])
+    assert made == []
+    ready["now"] = True
+    ahead.top_up([item])
+    assert made == [lifecycle.poststart_http_pod(wincon, "windows", 26100, recorder)]
+    assert made[0]["spec"]["containers"][0]["lifecycle"]["postStart"]["httpGet"]["host"] == "10.0.0.9"
 
 
 def test_the_recorder_is_a_placed_pod_so_every_checks_gate_counts_its_node():

@@ -79,6 +79,13 @@ def run_pod(
     return await_pod(wincon, namespace, manifest, ready)
 
 
+def read_ready(api_client: client.ApiClient, namespace: str, manifest: dict[str, Any]) -> Any | None:
+    """The created pod where it runs, is ready and has its IP now (one read, no wait), else None. Nothing is
+    checked of where it runs: ``await_pod`` does that for whoever uses it."""
+    pod = call(client.CoreV1Api(api_client).read_namespaced_pod, manifest["metadata"]["name"], namespace)
+    return pod if pod_running_ready(pod) and pod.status.pod_ip else None
+
+
 def await_pod(
     wincon: Any,
     namespace: str,
