@@ -155,7 +155,7 @@ def recorder_namespace(request: pytest.FixtureRequest, wincon: Any) -> Iterator[
 @pytest.fixture(scope="module")
 def recorders(
     request: pytest.FixtureRequest, wincon: Any, recorder_namespace: str, made_ahead: waves.Ahead
-) -> Recorders:
+) -> Iterator[Recorders]:
     """The module's recorders (see the module's docstring), created in ``recorder_namespace``. Builders declared
     in ``waves.ahead`` that take ``recorder`` get it once it runs (``Recorders.ready``), so the checks after the
     first that asked have their pods made ahead with its IP."""
@@ -180,8 +180,9 @@ def recorders(
             return None
 
     made = Recorders(create, lambda body: await_pod(wincon, recorder_namespace, body), wanted, peek)
-    made_ahead.provide("recorder", lambda item: made.ready(key_of(item)))
-    return made
+    made_ahead.provide("recorder", lambda item: made.ready(key_of(item)), request.module)
+    yield made
+    made_ahead.withdraw("recorder")
 
 
 @pytest.fixture

@@ -293,3 +293,107 @@ def test_a_builder_may_take_the_checks_own_namespace_and_one_that_raises_leaves_
         ahead.top_up([Item("x", check_x)])
     ahead.close()
     assert ("release", "ns-x") in cluster.log and ("release", "ns-e") in cluster.log  # neither was handed over
+
+
+# ----------------------------------------------------------------------------- across modules, on one worker
+
+
+class Queue:
+    """xdist's TestQueue as the worker holds it: ``lock()`` yields its deque of indices (and its end marker)."""
+
+    def __init__(self, indices: list[Any]) -> None:
+        self.indices = indices
+
+    def lock(self) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext(self.indices)
+
+
+class WorkerInteractor:
+    def __init__(self, nextitem_index: Any, queued: list[Any]) -> None:
+        self.nextitem_index, self.torun = nextitem_index, Queue(queued)
+
+
+class Run:
+    """A session's items (``names``; ``marks``: name -> its markers) and, under xdist, the worker's plugin."""
+
+    def __init__(self, names: list[str], marks: dict[str, set[str]] | None = None, worker: Any = None) -> None:
+        plugins = [worker] if worker is not None else []
+        self.config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugins=lambda: [object(), *plugins]))
+        self.items = [self.item(n, (marks or {}).get(n, set())) for n in names]
+
+    def item(self, name: str, marks: set[str]) -> Any:
+        return SimpleNamespace(
+            nodeid=f"suites/{name[0]}.py::{name}",
+            name=name,
+            session=self,
+            config=self.config,
+            get_closest_marker=lambda mark: mark if mark in marks else None,
+        )
+
+
+def names(items: list[Any]) -> list[str]:
+    return [i.name for i in items]
+
+
+def test_upcoming_is_the_workers_own_queue_across_modules_and_stops_before_a_serial_check() -> None:
+    """Under xdist: the running item, the worker's next one, then its queue (indices into the session's items),
+    whatever their module; without the queue's end marker, the skipped, and anything from the first serial or
+    disruptive check on. Without xdist: the session's items from the running one on."""
+    from xdist.remote import Marker
+
+    run = Run(["a1", "a2", "b1", "b2", "c1", "c2"], {"b2": {"skip"}})
+    run.config.pluginmanager = SimpleNamespace(get_plugins=lambda: [WorkerInteractor(3, [4, 5, Marker.SHUTDOWN])])
+    assert names(waves.upcoming(run.items[1])) == ["a2", "c1", "c2"]  # b2 (3) skipped; b1 went to another worker
+    serial = Run(["a1", "a2", "b1", "b2"], {"b1": {"serial"}})
+    assert names(waves.upcoming(serial.items[0])) == ["a1", "a2"]
+    assert names(waves.upcoming(serial.items[2])) == []
+    disruptive = Run(["a1", "b1"], {"b1": {"disruptive"}})
+    assert names(waves.upcoming(disruptive.items[0])) == ["a1"]
+
+
+def test_checks_no_longer_coming_are_dropped_and_the_namespace_of_one_that_did_not_take_it_is_deleted() -> None:
+    """A check made ahead, then stolen by another worker (no longer upcoming, never handed): its namespace is
+    deleted and its pods no longer count against the limit, so the next check's are made. One that took its
+    namespace is forgotten, not deleted (its own fixture deletes it)."""
+    cluster = Cluster()
+    ahead = cluster.ahead(pods=2)
+    b, c, d = Item("b", check_b, kind="x"), Item("c", check_c), Item("d", check_d)
+    ahead.top_up([b, c, d])
+    assert ahead.waiting() == 2 and [s for s in cluster.log if s[0] == "reserve"] == [("reserve", "b")]
+    ahead.drop_passed([c, d])  # b was stolen
+    assert ("release", "ns-b") in cluster.log and ahead.waiting() == 0
+    assert not [k for k in waves._MADE if k[0] == "ns-b"]
+    ahead.top_up([c, d])
+    assert ahead.namespace_for(c) == "ns-c"
+    ahead.drop_passed([d])
+    assert ("release", "ns-c") not in cluster.log, "c took its namespace: its own fixture deletes it"
+    assert "suites/x.py::c" not in ahead.reserved
+
+
+def test_a_supplier_serves_only_the_checks_of_its_module_until_withdrawn() -> None:
+    def needs_recorder(recorder: str) -> dict[str, Any]:
+        return pod(f"hooked-{recorder}")
+
+    @waves.ahead(needs_recorder)
+    def check_r() -> None:
+        """Its builder takes a fixture of its check that its module supplies."""
+
+    mine, other = object(), object()
+    made: list[str] = []
+    ahead = waves.Ahead(lambda item: f"ns-{item.name}", lambda ns, m: made.append(m["metadata"]["name"]),
+                        lambda item: {}, lambda ns: None)  # fmt: skip
+
+    def item(name: str, module: object) -> Any:
+        return SimpleNamespace(nodeid=f"x::{name}", name=name, function=check_r, module=module,
+                               fixturenames=["recorder", "namespace"])  # fmt: skip
+
+    ahead.provide("recorder", lambda i: "10.0.0.9", mine)
+    ahead.top_up([item("elsewhere", other)])
+    assert made == [], "another module's recorder fixture is not this supplier's"
+    ahead.top_up([item("here", mine)])
+    assert made == ["hooked-10.0.0.9"]
+    ahead.withdraw("recorder")
+    ahead.top_up([item("later", mine)])
+    assert made == ["hooked-10.0.0.9"]

@@ -78,6 +78,32 @@ def items_from(item: pytest.Item) -> list[pytest.Item]:
     return [i for i in items if i.get_closest_marker("skip") is None]
 
 
+def upcoming(item: pytest.Item) -> list[pytest.Item]:
+    """The items this process will run from ``item`` on, in order, without those marked to skip: under xdist the
+    worker's own queue (what its scheduler sent it and no other worker has stolen; any module), else the session's
+    items from ``item`` on. Where the worker's queue cannot be read (another xdist), ``items_from`` (its module).
+    Cut before the first serial or disruptive check (``item`` included): nothing is made ahead while one runs, nor
+    beside one, since such a check must have the cluster to itself (`wincon run` gives them a phase of their own)."""
+    items = item.session.items
+    worker = next((p for p in item.config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), None)
+    if worker is not None and hasattr(worker, "torun") and hasattr(worker, "nextitem_index"):
+        with worker.torun.lock() as queue:
+            queued = [i for i in queue if isinstance(i, int)]
+        nxt = worker.nextitem_index
+        order = [item, *(items[i] for i in ([nxt] if isinstance(nxt, int) else []) + queued)]
+    elif worker is not None:
+        order = items_from(item)
+    else:
+        order = items[items.index(item) :] if item in items else [item]
+    coming: list[pytest.Item] = []
+    for i in order:
+        if i.get_closest_marker("serial") is not None or i.get_closest_marker("disruptive") is not None:
+            break
+        if i.get_closest_marker("skip") is None:
+            coming.append(i)
+    return coming
+
+
 def module_items(request: pytest.FixtureRequest) -> list[pytest.Item]:
     """``items_from`` the item whose setup asks (a module-scoped fixture's request knows it); without one, every
     item of the requesting module."""
@@ -292,10 +318,16 @@ class Ahead:
     ``close()`` deletes the namespaces reserved for checks that did not run here (skipped, or stolen by another
     worker) with what was made in them.
 
+    One Ahead serves a worker's whole run (``made_ahead`` is session-scoped): ``top_up`` is given the checks this
+    worker will run next, whatever their module (``upcoming``), so a module's first checks are made while the module
+    before it runs; ``drop_passed`` forgets the checks no longer coming (run, skipped, or stolen by another worker),
+    deleting the namespaces of those that did not take theirs.
+
     A builder may also take one of the check's own fixtures that its module supplies, once it is there without
-    waiting: ``provide(name, supplier)``, ``supplier(item)`` giving the value the check's fixture will give, or
-    raising ``NotYet``. Until a supplier gives it (before the module's fixture registered one, or while it raises
-    ``NotYet``) that check is passed over and tried again at the next top-up."""
+    waiting: ``provide(name, supplier, module)``, ``supplier(item)`` giving the value the check's fixture will give,
+    or raising ``NotYet``; for that module's checks only, until ``withdraw(name)``. Until a supplier gives it
+    (before the module's fixture registered one, or while it raises ``NotYet``) that check is passed over and tried
+    again at the next top-up."""
 
     def __init__(
         self,
@@ -308,11 +340,15 @@ class Ahead:
         self.reserve, self.make, self.arguments, self.release, self.pods = reserve, make, arguments, release, pods
         self.reserved: dict[str, tuple[str, int]] = {}  # nodeid -> (namespace, pods made there)
         self.handed: set[str] = set()
-        self.suppliers: dict[str, Callable[[pytest.Item], Any]] = {}
+        self.suppliers: dict[str, tuple[Any, Callable[[pytest.Item], Any]]] = {}
 
-    def provide(self, name: str, supplier: Callable[[pytest.Item], Any]) -> None:
-        """Builders taking ``name`` (a fixture of their check) get ``supplier(item)`` (see the class)."""
-        self.suppliers[name] = supplier
+    def provide(self, name: str, supplier: Callable[[pytest.Item], Any], module: Any = None) -> None:
+        """Builders taking ``name`` (a fixture of their check) get ``supplier(item)``, for the checks of ``module``
+        (any check where None) (see the class)."""
+        self.suppliers[name] = (module, supplier)
+
+    def withdraw(self, name: str) -> None:
+        self.suppliers.pop(name, None)
 
     def supplied(self, item: pytest.Item) -> dict[str, Any] | None:
         """The values of the check's own fixtures its builders take, from their suppliers; None where one is not
@@ -322,8 +358,11 @@ class Ahead:
         values: dict[str, Any] = {}
         for name in sorted(names & set(getattr(item, "fixturenames", ()))):
             if name in self.suppliers:
+                module, supplier = self.suppliers[name]
+                if module is not None and getattr(item, "module", None) is not module:
+                    return None  # another module's fixture of the same name: its own module has not supplied it
                 try:
-                    values[name] = self.suppliers[name](item)
+                    values[name] = supplier(item)
                 except NotYet:
                     return None
             elif name not in {"wincon", "target_os", "build", "namespace"} and name not in self.arguments(item):
@@ -383,6 +422,19 @@ class Ahead:
                 if made.error is not None:
                     break
             self.reserved[item.nodeid] = (namespace, pods)
+
+    def drop_passed(self, items: Iterable[pytest.Item]) -> None:
+        """Forget the checks made ahead that are no longer among ``items`` (this worker's upcoming ones): they ran,
+        were skipped, or another worker stole them. The namespace of one that did not take it is deleted, with what
+        was made there, and no longer counts against the limit."""
+        coming = {item.nodeid for item in items}
+        for nodeid in [n for n in self.reserved if n not in coming]:
+            namespace, _ = self.reserved.pop(nodeid)
+            if nodeid not in self.handed:
+                self.release(namespace)
+            self.handed.discard(nodeid)
+            for key in [k for k in _MADE if k[0] == namespace]:
+                del _MADE[key]
 
     def namespace_for(self, item: pytest.Item) -> str | None:
         """The namespace reserved for ``item`` (its objects made there), now its own; None where none was."""

@@ -84,10 +84,11 @@ def build_of(nodeid: str, profile: ClusterProfile) -> int | None:
     return build_for(nodeid, builds)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def made_ahead(wincon: WinconContext) -> Iterator[waves.Ahead]:
-    """The module's checks whose objects are made ahead on this worker (``wincon.cluster.waves.ahead``): each
-    check's namespace and what it declared it creates first, made while the checks before it run."""
+    """The checks whose objects are made ahead on this worker (``wincon.cluster.waves.ahead``): each check's
+    namespace and what it declared it creates first, made while the checks before it run, in its module or the
+    one before."""
 
     def arguments(item: pytest.Item) -> dict[str, Any]:
         callspec = getattr(item, "callspec", None)
@@ -122,10 +123,12 @@ def make_ahead(api_client: Any) -> Callable[[str, dict[str, Any]], Any]:
 
 @pytest.fixture
 def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext, made_ahead: waves.Ahead) -> Iterator[str]:
-    """A namespace for this test alone, for checks that must not share state. The module's next checks that declared
-    ``waves.ahead`` get theirs now, with what they create first made in it; this check takes its own where it got
-    one so."""
-    made_ahead.top_up(waves.items_from(request.node))
+    """A namespace for this test alone, for checks that must not share state. This worker's next checks that
+    declared ``waves.ahead`` (``waves.upcoming``: of any module) get theirs now, with what they create first made in
+    it; this check takes its own where it got one so."""
+    coming = waves.upcoming(request.node)
+    made_ahead.drop_passed(coming)
+    made_ahead.top_up(coming)
     reserved = made_ahead.namespace_for(request.node)
     yield from own_namespace(request, wincon, reserved or wincon.namespaces.create(request.node.name))
 
