@@ -251,7 +251,7 @@ def show(result: dict[str, Any]) -> None:
     )
     for line in floor_lines(result["wall"], result["floor"], result["chains"]):
         print(line)
-    for line in module_lines(result["modules"], result["workers"]):
+    for line in module_lines(result.get("modules", {}), result.get("workers", 1)):
         print(line)
 
 
