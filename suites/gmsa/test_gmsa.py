@@ -22,6 +22,7 @@ import pytest
 from wincon.checks.api_rules import submit_pod
 from wincon.checks.node import powershell
 from wincon.checks.pods import eventually, windows_pod
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.windows import forms, nltest
 
@@ -102,6 +103,8 @@ def naming_spec(wincon, name: str, build, spec: str) -> dict:
     return body
 
 
+# Not made ahead (waves.ahead): the pod names a credential spec made in the check under a random name, after its
+# Role; its admission is the verdict.
 @pytest.mark.test_id("1338dfc6-6fdc-461d-ac00-1ccd76e52976")
 @pytest.mark.documents("k8s-windows-guide", "Configure an Active Directory Identity")
 @pytest.mark.requires("gmsa")
@@ -119,6 +122,7 @@ def test_pod_naming_a_credential_spec_it_may_use_gets_its_json(wincon, kube, bui
     assert json.loads(options["gmsaCredentialSpec"]) == content, "the pod got another JSON than the spec's"
 
 
+# Not made ahead: as above, the specs are made by the check under random names, the Role before the pods.
 @pytest.mark.test_id("631806d5-f68a-4d6d-98de-f502df3a880a")
 @pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
 @pytest.mark.requires("gmsa")
@@ -136,6 +140,8 @@ def test_pod_naming_a_credential_spec_it_may_not_use_is_refused(wincon, kube, bu
     assert forbidden in rejection.message and "use" in rejection.message, rejection.describe()
 
 
+# Not made ahead: it skips without a domain before creating, and its pod (kube.run_pod) follows the Role granting
+# use of the spec.
 @pytest.mark.test_id("6a32bb2f-b4d4-4b2c-90cf-5fb6bb16063b")
 @pytest.mark.dataplane
 @pytest.mark.windows_only("a gMSA identity of an Active Directory domain (windowsOptions.gmsaCredentialSpec)")
@@ -177,14 +183,9 @@ def test_container_reaches_the_domain_and_an_smb_share_as_the_gmsa(wincon, kube,
     )
 
 
-@pytest.mark.test_id("f7a30cba-0f69-4e6f-bbf7-b4697a05cfc0")
-@pytest.mark.dataplane
-@pytest.mark.windows_only("the kubelet hands gMSA credential specs to Windows containers only")
-@pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
-@pytest.mark.windows_form(forms.NLTEST_PARENTDOMAIN)
-@pytest.mark.decided_at_run_time("the run skips where the API server refuses the pod's inline credential specs")
-def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube, build):
-    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt): the kubelet hands each container its credential spec, pod-level or its own, and `nltest /PARENTDOMAIN` in it names that spec's domain even without a reachable domain (upstream gmsa_kubelet.go)."""
+def inline_specs_pod(wincon, build) -> dict:
+    """The kubelet check's pod: an inline credential spec of acme.com for the pod, its container main's, and one of
+    contoso.org for its second container (the same image)."""
     body = windows_pod(wincon, "gmsa-kubelet", build)
     second = dict(body["spec"]["containers"][0], name="second")
     second["securityContext"] = {
@@ -194,6 +195,21 @@ def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube,
     body["spec"]["securityContext"] = {
         "windowsOptions": {"gmsaCredentialSpec": json.dumps(credspec("acme.com", "WebApp"))}
     }
+    return body
+
+
+@pytest.mark.test_id("f7a30cba-0f69-4e6f-bbf7-b4697a05cfc0")
+@pytest.mark.dataplane
+@pytest.mark.windows_only("the kubelet hands gMSA credential specs to Windows containers only")
+@pytest.mark.documents("k8s-windows-guide", "Managing Workload Identity with Group Managed Service Accounts")
+@pytest.mark.windows_form(forms.NLTEST_PARENTDOMAIN)
+@pytest.mark.decided_at_run_time("the run skips where the API server refuses the pod's inline credential specs")
+# Safe ahead: the admission's answer made ahead is the one the check's own create returns (a refusal included, then
+# the skip), and nltest runs after the pod does; nothing is timed from its start.
+@waves.ahead(inline_specs_pod)
+def test_kubelet_passes_the_credential_spec_down_to_each_container(wincon, kube, build):
+    """ "Windows container workloads can be configured to use Group Managed Service Accounts (GMSA)" (002_8a7e76f95009f44f.txt): the kubelet hands each container its credential spec, pod-level or its own, and `nltest /PARENTDOMAIN` in it names that spec's domain even without a reachable domain (upstream gmsa_kubelet.go)."""
+    body = inline_specs_pod(wincon, build)
     created, rejection = submit_pod(kube.api_client, kube.namespace, body, dry_run=False)
     if rejection is not None:
         pytest.skip(

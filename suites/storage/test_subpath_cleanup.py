@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from wincon.checks.pods import eventually, os_pod
+from wincon.checks.pods import create_or_reject, eventually, os_pod
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running_ready, pod_scheduled
 
@@ -75,17 +76,16 @@ def mounts_and_volumes(target_os: str = "windows") -> tuple[list[dict], list[dic
     return mounts, volumes
 
 
-@pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
-@pytest.mark.dataplane
-@pytest.mark.documents("k8s-windows-guide", "API")
-@pytest.mark.windows_form(no_command="reads the pod's termination through the API")
-def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane, target_os):
-    """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
-    core = kube.core
+def subpath_objects(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The ConfigMap subpath-config and the Secret subpath-secret the pod mounts, then the pod subpaths."""
     data = {"key1": "value1", "key2": "value2", "key3": "value3"}
-    call(core.create_namespaced_config_map, namespace, {"metadata": {"name": "subpath-config"}, "data": data})
-    secret = {"metadata": {"name": "subpath-secret"}, "stringData": {"s1": "secret-1", "s2": "secret-2"}}
-    call(core.create_namespaced_secret, namespace, secret)
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subpath-config"}, "data": data}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "subpath-secret"},
+        "stringData": {"s1": "secret-1", "s2": "secret-2"},
+    }
     mounts, volumes = mounts_and_volumes(target_os)
     body = os_pod(
         wincon,
@@ -96,7 +96,23 @@ def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespac
         volumes=volumes,
         restartPolicy="Never",
     )
-    kube.create(body)
+    return [config, secret, body]
+
+
+@pytest.mark.test_id("841260f2-4ea9-460d-9625-82f7fb1ade3a")
+@pytest.mark.dataplane
+@pytest.mark.documents("k8s-windows-guide", "API")
+@pytest.mark.windows_form(no_command="reads the pod's termination through the API")
+# Safe ahead: what is timed (TERMINATION_LIMIT) starts at the check's own deletion, after the pod runs; its
+# scheduling and start are only awaited, never timed from its creation.
+@waves.ahead(subpath_objects)
+def test_pod_with_many_sub_path_mounts_terminates_cleanly(kube, wincon, namespace, build, data_plane, target_os):
+    """ "V1.Pod.volumes - EmptyDir, Secret, ConfigMap, HostPath - all work" (002_8a7e76f95009f44f.txt, API): a pod mounting them through many subPaths, nested hostPaths and memory emptyDirs is gone within 5 minutes of its deletion (upstream subpath_cleanup.go)."""
+    core = kube.core
+    config, secret, body = subpath_objects(wincon, target_os, build)
+    kube.create(config)
+    kube.create(secret)
+    create_or_reject(wincon.api_client, namespace, body)
     kube.wait_pod("subpaths", done=pod_scheduled, timeout=60, failure=None)
     data_plane("delete pod subpaths --grace-period=30; wait until it is gone", where=f"the pod's {target_os} node")
     kube.wait_pod(

@@ -11,17 +11,18 @@ from kubernetes.utils import parse_quantity
 from wincon.checks import hostprocess
 from wincon.checks.api_rules import HOST_PROCESS_DISALLOWED
 from wincon.checks.pods import (
+    Rejected,
+    await_pod,
+    create_or_reject,
     os_pod,
     run_or_refused,
     run_os_pod,
-    run_os_pods,
     run_unless_mount_refused,
     run_windows_pod,
     windows_nodes_of_build,
 )
 from wincon.cluster import waves
 from wincon.cluster.client import call
-from wincon.cluster.kube import ApiException
 from wincon.cluster.waits import BehaviourNotObserved, WaitTimeout, pod_failure, pod_running
 from wincon.commandline.errors import DeviationObserved, InfrastructureError, SuiteError, expect_deviation
 from wincon.windows import connectivity as conn
@@ -83,16 +84,6 @@ def secret_manifest(name="creds", data=None):
     body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
     body["stringData"] = data or {"username": "wincon-user", "password": "s3cr3t-wincon"}
     return body
-
-
-def ensure_secret(kube, name="creds", data=None):
-    core = kube.core
-    try:
-        call(core.read_namespaced_secret, name, kube.namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        kube.create(secret_manifest(name, data))
 
 
 def host_process_pod(kube, name, build, node, command):
@@ -374,6 +365,8 @@ def test_read_only_root_filesystem_refuses_writes(wincon, namespace, build, kube
     assert refusal in (result.stdout + result.stderr).lower(), f"the write failed otherwise: {result.stdout!r}"
 
 
+# Not made ahead (waves.ahead): declared unavailable, so collection skips it; and its host-side junction must
+# follow the pod's start.
 @pytest.mark.test_id("29a26445-c0cd-4b59-bc43-4a5a25ff7fc7")
 @pytest.mark.requires("host-process")
 @pytest.mark.dataplane
@@ -408,6 +401,7 @@ def test_host_to_container_propagation_shows_what_the_host_mounts_later(wincon, 
         )
 
 
+# Not made ahead: the data-plane gate is passed before the pod is created.
 @pytest.mark.test_id("323ed5dd-11c4-4481-a786-faa043a12531")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-host-projection")
@@ -430,20 +424,18 @@ def test_bidirectional_propagation_mount_is_accepted_for_a_privileged_container(
     )
 
 
-@pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
-@pytest.mark.requires("host-process")
-@pytest.mark.dataplane
-@pytest.mark.limitation("secrets-clear-text-on-node")
-@pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")
-@pytest.mark.documents("k8s-windows-guide", "Security")
-@pytest.mark.windows_form(forms.CMD_TYPE, forms.GET_VOLUME_OUTPUT, forms.HOST_BINARY_BY_PATH, forms.HOSTPROCESS_IDLE)
-def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
-    """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
+# Idle as upstream's HostProcess pods do (test/e2e/windows/host_process.go:648).
+IDLE = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]
+
+
+def secret_on_disk_objects(wincon, build: int | None) -> list[dict]:
+    """The clear-text check's Secret creds, then on the first Ready Windows node of the build the idle HostProcess
+    pod disk-inspector and the pod secret-holder mounting creds at C:\\creds; none where no such node is Ready (the
+    check skips)."""
     nodes = windows_nodes_of_build(wincon.profile, build)
     if not nodes:
-        pytest.skip("no Ready Windows node")
+        return []
     node = nodes[0].name
-    ensure_secret(kube)
     holder = mounted_pod(
         wincon,
         "secret-holder",
@@ -452,11 +444,38 @@ def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build,
         [{"name": "creds", "secret": {"secretName": "creds"}}],
         node=node,
     )
-    # Idle as upstream's HostProcess pods do (test/e2e/windows/host_process.go:648).
-    idle = ["powershell.exe", "-Command", "Write-Host 'Hello'; sleep -Seconds 600"]
-    inspector = host_process_pod(kube, "disk-inspector", build, node, idle)  # skips before any pod starts
+    inspector = hostprocess.host_process_pod(wincon, "disk-inspector", build, IDLE, node=node, restart_policy=None)
+    return [secret_manifest(), inspector, holder]
+
+
+@pytest.mark.test_id("e5aee157-8dbc-457d-9925-5b6333716d52")
+@pytest.mark.requires("host-process")
+@pytest.mark.dataplane
+@pytest.mark.limitation("secrets-clear-text-on-node")
+@pytest.mark.windows_only("inspects the Windows kubelet's pod directory on NTFS from a HostProcess pod")
+@pytest.mark.documents("k8s-windows-guide", "Security")
+@pytest.mark.windows_form(forms.CMD_TYPE, forms.GET_VOLUME_OUTPUT, forms.HOST_BINARY_BY_PATH, forms.HOSTPROCESS_IDLE)
+# Safe ahead: the node is the profile's (as host_path_pair's in test_volume_types), the Secret is made before its
+# holder as the check makes it, and the file and its volume are read after both pods run; nothing is timed.
+@waves.ahead(secret_on_disk_objects)
+def test_secret_volume_is_not_stored_on_the_nodes_disk(wincon, namespace, build, kube):
+    """ "Secrets are written in clear text on the node's volume (as compared to tmpfs/in-memory on linux)" (002_8a7e76f95009f44f.txt, Security)."""
+    objects = secret_on_disk_objects(wincon, build)
+    if not objects:
+        pytest.skip("no Ready Windows node")
+    secret, inspector, holder = objects
+    kube.create(secret)  # the test's own namespace: no Secret creds there before
+    # The inspector first, for real (a server-side dry run of a pod made ahead would meet the pod itself): where the
+    # cluster forbids HostProcess the check skips before the holder is created.
+    _, rejection = kube.submit(inspector, dry_run=False)
+    if rejection is not None:
+        if HOST_PROCESS_DISALLOWED in rejection.describe():
+            pytest.skip(f"the check needs a HostProcess pod on the node: {HOST_PROCESS_DISALLOWED}")
+        raise Rejected(f"the API server refused pod disk-inspector: {rejection.describe()}")
     # Both created before either is awaited (the inspector only idles until the reads below): one start's wait.
-    consumer, _ = run_os_pods(wincon, namespace, [holder, inspector], os_name="windows")
+    create_or_reject(wincon.api_client, namespace, holder)
+    consumer = await_pod(wincon, namespace, holder, os_name="windows")
+    await_pod(wincon, namespace, inspector, os_name="windows")
     path = f"C:\\var\\lib\\kubelet\\pods\\{consumer.metadata.uid}\\volumes\\kubernetes.io~secret\\creds\\password"
     # The tool works on a target that must answer: the secret's file is there, read from the host.
     result = kube.exec("disk-inspector", ["cmd", "/c", "type", path])
@@ -491,6 +510,8 @@ def storage_class_where(kube, predicate):
     return next((c for c in ordered if predicate(c)), None)
 
 
+# Not made ahead: its claim names a StorageClass chosen at run time from a live list (a builder has no client),
+# and the check may skip on it before creating anything.
 @pytest.mark.test_id("6a4681a0-95c1-4fe8-90fa-6ea4efdcb8ee")
 @pytest.mark.dataplane
 @pytest.mark.limitation("block-device-mapping")
@@ -533,6 +554,7 @@ def test_raw_block_volume_is_attached_as_a_device(wincon, namespace, build, kube
         assert result.ok and attached, f"{result.stdout!r} {result.stderr}"
 
 
+# Not made ahead: the data-plane gate comes first, and the client pod holds the NFS server pod's IP once it runs.
 @pytest.mark.test_id("b835961f-a127-4b5f-940b-1ba593b88651")
 @pytest.mark.dataplane
 @pytest.mark.hybrid
@@ -597,6 +619,8 @@ def test_nfs_volume_exported_from_a_linux_pod_is_readable(wincon, namespace, bui
         assert result.ok and NFS_INDEX in result.stdout, f"{result.stdout!r} {result.stderr}"
 
 
+# Not made ahead: its claim names a StorageClass chosen at run time from a live list (a builder has no client),
+# and the check may skip on it before creating anything.
 @pytest.mark.test_id("1da1c09c-d199-44dc-8431-a5f6b3130da8")
 @pytest.mark.dataplane
 @pytest.mark.limitation("volume-expansion-resizefs")
