@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
+from wincon.cluster import waves
 from wincon.cluster.waits import pod_scheduled
 from wincon.clusterinfo.capabilities import POD_LEVEL_RESOURCES_DROPPED
 from wincon.workloads.pinning import assert_ran_on
@@ -44,15 +45,25 @@ def admission_outcome(pod: Any) -> tuple[str, str] | None:
     return None
 
 
+def pod_resources_pod(wincon, target_os: str, build: int | None) -> dict[str, Any]:
+    """The check's pod: no spec.os, pod-level resources (made ahead: ``waves.ahead``)."""
+    return without_os(
+        os_pod(wincon, "pod-resources-at-kubelet", target_os, build, resources=copy.deepcopy(POD_RESOURCES))
+    )
+
+
 @pytest.mark.test_id("82229b90-3e72-4156-849f-f2b0f5ea05bb")
 @pytest.mark.dataplane
 @pytest.mark.requires("pod-level-resources")  # from 1.34, and the API server keeping spec.resources (a dry run)
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 @pytest.mark.windows_form(no_command="creates the pod and reads its status through the API")
+# Safe ahead: the skip is decided by create's answer (what was stored), and the kubelet's outcome is a phase that
+# stays (Failed with its reason, or Running); nothing is timed from the pod's start.
+@waves.ahead(pod_resources_pod)
 def test_pod_level_resources_at_the_kubelet(kube, wincon, namespace, build, target_os):
     """Windows "Resource management" is per container (000_4130a90def37a825.txt, Compute): a pod without spec.os and with pod-level resources, placed on a Windows node, is rejected by its kubelet: Failed, reason PodLevelResourcesNotSupported, "Pod was rejected: pod-level resources are not supported on Windows" (v1.35.4 pkg/kubelet/lifecycle/features_windows.go:27-36, kubelet.go:2470-2477); its Linux control: a Linux kubelet admits and runs the same pod."""
-    name = "pod-resources-at-kubelet"
-    body = without_os(os_pod(wincon, name, target_os, build, resources=copy.deepcopy(POD_RESOURCES)))
+    body = pod_resources_pod(wincon, target_os, build)
+    name = body["metadata"]["name"]
     created = create_or_reject(wincon.api_client, namespace, body)
     if not (created.get("spec") or {}).get("resources"):
         pytest.skip(POD_LEVEL_RESOURCES_DROPPED)  # requires("pod-level-resources") decides it at collection too

@@ -19,6 +19,7 @@ import pytest
 from wincon.checks.api_rules import with_run_as_user_name
 from wincon.checks.node import user_name_command
 from wincon.checks.pods import create_or_reject, eventually, os_pod, windows_pod, without_os
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.waits import pod_failure, pod_running, pod_running_ready, pod_scheduled
 from wincon.commandline.errors import InfrastructureError, expect_deviation
@@ -41,20 +42,29 @@ def placed(kube, wincon, name: str, os_name: str, build: int | None) -> Any:
     return pod
 
 
+def non_root_ids_pod(wincon, target_os: str, build: int | None) -> dict[str, Any]:
+    """The run-as-user/group check's pod: no spec.os, runAsUser and runAsGroup 999, runAsNonRoot, restartPolicy
+    Never (made ahead: ``waves.ahead``). Upstream's image is pause (security_context.go:217): the kubelet also
+    refuses runAsNonRoot where the image's own user is ContainerAdministrator (security_context_windows.go:72-74), so
+    the image matters on Windows. The Linux control runs agnhost pause, the image its workers carry."""
+    image_key = "pause" if target_os == "windows" else "agnhost"
+    body = without_os(os_pod(wincon, "run-ignore-unsupported-fields", target_os, build, image_key=image_key))
+    body["spec"]["securityContext"] = {"runAsUser": 999, "runAsGroup": 999, "runAsNonRoot": True}
+    body["spec"]["restartPolicy"] = "Never"
+    return body
+
+
 @pytest.mark.test_id("f11ca4a2-924d-4dcb-96f4-df6939143455")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
 @pytest.mark.windows_form(no_command="runs the pod and reads its status through the API")
+# Safe ahead: what is read is the stored spec (create's answer), the node it was bound to and a phase that stays
+# Running once reached; nothing is timed from its start and nothing happens before it is created.
+@waves.ahead(non_root_ids_pod)
 def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, namespace, build, target_os):
     """ "Windows does not have a root user" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): a pod without spec.os that sets runAsUser 999, runAsGroup 999 and runAsNonRoot, placed on the node by its OS label, is admitted and reaches Running (upstream security_context.go:204, "should be able to create pod and run containers"; its Linux control: the same pod on a Linux node)."""
-    name = "run-ignore-unsupported-fields"
-    # Upstream's image is pause (security_context.go:217): the kubelet also refuses runAsNonRoot where the image's
-    # own user is ContainerAdministrator (security_context_windows.go:72-74), so the image matters on Windows.
-    # The Linux control runs agnhost pause, the image its workers carry.
-    image_key = "pause" if target_os == "windows" else "agnhost"
-    body = without_os(os_pod(wincon, name, target_os, build, image_key=image_key))
-    body["spec"]["securityContext"] = {"runAsUser": 999, "runAsGroup": 999, "runAsNonRoot": True}
-    body["spec"]["restartPolicy"] = "Never"
+    body = non_root_ids_pod(wincon, target_os, build)
+    name = body["metadata"]["name"]
     created = create_or_reject(wincon.api_client, namespace, body)
     assert created["spec"].get("os") is None, f"the API server set spec.os: {created['spec'].get('os')}"
     stored = created["spec"]["securityContext"]
@@ -65,6 +75,21 @@ def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, n
     assert running.status.phase == "Running", running.status
 
 
+SELINUX = {"level": "s0:c24,c9"}
+
+
+def selinux_pod(wincon, build: int | None) -> dict[str, Any]:
+    """The seLinuxOptions check's pod: no spec.os, seLinuxOptions at pod and container level, runAsUserName
+    ContainerAdministrator (made ahead: ``waves.ahead``)."""
+    body = without_os(windows_pod(wincon, "windows-pod-with-selinux", build))
+    body["spec"]["securityContext"] = {"seLinuxOptions": dict(SELINUX)}
+    body["spec"]["containers"][0]["securityContext"] = {
+        "seLinuxOptions": dict(SELINUX),
+        "windowsOptions": {"runAsUserName": "ContainerAdministrator"},
+    }
+    return body
+
+
 @pytest.mark.test_id("5023cff8-efb7-47e0-8770-0d36869ec70d")
 @pytest.mark.dataplane
 @pytest.mark.windows_only(
@@ -72,18 +97,15 @@ def test_pod_without_os_with_run_as_user_group_and_non_root_runs(kube, wincon, n
 )
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.seLinuxOptions")
 @pytest.mark.windows_form(no_command="runs the pod and reads its status through the API")
+# Safe ahead: the stored spec, the node it was bound to and a Running and Ready that stays are read; nothing is
+# timed from its start.
+@waves.ahead(selinux_pod)
 def test_windows_pod_without_os_ignores_selinux_options(kube, wincon, namespace, build):
     """ "V1.Container.SecurityContext.seLinuxOptions - not possible on Windows, no SELinux" (000_4130a90def37a825.txt): a pod without spec.os with seLinuxOptions at pod and container level and runAsUserName ContainerAdministrator is admitted and runs, Ready, on its Windows node (upstream security_context.go:139, which waits for Running only)."""
-    name = "windows-pod-with-selinux"
-    body = without_os(windows_pod(wincon, name, build))
-    selinux = {"level": "s0:c24,c9"}
-    body["spec"]["securityContext"] = {"seLinuxOptions": selinux}
-    body["spec"]["containers"][0]["securityContext"] = {
-        "seLinuxOptions": selinux,
-        "windowsOptions": {"runAsUserName": "ContainerAdministrator"},
-    }
+    body = selinux_pod(wincon, build)
+    name = body["metadata"]["name"]
     created = create_or_reject(wincon.api_client, namespace, body)
-    assert created["spec"]["securityContext"].get("seLinuxOptions") == selinux, created["spec"]["securityContext"]
+    assert created["spec"]["securityContext"].get("seLinuxOptions") == SELINUX, created["spec"]["securityContext"]
     pod = placed(kube, wincon, name, "windows", build)
     kube.gate(f"wait for pod {name} to be Running and Ready", pod_node=pod.spec.node_name)
     running = kube.wait_pod(name, done=pod_running_ready, timeout=wincon.pod_start_timeout, failure=pod_failure)
@@ -130,6 +152,8 @@ def account_printed(kube, wincon, name: str) -> str:
 @pytest.mark.parametrize("user", ["ContainerAdministrator", "CONTAINERADMINISTRATOR"])
 @pytest.mark.documents("k8s-windows-intro", "V1.Container.SecurityContext.runAsNonRoot")
 @pytest.mark.windows_form(forms.CMD_ECHO_USERNAME)
+# Not made ahead: its evidence is the Warning event the kubelet emits as it first refuses the container, one of the
+# pod's early events (listed, not watched, yet events age out), so the pod starts in the check.
 def test_run_as_non_root_refuses_container_administrator_with_the_kubelets_event(kube, wincon, namespace, build, user):
     """ "Windows does not have a root user. The closest equivalent is ContainerAdministrator" (000_4130a90def37a825.txt, V1.Container.SecurityContext.runAsNonRoot): with runAsNonRoot the kubelet refuses runAsUserName ContainerAdministrator, in any letter case, with a Warning event naming the user as given (upstream security_context.go:163 and :181; the pod as upstream's runAsUserNamePod, without spec.os)."""
     name = f"nonroot-{user.lower()}-{'mixed' if user != user.upper() else 'upper'}"

@@ -20,6 +20,7 @@ import pytest
 
 from wincon.checks.api_rules import resize_pod
 from wincon.checks.pods import create_or_reject, eventually, os_pod, without_os
+from wincon.cluster import waves
 from wincon.cluster.waits import pod_failure, pod_running, pod_scheduled
 from wincon.workloads.pinning import assert_ran_on
 
@@ -49,15 +50,25 @@ def resize_outcome(pod: Any) -> tuple[str, str] | None:
     return None
 
 
+def resize_pod_body(wincon, target_os: str, build: int | None) -> dict[str, Any]:
+    """The check's pod: no spec.os, container requests 100m (made ahead: ``waves.ahead``)."""
+    return without_os(
+        os_pod(wincon, "resize-at-kubelet", target_os, build, container_extra={"resources": CONTAINER_RESOURCES})
+    )
+
+
 @pytest.mark.test_id("d152251c-9c17-43fb-ad3d-6dd30b0a771a")
 @pytest.mark.dataplane
 @pytest.mark.requires("in-place-resize")
 @pytest.mark.documents("k8s-windows-intro", "Compute")
 @pytest.mark.windows_form(no_command="resizes the pod and reads its conditions through the API")
+# Safe ahead: the check resizes the pod once it runs, whenever it started; the kubelet's answer to that resize is
+# what is read, and nothing is timed from the pod's start.
+@waves.ahead(resize_pod_body)
 def test_resize_that_reaches_the_kubelet(kube, wincon, namespace, build, target_os):
     """Windows containers get their CPU and memory controls from a job object (000_4130a90def37a825.txt, Compute): a running pod without spec.os, resized in place (requests.cpu 100m to 150m through the resize subresource, which the API server accepts), is marked PodResizePending/Infeasible by the Windows kubelet with "In-place pod resize is not supported on Windows" (v1.35.4 pkg/kubelet/allocation/features_windows.go:24-26, allocation_manager.go:570-573); its Linux control: a Linux kubelet applies the resize (the container status reports 150m)."""
-    name = "resize-at-kubelet"
-    body = without_os(os_pod(wincon, name, target_os, build, container_extra={"resources": CONTAINER_RESOURCES}))
+    body = resize_pod_body(wincon, target_os, build)
+    name = body["metadata"]["name"]
     create_or_reject(wincon.api_client, namespace, copy.deepcopy(body))
     pod = kube.wait_pod(name, done=pod_scheduled, timeout=wincon.pod_start_timeout, failure=pod_failure)
     assert_ran_on(pod, wincon.profile, os_name=target_os, build=build if target_os == "windows" else None)

@@ -35,6 +35,8 @@ def advertised(kube) -> list[tuple[str, str, int | None]]:
 @pytest.mark.windows_only("a device plugin on Windows nodes (DirectX: the adapter seen through Win32_VideoController)")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.windows_form(forms.DXDIAG)
+# Not made ahead (waves.ahead): the node and the resource come from the nodes' allocatable read live, which also
+# decides a skip before it creates.
 def test_pod_requesting_a_device_plugin_resource_is_placed_and_sees_the_device(kube, wincon, data_plane):
     """ "Resource limits" work for Windows pods (002_8a7e76f95009f44f.txt, Pods), extended resources of a device plugin included: the pod is scheduled onto the advertising node and the device is visible in the container (upstream device_plugin.go)."""
     offers = advertised(kube)

@@ -37,9 +37,13 @@ from wincon.checks.overhead import (
     sized_as_upstream_since,
     stats_pod_count,
 )
-from wincon.checks.pods import eventually, os_pod
+from wincon.checks.pods import create_or_reject, eventually, os_pod
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kubelet import kubelet_config, kubelet_get, kubelet_json
+from wincon.clusterinfo.nodes import pick_node
+from wincon.commandline.errors import SuiteError
+from wincon.workloads.pinning import WINDOWS_TOLERATIONS
 
 pytestmark = [pytest.mark.scheduling]
 
@@ -143,6 +147,8 @@ def test_stats_summary_answers_within_10_seconds_with_10_pods(
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(no_command="times the kubelet's stats/summary through the API server")
+# Not made ahead (waves.ahead): the gate, the sizing and the room on the node are decided before it creates, its
+# pods go to target_node (a fixture) and the scrape is timed right after they are Ready, as upstream's.
 def test_stats_summary_answers_within_10_seconds_with_3_pods(
     request, wincon, namespace, target_node, start_pods, data_plane, target_os, build
 ):
@@ -177,15 +183,38 @@ def test_node_reports_its_boot_id(kube, wincon, target_node, data_plane, target_
     assert took <= STATS_SCRAPE_LIMIT_SECONDS, f"/stats/summary took {took:.1f}s, more than 10 s"
 
 
+def metrics_pods(wincon, target_os: str, build: int | None) -> list[dict]:
+    """The metrics check's two agnhost pause pods on target_node (its rule: pick_node), as start_pods makes them
+    (made ahead: ``waves.ahead``); none where there is no such node (target_node skips the check)."""
+    node = pick_node(wincon.profile, target_os, build, WINDOWS_TOLERATIONS)
+    if node is None:
+        return []
+    return [
+        os_pod(wincon, f"metrics-{i}", target_os, build, node=node.name, labels={"app": "metrics"}) for i in range(2)
+    ]
+
+
 @pytest.mark.test_id("24373c80-bda0-4f46-b504-2d63f325949f")
 @pytest.mark.dataplane
 @pytest.mark.documents("k8s-windows-guide", "Supported Functionality")
 @pytest.mark.windows_form(no_command="reads the kubelet's /metrics/resource through the API server")
+# Safe ahead: its two pods go to target_node, the profile's first node of the build (pick_node, no live state); what
+# is read is /metrics/resource once they run, polled until it has their series; nothing is timed from their start.
+@waves.ahead(metrics_pods)
 def test_metrics_resource_has_node_and_container_series(
-    wincon, namespace, target_node, start_pods, data_plane, target_os
+    kube, wincon, namespace, build, target_node, data_plane, target_os
 ):
     """ "Pod and container metrics" are supported for Windows containers (002_8a7e76f95009f44f.txt, Supported Functionality): /metrics/resource has the node's CPU and memory series and each Windows container's (upstream metrics.go)."""
-    pods = start_pods("metrics", 2, target_node.name, os_name=target_os)
+    bodies = metrics_pods(wincon, target_os, build)  # as start_pods made them, created as run_os_pods creates them
+    pinned = [body["spec"]["nodeSelector"].get("kubernetes.io/hostname") for body in bodies]
+    if pinned != [target_node.name] * 2:
+        raise SuiteError(
+            f"metrics_pods pins the pods to {pinned}, not to target_node {target_node.name}",
+            "give metrics_pods target_node's rule (suites/node/conftest.py)",
+        )
+    for body in bodies:
+        create_or_reject(wincon.api_client, namespace, body)
+    pods = [kube.wait_pod(body["metadata"]["name"], timeout=wincon.pod_start_timeout) for body in bodies]
     data_plane(proxy_command(target_node.name, "metrics/resource"), where="the API server's node proxy")
     names = [p.metadata.name for p in pods]
 

@@ -39,6 +39,8 @@ VM_CHECK = [  # upstream hyperv.go:122
 @pytest.mark.documents("kep-windows-node-support", "Roadmap")
 @pytest.mark.windows_form(forms.HYPERV_HELLO, forms.HYPERV_VM_CHECK)
 @pytest.mark.isolation("hyperv")
+# Not made ahead (waves.ahead): the data-plane gate and the RuntimeClass read live decide a skip before it creates,
+# and the validation pod must start after the Hyper-V pod runs.
 def test_hyperv_isolated_pod_of_two_containers_runs_in_a_utility_vm(kube, wincon, build, data_plane):
     """The KEP's roadmap names Hyper-V isolation (003_414b2f1c5dd978a2.txt, Roadmap): a pod of two containers under the runhcs-wcow-hypervisor RuntimeClass runs Ready on its Windows node, and a HostProcess pod on that node finds a VirtualMachine compute process owned by containerd-shim-runhcs-v1.exe (upstream hyperv.go:47)."""
     allowed = set(schedulable_windows_nodes(wincon.profile))

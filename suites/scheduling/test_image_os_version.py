@@ -52,6 +52,9 @@ def nanoserver(wincon, version: str) -> str:
     return f"{wincon.catalog.registries['microsoftRegistry'].rstrip('/')}/windows/nanoserver:{version}"
 
 
+# None of these checks' pods is made ahead (waves.ahead): a pod that cannot start is judged by the failure message
+# its wait reads, which changes as the kubelet retries (an image pull error becomes a back-off), so the pod starts
+# in the check; the Hyper-V ones also read RuntimeClasses or a node's CPUs live before creating.
 def start_and_wait(kube, profile, data_plane, body, host, what, limitation, deviation):
     """Create the pod, check it was placed on a node of ``host``, then (data plane) wait until it runs.
 

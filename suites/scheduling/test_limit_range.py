@@ -38,6 +38,8 @@ def stored_resources(created: dict) -> dict:
 @pytest.mark.test_id("6ab71c3d-6264-4c84-b26e-b2b2cad35593")
 @pytest.mark.documents("k8s-windows-guide", "Pods")
 @pytest.mark.documents("kep-windows-node-support", "What works today")
+# Not made ahead (waves.ahead): its pods must be created after the LimitRange it creates first, and none is waited
+# for (the check reads what admission stored).
 def test_limit_range_defaults_and_maximum_apply_to_windows_pods(kube, wincon, namespace, build):
     """ "Resource limits" are supported for Windows pods (002_8a7e76f95009f44f.txt, Pods; 003_414b2f1c5dd978a2.txt, What works today): a namespace's LimitRange gives a Windows container without resources its defaults, refuses one above its maximum, and an updated range applies to the next pod."""
     call(kube.core.create_namespaced_limit_range, namespace, limit_range("500m", "1"))

@@ -50,9 +50,10 @@ def make_pod(name: str, **spec: Any) -> dict:
 
 def host_process(stdout: str, monkeypatch) -> None:
     pod = NS(metadata=NS(name="hp-on-host"), spec=NS(node_name="win-node-0"))
-    monkeypatch.setattr(HOST, "run_windows_pod", lambda *a, **k: pod)
+    monkeypatch.setattr(HOST, "windows_pod", lambda wincon, name, build, **k: make_pod(name, **k))
+    monkeypatch.setattr(HOST, "await_pod", lambda *a, **k: pod)
     kube = FakeKube({"powershell.exe -Command hostname": ExecResult(0, stdout, "")})
-    HOST.test_host_process_container_runs_on_the_host(kube, NS(), "ns", make_pod)
+    HOST.test_host_process_container_runs_on_the_host(kube, NS(), "ns", None)
 
 
 def test_hostname_of_the_node_is_the_behaviour_holding(monkeypatch):
@@ -81,10 +82,11 @@ def container_state(running: bool) -> Any:
 def non_root(running: bool, username: ExecResult | None, monkeypatch) -> FakeKube:
     pod = NS(metadata=NS(name="nonroot"), status=NS(container_statuses=[container_state(running)]))
     monkeypatch.setattr(SECURITY, "create_or_reject", lambda *a, **k: None)
+    monkeypatch.setattr(SECURITY, "windows_pod", lambda wincon, name, build, **k: make_pod(name, **k))
     answers = {"cmd /S /C echo %username%": username} if username is not None else {}
     kube = FakeKube(answers, pod)
     SECURITY.test_run_as_non_root_keeps_container_administrator_from_starting(
-        kube, NS(api_client=None, pod_start_timeout=5), "ns", make_pod, "ContainerAdministrator"
+        kube, NS(api_client=None, pod_start_timeout=5), "ns", None, "ContainerAdministrator"
     )
     return kube
 
