@@ -225,6 +225,16 @@ def test_affinity_that_ends_after_its_timeout_passes(monkeypatch):
     affinity_check(["server-0", "server-1"], monkeypatch)
 
 
+def test_a_move_seen_only_in_the_last_idle_round_passes_and_one_round_fewer_is_the_deviation(monkeypatch):
+    """The rounds' bound (AFFINITY_IDLE_ROUNDS) and its counter-case: the same backend after every idle period,
+    one round short of a move, is still the deviation; the move in the last round is the affinity ending."""
+    rounds = SERVICES.AFFINITY_IDLE_ROUNDS
+    assert rounds == 12
+    affinity_check(["server-0"] * (rounds - 1) + ["server-1"], monkeypatch)
+    with pytest.raises(DeviationObserved, match="session-affinity-timeout"):
+        affinity_check(["server-0"] * rounds + ["server-1"], monkeypatch)
+
+
 # --------------------------------------------------------------------------- externalTrafficPolicy Local
 
 
