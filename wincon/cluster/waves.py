@@ -355,6 +355,7 @@ class Ahead:
         there yet. A name that is neither a fixture of the check nor anything the suite gives is left to
         ``manifests``, which says so."""
         names = {n for builder in ahead_builders(item) for n in inspect.signature(builder).parameters}
+        given = self.arguments(item)
         values: dict[str, Any] = {}
         for name in sorted(names & set(getattr(item, "fixturenames", ()))):
             if name in self.suppliers:
@@ -365,7 +366,7 @@ class Ahead:
                     values[name] = supplier(item)
                 except NotYet:
                     return None
-            elif name not in {"wincon", "target_os", "build", "namespace"} and name not in self.arguments(item):
+            elif name not in {"wincon", "target_os", "build", "namespace"} and name not in given:
                 return None  # its module has not supplied it (yet)
         return values
 
@@ -429,12 +430,17 @@ class Ahead:
         was made there, and no longer counts against the limit."""
         coming = {item.nodeid for item in items}
         for nodeid in [n for n in self.reserved if n not in coming]:
-            namespace, _ = self.reserved.pop(nodeid)
-            if nodeid not in self.handed:
-                self.release(namespace)
-            self.handed.discard(nodeid)
-            for key in [k for k in _MADE if k[0] == namespace]:
-                del _MADE[key]
+            self._forget(nodeid)
+
+    def _forget(self, nodeid: str) -> None:
+        """Forget one check made ahead: its namespace deleted where it did not take it, and whatever made there
+        none adopted."""
+        namespace, _ = self.reserved.pop(nodeid)
+        if nodeid not in self.handed:
+            self.release(namespace)
+        self.handed.discard(nodeid)
+        for key in [k for k in _MADE if k[0] == namespace]:
+            del _MADE[key]
 
     def namespace_for(self, item: pytest.Item) -> str | None:
         """The namespace reserved for ``item`` (its objects made there), now its own; None where none was."""
@@ -446,9 +452,5 @@ class Ahead:
 
     def close(self) -> None:
         """Delete what was made for checks that did not take it, and forget what none adopted."""
-        for nodeid, (namespace, _) in self.reserved.items():
-            if nodeid not in self.handed:
-                self.release(namespace)
-            for key in [k for k in _MADE if k[0] == namespace]:
-                del _MADE[key]
-        self.reserved.clear()
+        for nodeid in list(self.reserved):
+            self._forget(nodeid)
