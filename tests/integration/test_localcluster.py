@@ -336,6 +336,62 @@ def test_dead_component_is_named_and_stale_state_is_recovered(lifecycle_name):
     assert all(is_ready(n) for n in nodes)
 
 
+def test_a_controller_manager_that_gave_up_waiting_for_the_api_server_is_started_again(lifecycle_name):
+    """kube-controller-manager exits when /healthz is not ok within 10 s of its start (KCM_WAITED_OUT); made so here
+    for real: etcd stopped (SIGSTOP), so the API server's /healthz fails its etcd check, and the controller-manager
+    started by kwokctl meanwhile. Once etcd runs again, _check_alive starts it again and it runs its controllers (a
+    new namespace gets its default ServiceAccount). The counter-case, any other exit still reported, is
+    test_component_dying_on_start_is_named_with_its_log_and_nothing_is_left and tests/unit/test_kcm_started_again.py."""
+    name = lifecycle_name
+    kubeconfig = cluster.up(name, SMALL)
+    comps = {c.name: c for c in cluster.components(name)}
+    etcd, kcm = comps["etcd"], comps["kube-controller-manager"]
+    assert etcd.pid and kcm.pid
+    bindir = paths.bin_dir(
+        json.loads(paths.state_dir(name).joinpath(cluster.RECORD_FILE).read_text())["kubernetes_release"]
+    )
+
+    def kcm_state() -> cluster.Component:
+        return next(c for c in cluster.components(name) if c.name == "kube-controller-manager")
+
+    os.kill(kcm.pid, signal.SIGKILL)
+    # kwokctl starts no component whose pid answers signal 0, a zombie's too (cluster._reaped)
+    eventually("kube-controller-manager to be reaped", lambda: cluster._reaped(kcm.pid) or None, 30)
+    os.kill(etcd.pid, signal.SIGSTOP)
+    try:
+        seen = cluster.Starting(name, bindir, sys.stderr, set(cluster.COMPONENTS))
+        cluster._kwokctl_start(seen)  # /version needs no etcd: kwokctl sees the cluster served and returns
+        try:
+            eventually(
+                "kube-controller-manager to give up waiting for the API server",
+                lambda: True if not kcm_state().running and cluster._waited_out(kcm_state()) else None,
+                60,
+            )
+        finally:
+            print(f"{kcm_state()}; its log's last lines:\n{cluster._tail(kcm_state().log, 3)}", file=sys.stderr)
+        assert not cluster._api_healthy(name)
+        cluster._check_alive(seen)  # the API server is not healthy: it waits, it neither raises nor starts it
+        assert seen.again == 0
+    finally:
+        os.kill(etcd.pid, signal.SIGCONT)
+
+    def started_again() -> bool | None:
+        cluster._check_alive(seen)
+        return True if kcm_state().running else None
+
+    eventually("kube-controller-manager to be started again", started_again, 60)
+    assert seen.again == 1 and cluster.KCM_WAITED_OUT in seen.kept_logs[0].read_text()
+    core = client.CoreV1Api(cluster._api_client(kubeconfig))
+    ns = f"kcm-{uuid.uuid4().hex[:6]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    eventually(
+        f"namespace {ns}'s default ServiceAccount (the controller-manager's)",
+        lambda: core.read_namespaced_service_account("default", ns),
+        60,
+        errors=(ApiException,),
+    )
+
+
 def test_component_dying_on_start_is_named_with_its_log_and_nothing_is_left(lifecycle_name):
     name = lifecycle_name
     with pytest.raises(LocalClusterError) as raised:

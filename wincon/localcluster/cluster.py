@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
@@ -49,6 +50,15 @@ FEATURE_GATE = dataplane.FEATURE_GATE
 KWOKCTL_LOG = "kwokctl.log"
 POLL = 0.25
 T = TypeVar("T")
+# kube-controller-manager gives the API server 10 s to answer /healthz ok and exits when it has not
+# (cmd/kube-controller-manager/app/controllermanager.go:567 at v1.37.2, the same wait at v1.34-v1.38:
+# WaitForAPIServer(versionedClient, 10*time.Second), "particularly important when we start apiserver and controller
+# manager at the same time"). kwokctl starts both at once and, unlike a kubelet running them as static pods, never
+# starts it again. On a loaded machine the API server's poststarthook/rbac/bootstrap-roles took longer than that
+# (stop 51's CI, three cluster starts of the integration tests). Such an exit, and only such an exit, is started again
+# with `kwokctl start cluster` once the API server's /healthz answers ok, at most KCM_STARTS_AGAIN times per start.
+KCM_WAITED_OUT = "failed to wait for apiserver being healthy"
+KCM_STARTS_AGAIN = 2
 
 
 @dataclass
@@ -90,6 +100,19 @@ def components(name: str) -> list[Component]:
     return result
 
 
+@dataclass
+class Starting:
+    """What one start or reuse of cluster ``name`` has seen of its components: the ones seen started, and how often
+    kube-controller-manager was started again after it gave up waiting for the API server (KCM_WAITED_OUT)."""
+
+    name: str
+    bindir: Path
+    out: TextIO | None = None
+    started: set[str] = dataclasses.field(default_factory=set)
+    again: int = 0
+    kept_logs: list[Path] = dataclasses.field(default_factory=list)
+
+
 def _kill(name: str, timeout: float = 5.0) -> None:
     """SIGKILL every process of cluster ``name`` and wait until none is left."""
     procs.kill_all(lambda: cluster_pids(name), f"processes of cluster {name}", timeout)
@@ -110,8 +133,14 @@ def _tail(path: Path, lines: int = 12) -> str:
     return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
 
 
-def _died(comp: Component, name: str) -> LocalClusterError:
+def _died(comp: Component, name: str, kept_logs: list[Path] | None = None) -> LocalClusterError:
     tail = _tail(comp.log)
+    if kept_logs:
+        tail += (
+            "\n    (it had exited before and was started again; the logs of those runs: "
+            + ", ".join(str(p) for p in kept_logs)
+            + ")"
+        )
     if "address already in use" in tail:
         return LocalClusterError(
             f"{comp.name} of cluster {name} could not start: a port it needs is in use (log: {comp.log})\n{tail}",
@@ -124,13 +153,101 @@ def _died(comp: Component, name: str) -> LocalClusterError:
     )
 
 
-def _check_alive(name: str, started: set[str]) -> None:
-    """Raise naming the first component that was started and is no longer running."""
-    for comp in components(name):
+def _check_alive(starting: Starting) -> None:
+    """Raise naming the first component that was started and is no longer running, unless it is a
+    kube-controller-manager that gave up waiting for the API server (see KCM_WAITED_OUT): that one is started again."""
+    for comp in components(starting.name):
         if comp.pid:
-            started.add(comp.name)
-        if comp.name in started and not comp.running:
-            raise _died(comp, name)
+            starting.started.add(comp.name)
+        if comp.name in starting.started and not comp.running and not _start_again(starting, comp):
+            raise _died(comp, starting.name, starting.kept_logs if comp.name == "kube-controller-manager" else None)
+
+
+def _waited_out(comp: Component) -> bool:
+    """Whether ``comp`` is a kube-controller-manager whose last words are its own wait for the API server running out."""
+    return comp.name == "kube-controller-manager" and KCM_WAITED_OUT in _tail(comp.log, 3)
+
+
+def _start_again(starting: Starting, comp: Component) -> bool:
+    """Start an exited kube-controller-manager again if it gave up waiting for the API server, once /healthz is ok;
+    True if it was, or will be once the API server is healthy (the caller's deadline bounds that), False if the exit
+    is any other (or a start too many) and must be reported."""
+    if not _waited_out(comp) or starting.again >= KCM_STARTS_AGAIN:
+        return False
+    if not _api_healthy(starting.name) or not _reaped(comp.pid):
+        return True  # not yet: asked again at the next poll
+    starting.again += 1
+    kept = comp.log.with_name(f"{comp.name}.exited-{starting.again}.log")  # kwokctl truncates the log it starts with
+    shutil.copyfile(comp.log, kept)
+    starting.kept_logs.append(kept)
+    print(
+        f"{comp.name} of cluster {starting.name} exited after its own 10 s wait for the API server's /healthz ran out "
+        f"(log kept: {kept}); the API server is healthy now: starting it again "
+        f"({starting.again} of at most {KCM_STARTS_AGAIN})",
+        file=starting.out or sys.stderr,
+        flush=True,
+    )
+    _kwokctl_start(starting)
+    return True
+
+
+def _reaped(pid: int | None) -> bool:
+    """Whether process ``pid`` is gone, not even a zombie: kwokctl does not start a component again while the pid in
+    its pid file answers signal 0 (kwok v0.8.0 runtime/exec.go ForkExec, utilsexec.IsRunning), and an exited
+    component whose parent (kwokctl create) is gone stays a zombie until init reaps it."""
+    if not pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _api_healthy(name: str) -> bool:
+    """Whether the API server of cluster ``name`` answers /healthz with 200, read through kwokctl's own kubeconfig."""
+    import requests
+
+    try:
+        data = yaml.safe_load((paths.kwok_cluster_dir(name) / "kubeconfig.yaml").read_text())
+        server = data["clusters"][0]["cluster"]
+        user = data["users"][0]["user"]
+        response = requests.get(
+            f"{server['server'].rstrip('/')}/healthz",
+            cert=(user["client-certificate"], user["client-key"]),
+            verify=server["certificate-authority"],
+            timeout=3,
+        )
+    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError, requests.RequestException):
+        return False
+    return response.status_code == 200
+
+
+def _kwokctl_env(bindir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    # kwokctl runs `kubectl get --raw /healthz` to tell the cluster is served: give it ours.
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["KWOK_KUBECTL_BINARY"] = str(bindir / "kubectl")
+    return env
+
+
+def _kwokctl_start(starting: Starting) -> None:
+    """``kwokctl start cluster``: starts each component of the cluster that is not running (kwok v0.8.0
+    runtime/binary startComponent skips a running one), with the command line it was created with."""
+    log = paths.state_dir(starting.name) / KWOKCTL_LOG
+    with log.open("a") as sink:
+        done = subprocess.run(
+            [str(starting.bindir / "kwokctl"), "start", "cluster", f"--name={starting.name}"],
+            stdout=sink, stderr=subprocess.STDOUT, env=_kwokctl_env(starting.bindir), timeout=150, check=False,
+        )  # fmt: skip
+    if done.returncode != 0:
+        raise LocalClusterError(
+            f"kwokctl start cluster {starting.name} failed (exit {done.returncode}, log: {log}); last lines:\n"
+            + _tail(log),
+            f"read {log}",
+        )
 
 
 def _check_port(port: int, component: str) -> None:
@@ -268,15 +385,15 @@ def _wait(
     what: str,
     probe: Callable[[], T | None],
     deadline: float,
-    name: str,
-    started: set[str],
+    starting: Starting,
     logs: list[Path] | None = None,
 ) -> T:
     """Poll ``probe`` until it returns a value; fail fast when a component dies, clearly on timeout (naming the
     component logs: the API server's and kwok's, and ``logs`` of what the wait is about)."""
+    name = starting.name
     last_error = ""
     while True:
-        _check_alive(name, started)
+        _check_alive(starting)
         try:
             value = probe()
         except _api_not_ready_errors() as exc:  # the API is not up yet: connection errors, 404s, 503s
@@ -352,7 +469,7 @@ def _api_port(kubeconfig: Path) -> int:
 
 
 def _provision(
-    name: str, topology: Topology, deadline: float, started: set[str], release: kube_releases.Release,
+    name: str, topology: Topology, deadline: float, started: Starting, release: kube_releases.Release,
     plan: dataplane.Plan | None = None, start_dataplane: bool = False, out: TextIO | None = None,
 ) -> Path:  # fmt: skip
     """Make the API server usable, create nodes and CNI objects, start the real nodes, wait for all to be Ready."""
@@ -362,8 +479,8 @@ def _provision(
     kubeconfig = _write_kubeconfig(name)
     with _api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
-        _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, name, started)
-        _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, name, started)
+        _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, started)
+        _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, started)
         nodes = topology.nodes(kube_version)
         for node in nodes:
             _create(api, node)
@@ -396,7 +513,7 @@ def _provision(
             return True if wanted | real <= ready else None
 
         kubelet_logs = [dataplane.node_dir(name, node) / "kubelet.log" for node in sorted(real)]
-        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, name, started, kubelet_logs)
+        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, started, kubelet_logs)
         if plan:
             apps = client.AppsV1Api(api)
 
@@ -407,7 +524,7 @@ def _provision(
                 return True if (dep.status.available_replicas or 0) >= (dep.spec.replicas or 1) else None
 
             # CoreDNS's pods report through the same kubelets: their logs say why it is not available.
-            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, name, started, kubelet_logs)
+            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, started, kubelet_logs)
         for mod in serving:
 
             def addon_available(mod: Any = mod) -> bool | None:
@@ -417,13 +534,12 @@ def _provision(
 
             _wait(
                 f"{getattr(mod, 'WAITS_FOR', mod.NAME)} to be available",
-                addon_available, deadline, name, started, [dataplane.root(name) / f"{mod.NAME}.log"],
+                addon_available, deadline, started, [dataplane.root(name) / f"{mod.NAME}.log"],
             )  # fmt: skip
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
             deadline,
-            name,
             started,
         )
     return kubeconfig
@@ -509,9 +625,9 @@ def _kwokctl_config(sdir: Path, plan: dataplane.Plan | None, topology: Topology 
 def _start(
     name: str, bindir: Path, port: int | None, extra_args: list[str], deadline: float, out: TextIO,
     kube_version: str, plan: dataplane.Plan | None = None, topology: Topology | None = None,
-) -> set[str]:  # fmt: skip
-    """Run ``kwokctl create cluster`` (its nodes report ``kube_version``) and watch its components; return the
-    components seen started."""
+) -> Starting:  # fmt: skip
+    """Run ``kwokctl create cluster`` (its nodes report ``kube_version``) and watch its components; return what was
+    seen of them (all started)."""
     sdir = paths.state_dir(name)
     sdir.mkdir(parents=True, exist_ok=True)
     config = _kwokctl_config(sdir, plan, topology)
@@ -537,13 +653,10 @@ def _start(
     if port:
         args.append(f"--kube-apiserver-port={port}")
     args += [f"--extra-args={arg}" for arg in extra_args]
-    env = dict(os.environ)
-    # kwokctl runs `kubectl get --raw /healthz` to tell the cluster is served: give it ours.
-    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
-    env["KWOK_KUBECTL_BINARY"] = str(bindir / "kubectl")
+    env = _kwokctl_env(bindir)
     env["KWOK_KUBE_VERSION"] = kube_version
     log_path = sdir / KWOKCTL_LOG
-    started: set[str] = set()
+    started = Starting(name, bindir, out)
     # kwokctl picks free ports by probing from 32767 down: two creates at once would pick the same
     # ones. Serialise creation across clusters sharing the kwokctl work directory.
     lock = paths.kwok_workdir() / "wincon-create.lock"
@@ -552,7 +665,7 @@ def _start(
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             while proc.poll() is None:
-                _check_alive(name, started)
+                _check_alive(started)
                 if time.monotonic() > deadline:
                     raise LocalClusterError(
                         f"cluster {name}: kwokctl create cluster did not finish in time (log: {log_path})",
@@ -563,7 +676,7 @@ def _start(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    _check_alive(name, started)
+    _check_alive(started)
     if proc.returncode != 0:
         raise LocalClusterError(
             f"kwokctl create cluster {name} failed (exit {proc.returncode}, log: {log_path}); last lines:\n"
@@ -571,9 +684,9 @@ def _start(
             f"read {log_path}",
         )
     for comp in components(name):
-        if not comp.running:
-            raise _died(comp, name)
-        started.add(comp.name)
+        if not comp.running and not _start_again(started, comp):
+            raise _died(comp, name, started.kept_logs if comp.name == "kube-controller-manager" else None)
+        started.started.add(comp.name)
     return started
 
 
@@ -625,7 +738,9 @@ def up(
                     f"read the log, then `wincon cluster down --cluster-name {name}` and `wincon cluster up --cluster-name {name}`",
                 )
             print(f"cluster {name} is already running: reusing it", file=out, flush=True)
-            kubeconfig = _provision(name, topology, deadline, set(COMPONENTS), release, plan)
+            kubeconfig = _provision(
+                name, topology, deadline, Starting(name, bindir, out, set(COMPONENTS)), release, plan
+            )
             _write_record(name, {**record, "topology": topology.to_dict(), "ready": True})
             return kubeconfig
         if alive:
