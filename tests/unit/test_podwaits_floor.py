@@ -1,5 +1,5 @@
 """The floor of a run under the pod-latency model and its longest chains of waits (issue 44, item 1), computed on
-a synthetic ledger (no cluster): wincon.results.podwaits.floor / chains / module_costs and bench_run's lines."""
+a synthetic ledger (no cluster): wincon.results.podwaits.floor / chains and bench_run's lines."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_run_without_workers_is_all_serial_and_an_empty_ledger_has_no_floor() 
     # every test's longest wait: test_a 30, test_b 50, test_c 20, test_d 35, test_e 20, test_p 45, test_stats 20
     assert (floor.seconds, floor.serial_tests, floor.wave_seconds, floor.wave_wait) == (220, 7, 0.0, None)
     assert podwaits.floor([]) == podwaits.Floor(0.0, 0.0, 0, 0.0, None)
-    assert podwaits.chains([]) == [] and podwaits.module_costs([]) == {}
+    assert podwaits.chains([]) == []
 
 
 def test_chains_are_per_worker_and_module_longest_first_with_their_tests() -> None:
@@ -76,11 +76,6 @@ def test_chains_are_per_worker_and_module_longest_first_with_their_tests() -> No
     )
     assert chains[1].serial and not chains[0].serial
     assert [c.module for c in podwaits.chains(ledger(), top=2)] == [NET, SCHED]
-
-
-def test_module_costs_sum_a_modules_chains_over_workers() -> None:
-    costs = podwaits.module_costs(ledger())
-    assert costs == {NET: pytest.approx(110), SCHED: pytest.approx(75), NODE: pytest.approx(55 + 20)}
 
 
 def test_check_of_drops_the_phase_and_keeps_parametrized_ids() -> None:

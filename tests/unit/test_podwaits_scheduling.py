@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from wincon.results import podwaits
+from wincon.results import junit
+from wincon.results.model import CaseResult, Verdict
 from wincon.session import scheduling
 
 CTRL = "suites/controllers/test_deployments.py"
@@ -39,9 +40,12 @@ def test_static_weights_count_a_windows_pod_start_per_check_and_a_linux_one_per_
     assert scheduling.module_of(f"{NET}::test_c[windows]@dns") == NET
 
 
-def test_ledger_weights_are_the_modules_waits_plus_their_tests_own_work() -> None:
-    weights = scheduling.module_weights(COLLECTION, {CTRL: 300.0, NET: 50.0, "suites/gone/test_x.py": 9.0})
-    assert weights == {API: 6.0, NET: 50 + 4 * 3.0, CTRL: 300 + 9.0, NODE: 3.0}
+def test_seconds_weights_are_the_sum_of_the_tests_known_seconds_and_the_static_weight_of_the_rest() -> None:
+    seconds = {f"{CTRL}::test_rolling": 100.0, f"{CTRL}::test_scale": 40.0, f"{NET}::test_c[windows]": 0.2,
+               f"{API}::test_a": 1.5, "suites/gone/test_x.py::test_y": 9.0}  # fmt: skip
+    weights = scheduling.module_weights([*COLLECTION[:3], f"{NET}::test_c[windows]@dns", *COLLECTION[4:]], seconds)
+    # test_order is not in the run: its static 30 s; a Windows check that took 0.2 s weighs 0.2 s, not 30
+    assert weights == {API: 1.5 + 30, NET: 3 + 0.2 + 3 + 30, CTRL: 100 + 40 + 30, NODE: 30.0}
 
 
 def test_plan_starts_the_costliest_modules_first_each_whole_on_the_least_loaded_worker() -> None:
@@ -63,32 +67,51 @@ def test_plan_keeps_collection_order_on_ties() -> None:
     assert [scheduling.module_of(COLLECTION[q[0]]) for q in queues] == [API, NET, CTRL, NODE]
 
 
-def _ledger(path: Path, module: str, seconds: float) -> Path:
+def _junit(path: Path, seconds: dict[str, float]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    wait = {"namespace": "n", "pod": "p", "node": "w", "os": "windows", "start": 0.0, "end": seconds, "ok": True,
-            "test": f"{module}::test_x (call)", "worker": "gw0"}  # fmt: skip
-    path.write_text(json.dumps(wait) + "\n")
+    cases = [CaseResult(name=nodeid, verdict=Verdict.PASSED, duration=s) for nodeid, s in seconds.items()]
+    path.write_bytes(junit.to_xml(cases))
     return path
 
 
-def test_the_last_runs_ledger_is_the_newest_beside_this_run_or_the_one_named(
+def test_the_last_runs_junit_is_the_newest_run_beside_this_one_or_the_file_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(scheduling.COST_LEDGER_ENV, raising=False)
+    monkeypatch.delenv(scheduling.COST_JUNIT_ENV, raising=False)
     results = tmp_path / "results"
-    old = _ledger(results / "r1" / "artifacts" / podwaits.LEDGER_NAME, CTRL, 10)
-    new = _ledger(results / "r2" / "artifacts" / podwaits.LEDGER_NAME, CTRL, 20)
-    own = _ledger(results / "r3" / "artifacts" / podwaits.LEDGER_NAME, CTRL, 30)  # this run's: being written
-    os.utime(old, (1, 1))
-    os.utime(new, (2, 2))
-    os.utime(own, (3, 3))
-    assert scheduling.last_ledger(str(results / "r3")) == new
-    assert scheduling.last_ledger(str(tmp_path / "elsewhere" / "r9")) is None
-    assert scheduling.last_ledger(None) is None
-    monkeypatch.setenv(scheduling.COST_LEDGER_ENV, str(old))
-    assert scheduling.last_ledger(str(results / "r3")) == old
-    monkeypatch.setenv(scheduling.COST_LEDGER_ENV, str(tmp_path / "missing.jsonl"))
-    assert scheduling.last_ledger(str(results / "r3")) is None
+    old = _junit(results / "r1" / "artifacts" / "junit_wincon_1_01.xml", {f"{CTRL}::test_scale": 10})
+    new = [
+        _junit(results / "r2" / "artifacts" / f"junit_wincon_2_0{n}.xml", {f"{CTRL}::test_scale": 20}) for n in (1, 2)
+    ]
+    own = _junit(results / "r3" / "artifacts" / "junit_wincon_3_01.xml", {f"{CTRL}::test_scale": 30})  # this run's
+    for when, path in ((1, old), (2, new[0]), (3, own)):
+        os.utime(path, (when, when))
+    os.utime(new[1], (2, 2))
+    assert scheduling.last_junit(str(results / "r3")) == new  # both phases' files of the newest other run
+    assert scheduling.junit_seconds(new) == {f"{CTRL}::test_scale": 20.0}
+    assert scheduling.last_junit(str(tmp_path / "elsewhere" / "r9")) == []
+    assert scheduling.last_junit(None) == []
+    monkeypatch.setenv(scheduling.COST_JUNIT_ENV, str(old))
+    assert scheduling.last_junit(str(results / "r3")) == [old]
+    monkeypatch.setenv(scheduling.COST_JUNIT_ENV, str(tmp_path / "missing.xml"))
+    assert scheduling.last_junit(str(results / "r3")) == []
+
+
+def test_an_unreadable_junit_or_table_weighs_nothing(tmp_path: Path) -> None:
+    broken = tmp_path / "junit_x_01.xml"
+    broken.write_text("<testsuites><testcase name=")
+    assert scheduling.junit_seconds([broken, tmp_path / "missing.xml"]) == {}
+    assert scheduling.table_seconds(tmp_path / "missing.json") == {}
+    (tmp_path / "t.json").write_text('{"seconds": [1, 2]}')
+    assert scheduling.table_seconds(tmp_path / "t.json") == {}
+
+
+def test_the_committed_table_names_its_source_and_weighs_the_suites_tests() -> None:
+    data = json.loads(scheduling.TABLE.read_text())
+    assert "bench_run.py" in data["source"] and "p50=30s" in data["source"]
+    seconds = scheduling.table_seconds()
+    assert len(seconds) > 400 and all(k.startswith("suites/") and "::" in k for k in seconds)
+    assert all(v >= 0 for v in seconds.values())
 
 
 class FakeWorker:
@@ -117,7 +140,8 @@ def _config(dist: str, results_dir: str | None = None) -> Any:
 def test_the_scheduler_sends_each_worker_its_plan_and_steals_from_the_longest_queue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(scheduling.COST_LEDGER_ENV, str(_ledger(tmp_path / "l.jsonl", NODE, 500)))
+    monkeypatch.setenv(scheduling.COST_JUNIT_ENV, str(_junit(tmp_path / "junit_x_01.xml", {f"{NODE}::test_e": 500})))
+    monkeypatch.setattr(scheduling, "TABLE", tmp_path / "no-table.json")
     assert scheduling.make_scheduler(_config("loadscope"), None) is None  # other modes: xdist's own
     sched = scheduling.make_scheduler(_config("worksteal"), SimpleNamespace(workstealsched=lambda *a: None))
     workers = [FakeWorker("gw0"), FakeWorker("gw1")]
@@ -127,9 +151,9 @@ def test_the_scheduler_sends_each_worker_its_plan_and_steals_from_the_longest_qu
         sched.add_node_collection(worker, COLLECTION)
     assert sched.collection_is_completed
     sched.schedule()
-    # the ledger made the density module the costliest (500 s waited): it starts first, alone on gw0
+    # the last run made the density module the costliest (500 s): it starts first, alone on gw0
     assert [COLLECTION[i] for i in workers[0].sent] == [f"{NODE}::test_e"]
-    assert [scheduling.module_of(COLLECTION[i]) for i in workers[1].sent] == [NET] * 4 + [CTRL] * 3 + [API] * 2
+    assert [scheduling.module_of(COLLECTION[i]) for i in workers[1].sent] == [CTRL] * 3 + [NET] * 4 + [API] * 2
     assert sched.collection == COLLECTION and not sched.pending
     # gw0 idles at once (fewer than 2 queued): it asks gw1 for the second half of its queue, the cheapest modules
     assert workers[1].steals == [workers[1].sent[-4:]]

@@ -235,12 +235,3 @@ def chains(waits: list[Wait], top: int = 10) -> list[Chain]:
         result.append(Chain(worker, module, union_seconds([(w.start, w.end) for w in group]), len(group), tests))
     result.sort(key=lambda c: (-c.seconds, c.worker, c.module))
     return result[:top]
-
-
-def module_costs(waits: list[Wait]) -> dict[str, float]:
-    """Per test module, the seconds its tests spent waiting for pods (per worker, the union of its waits for the
-    module; summed over workers): the weight by which xdist starts the costliest modules first."""
-    costs: dict[str, float] = defaultdict(float)
-    for chain in chains(waits, top=len(waits) or 1):
-        costs[chain.module] += chain.seconds
-    return dict(costs)

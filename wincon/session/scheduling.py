@@ -13,19 +13,23 @@ far (the longest-processing-time rule), and each worker's queue starts with its 
 modules start at once, on different workers, and what is left for stealing at the end is the cheap modules at the
 queues' tails. Which tests run, and their verdicts, do not change: only which worker runs them and when.
 
-The cost of a module (``module_weights``):
+The cost of a module (``module_weights``) is the sum of its tests' seconds, each test's taken from the first of:
 
-* from the pod-wait ledger of the last run when there is one (``$WINCON_COST_LEDGER``, else the newest
-  ``artifacts/pod-waits.jsonl`` of another run beside this run's ``--results-dir``): the seconds its tests waited
-  for pods (wincon.results.podwaits.module_costs), plus ``ITEM_SECONDS`` per test for its own work;
-* otherwise a static weight: per Windows check ``WINDOWS_ITEM_SECONDS`` (under the pod-latency model a Windows
-  pod takes 30 s to start at the median, and a Windows check starts at least one), per Linux control (``[linux``
-  in its id) ``ITEM_SECONDS`` (a Linux pod starts in a few seconds).
+* the last run's JUnit (``$WINCON_COST_JUNIT``, a JUnit file, else the JUnit files of the newest other run beside
+  this run's ``--results-dir``): the test's own time, set-up, call and teardown, as pytest measured it. That holds
+  whatever the test waited for, a StatefulSet's ordered starts as much as its pods, which the pod-wait ledger alone
+  missed;
+* the committed table ``test_seconds.json``: the same figures from a full run of the suite on the local cluster under
+  the Windows pod-latency model (its ``source`` says which), for a first run with no run beside it;
+* a static weight: per Windows check ``WINDOWS_ITEM_SECONDS`` (under the pod-latency model a Windows pod takes 30 s
+  to start at the median, and a Windows check starts at least one), per Linux control (``[linux`` in its id)
+  ``ITEM_SECONDS`` (a Linux pod starts in a few seconds).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,9 +37,11 @@ from typing import Any
 
 from xdist.scheduler import WorkStealingScheduling
 
-from wincon.results import podwaits
+from wincon.commandline.errors import ResultsError
+from wincon.results import junit
 
-COST_LEDGER_ENV = "WINCON_COST_LEDGER"  # a ledger to weigh the modules by, instead of the last run's
+COST_JUNIT_ENV = "WINCON_COST_JUNIT"  # a JUnit file to weigh the tests by, instead of the last run's
+TABLE = Path(__file__).with_name("test_seconds.json")  # the committed seconds (a full local run under the model)
 ITEM_SECONDS = 3.0  # a test's own work, and a Linux pod's start
 WINDOWS_ITEM_SECONDS = 30.0  # a Windows check's pod start under the model (p50)
 
@@ -49,14 +55,19 @@ def static_weight(nodeid: str) -> float:
     return ITEM_SECONDS if "[linux" in nodeid else WINDOWS_ITEM_SECONDS
 
 
-def module_weights(nodeids: Iterable[str], costs: dict[str, float] | None = None) -> dict[str, float]:
-    """Per module, its cost in seconds: the ledger's waits plus ``ITEM_SECONDS`` per test where ``costs`` (the
-    ledger's, per module) is given, the static weight of its tests otherwise."""
+def test_of(nodeid: str) -> str:
+    """A node id without xdist's group suffix (``@group``), as JUnit names the test."""
+    return nodeid.split("@", 1)[0]
+
+
+def module_weights(nodeids: Iterable[str], seconds: dict[str, float] | None = None) -> dict[str, float]:
+    """Per module, its cost in seconds: the sum of its tests' ``seconds`` (per node id, as JUnit names them), a test
+    missing there weighing its static weight."""
     weights: dict[str, float] = {}
     for nodeid in nodeids:
         module = module_of(nodeid)
-        item = ITEM_SECONDS if costs is not None else static_weight(nodeid)
-        weights[module] = weights.get(module, (costs or {}).get(module, 0.0)) + item
+        known = (seconds or {}).get(test_of(nodeid))
+        weights[module] = weights.get(module, 0.0) + (static_weight(nodeid) if known is None else known)
     return weights
 
 
@@ -77,17 +88,46 @@ def plan(nodeids: Sequence[str], workers: int, weights: dict[str, float]) -> lis
     return queues
 
 
-def last_ledger(results_dir: str | None) -> Path | None:
-    """The ledger to weigh modules by: ``$WINCON_COST_LEDGER``, else the newest ledger of another run in the
-    directory that holds ``results_dir`` (`wincon run`'s results/<run-id>), else None."""
-    given = os.environ.get(COST_LEDGER_ENV)
+def last_junit(results_dir: str | None) -> list[Path]:
+    """The JUnit files to weigh tests by: ``$WINCON_COST_JUNIT``, else those of the newest other run in the directory
+    that holds ``results_dir`` (`wincon run`'s results/<run-id>/artifacts/junit_*.xml), else none."""
+    given = os.environ.get(COST_JUNIT_ENV)
     if given:
-        return Path(given) if Path(given).is_file() else None
+        return [Path(given)] if Path(given).is_file() else []
     if not results_dir:
-        return None
+        return []
     own = Path(results_dir).resolve()
-    found = [p for p in own.parent.glob(f"*/artifacts/{podwaits.LEDGER_NAME}") if p.parents[1] != own]
-    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+    runs: dict[Path, list[Path]] = {}
+    for path in own.parent.glob("*/artifacts/junit_*.xml"):
+        if path.parents[1] != own:
+            runs.setdefault(path.parents[1], []).append(path)
+    if not runs:
+        return []
+    newest = max(runs, key=lambda run: max(p.stat().st_mtime for p in runs[run]))
+    return sorted(runs[newest])
+
+
+def junit_seconds(paths: Iterable[Path]) -> dict[str, float]:
+    """Each test's own seconds in ``paths`` (JUnit: set-up, call and teardown), by node id. A file that cannot be
+    read weighs nothing: the weights only order the work."""
+    seconds: dict[str, float] = {}
+    for path in paths:
+        try:
+            cases = junit.parse(path)
+        except ResultsError:
+            continue
+        for case in cases:
+            seconds[case.name] = case.duration
+    return seconds
+
+
+def table_seconds(path: Path | None = None) -> dict[str, float]:
+    """The committed table's (or ``path``'s) seconds by node id (empty if it is missing or unreadable)."""
+    try:
+        data = json.loads((path or TABLE).read_text())
+        return {str(k): float(v) for k, v in data["seconds"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 class CostScheduling(WorkStealingScheduling):
@@ -100,10 +140,15 @@ class CostScheduling(WorkStealingScheduling):
             super().schedule()  # a later call (a worker added), or collections that differ: worksteal's own
             return
         collection = next(iter(self.node2collection.values()))
-        ledger = last_ledger(self.config.getoption("wincon_results_dir", None))
-        costs = podwaits.module_costs(podwaits.load(ledger)) if ledger else None
-        weights = module_weights(collection, costs)
-        self.log(f"cost scheduling: {len(weights)} modules, weights from {ledger or 'the static weight'}")
+        last = last_junit(self.config.getoption("wincon_results_dir", None))
+        seconds = {**table_seconds(), **junit_seconds(last)}
+        weights = module_weights(collection, seconds)
+        known = sum(test_of(nodeid) in seconds for nodeid in collection)
+        source = ", ".join(str(p) for p in last) or "no earlier run"
+        self.log(
+            f"cost scheduling: {len(weights)} modules; {known} of {len(collection)} tests weighed by their seconds "
+            f"({source}, then {TABLE.name}), the rest by the static weight"
+        )
         self.collection = collection
         nodes = [node for node in self.node2pending if not node.shutting_down]
         for node, queue in zip(nodes, plan(collection, len(nodes), weights), strict=False):
