@@ -469,7 +469,7 @@ def _api_port(kubeconfig: Path) -> int:
 
 
 def _provision(
-    name: str, topology: Topology, deadline: float, started: Starting, release: kube_releases.Release,
+    name: str, topology: Topology, deadline: float, starting: Starting, release: kube_releases.Release,
     plan: dataplane.Plan | None = None, start_dataplane: bool = False, out: TextIO | None = None,
 ) -> Path:  # fmt: skip
     """Make the API server usable, create nodes and CNI objects, start the real nodes, wait for all to be Ready."""
@@ -479,8 +479,8 @@ def _provision(
     kubeconfig = _write_kubeconfig(name)
     with _api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
-        _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, started)
-        _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, started)
+        _wait("the API server to be ready (/readyz)", lambda: _readyz(api), deadline, starting)
+        _wait("namespace kube-system", lambda: core.read_namespace("kube-system"), deadline, starting)
         nodes = topology.nodes(kube_version)
         for node in nodes:
             _create(api, node)
@@ -513,7 +513,7 @@ def _provision(
             return True if wanted | real <= ready else None
 
         kubelet_logs = [dataplane.node_dir(name, node) / "kubelet.log" for node in sorted(real)]
-        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, started, kubelet_logs)
+        _wait(f"nodes {', '.join(sorted(wanted | real))} to be Ready", all_ready, deadline, starting, kubelet_logs)
         if plan:
             apps = client.AppsV1Api(api)
 
@@ -524,7 +524,7 @@ def _provision(
                 return True if (dep.status.available_replicas or 0) >= (dep.spec.replicas or 1) else None
 
             # CoreDNS's pods report through the same kubelets: their logs say why it is not available.
-            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, started, kubelet_logs)
+            _wait("CoreDNS (kube-system/coredns) to be available", dns_available, deadline, starting, kubelet_logs)
         for mod in serving:
 
             def addon_available(mod: Any = mod) -> bool | None:
@@ -534,13 +534,13 @@ def _provision(
 
             _wait(
                 f"{getattr(mod, 'WAITS_FOR', mod.NAME)} to be available",
-                addon_available, deadline, started, [dataplane.root(name) / f"{mod.NAME}.log"],
+                addon_available, deadline, starting, [dataplane.root(name) / f"{mod.NAME}.log"],
             )  # fmt: skip
         _wait(
             "the default service account (kube-controller-manager)",
             lambda: core.read_namespaced_service_account("default", "default"),
             deadline,
-            started,
+            starting,
         )
     return kubeconfig
 
@@ -656,7 +656,7 @@ def _start(
     env = _kwokctl_env(bindir)
     env["KWOK_KUBE_VERSION"] = kube_version
     log_path = sdir / KWOKCTL_LOG
-    started = Starting(name, bindir, out)
+    starting = Starting(name, bindir, out)
     # kwokctl picks free ports by probing from 32767 down: two creates at once would pick the same
     # ones. Serialise creation across clusters sharing the kwokctl work directory.
     lock = paths.kwok_workdir() / "wincon-create.lock"
@@ -665,7 +665,7 @@ def _start(
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             while proc.poll() is None:
-                _check_alive(started)
+                _check_alive(starting)
                 if time.monotonic() > deadline:
                     raise LocalClusterError(
                         f"cluster {name}: kwokctl create cluster did not finish in time (log: {log_path})",
@@ -676,18 +676,16 @@ def _start(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    _check_alive(started)
+    _check_alive(starting)
     if proc.returncode != 0:
         raise LocalClusterError(
             f"kwokctl create cluster {name} failed (exit {proc.returncode}, log: {log_path}); last lines:\n"
             + _tail(log_path),
             f"read {log_path}",
         )
-    for comp in components(name):
-        if not comp.running and not _start_again(started, comp):
-            raise _died(comp, name, started.kept_logs if comp.name == "kube-controller-manager" else None)
-        started.started.add(comp.name)
-    return started
+    starting.started.update(COMPONENTS)  # kwokctl is done: every component must run now, seen with a pid or not
+    _check_alive(starting)
+    return starting
 
 
 def up(
@@ -785,9 +783,11 @@ def up(
                 _write_record(name, record)  # before anything is created: `down` must find it all
                 (paths.state_dir(name) / REPO_LIST_FILE).write_text(images.repo_list_text())
                 dataplane.prepare_network(plan)
-            started = _start(name, bindir, port, list(extra_args or []), deadline, out, release.version, plan, topology)
+            starting = _start(
+                name, bindir, port, list(extra_args or []), deadline, out, release.version, plan, topology
+            )
             _write_record(name, record)
-            kubeconfig = _provision(name, topology, deadline, started, release, plan, start_dataplane=True, out=out)
+            kubeconfig = _provision(name, topology, deadline, starting, release, plan, start_dataplane=True, out=out)
         except BaseException:
             _stop_everything(name)  # no orphans; the logs stay for the error message and `status`
             raise

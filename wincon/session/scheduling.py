@@ -48,7 +48,7 @@ WINDOWS_ITEM_SECONDS = 30.0  # a Windows check's pod start under the model (p50)
 
 def module_of(nodeid: str) -> str:
     """The test module of a node id (``suites/x/test_y.py``); xdist's group suffix (``@group``) dropped."""
-    return nodeid.split("::", 1)[0].split("@", 1)[0]
+    return test_of(nodeid).split("::", 1)[0]
 
 
 def static_weight(nodeid: str) -> float:
