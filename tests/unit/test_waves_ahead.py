@@ -136,6 +136,24 @@ def test_no_more_than_the_limit_of_pods_waits_and_handing_one_over_makes_room() 
                                                                       ("reserve", "d")]  # fmt: skip
 
 
+def test_windows_checks_are_made_first_and_linux_controls_only_where_the_limit_leaves_room() -> None:
+    """A module's Linux controls come before their Windows twins; made in that order, the limit went to pods that
+    start in a second and the Windows pods were made only as the controls ended. The Windows checks' go first, each
+    group in its order; a Linux control's where room is left."""
+    cluster = Cluster()
+    ahead = cluster.ahead(pods=2)
+    items = [Item("c-linux", check_c, target_os="linux"), Item("d-linux", check_d, target_os="linux"),
+             Item("c-windows", check_c), Item("d-windows", check_d)]  # fmt: skip
+    assert [i.name for i in waves.slow_first(items)] == ["c-windows", "d-windows", "c-linux", "d-linux"]
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "c-windows"),
+                                                                      ("reserve", "d-windows")]  # fmt: skip
+    assert ahead.namespace_for(items[0]) is None  # the control runs first and creates its own
+    ahead.namespace_for(items[2])
+    ahead.top_up(items[3:] + items[1:2])  # room for one: the Linux control still coming gets it
+    assert cluster.log[-1] == ("make", "ns-d-linux/reader")
+
+
 def deployment(replicas: int | None) -> dict[str, Any]:
     spec = {"template": {"spec": {"containers": []}}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},

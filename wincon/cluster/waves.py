@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from wincon.clusterinfo.nodes import LINUX, target_os
 from wincon.commandline.errors import SuiteError
 
 WAVE_ATTR = "wincon_wave_pods"  # on a test function: the PodDecl it declared
@@ -306,6 +307,16 @@ def _how(manifest: Mapping[str, Any]) -> str:
     return POD_CREATE if kind_of(manifest) == "Pod" else OBJECT_CREATE
 
 
+def slow_first(items: Iterable[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with those whose pods start slowly first (a Windows check's: tens of seconds on a real Windows
+    node, and under the local cluster's latency model), each group in its order, so that the limit of pods made ahead
+    goes to the pods whose start is worth hiding. A Linux control's pod starts in about a second: made ahead only
+    where the limit leaves room. Under pytest's ordering a module's Linux controls run before their Windows twins,
+    which are then made while the controls run, not after them."""
+    listed = list(items)
+    return [i for i in listed if target_os(i) != LINUX] + [i for i in listed if target_os(i) == LINUX]
+
+
 class NotYet(Exception):
     """Raised by a supplier (``Ahead.provide``): what a builder takes is not there yet (a module's recorder pod still
     starting); the check's objects are made at a later top-up, or by the check itself."""
@@ -313,8 +324,8 @@ class NotYet(Exception):
 
 class Ahead:
     """One module's checks on one worker whose objects are made ahead: ``top_up(items)`` reserves the namespace of
-    each next check that declared builders and makes its objects there, until ``AHEAD_PODS`` pods wait for their
-    checks; ``namespace_for(item)`` hands a check its reserved namespace (its objects then count as its own);
+    each next check that declared builders and makes its objects there, the Windows checks' first
+    (``slow_first``), until ``AHEAD_PODS`` pods wait for their checks; ``namespace_for(item)`` hands a check its reserved namespace (its objects then count as its own);
     ``close()`` deletes the namespaces reserved for checks that did not run here (skipped, or stolen by another
     worker) with what was made in them.
 
@@ -394,9 +405,10 @@ class Ahead:
         return out
 
     def top_up(self, items: Iterable[pytest.Item]) -> None:
-        """Make ahead the objects of the next ``items`` that declared builders, in order, while fewer than
-        ``pods`` pods made ahead wait for their checks."""
-        for item in items:
+        """Make ahead the objects of the next ``items`` that declared builders while fewer than ``pods`` pods made
+        ahead wait for their checks: the Windows checks' first, in order, then the Linux controls', in order
+        (``slow_first``)."""
+        for item in slow_first(items):
             if self.waiting() >= self.pods:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
