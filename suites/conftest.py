@@ -1,5 +1,6 @@
-"""What every suite shares: a namespace per test whose pods are released at once, and the Windows build a
-test pins to. The networking suite overrides `namespace` with one namespace per module (its conftest)."""
+"""What every suite shares: a namespace per test whose pods are released at once, the Windows build a test
+pins to, and the next checks' objects made ahead as each check starts. The networking suite overrides `namespace`
+with one namespace per module (its conftest)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 
 from wincon.clusterinfo.profile import ClusterProfile
 from wincon.session.context import WinconContext
-from wincon.session.fixtures import build_of, release_pods
+from wincon.session.fixtures import build_of, make_next_checks_ahead, release_pods
+
+
+@pytest.fixture(autouse=True)
+def next_checks_made_ahead(request: pytest.FixtureRequest) -> None:
+    """As each check that uses the cluster starts, this worker's next checks that declared ``waves.ahead`` get
+    their objects made, whether or not this check has a namespace of its own (``make_next_checks_ahead``)."""
+    make_next_checks_ahead(request)
 
 
 @pytest.fixture

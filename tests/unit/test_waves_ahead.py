@@ -415,3 +415,29 @@ def test_a_supplier_serves_only_the_checks_of_its_module_until_withdrawn() -> No
     ahead.withdraw("recorder")
     ahead.top_up([item("later", mine)])
     assert made == ["hooked-10.0.0.9"]
+
+
+def test_every_check_that_uses_the_cluster_makes_the_next_checks_ahead_and_one_that_does_not_makes_nothing() -> None:
+    """suites/conftest.py's autouse ``next_checks_made_ahead``: a networking check (its module's namespace, no
+    ``fresh_namespace``) still tops up what comes after it on its worker; a check without ``wincon`` asks for no
+    ``made_ahead`` (it would need a cluster) and makes nothing."""
+    from wincon.session.fixtures import make_next_checks_ahead
+
+    cluster = Cluster()
+    ahead = cluster.ahead()
+    run = Run(["n1", "v1"])
+    networking, volume = run.items
+    volume.function, volume.callspec = check_c, SimpleNamespace(params={"target_os": "windows"})
+    asked: list[str] = []
+
+    def request(fixturenames: list[str]) -> Any:
+        def getfixturevalue(name: str) -> Any:
+            asked.append(name)
+            return ahead
+
+        return SimpleNamespace(node=networking, fixturenames=fixturenames, getfixturevalue=getfixturevalue)
+
+    assert make_next_checks_ahead(request(["checks", "servers"])) is False
+    assert asked == [] and cluster.log == []
+    assert make_next_checks_ahead(request(["wincon", "checks", "servers"])) is True
+    assert asked == ["made_ahead"] and cluster.log == [("reserve", "v1"), ("make", "ns-v1/one")]

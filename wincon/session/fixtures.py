@@ -121,14 +121,31 @@ def make_ahead(api_client: Any) -> Callable[[str, dict[str, Any]], Any]:
     return make
 
 
-@pytest.fixture
-def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext, made_ahead: waves.Ahead) -> Iterator[str]:
-    """A namespace for this test alone, for checks that must not share state. This worker's next checks that
-    declared ``waves.ahead`` (``waves.upcoming``: of any module) get theirs now, with what they create first made in
-    it; this check takes its own where it got one so."""
-    coming = waves.upcoming(request.node)
+def top_up_ahead(item: pytest.Item, made_ahead: waves.Ahead) -> None:
+    """This worker's next checks that declared ``waves.ahead`` (``waves.upcoming``: of any module) get their
+    namespace now, with what they create first made in it; those no longer coming are dropped."""
+    coming = waves.upcoming(item)
     made_ahead.drop_passed(coming)
     made_ahead.top_up(coming)
+
+
+def make_next_checks_ahead(request: pytest.FixtureRequest) -> bool:
+    """``top_up_ahead`` for the check whose setup asks, where it uses the cluster (takes ``wincon``, so that the
+    session's ``made_ahead`` is there without a cluster of its own); False, nothing done, for a check that does not.
+    suites/conftest.py calls it for every check (autouse): a networking module's checks share their module's
+    namespace and never ask for ``fresh_namespace``, so before, while one ran nothing was made for the checks after
+    it."""
+    if "wincon" not in request.fixturenames:
+        return False
+    top_up_ahead(request.node, request.getfixturevalue("made_ahead"))
+    return True
+
+
+@pytest.fixture
+def fresh_namespace(request: pytest.FixtureRequest, wincon: WinconContext, made_ahead: waves.Ahead) -> Iterator[str]:
+    """A namespace for this test alone, for checks that must not share state. The next checks are made ahead
+    (``top_up_ahead``); this check takes its own namespace where it got one so."""
+    top_up_ahead(request.node, made_ahead)
     reserved = made_ahead.namespace_for(request.node)
     yield from own_namespace(request, wincon, reserved or wincon.namespaces.create(request.node.name))
 
