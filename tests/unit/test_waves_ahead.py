@@ -441,3 +441,40 @@ def test_every_check_that_uses_the_cluster_makes_the_next_checks_ahead_and_one_t
     assert asked == [] and cluster.log == []
     assert make_next_checks_ahead(request(["wincon", "checks", "servers"])) is True
     assert asked == ["made_ahead"] and cluster.log == [("reserve", "v1"), ("make", "ns-v1/one")]
+
+
+def test_a_check_waiting_for_its_modules_fixture_keeps_its_room_from_the_checks_after_it() -> None:
+    """With room for two: a check whose builder takes ``recorder`` before its module supplied it is passed over,
+    and keeps the room of one pod, so of the two checks after it only the first is made; once the recorder is
+    supplied, the room it kept is its own. Without the kept room, the check after it would have taken it."""
+
+    def needs_recorder(recorder: str) -> dict[str, Any]:
+        return pod(f"hooked-{recorder}")
+
+    @waves.ahead(needs_recorder)
+    def check_r() -> None:
+        """Its builder takes a fixture of its check that its module supplies."""
+
+    module = object()
+    cluster = Cluster()
+    ahead = cluster.ahead(pods=2)
+
+    def item(name: str, function: Any) -> Any:
+        return SimpleNamespace(nodeid=f"x::{name}", name=name, function=function, module=module,
+                               fixturenames=["recorder", "namespace"], callspec=SimpleNamespace(params={"target_os": "windows"}))  # fmt: skip
+
+    items = [item("hooked", check_r), item("first", check_c), item("second", check_c)]
+    ready: list[str] = []
+
+    def recorder(i: Any) -> str:
+        if not ready:
+            raise waves.NotYet("recorder still starting")
+        return ready[0]
+
+    ahead.provide("recorder", recorder, module)
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "first")]
+    ready.append("10.0.0.9")
+    ahead.top_up(items)
+    assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "first"), ("reserve", "hooked")]
+    assert ("make", "ns-hooked/hooked-10.0.0.9") in cluster.log

@@ -407,14 +407,19 @@ class Ahead:
     def top_up(self, items: Iterable[pytest.Item]) -> None:
         """Make ahead the objects of the next ``items`` that declared builders while fewer than ``pods`` pods made
         ahead wait for their checks: the Windows checks' first, in order, then the Linux controls', in order
-        (``slow_first``)."""
+        (``slow_first``). A check whose builders take a fixture its module has not supplied yet (``NotYet``) keeps
+        the room of one pod: the checks after it do not take the room it will need once supplied (lifecycle's
+        Windows recorder checks, passed over while their recorder started, found the limit taken by the next
+        module's checks and made their pods only as they ran)."""
+        kept = 0  # pods' room kept for the checks passed over in this top-up
         for item in slow_first(items):
-            if self.waiting() >= self.pods:
+            if self.waiting() + kept >= self.pods:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
                 continue
             supplied = self.supplied(item)
             if supplied is None:
+                kept += 1
                 continue  # tried again at the next top-up
             try:
                 namespace = self.reserve(item)
