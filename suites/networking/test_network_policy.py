@@ -16,16 +16,18 @@ import dataclasses
 
 import pytest
 
-from wincon.checks.pods import eventually
+from wincon.checks.pods import create_or_reject, eventually
+from wincon.cluster import waves
 from wincon.cluster.client import call
 from wincon.cluster.kube import Kube
 from wincon.cluster.waits import pod_failure, wait_for_pod
 from wincon.clusterinfo import capabilities
+from wincon.commandline.errors import InfrastructureError
 from wincon.network.flows import FlowChecks
-from wincon.network.pods import NETSERVER_LABEL
+from wincon.network.pods import NETSERVER_LABEL, check_windows_nodes, schedulable_linux_node
 from wincon.windows import connectivity as conn
 from wincon.windows import forms
-from wincon.workloads.deploy import apply, pod_manifest
+from wincon.workloads.deploy import pod_manifest
 
 pytestmark = [pytest.mark.networking]
 
@@ -50,20 +52,39 @@ def allow_namespace(other: str) -> dict:
     }
 
 
-@pytest.fixture
-def outside_client(wincon, fresh_namespace, client):
-    """A netexec client of the item's OS in a namespace of its own, on the main client's node."""
-    if client.os == "windows":
-        node = next(n for n in wincon.profile.ready_windows_nodes if n.name == client.node)
+def outside_manifest(wincon, os_name: str, node_name: str) -> dict:
+    """A netexec client of ``os_name`` named ``outside``, pinned to node ``node_name``."""
+    if os_name == "windows":
+        node = next(n for n in wincon.profile.ready_windows_nodes if n.name == node_name)
         image = wincon.catalog.image("agnhost", "windows", node.windows_build)
         pin = {"os_name": "windows", "build": node.windows_build, "node": node.name}
     else:
         image = wincon.catalog.image("agnhost", "linux")
-        pin = {"os_name": "linux", "node": client.node}
-    body = pod_manifest(
+        pin = {"os_name": "linux", "node": node_name}
+    return pod_manifest(
         "outside", [conn.netexec_container("netexec", image, http_port=conn.CLIENT_HTTP_PORT, udp_port=None)], **pin
     )
-    apply(wincon.api_client, fresh_namespace, body)
+
+
+def outside_pod(wincon, target_os: str) -> list[dict]:
+    """What the check creates first, made ahead (``waves.ahead``): its outside client, on the node the module's
+    client of its OS is pinned to (the first of ``check_windows_nodes``, or ``schedulable_linux_node``: the
+    conftest's client plan). Where the profile has no such node, nothing: the fixtures meet that themselves."""
+    try:
+        node = (
+            check_windows_nodes(wincon.profile)[0] if target_os == "windows" else schedulable_linux_node(wincon.profile)
+        )
+    except (InfrastructureError, pytest.skip.Exception):
+        return []
+    return [outside_manifest(wincon, target_os, node.name)]
+
+
+@pytest.fixture
+def outside_client(wincon, fresh_namespace, client):
+    """A netexec client of the item's OS in a namespace of its own, on the main client's node (made ahead where
+    the check declared it: the create adopts it where it is the same manifest, or the suite errs)."""
+    body = outside_manifest(wincon, client.os, client.node)
+    create_or_reject(wincon.api_client, fresh_namespace, body)
     pod = wait_for_pod(
         wincon.api_client, fresh_namespace, "outside", timeout=wincon.pod_start_timeout, failure=pod_failure
     )
@@ -98,6 +119,7 @@ def enforcing_cni(profile, os_name: str) -> None:
 @pytest.mark.documents("k8s-windows-guide", "Networking")
 @pytest.mark.requires("network-policy")
 @pytest.mark.windows_form(forms.CURL_EXE, same_as_control=True)
+@waves.ahead(outside_pod)
 def test_policy_denies_ingress_from_other_namespaces_and_allows_it_again(
     kube, wincon, namespace, fresh_namespace, checks, client, local_server, outside_client, data_plane
 ):
