@@ -478,3 +478,64 @@ def test_a_check_waiting_for_its_modules_fixture_keeps_its_room_from_the_checks_
     ahead.top_up(items)
     assert [step for step in cluster.log if step[0] == "reserve"] == [("reserve", "first"), ("reserve", "hooked")]
     assert ("make", "ns-hooked/hooked-10.0.0.9") in cluster.log
+
+
+def test_windows_checks_are_made_only_while_the_fullest_windows_node_keeps_its_margin() -> None:
+    """With room for 12 more pods on the fullest Windows node and a margin of 10: two Windows checks of one pod each
+    are made (11, then 10 left), the third is not (it would leave 9), and a Linux control after it still is. Without a
+    room to read (None, or no reader), the limit of pods made ahead alone decides: all four."""
+    items = [Item("w1", check_c), Item("w2", check_c), Item("w3", check_c), Item("l1", check_c, target_os="linux")]
+    reads: list[int] = []
+
+    def room() -> int:
+        reads.append(12)
+        return 12
+
+    cluster = Cluster()
+    ahead = waves.Ahead(cluster.reserve, cluster.make, lambda item: {"build": 26100, **item.callspec.params},
+                        cluster.release, pods=8, room=room)  # fmt: skip
+    assert waves.NODE_MARGIN == 10
+    ahead.top_up(items)
+    assert [s for s in cluster.log if s[0] == "reserve"] == [("reserve", "w1"), ("reserve", "w2"), ("reserve", "l1")]
+    assert reads == [12], "read once per top-up"
+    for reader in (lambda: None, None):
+        waves._MADE.clear()
+        unlimited = Cluster()
+        waves.Ahead(unlimited.reserve, unlimited.make, lambda item: {"build": 26100, **item.callspec.params},
+                    unlimited.release, pods=8, room=reader).top_up(items)  # fmt: skip
+        assert [s[1] for s in unlimited.log if s[0] == "reserve"] == ["w1", "w2", "w3", "l1"]
+
+
+def test_windows_room_is_the_fullest_nodes_allocatable_pods_less_those_bound_to_it_that_have_not_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods bound to a node count until they end (a terminating one too); a Succeeded or Failed one does not. The
+    room is the fullest node's; a read that fails, or no Windows node, gives None."""
+    from wincon.session import fixtures
+
+    def pod_in(phase: str) -> Any:
+        return SimpleNamespace(status=SimpleNamespace(phase=phase))
+
+    bound = {"win-a": ["Running", "Pending", "Running", "Succeeded"], "win-b": ["Running", "Failed"]}
+    calls: list[str] = []
+
+    class Core:
+        def __init__(self, api_client: Any) -> None:
+            pass
+
+        def read_node(self, name: str) -> Any:
+            calls.append(f"read {name}")
+            return SimpleNamespace(status=SimpleNamespace(allocatable={"pods": "30"}))
+
+        def list_pod_for_all_namespaces(self, field_selector: str) -> Any:
+            name = field_selector.removeprefix("spec.nodeName=")
+            if name == "win-broken":
+                raise RuntimeError("forbidden")
+            return SimpleNamespace(items=[pod_in(p) for p in bound[name]])
+
+    monkeypatch.setattr(fixtures.client, "CoreV1Api", Core)
+    room = fixtures.windows_room(object(), ["win-a", "win-b"])
+    assert room() == 27  # win-a: 30 less 3 not ended; win-b: 29
+    assert room() == 27 and calls == ["read win-a", "read win-b"]  # allocatable read once
+    assert fixtures.windows_room(object(), ["win-a", "win-broken"])() is None
+    assert fixtures.windows_room(object(), [])() is None

@@ -215,6 +215,12 @@ AHEAD_ATTR = "wincon_ahead_builders"  # on a test function: the builders of what
 # How many pods made ahead and not yet handed to their check one worker keeps at most: each worker's next checks
 # start while it runs the current one, and a run of four workers leaves most of two Windows nodes' 30 pods each free.
 AHEAD_PODS = 8
+# The room each Windows node keeps, beyond what is made ahead, for what the running checks create themselves: four
+# workers' own pods and their networking modules' shared ones (a client, a netserver and a host pod on the first
+# Windows node each). A pod made ahead holds its place while it waits, on nodes of 30 pods (AKS's and the local
+# cluster's). The bench at 60cde5c saw a module's netserver on the first Windows node wait 138 s, where the latency
+# model's start takes at most 60 s.
+NODE_MARGIN = 10
 
 
 def ahead(*builders: Callable[..., Any]) -> Callable[[F], F]:
@@ -347,8 +353,10 @@ class Ahead:
         arguments: Callable[[pytest.Item], dict[str, Any]],
         release: Callable[[str], None],
         pods: int = AHEAD_PODS,
+        room: Callable[[], int | None] | None = None,
     ) -> None:
         self.reserve, self.make, self.arguments, self.release, self.pods = reserve, make, arguments, release, pods
+        self.room = room  # the pods the fullest Windows node still takes, None where unknown
         self.reserved: dict[str, tuple[str, int]] = {}  # nodeid -> (namespace, pods made there)
         self.handed: set[str] = set()
         self.suppliers: dict[str, tuple[Any, Callable[[pytest.Item], Any]]] = {}
@@ -410,13 +418,21 @@ class Ahead:
         (``slow_first``). A check whose builders take a fixture its module has not supplied yet (``NotYet``) keeps
         the room of one pod: the checks after it do not take the room it will need once supplied (lifecycle's
         Windows recorder checks, passed over while their recorder started, found the limit taken by the next
-        module's checks and made their pods only as they ran)."""
+        module's checks and made their pods only as they ran). A Windows check's objects are made only while the
+        fullest Windows node keeps room for ``NODE_MARGIN`` pods besides (``room``, read once per top-up where a
+        Windows check is next): what the running checks create themselves must still find a place there."""
         kept = 0  # pods' room kept for the checks passed over in this top-up
+        free: int | None = None  # the fullest Windows node's room, read when first needed
         for item in slow_first(items):
             if self.waiting() + kept >= self.pods:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
                 continue
+            slow = target_os(item) != LINUX
+            if slow and self.room is not None:
+                free = self.room() if free is None else free
+                if free is not None and free - 1 < NODE_MARGIN:
+                    continue  # no Windows check's now; a Linux control's may still be made
             supplied = self.supplied(item)
             if supplied is None:
                 kept += 1
@@ -440,6 +456,8 @@ class Ahead:
                 if made.error is not None:
                     break
             self.reserved[item.nodeid] = (namespace, pods)
+            if slow and free is not None:
+                free -= pods
 
     def drop_passed(self, items: Iterable[pytest.Item]) -> None:
         """Forget the checks made ahead that are no longer among ``items`` (this worker's upcoming ones): they ran,
