@@ -480,42 +480,37 @@ def test_a_check_waiting_for_its_modules_fixture_keeps_its_room_from_the_checks_
     assert ("make", "ns-hooked/hooked-10.0.0.9") in cluster.log
 
 
-def test_windows_checks_are_made_only_while_the_nodes_of_their_build_keep_the_margin() -> None:
-    """The node of build 26100 takes 12 more pods, the one of 20348 only 10, with a margin of 10: two Windows checks
-    of build 26100 are made (11, then 10 left there), the third is not (it would leave 9), a check of build 20348 is
-    not (it would leave 9 on its node), one that pins no build is not (it may land on either node), and a Linux
-    control after them still is. Without a room to read (None, or no reader), the limit alone decides: all six."""
-    items = [Item("w1", check_c), Item("w2", check_c), Item("w3", check_c), Item("old", check_c, build=20348),
-             Item("any", check_c, build=None), Item("l1", check_c, target_os="linux")]  # fmt: skip
-    reads: list[str] = []
+def test_windows_checks_are_made_only_while_the_fullest_windows_node_keeps_its_margin() -> None:
+    """With room for 12 more pods on the fullest Windows node and a margin of 10: two Windows checks of one pod each
+    are made (11, then 10 left), the third is not (it would leave 9), and a Linux control after it still is. Without a
+    room to read (None, or no reader), the limit of pods made ahead alone decides: all four."""
+    items = [Item("w1", check_c), Item("w2", check_c), Item("w3", check_c), Item("l1", check_c, target_os="linux")]
+    reads: list[int] = []
 
-    def room() -> dict[str, tuple[int | None, int]]:
-        reads.append("read")
-        return {"win2025": (26100, 12), "win2022": (20348, 10)}
-
-    def ahead(reader: Any, cluster: Cluster) -> waves.Ahead:
-        return waves.Ahead(cluster.reserve, cluster.make, lambda item: {"build": 26100, **item.callspec.params},
-                           cluster.release, pods=8, room=reader)  # fmt: skip
+    def room() -> int:
+        reads.append(12)
+        return 12
 
     cluster = Cluster()
+    ahead = waves.Ahead(cluster.reserve, cluster.make, lambda item: {"build": 26100, **item.callspec.params},
+                        cluster.release, pods=8, room=room)  # fmt: skip
     assert waves.NODE_MARGIN == 10
-    ahead(room, cluster).top_up(items)
-    assert [s[1] for s in cluster.log if s[0] == "reserve"] == ["w1", "w2", "l1"]
-    assert reads == ["read"], "read once per top-up"
-    assert waves.candidates({"a": (26100, 1), "b": (20348, 1)}, 20348) == ["b"]
-    assert waves.candidates({"a": (26100, 1), "b": (20348, 1)}, 17763) == ["a", "b"]
+    ahead.top_up(items)
+    assert [s for s in cluster.log if s[0] == "reserve"] == [("reserve", "w1"), ("reserve", "w2"), ("reserve", "l1")]
+    assert reads == [12], "read once per top-up"
     for reader in (lambda: None, None):
         waves._MADE.clear()
         unlimited = Cluster()
-        ahead(reader, unlimited).top_up(items)
-        assert [s[1] for s in unlimited.log if s[0] == "reserve"] == ["w1", "w2", "w3", "old", "any", "l1"]
+        waves.Ahead(unlimited.reserve, unlimited.make, lambda item: {"build": 26100, **item.callspec.params},
+                    unlimited.release, pods=8, room=reader).top_up(items)  # fmt: skip
+        assert [s[1] for s in unlimited.log if s[0] == "reserve"] == ["w1", "w2", "w3", "l1"]
 
 
-def test_windows_room_is_each_nodes_allocatable_pods_less_those_bound_to_it_that_have_not_ended(
+def test_windows_room_is_the_fullest_nodes_allocatable_pods_less_those_bound_to_it_that_have_not_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Pods bound to a node count until they end (a terminating one too); a Succeeded or Failed one does not. Each
-    node's room comes with its build; a read that fails, or no Windows node, gives None."""
+    """Pods bound to a node count until they end (a terminating one too); a Succeeded or Failed one does not. The
+    room is the fullest node's; a read that fails, or no Windows node, gives None."""
     from wincon.session import fixtures
 
     def pod_in(phase: str) -> Any:
@@ -539,9 +534,8 @@ def test_windows_room_is_each_nodes_allocatable_pods_less_those_bound_to_it_that
             return SimpleNamespace(items=[pod_in(p) for p in bound[name]])
 
     monkeypatch.setattr(fixtures.client, "CoreV1Api", Core)
-    room = fixtures.windows_room(object(), {"win-a": 26100, "win-b": 20348})
-    assert room() == {"win-a": (26100, 27), "win-b": (20348, 29)}  # win-a: 30 less 3 not ended
-    assert room() == {"win-a": (26100, 27), "win-b": (20348, 29)}
-    assert calls == ["read win-a", "read win-b"]  # allocatable read once
-    assert fixtures.windows_room(object(), {"win-a": 26100, "win-broken": None})() is None
-    assert fixtures.windows_room(object(), {})() is None
+    room = fixtures.windows_room(object(), ["win-a", "win-b"])
+    assert room() == 27  # win-a: 30 less 3 not ended; win-b: 29
+    assert room() == 27 and calls == ["read win-a", "read win-b"]  # allocatable read once
+    assert fixtures.windows_room(object(), ["win-a", "win-broken"])() is None
+    assert fixtures.windows_room(object(), [])() is None

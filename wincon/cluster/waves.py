@@ -323,13 +323,6 @@ def slow_first(items: Iterable[pytest.Item]) -> list[pytest.Item]:
     return [i for i in listed if target_os(i) != LINUX] + [i for i in listed if target_os(i) == LINUX]
 
 
-def candidates(rooms: Mapping[str, tuple[int | None, int]], build: int | None) -> list[str]:
-    """The Windows nodes of ``rooms`` (name -> (build, room)) a pod pinned to ``build`` may land on: those of that
-    build, or every one where the check pins none or no node has it."""
-    same = [name for name, (node_build, _) in rooms.items() if build is not None and node_build == build]
-    return same or list(rooms)
-
-
 class NotYet(Exception):
     """Raised by a supplier (``Ahead.provide``): what a builder takes is not there yet (a module's recorder pod still
     starting); the check's objects are made at a later top-up, or by the check itself."""
@@ -360,10 +353,10 @@ class Ahead:
         arguments: Callable[[pytest.Item], dict[str, Any]],
         release: Callable[[str], None],
         pods: int = AHEAD_PODS,
-        room: Callable[[], dict[str, tuple[int | None, int]] | None] | None = None,
+        room: Callable[[], int | None] | None = None,
     ) -> None:
         self.reserve, self.make, self.arguments, self.release, self.pods = reserve, make, arguments, release, pods
-        self.room = room  # each Ready Windows node -> (its build, the pods it still takes); None where unknown
+        self.room = room  # the pods the fullest Windows node still takes, None where unknown
         self.reserved: dict[str, tuple[str, int]] = {}  # nodeid -> (namespace, pods made there)
         self.handed: set[str] = set()
         self.suppliers: dict[str, tuple[Any, Callable[[pytest.Item], Any]]] = {}
@@ -425,24 +418,21 @@ class Ahead:
         (``slow_first``). A check whose builders take a fixture its module has not supplied yet (``NotYet``) keeps
         the room of one pod: the checks after it do not take the room it will need once supplied (lifecycle's
         Windows recorder checks, passed over while their recorder started, found the limit taken by the next
-        module's checks and made their pods only as they ran). A Windows check's objects are made only while each
-        Windows node its pods may land on (those of its build: ``candidates``) keeps room for ``NODE_MARGIN`` pods
-        besides (``room``, read once per top-up where a Windows check is next; each pod made counts against every
-        candidate): what the running checks create themselves must still find a place there."""
+        module's checks and made their pods only as they ran). A Windows check's objects are made only while the
+        fullest Windows node keeps room for ``NODE_MARGIN`` pods besides (``room``, read once per top-up where a
+        Windows check is next): what the running checks create themselves must still find a place there."""
         kept = 0  # pods' room kept for the checks passed over in this top-up
-        rooms: dict[str, tuple[int | None, int]] | None = None  # read when first needed
+        free: int | None = None  # the fullest Windows node's room, read when first needed
         for item in slow_first(items):
             if self.waiting() + kept >= self.pods:
                 return
             if item.nodeid in self.reserved or item.nodeid in self.handed or not ahead_builders(item):
                 continue
             slow = target_os(item) != LINUX
-            nodes: list[str] = []
             if slow and self.room is not None:
-                rooms = self.room() if rooms is None else rooms
-                nodes = candidates(rooms or {}, self.arguments(item).get("build"))
-                if rooms is not None and any(rooms[n][1] - 1 < NODE_MARGIN for n in nodes):
-                    continue  # not this Windows check's now; another build's, or a Linux control's, may be made
+                free = self.room() if free is None else free
+                if free is not None and free - 1 < NODE_MARGIN:
+                    continue  # no Windows check's now; a Linux control's may still be made
             supplied = self.supplied(item)
             if supplied is None:
                 kept += 1
@@ -466,10 +456,8 @@ class Ahead:
                 if made.error is not None:
                     break
             self.reserved[item.nodeid] = (namespace, pods)
-            if rooms is not None:
-                for name in nodes:  # where its pods may land: each such node has that much less room
-                    build, free = rooms[name]
-                    rooms[name] = (build, free - pods)
+            if slow and free is not None:
+                free -= pods
 
     def drop_passed(self, items: Iterable[pytest.Item]) -> None:
         """Forget the checks made ahead that are no longer among ``items`` (this worker's upcoming ones): they ran,

@@ -100,7 +100,7 @@ def made_ahead(wincon: WinconContext) -> Iterator[waves.Ahead]:
         make=make_ahead(wincon.api_client),
         arguments=arguments,
         release=wincon.namespaces.delete,
-        room=windows_room(wincon.api_client, {n.name: n.windows_build for n in wincon.profile.ready_windows_nodes}),
+        room=windows_room(wincon.api_client, [n.name for n in wincon.profile.ready_windows_nodes]),
     )
     try:
         yield made
@@ -111,31 +111,29 @@ def made_ahead(wincon: WinconContext) -> Iterator[waves.Ahead]:
 ENDED_PHASES = ("Succeeded", "Failed")
 
 
-def windows_room(
-    api_client: Any, builds: dict[str, int | None]
-) -> Callable[[], dict[str, tuple[int | None, int]] | None]:
-    """``room()``: each of the nodes of ``builds`` (the Ready Windows nodes, name -> build) with its build and the
-    pods it still takes, its allocatable pods (read once) less the pods bound to it that have not ended, terminating
-    ones too (the scheduler counts a pod until it is gone); None where there is no such node or a read fails (then
-    only ``AHEAD_PODS`` limits what is made ahead)."""
+def windows_room(api_client: Any, node_names: list[str]) -> Callable[[], int | None]:
+    """``room()``: the pods the fullest of ``node_names`` (the Ready Windows nodes) still takes, its allocatable
+    pods (read once) less the pods bound to it that have not ended, terminating ones too (the scheduler counts a pod
+    until it is gone); None where there is no such node or a read fails (then only ``AHEAD_PODS`` limits what is
+    made ahead)."""
     core = client.CoreV1Api(api_client)
     allocatable: dict[str, int] = {}
 
-    def room() -> dict[str, tuple[int | None, int]] | None:
-        if not builds:
+    def room() -> int | None:
+        if not node_names:
             return None
         try:
-            rooms: dict[str, tuple[int | None, int]] = {}
-            for name, build in builds.items():
+            rooms = []
+            for name in node_names:
                 if name not in allocatable:
                     node = call(core.read_node, name)
                     allocatable[name] = int((node.status.allocatable or {}).get("pods", 0))
                 bound = call(core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={name}")
                 held = [p for p in bound.items if (p.status.phase if p.status else None) not in ENDED_PHASES]
-                rooms[name] = (build, allocatable[name] - len(held))
+                rooms.append(allocatable[name] - len(held))
         except Exception:  # noqa: BLE001 - an unreadable room limits nothing more than AHEAD_PODS does
             return None
-        return rooms
+        return min(rooms)
 
     return room
 
