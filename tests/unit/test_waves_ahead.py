@@ -348,6 +348,7 @@ class Run:
             session=self,
             config=self.config,
             get_closest_marker=lambda mark: mark if mark in marks else None,
+            stash=pytest.Stash(),
         )
 
 
@@ -441,6 +442,16 @@ def test_every_check_that_uses_the_cluster_makes_the_next_checks_ahead_and_one_t
     assert asked == [] and cluster.log == []
     assert make_next_checks_ahead(request(["wincon", "checks", "servers"])) is True
     assert asked == ["made_ahead"] and cluster.log == [("reserve", "v1"), ("make", "ns-v1/one")]
+    # Once per check: its fresh_namespace asks again after the autouse fixture, and a top-up reads the nodes' room.
+    from wincon.session.fixtures import top_up_ahead
+
+    steps: list[str] = []
+    counting = SimpleNamespace(
+        drop_passed=lambda coming: steps.append("drop"), top_up=lambda coming: steps.append("top")
+    )
+    top_up_ahead(volume, counting)  # type: ignore[arg-type]
+    top_up_ahead(volume, counting)  # type: ignore[arg-type]
+    assert steps == ["drop", "top"]
 
 
 def test_a_check_waiting_for_its_modules_fixture_keeps_its_room_from_the_checks_after_it() -> None:

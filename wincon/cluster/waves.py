@@ -330,8 +330,9 @@ class NotYet(Exception):
 
 class Ahead:
     """One module's checks on one worker whose objects are made ahead: ``top_up(items)`` reserves the namespace of
-    each next check that declared builders and makes its objects there, the Windows checks' first
-    (``slow_first``), until ``AHEAD_PODS`` pods wait for their checks; ``namespace_for(item)`` hands a check its reserved namespace (its objects then count as its own);
+    each next check that declared builders and makes its objects there, the Windows checks' first (``slow_first``),
+    until ``AHEAD_PODS`` pods wait for their checks; ``namespace_for(item)`` hands a check its reserved namespace
+    (its objects then count as its own);
     ``close()`` deletes the namespaces reserved for checks that did not run here (skipped, or stolen by another
     worker) with what was made in them.
 

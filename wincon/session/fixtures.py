@@ -152,9 +152,16 @@ def make_ahead(api_client: Any) -> Callable[[str, dict[str, Any]], Any]:
     return make
 
 
+TOPPED_UP_KEY = pytest.StashKey[bool]()
+
+
 def top_up_ahead(item: pytest.Item, made_ahead: waves.Ahead) -> None:
     """This worker's next checks that declared ``waves.ahead`` (``waves.upcoming``: of any module) get their
-    namespace now, with what they create first made in it; those no longer coming are dropped."""
+    namespace now, with what they create first made in it; those no longer coming are dropped. Once per check: a
+    suite check's autouse fixture and its ``fresh_namespace`` both ask, and a top-up reads the Windows nodes' room."""
+    if item.stash.get(TOPPED_UP_KEY, False):
+        return
+    item.stash[TOPPED_UP_KEY] = True
     coming = waves.upcoming(item)
     made_ahead.drop_passed(coming)
     made_ahead.top_up(coming)
