@@ -33,6 +33,10 @@ AFFINITY_CHECKS = 10  # upstream's SessionAffinityChecks
 AFFINITY_TIMEOUT_SECONDS = 10
 AFFINITY_IDLE_MARGIN_SECONDS = 5
 AFFINITY_WARM_UP_TRIES = 15  # 2 s apart: a new Service is programmed within seconds
+# Dials beyond AFFINITY_CHECKS where some got no answer: upstream's GetEndpointsFromContainer skips an unanswered try
+# (which backend answered is the question, not whether one did), and a load run here had one dial in ten unanswered.
+# The check still needs AFFINITY_CHECKS answers, all from one backend; more than this many unanswered fails it.
+AFFINITY_SPARE_TRIES = 5
 # n >= 2 backends: the same one after every idle period by chance at most 1/2^12. It was 8 (1/256): the Linux control
 # failed so twice in clean-clone CI runs (2026-11-29, 8 rounds all to lin-netserver-1, both backends started and no
 # other event), and a chance a run takes that often cannot be told from a cause. A Windows node where the limitation
@@ -168,9 +172,10 @@ def affinity_service(net, servers, server_selector, os_prefix):
     )
 
 
-def dial_affinity_service(checks, client, service, servers):
-    """AFFINITY_CHECKS single dials, once the new Service answers at all: the data plane programs a Service a
-    moment after its endpoints, and dials before that get no answer, which says nothing about affinity."""
+def dial_affinity_service(checks, client, service, servers) -> list[str]:
+    """Single dials until AFFINITY_CHECKS answered (at most AFFINITY_SPARE_TRIES more), once the new Service
+    answers at all: the data plane programs a Service a moment after its endpoints, and dials before that get no
+    answer, which says nothing about affinity. Each dial's answer in order, '' where none came."""
     # The wait is FlowChecks.dial's (until any backend answers): bounded like every check of a silent target,
     # AFFINITY_WARM_UP_TRIES dials within conn.DIAL_SILENT_SECONDS, and, like every Service-VIP dial, stopped at
     # its first silent try from a node whose Service proxying was shown down (FlowChecks.proxy_down).
@@ -187,7 +192,16 @@ def dial_affinity_service(checks, client, service, servers):
     assert warm_up.responses, (
         f"{service.name} ({service.cluster_ip}) never answered {client.name}: {warm_up.describe()}"
     )
-    return checks.dial_each(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", AFFINITY_CHECKS)
+    answers: list[str] = []
+    while sum(map(bool, answers)) < AFFINITY_CHECKS and len(answers) < AFFINITY_CHECKS + AFFINITY_SPARE_TRIES:
+        answers += checks.dial_each(client, service.cluster_ip, conn.SERVICE_HTTP_PORT, "http", 1)
+    return answers
+
+
+def affinity_shown(answers: list[str]) -> bool:
+    """AFFINITY_CHECKS dials answered, every one by the same backend."""
+    answered = [a for a in answers if a]
+    return len(answered) >= AFFINITY_CHECKS and len(set(answered)) == 1
 
 
 @pytest.mark.test_id("8832d05a-2e50-46aa-8055-f0d89abd9c69")
@@ -197,8 +211,11 @@ def dial_affinity_service(checks, client, service, servers):
 def test_session_affinity_client_ip_keeps_one_backend(checks, client, affinity_service, servers):
     """Upstream's session affinity check against Windows backends; the seeds document only its timeout as unsupported (000_4130a90def37a825.txt, Session affinity)."""
     answers = dial_affinity_service(checks, client, affinity_service, servers)
-    assert all(answers), f"some dials got no answer: {answers}"
-    assert len(set(answers)) == 1, f"sessionAffinity ClientIP, yet one client reached {sorted(set(answers))}"
+    answered = [a for a in answers if a]
+    assert len(set(answered)) <= 1, f"sessionAffinity ClientIP, yet one client reached {sorted(set(answered))}"
+    assert len(answered) >= AFFINITY_CHECKS, (
+        f"only {len(answered)} of {len(answers)} dials got an answer (needed {AFFINITY_CHECKS}): {answers}"
+    )
 
 
 @pytest.mark.test_id("f8ba2641-7119-4cde-acd3-b4d86ae95b4f")
@@ -212,9 +229,9 @@ def test_session_affinity_ends_after_its_timeout(checks, client, affinity_servic
     """ "Setting the maximum session sticky time for Windows services using service.spec.sessionAffinityConfig.clientIP.timeoutSeconds is not supported" (000_4130a90def37a825.txt, Session affinity)."""
     assert affinity_service.raw.spec.session_affinity_config.client_ip.timeout_seconds == AFFINITY_TIMEOUT_SECONDS
     first = dial_affinity_service(checks, client, affinity_service, servers)
-    if not all(first) or len(set(first)) != 1:
+    if not affinity_shown(first):
         pytest.skip(f"ClientIP affinity itself does not hold here ({first}), so its timeout cannot be observed")
-    sticky = first[0]
+    sticky = next(a for a in first if a)
     command = conn.dial_command(client.os, client.ip, affinity_service.cluster_ip, conn.SERVICE_HTTP_PORT)
     seen = []
 
