@@ -156,8 +156,9 @@ def assert_broken(
     assert set(after.verdicts) == set(before.verdicts), (
         f"not the same checks ran: {sorted(set(before.verdicts) ^ set(after.verdicts))}"
     )
-    wrong = {k: f"{v}: {after.messages.get(k, '')[:600]}" for k, v in after.verdicts.items() if v not in allowed}
-    assert not wrong, f"with the fault these checks did not end in {allowed}: {wrong}"
+    wrong = {k: v for k, v in after.verdicts.items() if v not in allowed}
+    said = "".join(f"\n  {k}: {after.messages[k][:600]}" for k in wrong if after.messages.get(k))
+    assert not wrong, f"with the fault these checks did not end in {allowed}: {wrong}{said}"
 
 
 def real_nodes(name: str) -> list[str]:

@@ -40,6 +40,18 @@ def test_a_check_that_passes_under_the_fault_is_reported_then_fails_the_test(cap
     assert "[nothing]   a: clean passed in 2.0 s; with the fault passed in 2.0 s" in capsys.readouterr().out
 
 
+def test_a_wrong_verdict_is_named_with_its_message(capsys):
+    before = run(10.0, a=("passed", 2.0), b=("passed", 1.0))
+    after = run(10.0, a=("error", 4.3), b=("failed", 61.0))
+    after.messages = {"a": "InfrastructureError: exec ended without an exit status " + "x" * 900, "b": "the policy"}
+    with pytest.raises(AssertionError) as wrong:
+        faults.assert_broken("engine stopped", before, after)
+    message = str(wrong.value)
+    assert "did not end in ('failed',): {'a': 'error'}" in message
+    assert "a: InfrastructureError: exec ended without an exit status xxx" in message
+    assert "x" * 600 not in message and "the policy" not in message  # its first 600 characters, the wrong ones only
+
+
 def test_stopped_kills_each_process_and_starts_each_again_even_when_the_body_fails(monkeypatch):
     calls: list[tuple[str, str]] = []
     monkeypatch.setattr(faults.dataplane, "stop_process", lambda name, proc: calls.append(("stop", proc)))
