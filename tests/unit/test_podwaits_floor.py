@@ -115,3 +115,15 @@ def test_bench_run_prints_each_phases_test_time_and_its_costliest_modules(tmp_pa
     assert "parallel phase: its tests took 140.0 s in all (JUnit), 35.0 s per worker over 4" in text
     assert text.index("suites/controllers/test_jobs.py (1 tests)") < text.index(f"{NET} (2 tests)")
     assert "serial phase: its tests took 40.5 s in all (JUnit); the costliest modules:" in text
+
+
+def test_bench_run_prints_the_floor_with_this_machines_own_work() -> None:
+    lines = BENCH.own_work_floor_lines(837.5, 461.3, 162.6, 21.5)
+    assert lines[0] == (
+        "  floor with this machine's own work: 602.4 s = the run without the model 461.3 s + what the model adds to "
+        "the floor 141.1 s"
+    )
+    assert lines[1] == "  wall / that floor: 1.39"
+    # A model that drew shorter waits than the run without it adds nothing, never less than nothing
+    assert BENCH.own_work_floor_lines(400.0, 400.0, 10.0, 20.0)[1] == "  wall / that floor: 1.00"
+    assert BENCH.own_work_floor_lines(1.0, 0.0, 0.0, 0.0)[1] == "  wall / that floor: n/a"
