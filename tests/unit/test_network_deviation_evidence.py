@@ -389,3 +389,35 @@ def test_a_predicate_is_asked_only_once_the_assertion_failed() -> None:
     with expect_deviation("x", accepts=lambda: asked.append(1) or True):
         pass
     assert asked == []
+
+
+def refused(*causes: tuple[str, str], status: int = 422) -> Any:
+    """kubernetes.utils' FailToCreateError for the dual-stack Service, the API server answering ``status`` with the
+    field causes given (alloc.go's Invalid: reason FieldValueInvalid)."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.utils import FailToCreateError
+
+    error = ApiException(status=status, reason="Unprocessable Entity" if status == 422 else "Forbidden")
+    details = {"causes": [{"reason": "FieldValueInvalid", "field": f, "message": m} for f, m in causes]}
+    error.body = json.dumps({"kind": "Status", "status": "Failure", "reason": "Invalid", "details": details})
+    return FailToCreateError([error])
+
+
+def test_the_dual_stack_service_skips_only_where_the_api_server_refuses_it_for_the_cluster_s_families() -> None:
+    one_family = refused(
+        (
+            "spec.ipFamilyPolicy",
+            'Invalid value: "RequireDualStack": this cluster is not configured for dual-stack services',
+        )
+    )
+    assert "this cluster is not configured for dual-stack services" in IPV6.not_dual_stack(one_family)
+    assert IPV6.not_dual_stack(refused(("spec.ipFamilies[1]", 'Invalid value: "IPv6": not configured on this cluster')))
+    # Counter-cases: any other refusal is no evidence of a cluster of one family, and the fixture raises it
+    assert IPV6.not_dual_stack(refused(("spec.ports[0].port", "Invalid value: 0: must be between 1 and 65535"))) is None
+    mixed = refused(
+        ("spec.ipFamilyPolicy", "this cluster is not configured for dual-stack services"),
+        ("metadata.name", "a DNS-1035 label must consist of lower case alphanumeric characters"),
+    )
+    assert IPV6.not_dual_stack(mixed) is None
+    assert IPV6.not_dual_stack(refused()) is None  # a 422 that names no field
+    assert IPV6.not_dual_stack(refused(("spec.ipFamilyPolicy", "denied by a webhook"), status=403)) is None
