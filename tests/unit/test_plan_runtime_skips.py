@@ -405,6 +405,7 @@ def test_the_gmsa_checks_run_time_skips_are_planned_as_decided_at_run_time(tmp_p
     kubelet = rows["test_kubelet_passes_the_credential_spec_down_to_each_container"]
     assert "decided at run time: the run skips where WINCON_GMSA_CREDSPEC" in (domain.get("reason") or ""), domain
     assert kubelet["outcome"] == "run", kubelet
-    assert "decided at run time: the run skips where the API server refuses the pod's inline credential specs" in (
-        kubelet.get("reason") or ""
+    assert (
+        "decided at run time: the run skips where the GMSA admission webhook refuses the pod's inline credential specs"
+        in (kubelet.get("reason") or "")
     ), kubelet
