@@ -207,17 +207,23 @@ class _Obj:
         self.__dict__.update(kw)
 
 
-def _pod(phase="Pending", waiting=None, unschedulable=False):
+def _pod(phase="Pending", waiting=None, unschedulable=False, terminated=None, pod_reason=None):
     conds = (
         [_Obj(type="PodScheduled", status="False", reason="Unschedulable", message="0/3 nodes")]
         if unschedulable
         else []
     )
-    statuses = [_Obj(name="c", state=_Obj(waiting=_Obj(reason=waiting, message="m")))] if waiting else []
+    statuses = (
+        [_Obj(name="c", state=_Obj(waiting=_Obj(reason=waiting, message="m"), terminated=None))] if waiting else []
+    )
+    if terminated:
+        reason, code = terminated
+        ended = _Obj(reason=reason, exit_code=code, message="msg")
+        statuses = [_Obj(name="c", state=_Obj(waiting=None, terminated=ended))]
     return _Obj(
         status=_Obj(
             phase=phase,
-            reason=None,
+            reason=pod_reason,
             message=None,
             conditions=conds,
             init_container_statuses=[],
@@ -239,6 +245,33 @@ def _pod(phase="Pending", waiting=None, unschedulable=False):
 def test_pod_failure_conditions_end_waits_early(pod, reason):
     result = pod_failure(pod)
     assert (result is None) if reason is None else (reason in result)
+
+
+@pytest.mark.parametrize(
+    ("pod", "said", "raised"),
+    [
+        # restartPolicy Never: a container that ended in failure is the workload's failure, as a crash is
+        (_pod("Failed", terminated=("Error", 1)), "container c terminated Error (exit 1): msg", "WorkloadFailed"),
+        (
+            _pod("Failed", terminated=("StartError", 128)),
+            "container c terminated StartError (exit 128)",
+            "WorkloadFailed",
+        ),
+        # Counter-cases: the node's refusal or loss stays the cluster's (an error), as before
+        (_pod("Failed", terminated=("Error", 137), pod_reason="Evicted"), "pod failed: Evicted", "InfrastructureError"),
+        (_pod("Failed", terminated=("ContainerStatusUnknown", 137)), "pod failed:", "InfrastructureError"),
+        (_pod("Failed", pod_reason="OutOfcpu"), "pod failed: OutOfcpu", "InfrastructureError"),
+        (_pod("Failed", terminated=("Completed", 0)), "pod failed:", "InfrastructureError"),
+    ],
+)
+def test_a_failed_pod_names_its_container_and_is_the_workloads_failure_only_without_a_pod_reason(pod, said, raised):
+    from wincon.cluster import waits
+
+    reason = pod_failure(pod)
+    assert reason.startswith(said), reason
+    with pytest.raises((waits.WorkloadFailed, InfrastructureError)) as caught:
+        waits._raise_for(reason, "pod p")
+    assert type(caught.value).__name__ == raised, caught.value
 
 
 def test_placement_is_checked_against_the_os_build_and_node_the_manifest_pins():

@@ -273,13 +273,31 @@ def pod_succeeded(pod: Any) -> bool:
     return bool(pod.status and pod.status.phase == "Succeeded")
 
 
+# A container's end the kubelet records when it lost the container (a node or kubelet restart): not the workload's.
+LOST_REASONS = frozenset({"ContainerStatusUnknown"})
+
+
+def terminated_in_failure(status: Any) -> str | None:
+    """'container <name> terminated <reason> (exit N): <message>' for the first container (init containers first)
+    that ended other than Completed with exit 0, the kubelet's LOST_REASONS aside; None where none did."""
+    for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
+        ended = cs.state.terminated if cs.state else None
+        if ended is None or ended.reason in LOST_REASONS or (ended.reason == "Completed" and not ended.exit_code):
+            continue
+        return f"container {cs.name} terminated {ended.reason or ''} (exit {ended.exit_code}): {ended.message or ''}"
+    return None
+
+
 def pod_failure(pod: Any) -> str | None:
     """A reason the pod will not get to Running by itself, or None while it still may."""
     status = pod.status
     if not status:
         return None
     if status.phase == "Failed":
-        return f"pod failed: {status.reason or ''} {status.message or ''}".strip()
+        # The pod's own reason (Evicted, OutOfcpu, NodeAffinity, ...: the node refused or dropped it) is the
+        # cluster's; without one, a container that ended in failure is the workload's (WorkloadFailed, as a crash).
+        ended = None if status.reason else terminated_in_failure(status)
+        return ended or f"pod failed: {status.reason or ''} {status.message or ''}".strip()
     for cond in status.conditions or []:
         if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
             return _unschedulable(pod, cond.message or "")
