@@ -109,6 +109,21 @@ def test_a_short_file_or_a_dead_exec_without_a_restart_is_not_the_deviation(monk
         memory(InfrastructureError("exec ended without an exit status"), None, monkeypatch)
 
 
+def test_a_pod_that_never_started_is_an_error_whatever_its_mount_events_say(monkeypatch):
+    """Before, a setup timeout with a FailedMount event that merely contained "memory" was the deviation; the
+    Windows kubelet's mounter never refuses the medium (mount-utils makes a directory for "tmpfs")."""
+    monkeypatch.setattr(LIM, "mounted_pod", lambda *a, **k: body_of("memory-medium"))
+
+    def never_ready(*args, **kwargs):
+        raise WaitTimeout("pod memory-medium did not become Ready within 5s")
+
+    monkeypatch.setattr(LIM, "run_os_pod", never_ready)
+    kube = FakeKube({}, {})
+    kube.mounts = ['MountVolume.SetUp failed for volume "mem" : cannot allocate memory']
+    with pytest.raises(WaitTimeout):
+        LIM.test_memory_medium_empty_dir_counts_against_the_memory_limit(WINCON, "ns", 20348, kube, "windows")
+
+
 # --------------------------------------------------------------------------- defaultMode
 
 
