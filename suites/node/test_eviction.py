@@ -43,6 +43,14 @@ def schedulable_again(kube, node_name: str) -> str | None:
     return ", ".join(problems) or None
 
 
+def running_or_evicted(pod) -> bool:
+    """The greedy pod's start is over: Running, or already evicted (phase Failed, reason Evicted: the kubelet may
+    evict it before a watch sees it Running, and that is the behaviour the check waits for, not the cluster failing
+    to run it). The Evicted event is still what the check asserts."""
+    status = pod.status
+    return pod_running(pod) or bool(status and status.phase == "Failed" and status.reason == "Evicted")
+
+
 @pytest.mark.test_id("4cc98968-f854-4f21-92e6-07003ad6b237")
 @pytest.mark.dataplane
 @pytest.mark.windows_only(
@@ -79,7 +87,7 @@ def test_greedy_pod_is_evicted_under_memory_pressure_and_the_node_recovers(kube,
     greedy["spec"]["nodeName"] = node
     greedy["spec"]["containers"][0].update(image=image, command=memory_hog_command("300Mb", "1", chunks))
     kube.create(greedy)
-    kube.wait_pod("pod2", done=pod_running, timeout=wincon.pod_start_timeout, failure=pod_failure)
+    kube.wait_pod("pod2", done=running_or_evicted, timeout=wincon.pod_start_timeout, failure=pod_failure)
     evicted = kube.wait_event("pod2", "Evicted", timeout=NODE_RECOVERY_SECONDS, behaviour=True)
     assert evicted, "no Evicted event about pod2"
     eventually(
