@@ -20,6 +20,7 @@ from wincon.checks.cpu import (
     judges_the_cap,
     window_cores,
 )
+from wincon.checks.memory import MIB, Peak, working_set
 from wincon.checks.node import MAX_CORES_UNDER_500M, kubelet_config, kubelet_json
 from wincon.checks.pods import (
     eventually,
@@ -41,7 +42,6 @@ from wincon.workloads.deploy import apply
 
 pytestmark = [pytest.mark.scheduling]
 
-MIB = 1024 * 1024
 CPU_BURN = (
     "foreach ($loopnumber in 1..2) { Start-Job -ScriptBlock { $result = 1; foreach($mm in 1..2147483647)"
     "{$res1=1;foreach($num in 1..2147483647){$res1=$mm*$num*1340371};$res1} } } ; get-job | wait-job"
@@ -104,18 +104,6 @@ def linux_memory_pod(wincon, name, node, mib, limit, request):
     )
     body["metadata"].setdefault("annotations", {})[COMMIT_MIB] = str(mib)
     return body
-
-
-def working_set(api_client, node: str, name: str, namespace: str) -> int | None:
-    """The pod's memory working set (bytes, its containers summed) in the kubelet's stats/summary, or None
-    while the kubelet does not list it yet. Upstream reads the same field for Windows pods
-    (test/e2e/windows/kubelet_stats.go:89)."""
-    summary, _ = kubelet_json(api_client, node, "stats/summary")
-    ref = {"name": name, "namespace": namespace}
-    entry = next((p for p in summary.get("pods", []) if {k: p["podRef"].get(k) for k in ref} == ref), None)
-    if entry is None:
-        return None
-    return sum((c.get("memory") or {}).get("workingSetBytes", 0) for c in entry.get("containers", []))
 
 
 def outcome(kube, name):
@@ -392,26 +380,49 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, bui
     kube.wait_pod("pressure", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB on {node} and wait for MemoryPressure=True or an eviction", where=node)
 
+    held: list[str] = []  # "allocated" once stats/summary showed the pod holding 95 % of the node's allocatable
+
     def pressure():
         condition = node_condition(kube, node, "MemoryPressure")
         if condition is not None and condition.status == "True":
             return "MemoryPressure"
         result = outcome(kube, "pressure")
-        return result if result and "Evicted" in result else None
+        if result == "allocated":
+            held.append(result)
+        elif result and "Evicted" in result:
+            return result
+        elif result:  # it ended by itself: no load is on the node any more, so neither outcome can follow
+            raise InfrastructureError(
+                f"the load could not be applied: pod pressure ended ({result}) "
+                f"{'after' if held else 'before'} it was shown holding {mib} MiB on {node}",
+                "read the pod's logs and events; the check needs testlimit to hold the node's allocatable memory",
+            )
+        return None
 
+    # The deviation is the wait running out with the load shown held (neither MemoryPressure nor an eviction while the
+    # node's allocatable memory was in use); a wait that ran out before the load was ever shown held judged nothing.
     with expect_deviation(
         "memory-pressure-not-reported",
-        accepts=BehaviourNotObserved,
-        deviation="neither MemoryPressure nor an eviction within the wait",
+        accepts=lambda: bool(held),
+        deviation="neither MemoryPressure nor an eviction while the pod held the node's allocatable memory",
     ):
-        eventually(
-            pressure,
-            300,
-            f"MemoryPressure on {node} or the pod evicted",
-            interval=5,
-            behaviour=True,
-            seen=lambda: f"pod pressure {outcome(kube, 'pressure') or 'still running'}",
-        )
+        try:
+            eventually(
+                pressure,
+                300,
+                f"MemoryPressure on {node} or the pod evicted",
+                interval=5,
+                behaviour=True,
+                seen=lambda: f"pod pressure {'held' if held else 'never shown holding'} {mib} MiB",
+            )
+        except BehaviourNotObserved as exc:
+            if not held:
+                raise InfrastructureError(
+                    f"the load was never shown applied: pod pressure's working set never reached 95 % of {mib} MiB "
+                    f"on {node} in 300 s ({exc})",
+                    "the node's kubelet must list the pod in stats/summary; read the pod's events",
+                ) from exc
+            raise
 
 
 @pytest.mark.test_id("5d61de70-2ae3-471d-8a5e-80fa06452eb6")
@@ -425,25 +436,55 @@ def test_node_reports_memory_pressure_when_its_memory_runs_out(kube, wincon, bui
 def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_plane, cleanup_pods):
     """ "Eviction by using --enforce-node-allocable is not implemented" (000_4130a90def37a825.txt, Memory Reservations and Handling): limit-less pods exceeding allocatable should be evicted."""
     node = target_node(wincon.profile, build)
-    mib = node_memory(kube, node, "allocatable") // MIB + 512
+    allocatable = node_memory(kube, node, "allocatable")
+    mib = allocatable // MIB + 512
     cleanup_pods.append("beyond")
     kube.create(memory_pod(wincon, "beyond", build, node, mib))
     kube.wait_pod("beyond", done=pod_scheduled, timeout=60, failure=None)
     data_plane(f"commit {mib} MiB (allocatable + 512) on {node}; expect the pod evicted", where=node)
-    # The deviation is the pod left running beyond allocatable; a pod that ended otherwise (Error, exit 1) is not it.
+    peak = Peak(kube.api_client, node, "beyond", kube.namespace)
+    beyond = f"more than the node's allocatable {allocatable / MIB:.0f} MiB"
+
+    def ended():
+        result = outcome(kube, "beyond")
+        if result and "terminated" in result:
+            return result
+        peak.read()
+        return None
+
+    timed_out: list[BehaviourNotObserved] = []
+    # The deviation is the pod left running once it was shown holding more than allocatable (stats/summary); a wait
+    # that ran out before that judged nothing (the load was never applied), and a pod that ended otherwise (Error,
+    # exit 1) is not it.
     with expect_deviation(
         "enforce-node-allocatable-not-implemented",
-        accepts=BehaviourNotObserved,
-        deviation="the pod beyond allocatable never evicted",
+        accepts=lambda: bool(timed_out) and peak.reached(allocatable),
+        deviation="the pod held more than allocatable and was never evicted",
     ):
-        result = eventually(
-            lambda: (r := outcome(kube, "beyond")) and "terminated" in r and r,
-            300,
-            "the pod beyond allocatable to be evicted",
-            interval=5,
-            behaviour=True,
-            seen=lambda: f"pod beyond {outcome(kube, 'beyond') or 'still running'}",
-        )
+        try:
+            result = eventually(
+                ended,
+                300,
+                "the pod beyond allocatable to be evicted",
+                interval=5,
+                behaviour=True,
+                seen=lambda: f"pod beyond still running; {peak.describe()}",
+            )
+        except BehaviourNotObserved as exc:
+            if not peak.reached(allocatable):
+                raise InfrastructureError(
+                    f"the load was never shown applied: pod beyond was never seen holding {beyond} in 300 s "
+                    f"({peak.describe()})",
+                    "the node's kubelet must list the pod in stats/summary; read the pod's events",
+                ) from exc
+            timed_out.append(exc)
+            raise
+        if "Evicted" not in result and "OOMKilled" not in result and not peak.reached(allocatable):
+            raise InfrastructureError(
+                f"the load could not be applied: pod beyond ended ({result}) before it was seen holding {beyond} "
+                f"({peak.describe()})",
+                "read the pod's logs and events; the check needs testlimit to hold more than allocatable",
+            )
         assert "Evicted" in result or "OOMKilled" in result, result
 
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support import suites
+from wincon.checks import memory
 
 compute = suites.load("suites/scheduling/test_compute_limitations.py")
 
@@ -56,7 +57,7 @@ def summary(monkeypatch):
         }
         return {"pods": [entry]}, 0.01
 
-    monkeypatch.setattr(compute, "kubelet_json", kubelet_json)
+    monkeypatch.setattr(memory, "kubelet_json", kubelet_json)  # what working_set reads
     return held
 
 

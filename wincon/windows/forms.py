@@ -62,6 +62,7 @@ TESTLIMIT = _K + "test/e2e/windows/eviction.go:124 testlimit.exe"
 TESTLIMIT_CONSUME_MEM = (
     _K + "test/images/resource-consumer/utils_windows.go:39 -accepteula"
 )  # ConsumeMem: testlimit.exe
+TESTLIMIT_CHUNKS = _K + "test/e2e/windows/eviction.go:169 chunks"  # -d <chunk size> ... -c <chunks>
 STATS_WORKING_SET = _K + "test/e2e/windows/kubelet_stats.go:121 WorkingSetBytes"
 # Generic [Conformance]/[NodeConformance] tests, which SIG Windows runs on Windows nodes, run busybox's sh and
 # its applets in Windows pods with the very command lines of Linux pods (busybox-w32 in the images' C:\bin).
