@@ -274,6 +274,33 @@ def test_a_failed_pod_names_its_container_and_is_the_workloads_failure_only_with
     assert type(caught.value).__name__ == raised, caught.value
 
 
+def _two_containers(restart_policy: str, second: tuple[str, int]) -> _Obj:
+    """A Running pod whose first container runs and whose second ended ``second`` (reason, exit code)."""
+    running = _Obj(name="first", state=_Obj(waiting=None, terminated=None, running=_Obj()))
+    ended = _Obj(reason=second[0], exit_code=second[1], message="msg")
+    other = _Obj(name="second", state=_Obj(waiting=None, terminated=ended))
+    status = _Obj(phase="Running", reason=None, message=None, conditions=[])
+    status.init_container_statuses, status.container_statuses = [], [running, other]
+    return _Obj(spec=_Obj(restart_policy=restart_policy), status=status)
+
+
+def test_a_never_pod_with_a_container_ended_in_failure_fails_its_wait_at_once():
+    """Before: a restartPolicy Never pod of two containers, one failed, stayed Running and never Ready: a wait for it
+    ran out as the cluster's error (the Hyper-V two-container check's form). Now the workload's failure, named."""
+    from wincon.cluster import waits
+
+    reason = pod_failure(_two_containers("Never", ("StartError", 128)))
+    assert reason == "container second terminated StartError (exit 128): msg", reason
+    with pytest.raises(waits.WorkloadFailed, match="container second terminated StartError"):
+        waits._raise_for(reason, "pod p")
+    # Counter-cases: the kubelet restarts a container of another policy; a container that completed is not a failure;
+    # a container the kubelet lost is the cluster's.
+    assert pod_failure(_two_containers("Always", ("Error", 1))) is None
+    assert pod_failure(_two_containers("OnFailure", ("Error", 1))) is None
+    assert pod_failure(_two_containers("Never", ("Completed", 0))) is None
+    assert pod_failure(_two_containers("Never", ("ContainerStatusUnknown", 137))) is None
+
+
 def test_placement_is_checked_against_the_os_build_and_node_the_manifest_pins():
     from types import SimpleNamespace as NS
 

@@ -277,10 +277,10 @@ def pod_succeeded(pod: Any) -> bool:
 LOST_REASONS = frozenset({"ContainerStatusUnknown"})
 
 
-def terminated_in_failure(status: Any) -> str | None:
-    """'container <name> terminated <reason> (exit N): <message>' for the first container (init containers first)
+def terminated_in_failure(statuses: list[Any]) -> str | None:
+    """'container <name> terminated <reason> (exit N): <message>' for the first of ``statuses`` (container statuses)
     that ended other than Completed with exit 0, the kubelet's LOST_REASONS aside; None where none did."""
-    for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
+    for cs in statuses:
         ended = cs.state.terminated if cs.state else None
         if ended is None or ended.reason in LOST_REASONS or (ended.reason == "Completed" and not ended.exit_code):
             continue
@@ -289,19 +289,28 @@ def terminated_in_failure(status: Any) -> str | None:
 
 
 def pod_failure(pod: Any) -> str | None:
-    """A reason the pod will not get to Running by itself, or None while it still may."""
+    """A reason the pod will not get to Running (or, restartPolicy Never, to Ready) by itself, or None while it still
+    may."""
     status = pod.status
     if not status:
         return None
+    every = (status.init_container_statuses or []) + (status.container_statuses or [])
     if status.phase == "Failed":
         # The pod's own reason (Evicted, OutOfcpu, NodeAffinity, ...: the node refused or dropped it) is the
         # cluster's; without one, a container that ended in failure is the workload's (WorkloadFailed, as a crash).
-        ended = None if status.reason else terminated_in_failure(status)
+        ended = None if status.reason else terminated_in_failure(every)
         return ended or f"pod failed: {status.reason or ''} {status.message or ''}".strip()
+    if getattr(getattr(pod, "spec", None), "restart_policy", None) == "Never":
+        # A container of a restartPolicy Never pod that ended in failure never runs again, so the pod is never Ready,
+        # though it stays Running while another container runs: the workload's failure now, not a wait running out.
+        # (An init container that failed fails the pod: phase Failed, above.)
+        ended = terminated_in_failure(status.container_statuses or [])
+        if ended:
+            return ended
     for cond in status.conditions or []:
         if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
             return _unschedulable(pod, cond.message or "")
-    for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
+    for cs in every:
         waiting = cs.state.waiting if cs.state else None
         if waiting and (waiting.reason in IMAGE_REASONS or waiting.reason in CRASH_REASONS):
             return f"{waiting.reason} in container {cs.name}: {waiting.message or ''}".strip()
