@@ -31,11 +31,21 @@ DEFAULT_USERS = ("containeradministrator", "containeruser")
 
 @dataclass(frozen=True)
 class Effect:
+    """A Linux field, the command that shows its effect in the pod, and what that command prints where it holds.
+
+    Before the effect's command can fail as the documented deviation, its tool is shown to work: ``tool`` is the
+    same tool against a target that must answer, with what it must print (pidof finds the container's own process;
+    cmd's type, findstr and dir read the suite's own file). ``shows`` says what the deviation itself looks like
+    where the command's failure alone is not it (pidof's own "no such process"; the image's default account named).
+    """
+
     label: str
     apply: Callable[[dict[str, Any], Any], dict[str, Any]]
     command: list[str]
     holds: Callable[[str], bool]
     promise: str
+    tool: tuple[list[str], Callable[[str], bool]] | None = None
+    shows: Callable[[Any], bool] | None = None
 
 
 def pod_context(**fields: Any) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -107,6 +117,41 @@ def proc_status(key: str) -> list[str]:
     return ["cmd", "/c", f"findstr {key} C:\\proc\\self\\status"]
 
 
+# The suite's own file that cmd's type, findstr and dir are first shown to read, so that their failure on a /proc
+# path means the path is not there, not that the tool failed: written as upstream's Windows volume test writes one
+# into an emptyDir mounted at its path (test/e2e/windows/volumes.go:102 `cmd /c "echo windows-volume-test" > file`,
+# :44 C:\test-volume), read back with its read (volumes.go:148 `cmd /c type file`, stdout the text).
+PROBE_DIR = "C:\\test-volume"
+PROBE_NAME = "wincon-probe.txt"
+PROBE_FILE = f"{PROBE_DIR}\\{PROBE_NAME}"
+PROBE_TEXT = "wincon-probe"
+WRITE_PROBE = ["cmd", "/c", f"echo {PROBE_TEXT}", ">", PROBE_FILE]
+TYPE_WORKS = (["cmd", "/c", f"type {PROBE_FILE}"], lambda out: PROBE_TEXT in out)
+FINDSTR_WORKS = (["cmd", "/c", f"findstr {PROBE_TEXT} {PROBE_FILE}"], lambda out: PROBE_TEXT in out)
+DIR_WORKS = (["cmd", "/c", f"dir {PROBE_FILE}"], lambda out: PROBE_NAME in out.lower())
+DIR_FINDSTR_WORKS = (["cmd", "/c", f"dir {PROBE_DIR} | findstr /i {PROBE_TEXT}"], lambda out: PROBE_TEXT in out.lower())
+PIDOF_WORKS = (OWN_PROCESS, pids_listed)
+
+
+def with_probe_volume(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with an emptyDir mounted at PROBE_DIR in its first container (upstream's volume test's mount)."""
+    body = copy.deepcopy(body)
+    body["spec"].setdefault("volumes", []).append({"name": "wincon-probe", "emptyDir": {}})
+    mounts = body["spec"]["containers"][0].setdefault("volumeMounts", [])
+    mounts.append({"name": "wincon-probe", "mountPath": PROBE_DIR})
+    return body
+
+
+def default_account_named(result: Any) -> bool:
+    """`echo %username%` worked and named one of the image's default accounts: the UID had no effect."""
+    return result.ok and result.stdout.strip().lower() in DEFAULT_USERS
+
+
+def groups_listed(result: Any) -> bool:
+    """`whoami /groups` worked and printed its groups (without the one asked for)."""
+    return result.ok and bool(result.stdout.strip())
+
+
 EFFECTS = [
     pytest.param(
         Effect(
@@ -115,6 +160,8 @@ EFFECTS = [
             pidof("kubelet.exe"),
             pids_listed,
             "a privileged container sees the host's processes",
+            tool=PIDOF_WORKS,
+            shows=pidof_found_nothing,
         ),
         marks=pytest.mark.limitation("privileged-containers-unsupported"),
         id="privileged",
@@ -129,6 +176,7 @@ EFFECTS = [
                 bool(out.strip()) and "%username%" not in out.lower() and out.strip().lower() not in DEFAULT_USERS
             ),
             "the process runs as UID 1000, not as the image's default account",
+            shows=default_account_named,
         ),
         marks=pytest.mark.limitation("run-as-user-unsupported"),
         id="run-as-user",
@@ -140,6 +188,7 @@ EFFECTS = [
             ["cmd", "/c", "whoami /groups"],
             lambda out: "3000" in out,
             "the process runs with primary group 3000",
+            shows=groups_listed,
         ),
         marks=pytest.mark.limitation("run-as-group-unsupported"),
         id="run-as-group",
@@ -151,6 +200,7 @@ EFFECTS = [
             ["cmd", "/c", "whoami /groups"],
             lambda out: "4000" in out,
             "the process is a member of group 4000",
+            shows=groups_listed,
         ),
         marks=pytest.mark.limitation("supplemental-groups-unsupported"),
         id="supplemental-groups",
@@ -162,6 +212,7 @@ EFFECTS = [
             ["cmd", "/c", "type C:\\proc\\self\\attr\\current"],
             lambda out: "s0:c123,c456" in out,
             "the process carries the SELinux level s0:c123,c456",
+            tool=TYPE_WORKS,
         ),
         marks=pytest.mark.limitation("selinux-options-unsupported"),
         id="selinux-options",
@@ -173,6 +224,7 @@ EFFECTS = [
             ["cmd", "/c", "type C:\\proc\\self\\attr\\apparmor\\current"],
             lambda out: "enforce" in out,
             "the runtime's default AppArmor profile is enforced",
+            tool=TYPE_WORKS,
         ),
         marks=pytest.mark.limitation("apparmor-unsupported"),
         id="apparmor",
@@ -184,6 +236,7 @@ EFFECTS = [
             proc_status("Seccomp"),
             lambda out: out.strip().endswith("2"),
             "seccomp filtering is on (Seccomp: 2)",
+            tool=FINDSTR_WORKS,
         ),
         marks=pytest.mark.limitation("seccomp-unsupported"),
         id="seccomp",
@@ -195,6 +248,7 @@ EFFECTS = [
             proc_status("CapEff"),
             lambda out: "0000000000000000" in out,
             "no effective capabilities remain",
+            tool=FINDSTR_WORKS,
         ),
         marks=pytest.mark.limitation("capabilities-unsupported"),
         id="capabilities",
@@ -206,6 +260,7 @@ EFFECTS = [
             proc_status("NoNewPrivs"),
             lambda out: out.strip().endswith("1"),
             "no_new_privs is set",
+            tool=FINDSTR_WORKS,
         ),
         marks=pytest.mark.limitation("allow-privilege-escalation-unsupported"),
         id="allow-privilege-escalation",
@@ -217,6 +272,7 @@ EFFECTS = [
             ["cmd", "/c", "dir C:\\proc\\kcore"],
             lambda out: "kcore" in out,
             "/proc is mounted unmasked",
+            tool=DIR_WORKS,
         ),
         marks=pytest.mark.limitation("proc-mount-unsupported"),
         id="proc-mount",
@@ -228,6 +284,7 @@ EFFECTS = [
             ["cmd", "/c", "type C:\\proc\\sys\\net\\ipv4\\ip_local_port_range"],
             lambda out: out.split()[:1] == ["1024"],
             "the pod's sysctl is applied",
+            tool=TYPE_WORKS,
         ),
         marks=pytest.mark.limitation("sysctls-unsupported"),
         id="sysctls",
@@ -239,6 +296,8 @@ EFFECTS = [
             pidof("pause.exe"),
             pids_listed,
             "one container sees the other container's process",
+            tool=PIDOF_WORKS,
+            shows=pidof_found_nothing,
         ),
         marks=pytest.mark.limitation("share-process-namespace"),
         id="share-process-namespace",
@@ -250,6 +309,8 @@ EFFECTS = [
             pidof("kubelet.exe"),
             pids_listed,
             "the pod sees the host's processes",
+            tool=PIDOF_WORKS,
+            shows=pidof_found_nothing,
         ),
         marks=pytest.mark.limitation("host-ipc-pid-unsupported"),
         id="host-pid",
@@ -261,6 +322,7 @@ EFFECTS = [
             ["cmd", "/c", "dir \\\\.\\pipe\\ | findstr /i containerd"],
             lambda out: "containerd" in out.lower(),
             "the pod shares the host's IPC objects (the runtime's named pipes)",
+            tool=DIR_FINDSTR_WORKS,
         ),
         marks=pytest.mark.limitation("host-ipc-pid-unsupported"),
         id="host-ipc",
@@ -279,6 +341,9 @@ def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namesp
     """ "Linux specific pod security context privileges such as SELinux, AppArmor, Seccomp, Capabilities (POSIX Capabilities), and others are not supported" (000_4130a90def37a825.txt, Security): each should take effect."""
     base = make_pod(f"effect-{effect.label}")
     body = effect.apply(base, wincon)
+    probed = effect.tool is not None and PROBE_DIR in " ".join(effect.tool[0])
+    if probed:
+        body = with_probe_volume(body)
     # The gate first: on simulated nodes nothing below may decide the verdict (the plan says skip).
     kube.gate(effect.command, where=f"pod {body['metadata']['name']}")
     created, rejection = kube.submit(body, dry_run=False)
@@ -286,20 +351,26 @@ def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namesp
         # The deviation only where the API server's Windows rule names the very field this effect sets.
         judge_refusal(rejection, effect_fields(effect, base, wincon), effect.label, body)
     pod = await_pod(wincon, namespace, body, os_name="windows")
-    lists_processes = effect.command[0] == "pidof"
-    if lists_processes:
-        # The tool must find what must be there (its own container's process) before "not found" means anything.
-        own = kube.exec(pod, OWN_PROCESS, container="main", where=f"pod {pod.metadata.name}")
-        if not (own.ok and pids_listed(own.stdout)):
+    where = f"pod {pod.metadata.name}"
+    if effect.tool is not None:
+        # The tool must answer for what must be there (the container's own process, the suite's own file) before
+        # its failure on what the field would bring means anything.
+        if probed:
+            kube.exec(pod, WRITE_PROBE, container="main", where=where)
+        command, answers = effect.tool
+        shown = kube.exec(pod, command, container="main", where=where)
+        if not (shown.ok and answers(shown.stdout)):
             raise SuiteError(
-                "pidof does not find the container's own agnhost process, so it cannot tell whether another is seen",
+                f"`{' '.join(command)}` does not answer for what must be there, so it cannot tell whether "
+                f"{effect.promise}",
                 image=body["spec"]["containers"][0]["image"],
-                tool=" ".join(OWN_PROCESS),
-                output=f"exit {own.exit_code}: {own.stdout} {own.stderr}",
+                tool=" ".join(command),
+                output=f"exit {shown.exit_code}: {shown.stdout} {shown.stderr}",
             )
-    result = kube.exec(pod, effect.command, container="main", where=f"pod {pod.metadata.name}")
-    accepts = (lambda: pidof_found_nothing(result)) if lists_processes else None
-    with expect_deviation(effect.label, accepts=accepts, deviation="the process is not visible"):
+    result = kube.exec(pod, effect.command, container="main", where=where)
+    accepts = (lambda: effect.shows(result)) if effect.shows is not None else None
+    # Without `shows`, the tool was shown to work just above: a failed assertion is the field having no effect.
+    with expect_deviation(effect.label, accepts=accepts, deviation=f"not: {effect.promise}"):
         # The command's own exit code counts: a findstr that found nothing is the field having no effect.
         assert result.ok and effect.holds(result.stdout), (
             f"expected: {effect.promise}; `{' '.join(effect.command)}` exited {result.exit_code}, "

@@ -1,5 +1,7 @@
-"""The Linux security-field suite's process checks (issue 18, item 3): pidof must first find the container's own
-process; only pidof's own "no such process" is the deviation, and the API refusal is judged by the effect's field."""
+"""The Linux security-field suite's effect checks (issue 18, item 3): pidof must first find the container's own
+process; only pidof's own "no such process" is the deviation, and the API refusal is judged by the effect's field.
+Since the twenty-seventh session the other effects' tools are shown to work too (cmd's type, findstr and dir read
+the suite's own file first), and `echo %username%` / `whoami /groups` are the deviation only where they worked."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ NOT_FOUND = ExecResult(1, "", "")
 
 def test_the_tool_must_find_its_own_process_before_not_found_counts(monkeypatch):
     """Before: tasklist's rejected arguments (or any failure) read as the host's processes being invisible."""
-    with pytest.raises(SuiteError, match="pidof does not find the container's own agnhost process"):
+    with pytest.raises(SuiteError, match="`pidof agnhost` does not answer for what must be there"):
         run("host-pid", {"pidof agnhost": NOT_FOUND, "pidof kubelet.exe": NOT_FOUND}, monkeypatch)
 
 
@@ -85,3 +87,66 @@ def test_a_refusal_of_another_field_is_not_this_effects_deviation(monkeypatch):
 
 def test_no_effect_runs_tasklist_any_more():
     assert not any("tasklist" in " ".join(effect.command).lower() for effect in EFFECTS.values())
+
+
+PROBE = SUITE.PROBE_FILE
+WROTE = ExecResult(0, "", "")
+TYPE_PROBE = f"cmd /c type {PROBE}"
+WRITE = " ".join(SUITE.WRITE_PROBE)
+NO_PATH = ExecResult(1, "", "The system cannot find the path specified.")  # any failure: not matched on its words
+
+
+def test_a_proc_file_absent_is_the_deviation_once_type_read_the_suites_own_file(monkeypatch):
+    """Before: any failure of `type C:\\proc\\...` (cmd missing, access denied, an exec error) was the deviation."""
+    selinux = "cmd /c type C:\\proc\\self\\attr\\current"
+    answers = {WRITE: WROTE, TYPE_PROBE: ExecResult(0, "wincon-probe \r\n", ""), selinux: NO_PATH}
+    with pytest.raises(DeviationObserved, match="selinux-options"):
+        run("selinux-options", answers, monkeypatch)
+    with pytest.raises(SuiteError, match="`cmd /c type .*wincon-probe.txt` does not answer"):
+        run("selinux-options", {**answers, TYPE_PROBE: NO_PATH}, monkeypatch)
+    kube = FakeKube({**answers, selinux: ExecResult(0, "s0:c123,c456", "")})
+    monkeypatch.setattr(SUITE, "await_pod", lambda *a, **k: NS(metadata=NS(name="p")))
+    made: list[Any] = []
+    monkeypatch.setattr(kube, "submit", lambda body, dry_run=True: (made.append(body), (body, None))[1])
+    SUITE.test_linux_security_setting_takes_effect_in_windows_pod(
+        kube,
+        NS(catalog=Catalog()),
+        "ns",
+        lambda name: pod_manifest(name, [container("main", "x")]),
+        EFFECTS["selinux-options"],
+    )
+    assert kube.ran[0] == SUITE.WRITE_PROBE and " ".join(kube.ran[1]) == TYPE_PROBE, kube.ran
+    mounts = made[0]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "wincon-probe", "mountPath": SUITE.PROBE_DIR} in mounts
+    assert {"name": "wincon-probe", "emptyDir": {}} in made[0]["spec"]["volumes"]
+
+
+def test_each_effect_without_its_own_deviation_form_shows_its_tool_first():
+    for effect in EFFECTS.values():
+        assert effect.tool is not None or effect.shows is not None, effect.label
+
+
+def test_the_default_account_named_is_the_deviation_and_a_failed_echo_is_not(monkeypatch):
+    echo = "cmd /S /C echo %username%"
+    with pytest.raises(DeviationObserved, match="run-as-user"):
+        run("run-as-user", {echo: ExecResult(0, "ContainerUser\r\n", "")}, monkeypatch)
+    with pytest.raises(NotTheDeviation):
+        run("run-as-user", {echo: ExecResult(1, "", "'cmd' is not recognized")}, monkeypatch)
+
+
+def test_groups_listed_without_the_group_is_the_deviation_and_a_failed_whoami_is_not(monkeypatch):
+    whoami = "cmd /c whoami /groups"
+    with pytest.raises(DeviationObserved, match="supplemental-groups"):
+        run("supplemental-groups", {whoami: ExecResult(0, "GROUP INFORMATION\r\n", "")}, monkeypatch)
+    with pytest.raises(NotTheDeviation):
+        run("supplemental-groups", {whoami: ExecResult(1, "", "")}, monkeypatch)
+
+
+def test_the_pipe_listing_must_find_the_suites_own_file_first(monkeypatch):
+    listing = f"cmd /c dir {SUITE.PROBE_DIR} | findstr /i wincon-probe"
+    pipes = "cmd /c dir \\\\.\\pipe\\ | findstr /i containerd"
+    with pytest.raises(SuiteError, match="does not answer"):
+        run("host-ipc", {WRITE: WROTE, listing: ExecResult(1, "", ""), pipes: ExecResult(1, "", "")}, monkeypatch)
+    found = ExecResult(0, "wincon-probe.txt", "")  # the line findstr kept; dir's other columns are not read
+    with pytest.raises(DeviationObserved, match="host-ipc"):
+        run("host-ipc", {WRITE: WROTE, listing: found, pipes: ExecResult(1, "", "")}, monkeypatch)
