@@ -26,7 +26,10 @@ pytestmark = [pytest.mark.lifecycle]
 NETEXEC = ["netexec", "--http-port=8080", "--udp-port=8081"]
 OOM_WAIT = 120  # seconds a container over its memory limit is given to be OOM-killed (Linux: a few seconds)
 OOM_LIMIT_MIB = 200  # the memory hog's limit (and request)
-OOM_HELD = 0.95  # the share of its limit a hog is seen holding before "not OOM-killed" is evidence
+# The share of its limit the hog is seen holding before "not OOM-killed" is evidence. Not 95 % as for the compute
+# checks' loads: the limit also counts the process's own memory beside its chunks, and the chunks stop at the last
+# whole one under the limit, so the hog may hold up to a chunk (10 MB) and its own baseline less than 200Mi.
+OOM_HELD = 0.9
 
 
 def recorded(kube, recorder) -> str:
@@ -415,8 +418,8 @@ def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data
     """ "Windows does not have an out-of-memory process killer as Linux does ... processes will page to disk instead of being subject to out of memory (OOM) termination" (002_8a7e76f95009f44f.txt, Memory Reservations)."""
     limits = {"resources": {"limits": {"memory": f"{OOM_LIMIT_MIB}Mi"}, "requests": {"memory": f"{OOM_LIMIT_MIB}Mi"}}}
     if target_os == "windows":
-        # Sysinternals testlimit in upstream's resource-consumer image commits and touches 400 MB in 20 chunks of
-        # 20 MB: the chunked form upstream's Windows eviction test runs in Windows pods (eviction.go:161-169,
+        # Sysinternals testlimit in upstream's resource-consumer image commits and touches 400 MB in 40 chunks of
+        # 10 MB: the chunked form upstream's Windows eviction test runs in Windows pods (eviction.go:161-169,
         # "-d 300Mb -e 1 20000s -c <chunks>"), so the container can fill its limit whatever becomes of the commit
         # that would pass it. Its output is never read: what it holds is read from the kubelet's stats/summary.
         body = windows_pod(
@@ -424,7 +427,7 @@ def test_container_over_its_memory_limit_is_oom_killed(kube, wincon, build, data
             "memory-hog",
             build,
             image_key="resource-consumer",
-            command=["/bin/testlimit.exe", "-accepteula", "-d", "20Mb", "-e", "1", "600s", "-c", "20"],
+            command=["/bin/testlimit.exe", "-accepteula", "-d", "10Mb", "-e", "1", "600s", "-c", "40"],
             restartPolicy="Never",
             container_extra=limits,
         )
