@@ -336,6 +336,47 @@ def test_dead_component_is_named_and_stale_state_is_recovered(lifecycle_name):
     assert all(is_ready(n) for n in nodes)
 
 
+class PortHold:
+    """Holds a dead component's port for it while it is down (a listening socket on 127.0.0.1:port), so that another
+    cluster created meanwhile cannot take it: kwokctl picks each port of a new cluster by counting down from 32767 to
+    the first that is free (kwok v0.8.0 pkg/utils/net/unused_port.go), and `make test` starts clusters on several
+    xdist workers at once. Seen in a clean-clone CI (the twenty-seventh session): the controller-manager started again
+    here could not bind 127.0.0.1:32750, taken by another test's cluster while it was down."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sock: socket.socket | None = None
+
+    def take(self, timeout: float = 10.0) -> None:
+        """Bind the port as soon as its owner's socket is closed (a killed process closes it as it exits)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", self.port))
+                sock.listen()
+            except OSError:
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+                continue
+            self.sock = sock
+            return
+
+    def give_back(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def secure_port(pid: int) -> int:
+    """The --secure-port= on process ``pid``'s command line (kwokctl gives kube-controller-manager one)."""
+    words = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    return int(next(w.split("=", 1)[1] for w in words if w.startswith("--secure-port=")))
+
+
 def test_a_controller_manager_that_gave_up_waiting_for_the_api_server_is_started_again(lifecycle_name):
     """kube-controller-manager exits when /healthz is not ok within 10 s of its start (KCM_WAITED_OUT); made so here
     for real: etcd stopped (SIGSTOP), so the API server's /healthz fails its etcd check, and the controller-manager
@@ -354,19 +395,25 @@ def test_a_controller_manager_that_gave_up_waiting_for_the_api_server_is_started
     def kcm_state() -> cluster.Component:
         return next(c for c in cluster.components(name) if c.name == "kube-controller-manager")
 
+    hold = PortHold(secure_port(kcm.pid))
     os.kill(kcm.pid, signal.SIGKILL)
+    hold.take()  # while it is down, no other cluster may take its port (PortHold)
     # kwokctl starts no component whose pid answers signal 0, a zombie's too (cluster._reaped)
     eventually("kube-controller-manager to be reaped", lambda: cluster._reaped(kcm.pid) or None, 30)
     os.kill(etcd.pid, signal.SIGSTOP)
     try:
         seen = cluster.Starting(name, bindir, sys.stderr, set(cluster.COMPONENTS))
+        hold.give_back()
         cluster._kwokctl_start(seen)  # /version needs no etcd: kwokctl sees the cluster served and returns
+
+        def gave_up() -> bool | None:
+            if kcm_state().running or not cluster._waited_out(kcm_state()):
+                return None
+            hold.take()
+            return True
+
         try:
-            eventually(
-                "kube-controller-manager to give up waiting for the API server",
-                lambda: True if not kcm_state().running and cluster._waited_out(kcm_state()) else None,
-                60,
-            )
+            eventually("kube-controller-manager to give up waiting for the API server", gave_up, 60)
         finally:
             print(f"{kcm_state()}; its log's last lines:\n{cluster._tail(kcm_state().log, 3)}", file=sys.stderr)
         assert not cluster._api_healthy(name)
@@ -374,6 +421,16 @@ def test_a_controller_manager_that_gave_up_waiting_for_the_api_server_is_started
         assert seen.again == 0
     finally:
         os.kill(etcd.pid, signal.SIGCONT)
+    # The port is given back only once _check_alive will start it again at once: the API server healthy, the exited
+    # process reaped (what _start_again waits for).
+    try:
+        eventually(
+            "the API server healthy and the exited controller-manager reaped",
+            lambda: True if cluster._api_healthy(name) and cluster._reaped(kcm_state().pid) else None,
+            60,
+        )
+    finally:
+        hold.give_back()
 
     def started_again() -> bool | None:
         cluster._check_alive(seen)
