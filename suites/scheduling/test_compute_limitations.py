@@ -106,10 +106,10 @@ def linux_memory_pod(wincon, name, node, mib, limit, request):
     return body
 
 
-def outcome(kube, name):
+def outcome(kube, name, peak: Peak | None = None):
     """'terminated: <reason> (exit N)' once the pod's container ended (or the pod was evicted); 'allocated' once
     the kubelet's stats/summary shows the pod's working set at 95 % of what it commits (its ``COMMIT_MIB``
-    annotation); else None. The same reading on both OSes."""
+    annotation); else None. The same reading on both OSes; ``peak``, where given, counts that reading."""
     pod = call(kube.core.read_namespaced_pod, name, kube.namespace)
     for status in (pod.status.container_statuses if pod.status else None) or []:
         if status.state and status.state.terminated:
@@ -119,6 +119,8 @@ def outcome(kube, name):
     mib = int((pod.metadata.annotations or {}).get(COMMIT_MIB, "0"))
     if mib and pod.spec.node_name and pod.status and pod.status.phase == "Running":
         used = working_set(kube.api_client, pod.spec.node_name, name, kube.namespace)
+        if peak is not None:
+            peak.record(used)
         if used is not None and used >= 0.95 * mib * MIB:
             return "allocated"
     return None
@@ -446,11 +448,8 @@ def test_pods_beyond_allocatable_memory_are_evicted(kube, wincon, build, data_pl
     beyond = f"more than the node's allocatable {allocatable / MIB:.0f} MiB"
 
     def ended():
-        result = outcome(kube, "beyond")
-        if result and "terminated" in result:
-            return result
-        peak.read()
-        return None
+        result = outcome(kube, "beyond", peak)  # reads the working set once a poll, into peak, while it runs
+        return result if result and "terminated" in result else None
 
     timed_out: list[BehaviourNotObserved] = []
     # The deviation is the pod left running once it was shown holding more than allocatable (stats/summary); a wait

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support import suites
 from wincon.checks import memory
+from wincon.checks.memory import Peak
 
 compute = suites.load("suites/scheduling/test_compute_limitations.py")
 
@@ -70,6 +71,14 @@ def test_a_log_saying_allocated_is_not_an_allocation(summary):
 def test_what_the_pod_holds_is_the_allocation(summary):
     summary["bytes"] = 399 * MIB
     assert compute.outcome(kube_with(pod(annotations={compute.COMMIT_MIB: "400"})), "over-limit") == "allocated"
+
+
+def test_the_reading_outcome_takes_is_counted_by_the_checks_peak(summary):
+    """The beyond-allocatable check reads stats/summary once a poll: outcome's own reading, counted into its Peak."""
+    summary["bytes"] = 120 * MIB
+    peak = Peak(None, "win-1", "over-limit", "sched-x")
+    assert compute.outcome(kube_with(pod(annotations={compute.COMMIT_MIB: "400"})), "over-limit", peak) is None
+    assert peak.bytes == 120 * MIB and peak.readings == 1
 
 
 def test_an_ended_container_is_its_outcome(summary):

@@ -86,6 +86,14 @@ def test_a_container_never_seen_holding_its_limit_is_an_error_not_the_deviation(
         oom(monkeypatch, [5 * MIB, 5 * MIB], "Completed", 0)
 
 
+def test_the_hog_counts_as_holding_its_limit_from_90_percent_and_not_below(monkeypatch, clock):
+    """OOM_HELD (0.9 of 200Mi, 180 MiB): the bound itself, both sides of it."""
+    with pytest.raises(DeviationObserved, match="no-oom-killer"):
+        oom(monkeypatch, [180 * MIB], None)
+    with pytest.raises(InfrastructureError, match="largest working set was 179 MiB"):
+        oom(monkeypatch, [179 * MIB], None)
+
+
 # --------------------------------------------------------------------------- memory-pressure-not-reported (compute)
 
 
@@ -120,12 +128,21 @@ def test_a_pressure_load_never_held_or_ended_by_itself_is_an_error(monkeypatch, 
 
 
 def beyond(monkeypatch, reads: list[int | None], outcomes: list[str | None]) -> None:
+    """The beyond-allocatable check; its pod's ``outcome`` one per poll (the last repeated), and while it runs the
+    working set ``outcome`` reads into the check's Peak, one of ``reads`` per poll."""
     readings(monkeypatch, reads)
     left = list(outcomes)
+
+    def outcome(kube, name, peak=None):
+        result = left.pop(0) if len(left) > 1 else left[0]
+        if peak is not None and not (result and "terminated" in result):
+            peak.read()
+        return result
+
     monkeypatch.setattr(COMPUTE, "target_node", lambda profile, build: "win-0")
     monkeypatch.setattr(COMPUTE, "node_memory", lambda kube, node, field: ALLOCATABLE)
     monkeypatch.setattr(COMPUTE, "memory_pod", lambda *a, **k: {})
-    monkeypatch.setattr(COMPUTE, "outcome", lambda kube, name: left.pop(0) if len(left) > 1 else left[0])
+    monkeypatch.setattr(COMPUTE, "outcome", outcome)
     kube = fakes.CommandKube(pods={"beyond": NS(spec=NS(node_name="win-0"))})
     kube.api_client = None
     COMPUTE.test_pods_beyond_allocatable_memory_are_evicted(kube, NS(profile=None), 26100, no_gate, [])

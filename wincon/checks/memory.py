@@ -42,7 +42,10 @@ class Peak:
         self.readings = 0
 
     def read(self) -> int | None:
-        value = working_set(self.api_client, self.node, self.name, self.namespace)
+        return self.record(working_set(self.api_client, self.node, self.name, self.namespace))
+
+    def record(self, value: int | None) -> int | None:
+        """Count one reading taken elsewhere (``working_set``'s answer), so that a poll reads stats/summary once."""
         self.readings += 1
         if value is not None:
             self.bytes = max(value, self.bytes or 0)
