@@ -334,7 +334,9 @@ EFFECTS = [
 @pytest.mark.dataplane
 @pytest.mark.parametrize("effect", EFFECTS)
 @pytest.mark.documents("k8s-windows-intro", "Security")
-@pytest.mark.windows_form(forms.CMD_ECHO_USERNAME, forms.CMD_WHOAMI, forms.CMD_TYPE, forms.CMD_ECHO_TO_FILE)
+@pytest.mark.windows_form(
+    forms.CMD_ECHO_USERNAME, forms.CMD_WHOAMI, forms.CMD_TYPE, forms.CMD_ECHO_TO_FILE, forms.CMD_DIR
+)
 # Not made ahead: the data-plane gate comes before the create (on simulated nodes nothing is created), and the
 # API server refuses most of these fields for a Windows pod, so no pod start is waited for.
 def test_linux_security_setting_takes_effect_in_windows_pod(kube, wincon, namespace, make_pod, effect):

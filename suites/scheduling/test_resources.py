@@ -81,7 +81,7 @@ def scheduled_or_refused(pod) -> bool:
 @pytest.mark.dataplane
 @pytest.mark.limitation("hugepages-unsupported")
 @pytest.mark.documents("k8s-windows-intro", "V1.Container")
-@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE, "k8s.io/kubernetes@v1.37.2/test/e2e/windows/host_process.go:360 dir")
+@pytest.mark.windows_form(forms.CMD_ECHO_TO_FILE, forms.CMD_DIR)
 def test_pod_requesting_hugepages_is_scheduled_on_windows_and_mounts_them(kube, wincon, build):
     """ "Huge pages are not implemented in the Windows container runtime, and are not available" (000_4130a90def37a825.txt, V1.Container): a Windows pod asking for hugepages-2Mi should be placed and get them."""
     body = windows_pod(wincon, "hugepages", build)

@@ -52,6 +52,7 @@ CURL_EXE_EXEC = _K + "test/e2e/windows/dns.go:107 curl.exe"
 IPCONFIG = _K + "test/e2e/windows/dns.go:82 ipconfig"
 CMD_ECHO_TO_FILE = _K + "test/e2e/windows/volumes.go:102 echo"  # cmd /c echo ... > file
 CMD_TYPE = _K + "test/e2e/windows/volumes.go:148 type"  # cmd /c type file
+CMD_DIR = _K + "test/e2e/windows/host_process.go:360 dir"  # cmd /c dir path
 CMD_ECHO_USERNAME = _K + "test/e2e/windows/security_context.go:132 %username%"
 CMD_WHOAMI = _K + "test/e2e/windows/host_process.go:765 whoami"
 POWERSHELL_HOSTPROCESS = _K + "test/e2e/windows/host_process.go:125 powershell.exe"
