@@ -102,7 +102,8 @@ def register(subparsers: Any) -> None:
     add_kubernetes_version(p)
     p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: a free port)")
     p.add_argument("--timeout", type=float, default=cluster.UP_TIMEOUT, metavar="SECONDS",
-                   help=f"give up after this long (default: {cluster.UP_TIMEOUT:.0f})")  # fmt: skip
+                   help=f"give up after this long, not counting the wait for another cluster's start "
+                        f"(default: {cluster.UP_TIMEOUT:.0f})")  # fmt: skip
     p.add_argument("--extra-args", action="append", default=[], metavar="COMPONENT=FLAG=VALUE",
                    help="extra flag for a component, passed to kwokctl (repeatable)")  # fmt: skip
     p.set_defaults(func=_up)

@@ -111,6 +111,7 @@ class Starting:
     started: set[str] = dataclasses.field(default_factory=set)
     again: int = 0
     kept_logs: list[Path] = dataclasses.field(default_factory=list)
+    waited: float = 0.0  # seconds the start waited for another cluster's to finish: not counted against its timeout
 
 
 def _kill(name: str, timeout: float = 5.0) -> None:
@@ -270,10 +271,13 @@ def _check_port(port: int, component: str) -> None:
 
 
 @contextlib.contextmanager
-def _lock(path: Path, what: str, out: TextIO, timeout: float = 600.0) -> Iterator[None]:
+def _lock(path: Path, what: str, out: TextIO, timeout: float = 600.0) -> Iterator[float]:
+    """Hold the exclusive lock ``path`` for the block, waiting at most ``timeout`` s for it; yields the seconds
+    waited."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
+        deadline = began + timeout
         waiting = False
         while True:
             try:
@@ -290,7 +294,7 @@ def _lock(path: Path, what: str, out: TextIO, timeout: float = 600.0) -> Iterato
                     ) from None
                 time.sleep(0.2)
         try:
-            yield
+            yield time.monotonic() - began
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -300,7 +304,7 @@ def lock_path(name: str) -> Path:
     return paths.cache_root() / "clusters" / f".{name}.lock"
 
 
-def _cluster_lock(name: str, out: TextIO) -> contextlib.AbstractContextManager[None]:
+def _cluster_lock(name: str, out: TextIO) -> contextlib.AbstractContextManager[float]:
     return _lock(lock_path(name), f"another command on cluster {name}", out)
 
 
@@ -648,7 +652,6 @@ def _start(
         "--kubeconfig=",  # leave ~/.kube/config alone: wincon writes its own kubeconfig
         "--quiet-pull=true",
         f"--config={config}",
-        f"--timeout={max(int(deadline - time.monotonic()), 10)}s",
     ]
     if port:
         args.append(f"--kube-apiserver-port={port}")
@@ -658,9 +661,14 @@ def _start(
     log_path = sdir / KWOKCTL_LOG
     starting = Starting(name, bindir, out)
     # kwokctl picks free ports by probing from 32767 down: two creates at once would pick the same
-    # ones. Serialise creation across clusters sharing the kwokctl work directory.
+    # ones. Serialise creation across clusters sharing the kwokctl work directory. The time spent waiting here is
+    # another cluster's start, not this one's: it moves this start's deadline (the caller's too, by
+    # ``starting.waited``), so a cluster queued behind others still gets its whole timeout for its own start.
     lock = paths.kwok_workdir() / "wincon-create.lock"
-    with _lock(lock, "another cluster to finish starting", out), log_path.open("w") as log:
+    with _lock(lock, "another cluster to finish starting", out) as waited, log_path.open("w") as log:
+        starting.waited = waited
+        deadline += waited
+        args.append(f"--timeout={max(int(deadline - time.monotonic()), 10)}s")
         print(f"starting the control plane of cluster {name} (kwokctl log: {log_path})", file=out, flush=True)
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
@@ -705,14 +713,16 @@ def up(
     started at, else versions.toml's default. The release is passed down to the start, the data plane and the
     images; nothing reads it back from the environment.
 
-    Blocks until every node is Ready and returns the kubeconfig path. ``port`` fixes the API server's
+    Blocks until every node is Ready and returns the kubeconfig path, giving up after ``timeout`` s of this
+    cluster's own start: time spent waiting for another command on it, or for another cluster's start (the
+    machine starts one at a time), is not counted. ``port`` fixes the API server's
     port (default: a free one); ``extra_args`` are kwokctl ``component=flag=value`` extras. On failure no
     process of the cluster is left running; its logs stay until the next ``up`` or ``down``.
     """
     out = out or sys.stderr
     name = paths.check_name(name or paths.default_cluster_name())
-    deadline = time.monotonic() + timeout
     with _cluster_lock(name, out):
+        deadline = time.monotonic() + timeout  # from when no other command on this cluster holds it
         comps = components(name)
         alive = [c for c in comps if c.running]
         minor = _select_release(name, kubernetes_version, running=bool(alive) and len(alive) == len(comps))
@@ -787,7 +797,9 @@ def up(
                 name, bindir, port, list(extra_args or []), deadline, out, release.version, plan, topology
             )
             _write_record(name, record)
-            kubeconfig = _provision(name, topology, deadline, starting, release, plan, start_dataplane=True, out=out)
+            kubeconfig = _provision(
+                name, topology, deadline + starting.waited, starting, release, plan, start_dataplane=True, out=out
+            )
         except BaseException:
             _stop_everything(name)  # no orphans; the logs stay for the error message and `status`
             raise
