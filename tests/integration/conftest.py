@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.support import shared_use
+from tests.support.clusters import START_WITHIN
 from wincon.localcluster import build, cluster, hints, paths
 
 DEFAULT_TEST_CLUSTER = "wincon-test"
@@ -72,7 +73,7 @@ def kubeconfig() -> Path:
         pytest.skip(reason)
     name = session_cluster_name()
     started_here = cluster.status(name)["state"] != "running"
-    path = cluster.up(name)
+    path = cluster.up(name, timeout=START_WITHIN)
     if started_here:
         (paths.state_dir(name) / STARTED_MARKER).write_text(os.environ.get(SESSION_ENV, "") + "\n")
     return path

@@ -305,14 +305,14 @@ def dp_name(localcluster_binaries: Path) -> Iterator[str]:
 
 
 def test_down_leaves_nothing_after_up_and_after_up_twice(dp_name):
-    cluster.up(dp_name, SMALL_REAL)
+    cluster.up(dp_name, SMALL_REAL, timeout=clusters.START_WITHIN)
     status = cluster.status(dp_name)
     assert status["state"] == "running"
     assert status["external_host"]["name"] == dataplane.EXTERNAL_NAME
     assert set(status["images"]) >= {"agnhost", "pause", "coredns", "busybox"}
     before = dataplane.pids(dp_name)
     assert before and all(p["running"] for p in status["dataplane"])
-    cluster.up(dp_name)  # reuse
+    cluster.up(dp_name, timeout=clusters.START_WITHIN)  # reuse
     assert dataplane.pids(dp_name) == before, "a second up must reuse the running data plane"
     assert {k for k, v in dataplane.leftovers(dp_name).items() if v} >= {"netns", "links", "iptables", "cgroups"}
     cluster.down(dp_name)

@@ -6,6 +6,10 @@ the queued cluster's whole ``up`` timeout: behind two busy starts, the third ran
 add-ons (stop 53's CI: "timed out waiting for kube-router", after "waiting for another cluster to finish
 starting"). The wait now moves the deadline by the time waited (``Starting.waited``, which ``up`` adds to the
 deadline it hands on). The counter-case: a start that itself does not finish still times out, queued or not.
+
+The project's tests also give their clusters a longer window than a user's default (tests/support/clusters.py
+START_WITHIN: a test cluster starts beside up to four others on two cores); its counter-case is the last test here,
+an add-on that never becomes available still timing out at its deadline.
 """
 
 from __future__ import annotations
@@ -109,3 +113,16 @@ def test_up_hands_the_provisioning_the_deadline_moved_by_the_wait(machine: Path,
     topology = cluster.Topology(real_nodes=0)
     cluster.up("c1", topology, timeout=100, out=io.StringIO())
     assert seen["provision"] == pytest.approx(seen["start"] + 42.0)
+
+
+def test_an_add_on_that_never_becomes_available_still_times_out_at_the_deadline(
+    machine: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The counter-case of the project's tests' longer start window (tests/support/clusters.py START_WITHIN): the
+    last add-on wait, where two CI runs ran out of the 120 s, still ends at its deadline with the add-on named."""
+    monkeypatch.setattr(cluster, "components", lambda name: [])
+    starting = cluster.Starting("c1", machine, io.StringIO(), set(cluster.COMPONENTS))
+    began = time.monotonic()
+    with pytest.raises(LocalClusterError, match="c1: timed out waiting for kube-router to be available"):
+        cluster._wait("kube-router to be available", lambda: None, began + OWN, starting)
+    assert OWN <= time.monotonic() - began < OWN + 2
