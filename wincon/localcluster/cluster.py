@@ -34,7 +34,20 @@ import yaml
 
 from wincon.commandline.errors import LocalClusterError
 from wincon.documents import releases as kube_releases
-from wincon.localcluster import build, cni, dataplane, extras, hints, images, ipfamily, latency, metrics, paths, procs
+from wincon.localcluster import (
+    build,
+    cni,
+    dataplane,
+    extras,
+    hints,
+    images,
+    ipfamily,
+    latency,
+    metrics,
+    netns,
+    paths,
+    procs,
+)
 from wincon.localcluster.kernel import ensure_kernel_settings
 from wincon.localcluster.topology import SIMULATED_ANNOTATION, Topology
 
@@ -240,7 +253,9 @@ def _kwokctl_start(starting: Starting) -> None:
     log = paths.state_dir(starting.name) / KWOKCTL_LOG
     with log.open("a") as sink:
         done = subprocess.run(
-            [str(starting.bindir / "kwokctl"), "start", "cluster", f"--name={starting.name}"],
+            netns.at_control_plane_priority(
+                [str(starting.bindir / "kwokctl"), "start", "cluster", f"--name={starting.name}"]
+            ),
             stdout=sink, stderr=subprocess.STDOUT, env=_kwokctl_env(starting.bindir), timeout=150, check=False,
         )  # fmt: skip
     if done.returncode != 0:
@@ -249,6 +264,7 @@ def _kwokctl_start(starting: Starting) -> None:
             + _tail(log),
             f"read {log}",
         )
+    _prioritise(starting.name)
 
 
 def _check_port(port: int, component: str) -> None:
@@ -670,7 +686,9 @@ def _start(
         deadline += waited
         args.append(f"--timeout={max(int(deadline - time.monotonic()), 10)}s")
         print(f"starting the control plane of cluster {name} (kwokctl log: {log_path})", file=out, flush=True)
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            netns.at_control_plane_priority(args), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             while proc.poll() is None:
                 _check_alive(starting)
@@ -693,7 +711,15 @@ def _start(
         )
     starting.started.update(COMPONENTS)  # kwokctl is done: every component must run now, seen with a pid or not
     _check_alive(starting)
+    _prioritise(name)
     return starting
+
+
+def _prioritise(name: str) -> None:
+    """Every running control-plane process of cluster ``name`` at the control plane's priority (netns)."""
+    for comp in components(name):
+        if comp.pid and comp.running:
+            netns.raise_to_control_plane_priority(comp.pid)
 
 
 def up(

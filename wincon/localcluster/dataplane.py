@@ -781,7 +781,9 @@ def _start_egress(plan: Plan, watch: _Watch, out: TextIO) -> None:
     print(f"starting the API server's egress proxy in {node.name}'s namespace ({sock})", file=out, flush=True)
     log = root(plan.cluster) / f"{EGRESS_PROCESS}.log"
     args = [sys.executable, str(Path(egress.__file__)), str(sock), *egress_ranges(plan)]
+    args = netns.at_control_plane_priority(args)  # the API server's own path to the nodes
     pid = _spawn(plan.cluster, netns.netns_name(plan.cluster, node.name), EGRESS_PROCESS, args, log)
+    netns.raise_to_control_plane_priority(pid)
     watch.add("the API server's egress proxy", pid, log)
     _wait(f"the egress proxy's socket ({sock})", sock.exists, time.monotonic() + 15, watch, f"read {log}")
 

@@ -193,6 +193,38 @@ def dnat_to_loopback(name: str, gateway: str, port: int) -> None:
 NODE_CPU_SHARES = 8192
 NODE_CPU_WEIGHT = 800
 
+# The control plane's CPU priority, the other side of that weight. A real cluster's control plane has machines of
+# its own; here it shares two cores with the nodes, whose pods without a limit can spin on every core (the CPU-limit
+# checks' twins; their limited pods too, while the CPU fault test lifts the limit). kwokctl starts each component in
+# a session of its own, and the kernel's autogroup scheduling (kernel.sched_autogroup_enabled, on here) weighs each
+# session in the root cgroup as one entity of 1024, against a node's 8192: the API server got a tenth of a core, its
+# accept queue filled (3822 connections waiting, 3767 in CLOSE-WAIT), TLS handshakes timed out, a list of pods got
+# 504, and the CPU fault test's run ended "the API server ... is unreachable" (stop 53's CI, twice here after it).
+# Its autogroup set to -10 (9548, the kernel's sched_prio_to_weight) emptied that queue within 20 s. So every
+# control-plane process, and the API server's egress proxy (its path to the nodes, as a konnectivity server is a
+# real control plane's), gets niceness -10: its autogroup's (/proc/<pid>/autogroup) and, for a kernel without
+# autogroups, its own (``nice``, inherited by what it starts). Only root may raise a priority; elsewhere (no real
+# node can run there either) the processes keep the default.
+CONTROL_PLANE_NICE = -10
+
+
+def at_control_plane_priority(args: list[str]) -> list[str]:
+    """``args`` run at the control plane's niceness (CONTROL_PLANE_NICE) where this process may raise one (root)."""
+    return ["nice", "-n", str(CONTROL_PLANE_NICE), *args] if os.geteuid() == 0 else args
+
+
+def raise_to_control_plane_priority(pid: int) -> bool:
+    """Give process ``pid``'s autogroup the control plane's niceness; False where there is none to set (no
+    autogroups, not root, the process gone)."""
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    if os.geteuid() != 0 or not autogroup.exists():
+        return False
+    try:
+        autogroup.write_text(str(CONTROL_PLANE_NICE))
+    except OSError:
+        return False
+    return True
+
 
 def make_cgroup(name: str, node: str) -> str:
     """Create the kubelet's cgroupRoot in every hierarchy (cpuset values copied from the root), with the node's
