@@ -47,6 +47,7 @@ def test_a_session_of_its_own_gets_its_autogroup_raised():
         assert autogroup.read_text().split()[-1] == "0"  # a fresh session starts at the default
         assert netns.raise_to_control_plane_priority(proc.pid)
         assert autogroup.read_text().split()[-1] == str(netns.CONTROL_PLANE_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == netns.CONTROL_PLANE_NICE  # its own, and its threads'
     finally:
         proc.kill()
         proc.wait()

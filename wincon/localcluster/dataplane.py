@@ -464,12 +464,13 @@ def _spawn(
     log: Path,
     ready: dict[str, str] | None = None,
     path_first: str | None = None,
+    control_plane: bool = False,
 ) -> int:
     """Start a long-running process in namespace ``ns`` (host mount namespace); record its pid, and how it was
     started for ``restart_process``. ``ready`` is how to see it up, where it has a signal of its own
     (``ready_problem``): ``url`` (an address answering 200: its health endpoint) and/or ``log`` (a text its log
     prints once it serves). ``path_first`` is a directory put first on its PATH (a node's kubelet: its
-    journalctl, journal.py)."""
+    journalctl, journal.py). ``control_plane``: it runs at the control plane's priority (netns.raise_to_control_plane_priority)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = None
     if path_first:
@@ -483,6 +484,8 @@ def _spawn(
             start_new_session=True,
             env=env,
         )
+    if control_plane:
+        netns.raise_to_control_plane_priority(proc.pid)
     pid_dir(cluster).mkdir(parents=True, exist_ok=True)
     pid_file(cluster, name).write_text(f"{proc.pid}\n")
     spec: dict[str, Any] = {"ns": ns, "args": args, "log": str(log)}
@@ -490,6 +493,8 @@ def _spawn(
         spec["ready"] = ready
     if path_first:
         spec["path_first"] = path_first
+    if control_plane:
+        spec["control_plane"] = True
     (pid_dir(cluster) / f"{name}.cmd").write_text(json.dumps(spec))
     return proc.pid
 
@@ -549,7 +554,10 @@ def restart_process(
     spec = json.loads((pid_dir(cluster) / f"{name}.cmd").read_text())
     log = Path(spec["log"])
     offset = log.stat().st_size if log.exists() else 0
-    pid = _spawn(cluster, spec["ns"], name, spec["args"], log, spec.get("ready"), spec.get("path_first"))
+    pid = _spawn(
+        cluster, spec["ns"], name, spec["args"], log, spec.get("ready"), spec.get("path_first"),
+        control_plane=spec.get("control_plane", False),
+    )  # fmt: skip
     program = spec["args"][0]
     spawned = time.monotonic()
     running_since: float | None = None
@@ -781,9 +789,9 @@ def _start_egress(plan: Plan, watch: _Watch, out: TextIO) -> None:
     print(f"starting the API server's egress proxy in {node.name}'s namespace ({sock})", file=out, flush=True)
     log = root(plan.cluster) / f"{EGRESS_PROCESS}.log"
     args = [sys.executable, str(Path(egress.__file__)), str(sock), *egress_ranges(plan)]
-    args = netns.at_control_plane_priority(args)  # the API server's own path to the nodes
-    pid = _spawn(plan.cluster, netns.netns_name(plan.cluster, node.name), EGRESS_PROCESS, args, log)
-    netns.raise_to_control_plane_priority(pid)
+    # The API server's own path to the nodes: at the control plane's priority, set on the process (its command line
+    # stays its own, as restart_process checks it), and again on each start.
+    pid = _spawn(plan.cluster, netns.netns_name(plan.cluster, node.name), EGRESS_PROCESS, args, log, control_plane=True)
     watch.add("the API server's egress proxy", pid, log)
     _wait(f"the egress proxy's socket ({sock})", sock.exists, time.monotonic() + 15, watch, f"read {log}")
 

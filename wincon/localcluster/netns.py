@@ -214,13 +214,14 @@ def at_control_plane_priority(args: list[str]) -> list[str]:
 
 
 def raise_to_control_plane_priority(pid: int) -> bool:
-    """Give process ``pid``'s autogroup the control plane's niceness; False where there is none to set (no
-    autogroups, not root, the process gone)."""
-    autogroup = Path(f"/proc/{pid}/autogroup")
-    if os.geteuid() != 0 or not autogroup.exists():
+    """Give process ``pid`` the control plane's niceness, its own (which the threads it starts afterwards inherit)
+    and its autogroup's; False where its autogroup's could not be set (no autogroups, not root, the process gone)."""
+    if os.geteuid() != 0:
         return False
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, pid, CONTROL_PLANE_NICE)
     try:
-        autogroup.write_text(str(CONTROL_PLANE_NICE))
+        Path(f"/proc/{pid}/autogroup").write_text(str(CONTROL_PLANE_NICE))
     except OSError:
         return False
     return True
