@@ -470,7 +470,8 @@ def _spawn(
     started for ``restart_process``. ``ready`` is how to see it up, where it has a signal of its own
     (``ready_problem``): ``url`` (an address answering 200: its health endpoint) and/or ``log`` (a text its log
     prints once it serves). ``path_first`` is a directory put first on its PATH (a node's kubelet: its
-    journalctl, journal.py). ``control_plane``: it runs at the control plane's priority (netns.raise_to_control_plane_priority)."""
+    journalctl, journal.py). ``control_plane``: it runs at the control plane's priority
+    (netns.raise_to_control_plane_priority)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = None
     if path_first:

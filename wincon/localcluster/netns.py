@@ -203,8 +203,10 @@ NODE_CPU_WEIGHT = 800
 # Its autogroup set to -10 (9548, the kernel's sched_prio_to_weight) emptied that queue within 20 s. So every
 # control-plane process, and the API server's egress proxy (its path to the nodes, as a konnectivity server is a
 # real control plane's), gets niceness -10: its autogroup's (/proc/<pid>/autogroup) and, for a kernel without
-# autogroups, its own (``nice``, inherited by what it starts). Only root may raise a priority; elsewhere (no real
-# node can run there either) the processes keep the default.
+# autogroups, its own: kwokctl starts under ``nice`` (at_control_plane_priority), so that the components it starts
+# inherit it from their first thread; the egress proxy gets it as it is spawned, before it starts any thread
+# (raise_to_control_plane_priority), its command line staying its own. Only root may raise a priority; elsewhere
+# (no real node can run there either) the processes keep the default.
 CONTROL_PLANE_NICE = -10
 
 
